@@ -1,0 +1,88 @@
+import { badRequest, HttpError } from "./problem";
+
+/** No stream may accept more than this; RPC payloads to a Durable Object top out at 32 MiB. */
+export const HARD_BODY_LIMIT = 32 * 1024 * 1024;
+
+/** Reads the body, refusing (413) past `limit` bytes without buffering the rest. */
+export async function readBody(req: Request, limit: number): Promise<Uint8Array> {
+  const declared = Number(req.headers.get("content-length") ?? NaN);
+  if (declared > limit) throw tooLarge(limit);
+  if (!req.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = req.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      throw tooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+export function tooLarge(limit: number): HttpError {
+  return new HttpError(413, "body-too-large", "Payload too large", `the body is larger than ${limit} bytes; split the batch`);
+}
+
+const isNdjson = (contentType: string | null) => /^application\/(x-ndjson|jsonl|x-jsonlines|ndjson)\b/i.test(contentType ?? "");
+
+/**
+ * The rows of an ingest body: one JSON object, a JSON array, or NDJSON (one
+ * value per line; blank lines are skipped). Anything else is a 400 that names
+ * the problem, and nothing is applied.
+ */
+export function parseRows(bytes: Uint8Array, contentType: string | null): unknown[] {
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+  } catch {
+    throw badRequest("the body is not valid UTF-8");
+  }
+  if (text.trim() === "") throw badRequest("the body is empty; send a JSON object, a JSON array or NDJSON");
+  if (isNdjson(contentType)) return parseNdjson(text);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw badRequest(`the body is not valid JSON (${(e as Error).message}); for one object per line send Content-Type: application/x-ndjson`);
+  }
+  if (Array.isArray(value)) {
+    if (value.length === 0) throw badRequest("the batch has no rows");
+    return value;
+  }
+  if (value !== null && typeof value === "object") return [value];
+  throw badRequest("the body must be a JSON object, a JSON array of objects, or NDJSON, not a JSON scalar");
+}
+
+function parseNdjson(text: string): unknown[] {
+  const rows: unknown[] = [];
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i].trim();
+    if (line === "") continue;
+    try {
+      rows.push(JSON.parse(line));
+    } catch (e) {
+      throw badRequest(`NDJSON line ${i + 1} is not valid JSON (${(e as Error).message}); nothing was applied`, {
+        errors: [{ line: i + 1, error: (e as Error).message }],
+      });
+    }
+  }
+  if (rows.length === 0) throw badRequest("the batch has no rows");
+  return rows;
+}
+
+export async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  const d = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(d, (b) => b.toString(16).padStart(2, "0")).join("");
+}

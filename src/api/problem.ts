@@ -1,0 +1,39 @@
+/**
+ * Every error response is RFC 9457 problem+json and is made here, so they all
+ * carry `type`, `title`, `status`, `detail` and, where useful, `errors`.
+ */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly slug: string,
+    readonly title: string,
+    readonly detail: string,
+    readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail);
+  }
+}
+
+export const PROBLEM_BASE = "https://edge-dedup.dev/problems/";
+
+export function problemResponse(err: HttpError, instance?: string): Response {
+  const body = {
+    type: PROBLEM_BASE + err.slug,
+    title: err.title,
+    status: err.status,
+    detail: err.detail,
+    ...(instance ? { instance } : {}),
+    ...err.extra,
+  };
+  return new Response(JSON.stringify(body), {
+    status: err.status,
+    headers: { "content-type": "application/problem+json", ...err.headers },
+  });
+}
+
+export const badRequest = (detail: string, extra?: Record<string, unknown>) =>
+  new HttpError(400, "invalid-request", "Invalid request", detail, extra);
+export const notFound = (detail: string) => new HttpError(404, "not-found", "Not found", detail);
+export const conflict = (slug: string, detail: string, extra?: Record<string, unknown>, headers?: Record<string, string>) =>
+  new HttpError(409, slug, "Conflict", detail, extra, headers);

@@ -1,0 +1,325 @@
+import { DurableObject } from "cloudflare:workers";
+import { boundFieldChanges, type StreamConfig } from "./stream/config";
+import type { BatchCounts } from "./stream/batch";
+import { progressOf, type BatchOutcome, type ProgressReport } from "./stream/report";
+import { advanceWatermark, globalWatermark, sourceWatermark, type SourceProgress, type WatermarkState } from "./stream/watermark";
+import { partitionStub, type Env } from "./env";
+import type { PartitionStats } from "./partition";
+import { deleteStreamObjects } from "./sink";
+
+/** How long a begun batch holds its id against a concurrent request with the same id. */
+export const LEASE_MS = 30_000;
+/** Eviction fan-out runs at most this often after the watermark moves. */
+export const EVICTION_DELAY_MS = 200;
+
+export type ConfigureResult =
+  | { status: "created" | "updated" | "unchanged"; config: StreamConfig }
+  | { status: "conflict"; changed: string[]; config: StreamConfig };
+
+export type BeginResult =
+  | { kind: "missing" }
+  | { kind: "conflict" }
+  | { kind: "busy"; retryAfterMs: number }
+  | { kind: "too-large"; detail: string }
+  | { kind: "replay"; outcome: BatchOutcome }
+  | { kind: "run"; watermark: number; begunAt: number; config: StreamConfig; epoch: string };
+
+export interface TouchedPartition extends PartitionStats {
+  p: number;
+  inserted: number;
+  removed: number;
+}
+
+export interface CommitRequest {
+  source: string;
+  batchId: string;
+  maxEventTime: number | null;
+  counts: BatchCounts;
+  touched: TouchedPartition[];
+  dataKey: string | null;
+  startedAt: number;
+}
+
+export interface StreamDescription {
+  config: StreamConfig;
+  epoch: string;
+  createdAt: number;
+  watermark: number;
+  sources: Record<string, { maxEventTime: number | null; watermark: number; lastBatchAt: number | null; declared: boolean }>;
+  state: { rows: number; bytes: number };
+  batches: { committed: number };
+}
+
+/** What the ledger keeps of a committed batch: the response to replay and its progress report. */
+interface StoredReport {
+  outcome: BatchOutcome;
+  progress: ProgressReport;
+}
+
+function recordedOutcome(report: string): BatchOutcome {
+  return { ...(JSON.parse(report) as StoredReport).outcome, replayed: true };
+}
+
+interface Meta {
+  name: string;
+  config: StreamConfig;
+  epoch: string;
+  createdAt: number;
+  watermark: number;
+}
+
+/**
+ * One per stream: config, per-source progress, the global watermark, the batch
+ * ledger (begun/committed with outcomes, which doubles as the progress log and
+ * the output index) and the eviction fan-out to partitions.
+ */
+export class Coordinator extends DurableObject<Env> {
+  private sql: SqlStorage;
+  /** In memory on purpose: a restarted coordinator means the holders crashed, so their leases end. */
+  private leases = new Map<string, number>();
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.sql.exec(`
+      CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), name TEXT NOT NULL, config TEXT NOT NULL,
+        epoch TEXT NOT NULL, created_at INTEGER NOT NULL, watermark INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS sources (name TEXT PRIMARY KEY, max_t INTEGER, last_batch_at INTEGER) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS batches (source TEXT NOT NULL, batch_id TEXT NOT NULL, body_hash TEXT NOT NULL,
+        watermark INTEGER NOT NULL, begun_at INTEGER NOT NULL, seq INTEGER, data_key TEXT, report TEXT,
+        PRIMARY KEY (source, batch_id)) WITHOUT ROWID;
+      CREATE UNIQUE INDEX IF NOT EXISTS batches_by_seq ON batches (seq) WHERE seq IS NOT NULL;
+      CREATE TABLE IF NOT EXISTS partitions (p INTEGER PRIMARY KEY, rows INTEGER NOT NULL, bytes INTEGER NOT NULL, watermark INTEGER NOT NULL);
+    `);
+  }
+
+  async configure(name: string, config: StreamConfig): Promise<ConfigureResult> {
+    const meta = this.meta();
+    if (!meta) {
+      const m: Meta = { name, config, epoch: crypto.randomUUID(), createdAt: Date.now(), watermark: 0 };
+      this.sql.exec(
+        "INSERT INTO meta (id, name, config, epoch, created_at, watermark) VALUES (1, ?, ?, ?, ?, 0)",
+        name, JSON.stringify(config), m.epoch, m.createdAt,
+      );
+      return { status: "created", config };
+    }
+    const changed = boundFieldChanges(meta.config, config);
+    if (changed.length > 0) return { status: "conflict", changed, config: meta.config };
+    if (JSON.stringify(meta.config) === JSON.stringify(config)) return { status: "unchanged", config };
+    // A new delay or new declared sources can move the watermark (never back).
+    const watermark = globalWatermark(config, this.sourceProgress(), meta.watermark);
+    this.sql.exec("UPDATE meta SET config = ?, watermark = ?", JSON.stringify(config), watermark);
+    if (watermark > meta.watermark) await this.scheduleEviction(config);
+    return { status: "updated", config };
+  }
+
+  async describe(): Promise<StreamDescription | null> {
+    const meta = this.meta();
+    if (!meta) return null;
+    const progress = this.sourceProgress();
+    const names = new Set([...Object.keys(meta.config.sources), ...Object.keys(progress)]);
+    const sources: StreamDescription["sources"] = {};
+    for (const s of [...names].sort()) {
+      sources[s] = {
+        maxEventTime: progress[s]?.maxEventTime ?? null,
+        watermark: sourceWatermark(meta.config, s, progress[s]),
+        lastBatchAt: progress[s]?.lastBatchAt ?? null,
+        declared: s in meta.config.sources,
+      };
+    }
+    const stats = await Promise.all(
+      Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p).describe(meta.epoch)),
+    );
+    const committed = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM batches WHERE seq IS NOT NULL").one().n;
+    return {
+      config: meta.config,
+      epoch: meta.epoch,
+      createdAt: meta.createdAt,
+      watermark: meta.watermark,
+      sources,
+      state: { rows: stats.reduce((a, s) => a + s.rows, 0), bytes: stats.reduce((a, s) => a + s.bytes, 0) },
+      batches: { committed },
+    };
+  }
+
+  /**
+   * Starts (or resumes) a batch. A committed batch id returns its recorded
+   * outcome; a resumed one keeps the watermark it was first judged by, so a
+   * replay after a crash decides the same way.
+   */
+  begin(source: string, batchId: string, body: { hash: string; bytes: number; rows: number }): BeginResult {
+    const meta = this.meta();
+    if (!meta) return { kind: "missing" };
+    const { maxBodyBytes, maxRows } = meta.config.limits;
+    if (body.bytes > maxBodyBytes) return { kind: "too-large", detail: `the body is ${body.bytes} bytes; this stream accepts at most ${maxBodyBytes}` };
+    if (body.rows > maxRows) return { kind: "too-large", detail: `the batch has ${body.rows} rows; this stream accepts at most ${maxRows}` };
+    const row = this.sql
+      .exec<{ body_hash: string; watermark: number; begun_at: number; seq: number | null; report: string | null }>(
+        "SELECT body_hash, watermark, begun_at, seq, report FROM batches WHERE source = ? AND batch_id = ?", source, batchId,
+      )
+      .toArray()[0];
+    const now = Date.now();
+    const leaseKey = `${source}\n${batchId}`;
+    let watermark = meta.watermark;
+    let begunAt = now;
+    if (row) {
+      if (row.body_hash !== body.hash) return { kind: "conflict" };
+      if (row.seq !== null) return { kind: "replay", outcome: recordedOutcome(row.report!) };
+      const until = this.leases.get(leaseKey);
+      if (until !== undefined && until > now) return { kind: "busy", retryAfterMs: until - now };
+      watermark = row.watermark;
+      begunAt = row.begun_at;
+    } else {
+      this.sql.exec(
+        "INSERT INTO batches (source, batch_id, body_hash, watermark, begun_at) VALUES (?, ?, ?, ?, ?)",
+        source, batchId, body.hash, watermark, now,
+      );
+    }
+    this.leases.set(leaseKey, now + LEASE_MS);
+    return { kind: "run", watermark, begunAt, config: meta.config, epoch: meta.epoch };
+  }
+
+  /** Lets a failed attempt's retry start at once instead of waiting out the lease. */
+  release(source: string, batchId: string): void {
+    this.leases.delete(`${source}\n${batchId}`);
+  }
+
+  /**
+   * Commits a batch: advances the source's max event time and the global
+   * watermark, records the outcome and progress report. Idempotent: a batch
+   * committed already returns its recorded outcome.
+   */
+  async commit(req: CommitRequest): Promise<BatchOutcome> {
+    const meta = this.meta();
+    if (!meta) throw new Error("stream was deleted while the batch ran");
+    const row = this.sql
+      .exec<{ watermark: number; seq: number | null; report: string | null }>(
+        "SELECT watermark, seq, report FROM batches WHERE source = ? AND batch_id = ?", req.source, req.batchId,
+      )
+      .toArray()[0];
+    if (!row) throw new Error("commit of a batch that never began");
+    if (row.seq !== null) return recordedOutcome(row.report!);
+
+    const now = Date.now();
+    const before: WatermarkState = { watermark: meta.watermark, sources: this.sourceProgress() };
+    const after = advanceWatermark(meta.config, before, req.source, req.maxEventTime, now);
+    const progress = after.sources[req.source];
+    this.sql.exec(
+      "INSERT OR REPLACE INTO sources (name, max_t, last_batch_at) VALUES (?, ?, ?)",
+      req.source, progress.maxEventTime, progress.lastBatchAt,
+    );
+    this.sql.exec("UPDATE meta SET watermark = ?", after.watermark);
+    for (const t of req.touched) {
+      this.sql.exec("INSERT OR REPLACE INTO partitions (p, rows, bytes, watermark) VALUES (?, ?, ?, ?)", t.p, t.rows, t.bytes, t.watermark);
+    }
+    const totals = this.sql.exec<{ rows: number; bytes: number }>(
+      "SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes FROM partitions",
+    ).one();
+    const seq = this.sql.exec<{ s: number }>("SELECT coalesce(max(seq), 0) + 1 AS s FROM batches WHERE seq IS NOT NULL").one().s;
+    const outcome: BatchOutcome = {
+      batchId: req.batchId,
+      source: req.source,
+      replayed: false,
+      watermark: row.watermark,
+      watermarkAfter: after.watermark,
+      ...req.counts,
+    };
+    const report: ProgressReport = progressOf(outcome, {
+      committedAt: now,
+      durationMs: now - req.startedAt,
+      numRowsTotal: totals.rows,
+      numRowsUpdated: req.touched.reduce((a, t) => a + t.inserted, 0),
+      numRowsRemoved: req.touched.reduce((a, t) => a + t.removed, 0),
+      stateBytes: totals.bytes,
+    });
+    this.sql.exec(
+      "UPDATE batches SET seq = ?, data_key = ?, report = ? WHERE source = ? AND batch_id = ?",
+      seq, req.dataKey, JSON.stringify({ outcome, progress: report } satisfies StoredReport), req.source, req.batchId,
+    );
+    this.leases.delete(`${req.source}\n${req.batchId}`);
+    if (after.watermark > meta.watermark) await this.scheduleEviction(meta.config);
+    return outcome;
+  }
+
+  /** The most recent `limit` progress reports, oldest first. */
+  progress(limit: number): ProgressReport[] {
+    return this.sql
+      .exec<{ report: string }>("SELECT report FROM batches WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT ?", limit)
+      .toArray()
+      .map((r) => (JSON.parse(r.report) as StoredReport).progress)
+      .reverse();
+  }
+
+  /** Committed batches that wrote output, in commit order, after commit number `afterSeq`. */
+  commits(afterSeq: number, limit: number): { seq: number; dataKey: string }[] {
+    return this.sql
+      .exec<{ seq: number; data_key: string }>(
+        "SELECT seq, data_key FROM batches WHERE seq > ? AND data_key IS NOT NULL ORDER BY seq LIMIT ?", afterSeq, limit,
+      )
+      .toArray()
+      .map((r) => ({ seq: r.seq, dataKey: r.data_key }));
+  }
+
+  /** The stream's name, epoch and partition count, for routing reads to partitions. */
+  locate(): { name: string; epoch: string; partitions: number } | null {
+    const meta = this.meta();
+    return meta ? { name: meta.name, epoch: meta.epoch, partitions: meta.config.partitions } : null;
+  }
+
+  /** Deletes the stream: partitions' state, the output in R2, then the ledger and config. */
+  async drop(): Promise<boolean> {
+    const meta = this.meta();
+    if (!meta) return false;
+    await Promise.all(Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p).drop()));
+    await deleteStreamObjects(this.env.SINK, meta.name);
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.leases.clear();
+    return true;
+  }
+
+  /** Prompt eviction: pushes the global watermark to every partition that holds keys and is behind it. */
+  async alarm(): Promise<void> {
+    const meta = this.meta();
+    if (!meta || meta.config.mode === "global") return;
+    const watermark = meta.watermark;
+    const behind = this.sql
+      .exec<{ p: number }>("SELECT p FROM partitions WHERE rows > 0 AND watermark < ?", watermark)
+      .toArray();
+    const results = await Promise.all(
+      behind.map(async ({ p }) => ({ p, ...(await partitionStub(this.env, meta.name, p).advance(meta.epoch, watermark)) })),
+    );
+    const now = this.meta();
+    if (!now || now.epoch !== meta.epoch) return; // dropped meanwhile
+    for (const r of results) {
+      this.sql.exec("INSERT OR REPLACE INTO partitions (p, rows, bytes, watermark) VALUES (?, ?, ?, ?)", r.p, r.rows, r.bytes, r.watermark);
+    }
+    // Commits that landed during the fan-out may have moved the watermark again.
+    if (now.watermark > watermark) await this.scheduleEviction(now.config);
+  }
+
+  private async scheduleEviction(config: StreamConfig): Promise<void> {
+    if (config.mode === "global") return;
+    // Keep a pending alarm: pushing it later on every commit would starve eviction under steady load.
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + EVICTION_DELAY_MS);
+  }
+
+  private meta(): Meta | null {
+    const row = this.sql
+      .exec<{ name: string; config: string; epoch: string; created_at: number; watermark: number }>(
+        "SELECT name, config, epoch, created_at, watermark FROM meta",
+      )
+      .toArray()[0];
+    if (!row) return null;
+    return { name: row.name, config: JSON.parse(row.config), epoch: row.epoch, createdAt: row.created_at, watermark: row.watermark };
+  }
+
+  private sourceProgress(): Record<string, SourceProgress> {
+    const out: Record<string, SourceProgress> = {};
+    for (const r of this.sql.exec<{ name: string; max_t: number | null; last_batch_at: number | null }>("SELECT * FROM sources")) {
+      out[r.name] = { maxEventTime: r.max_t, lastBatchAt: r.last_batch_at };
+    }
+    return out;
+  }
+}
+

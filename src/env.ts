@@ -1,0 +1,19 @@
+import type { Coordinator } from "./coordinator";
+import type { Partition } from "./partition";
+
+/** The Worker's bindings (wrangler.toml) and secrets (.dev.vars / wrangler secret). */
+export interface Env {
+  COORDINATOR: DurableObjectNamespace<Coordinator>;
+  PARTITION: DurableObjectNamespace<Partition>;
+  SINK: R2Bucket;
+  ADMIN_TOKEN?: string;
+}
+
+/** Partition p of a stream lives in the Durable Object named `{stream}/{p}`. */
+export function partitionStub(env: Env, stream: string, p: number): DurableObjectStub<Partition> {
+  return env.PARTITION.getByName(`${stream}/${p}`);
+}
+
+export function coordinatorStub(env: Env, stream: string): DurableObjectStub<Coordinator> {
+  return env.COORDINATOR.getByName(stream);
+}

@@ -1,0 +1,76 @@
+import type { StreamConfig } from "./config";
+import type { DedupSettings, Decision } from "./dedup";
+import { partitionFor } from "./hash";
+import { isRejected, validateRow, type AcceptedRow, type RejectedRow, type Row } from "./schema";
+
+/** One batch, validated and split by partition; nothing decided yet. */
+export interface BatchPlan {
+  input: number;
+  rejected: RejectedRow[];
+  /** partition → its accepted rows, in input order */
+  subBatches: Map<number, AcceptedRow[]>;
+  /** max event time over accepted rows (they all count toward the watermark) */
+  maxEventTime: number | null;
+}
+
+export function planBatch(config: StreamConfig, rows: readonly unknown[], now: number): BatchPlan {
+  const rejected: RejectedRow[] = [];
+  const subBatches = new Map<number, AcceptedRow[]>();
+  let maxEventTime: number | null = null;
+  rows.forEach((raw, index) => {
+    const r = validateRow(config, raw, index, now);
+    if (isRejected(r)) {
+      rejected.push(r);
+      return;
+    }
+    const p = partitionFor(r.key, config.partitions);
+    let sub = subBatches.get(p);
+    if (!sub) subBatches.set(p, (sub = []));
+    sub.push(r);
+    if (r.eventTime !== null && (maxEventTime === null || r.eventTime > maxEventTime)) maxEventTime = r.eventTime;
+  });
+  return { input: rows.length, rejected, subBatches, maxEventTime };
+}
+
+export function dedupSettings(config: StreamConfig): DedupSettings {
+  return { mode: config.mode, delay: config.watermarkDelay, hasEventTime: config.eventTime !== null };
+}
+
+export interface BatchCounts {
+  input: number;
+  emitted: number;
+  duplicates: number;
+  late: number;
+  rejected: RejectedRow[];
+}
+
+/**
+ * Joins the partitions' decisions back into input order: the emitted rows (the
+ * batch's output) and the counts, for which
+ * emitted + duplicates + late + rejected.length == input.
+ */
+export function mergeDecisions(plan: BatchPlan, decisions: Map<number, string>): { emitted: Row[]; counts: BatchCounts } {
+  const byIndex: { index: number; row: Row }[] = [];
+  let duplicates = 0;
+  let late = 0;
+  for (const [p, rows] of plan.subBatches) {
+    const codes = decisions.get(p);
+    if (codes === undefined || codes.length !== rows.length) {
+      throw new Error(`partition ${p} returned ${codes?.length ?? "no"} decisions for ${rows.length} rows`);
+    }
+    rows.forEach((r, i) => {
+      const d = codes[i] as Decision;
+      if (d === "e") byIndex.push({ index: r.index, row: r.row });
+      else if (d === "d") duplicates++;
+      else late++;
+    });
+  }
+  byIndex.sort((a, b) => a.index - b.index);
+  const emitted = byIndex.map((x) => x.row);
+  return { emitted, counts: { input: plan.input, emitted: emitted.length, duplicates, late, rejected: plan.rejected } };
+}
+
+/** The batch's output object: emitted rows as NDJSON, byte-identical on every replay. */
+export function encodeOutput(rows: readonly Row[]): string {
+  return rows.map((r) => JSON.stringify(r) + "\n").join("");
+}

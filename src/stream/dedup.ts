@@ -1,0 +1,79 @@
+import type { Mode } from "./config";
+import { stateKeyOf } from "./key";
+
+/** What the dedup step needs of the stream's config. */
+export interface DedupSettings {
+  mode: Mode;
+  /** ms, the stream's watermark delay (within-watermark expiry) */
+  delay: number;
+  /** false only in `global` mode without an event-time column */
+  hasEventTime: boolean;
+}
+
+export interface DedupInput {
+  key: string;
+  eventTime: number | null;
+}
+
+/** e = emitted, d = duplicate, l = late. One character per row, in order. */
+export type Decision = "e" | "d" | "l";
+
+export interface StateInsert {
+  stateKey: string;
+  eventTime: number | null;
+  /** epoch ms at which the key may be forgotten (evicted when wm >= expiresAt); null = never */
+  expiresAt: number | null;
+}
+
+/** When a key emitted at `eventTime` may be forgotten (DESIGN §2.5). */
+export function expiryOf(settings: DedupSettings, eventTime: number | null): number | null {
+  if (eventTime === null) return null;
+  switch (settings.mode) {
+    case "within-watermark":
+      return eventTime + settings.delay;
+    case "event-time-key":
+      return eventTime;
+    case "global":
+      return null;
+  }
+}
+
+export function isExpired(expiresAt: number | null, watermark: number): boolean {
+  return expiresAt !== null && expiresAt <= watermark;
+}
+
+export function stateKeyFor(settings: DedupSettings, row: DedupInput): string {
+  return stateKeyOf(row.key, row.eventTime, settings.mode === "event-time-key");
+}
+
+/**
+ * The dedup step for one partition's sub-batch. `watermark` is already
+ * max(partition wm, batch wm) and `remembered` holds the state keys that are
+ * present after evicting at that watermark. Late rows are dropped before the
+ * dedup check; the first copy in processing order survives.
+ */
+export function applyBatch(
+  settings: DedupSettings,
+  watermark: number,
+  rows: readonly DedupInput[],
+  remembered: (stateKey: string) => boolean,
+): { decisions: Decision[]; inserts: StateInsert[] } {
+  const decisions: Decision[] = [];
+  const inserts: StateInsert[] = [];
+  const seen = new Set<string>();
+  for (const row of rows) {
+    if (settings.hasEventTime && row.eventTime !== null && row.eventTime <= watermark) {
+      decisions.push("l");
+      continue;
+    }
+    const stateKey = stateKeyFor(settings, row);
+    if (seen.has(stateKey) || remembered(stateKey)) {
+      decisions.push("d");
+      continue;
+    }
+    seen.add(stateKey);
+    decisions.push("e");
+    inserts.push({ stateKey, eventTime: row.eventTime, expiresAt: expiryOf(settings, row.eventTime) });
+  }
+  return { decisions, inserts };
+}

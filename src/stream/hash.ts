@@ -1,0 +1,50 @@
+/**
+ * Partition routing. The hash is part of the stored state's layout: a key must
+ * land on the same partition forever, so this function never changes.
+ *
+ * partitionFor(key, P) = murmur3_x86_32(utf8(key), seed 42) mod P (unsigned),
+ * where `key` is the canonical key encoding from ./key.ts. Seed 42 is the one
+ * Spark's HashPartitioning uses.
+ */
+const encoder = new TextEncoder();
+
+export function murmur3(bytes: Uint8Array, seed = 0): number {
+  const c1 = 0xcc9e2d51;
+  const c2 = 0x1b873593;
+  let h = seed >>> 0;
+  const n = bytes.length;
+  const blocks = n & ~3;
+  for (let i = 0; i < blocks; i += 4) {
+    let k = bytes[i] | (bytes[i + 1] << 8) | (bytes[i + 2] << 16) | (bytes[i + 3] << 24);
+    k = Math.imul(k, c1);
+    k = (k << 15) | (k >>> 17);
+    k = Math.imul(k, c2);
+    h ^= k;
+    h = (h << 13) | (h >>> 19);
+    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+  }
+  let k = 0;
+  switch (n & 3) {
+    case 3: k ^= bytes[blocks + 2] << 16; // falls through
+    case 2: k ^= bytes[blocks + 1] << 8; // falls through
+    case 1:
+      k ^= bytes[blocks];
+      k = Math.imul(k, c1);
+      k = (k << 15) | (k >>> 17);
+      k = Math.imul(k, c2);
+      h ^= k;
+  }
+  h ^= n;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+export const PARTITION_SEED = 42;
+
+export function partitionFor(key: string, partitions: number): number {
+  return murmur3(encoder.encode(key), PARTITION_SEED) % partitions;
+}

@@ -1,0 +1,51 @@
+/**
+ * Spark-style intervals: "10 seconds", "2 hours", "1 hour 30 minutes", "500 ms",
+ * or a plain number of milliseconds. Returns milliseconds.
+ */
+const UNIT_MS: Record<string, number> = {
+  ms: 1, millisecond: 1, milliseconds: 1,
+  s: 1_000, sec: 1_000, secs: 1_000, second: 1_000, seconds: 1_000,
+  m: 60_000, min: 60_000, mins: 60_000, minute: 60_000, minutes: 60_000,
+  h: 3_600_000, hour: 3_600_000, hours: 3_600_000,
+  d: 86_400_000, day: 86_400_000, days: 86_400_000,
+  week: 604_800_000, weeks: 604_800_000,
+};
+
+export class IntervalError extends Error {}
+
+export function parseInterval(input: string | number): number {
+  if (typeof input === "number") {
+    if (!Number.isFinite(input) || input < 0 || !Number.isInteger(input)) {
+      throw new IntervalError("must be a whole, non-negative number of milliseconds");
+    }
+    return input;
+  }
+  const text = input.trim().toLowerCase().replace(/^interval\s+/, "");
+  if (/^\d+$/.test(text)) return parseInterval(Number(text));
+  const part = /(\d+(?:\.\d+)?)\s*([a-z]+)/g;
+  let total = 0;
+  let consumed = "";
+  for (const m of text.matchAll(part)) {
+    const unit = UNIT_MS[m[2]];
+    if (unit === undefined) throw new IntervalError(`unknown unit "${m[2]}"`);
+    total += Number(m[1]) * unit;
+    consumed += m[0];
+  }
+  if (consumed.length === 0 || consumed.replace(/\s+/g, "") !== text.replace(/\s+/g, "")) {
+    throw new IntervalError(`"${input}" is not an interval like "10 seconds" or "2 hours"`);
+  }
+  return Math.round(total);
+}
+
+/** The inverse, for showing a config back to people: 5400000 → "1 hour 30 minutes". */
+export function formatInterval(ms: number): string {
+  if (ms === 0) return "0 seconds";
+  const parts: string[] = [];
+  let rest = ms;
+  for (const [name, size] of [["day", 86_400_000], ["hour", 3_600_000], ["minute", 60_000], ["second", 1_000], ["millisecond", 1]] as const) {
+    const n = Math.floor(rest / size);
+    if (n > 0) parts.push(`${n} ${name}${n === 1 ? "" : "s"}`);
+    rest -= n * size;
+  }
+  return parts.join(" ");
+}

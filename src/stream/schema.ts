@@ -1,0 +1,113 @@
+import type { ColumnType, StreamConfig } from "./config";
+import { encodeKey, MAX_KEY_BYTES, type KeyValue } from "./key";
+
+export type Row = Record<string, unknown>;
+
+/** A row that passed validation: its coerced copy, canonical key and event time. */
+export interface AcceptedRow {
+  index: number;
+  row: Row;
+  key: string;
+  /** epoch ms, or null in `global` mode without an event-time column */
+  eventTime: number | null;
+}
+export interface RejectedRow {
+  index: number;
+  error: string;
+}
+
+class RowError extends Error {}
+
+const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/i;
+
+/** ISO-8601 strings or epoch milliseconds (number or digit string) → epoch ms. */
+export function parseTimestamp(value: unknown): number | null {
+  if (typeof value === "number") return Number.isFinite(value) ? Math.trunc(value) : null;
+  if (typeof value !== "string") return null;
+  const s = value.trim();
+  if (/^-?\d+$/.test(s)) return parseTimestamp(Number(s));
+  if (!ISO_8601.test(s)) return null;
+  // A date-time without an offset is taken as UTC, not the runtime's zone.
+  const withZone = /[T ]\d{2}:\d{2}/.test(s) && !/(?:Z|[+-]\d{2}:?\d{2})$/i.test(s) ? `${s}Z` : s;
+  const ms = Date.parse(withZone.replace(" ", "T"));
+  return Number.isNaN(ms) ? null : ms;
+}
+
+/** Coerces one declared column; throws RowError with the user-facing reason. */
+function coerce(column: string, type: ColumnType, value: unknown): unknown {
+  const fail = (what: string): never => {
+    throw new RowError(`${column}: not ${what}`);
+  };
+  switch (type) {
+    case "string":
+      if (typeof value === "string") return value;
+      if (typeof value === "number" || typeof value === "boolean") return String(value);
+      return fail("a string");
+    case "int":
+    case "long": {
+      const n = typeof value === "string" && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
+      if (typeof n !== "number" || !Number.isInteger(n)) return fail(type === "int" ? "an int" : "a long");
+      if (type === "int" && (n < -2147483648 || n > 2147483647)) return fail("an int (32-bit range)");
+      if (!Number.isSafeInteger(n)) return fail("a long within ±2^53 (send larger ids as strings)");
+      return n;
+    }
+    case "double": {
+      const n = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
+      if (typeof n !== "number" || !Number.isFinite(n)) return fail("a double");
+      return n;
+    }
+    case "boolean":
+      if (typeof value === "boolean") return value;
+      if (value === "true" || value === "false") return value === "true";
+      return fail("a boolean");
+    case "timestamp":
+      if (parseTimestamp(value) === null) fail("a timestamp (ISO-8601 or epoch ms)");
+      return value; // kept as sent; the engine works on the parsed epoch ms
+  }
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * Validates one row against the stream: schema coercion, key and event time
+ * present and well-typed, event time not too far ahead of `now`.
+ */
+export function validateRow(config: StreamConfig, raw: unknown, index: number, now: number): AcceptedRow | RejectedRow {
+  try {
+    if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw new RowError("row is not a JSON object");
+    const row: Row = { ...(raw as Row) };
+    for (const [column, type] of Object.entries(config.schema)) {
+      const v = row[column];
+      if (v === undefined || v === null) continue; // absence is checked only for key and event time
+      row[column] = coerce(column, type, v);
+    }
+    const values: KeyValue[] = config.key.map((column) => {
+      const v = row[column];
+      if (v === undefined || v === null) throw new RowError(`${column}: missing key column`);
+      if (typeof v === "object") throw new RowError(`${column}: a key column must be a string, number or boolean`);
+      return v as KeyValue;
+    });
+    const key = encodeKey(values);
+    if (key.length > MAX_KEY_BYTES / 3 && encoder.encode(key).length > MAX_KEY_BYTES) {
+      throw new RowError(`key is longer than ${MAX_KEY_BYTES} bytes`);
+    }
+    let eventTime: number | null = null;
+    if (config.eventTime !== null) {
+      const v = row[config.eventTime];
+      if (v === undefined || v === null) throw new RowError(`${config.eventTime}: missing event time`);
+      eventTime = parseTimestamp(v);
+      if (eventTime === null) throw new RowError(`${config.eventTime}: not a timestamp (ISO-8601 or epoch ms)`);
+      if (eventTime > now + config.maxEventTimeSkew) {
+        throw new RowError(`${config.eventTime}: more than ${config.maxEventTimeSkew} ms in the future (clock skew guard)`);
+      }
+    }
+    return { index, row, key, eventTime };
+  } catch (e) {
+    if (e instanceof RowError) return { index, error: e.message };
+    throw e;
+  }
+}
+
+export function isRejected(r: AcceptedRow | RejectedRow): r is RejectedRow {
+  return "error" in r;
+}

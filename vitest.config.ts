@@ -1,0 +1,34 @@
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        // Pure logic in src/stream: fast, in Node.
+        test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node" },
+      },
+      {
+        // Durable Objects, R2 and the Worker inside workerd.
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings: { ADMIN_TOKEN: "test-admin-token" } },
+          }),
+        ],
+        test: { name: "workers", include: ["test/integration/**/*.test.ts"], testTimeout: 30_000 },
+      },
+      {
+        // A real `wrangler dev` server on 127.0.0.1 with state persisted on disk.
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 180_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
