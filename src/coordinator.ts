@@ -74,13 +74,7 @@ interface Meta {
  * the output index) and the eviction fan-out to partitions.
  */
 export class Coordinator extends DurableObject<Env> {
-  private sql: SqlStorage;
-  /** In memory on purpose: a restarted coordinator means the holders crashed, so their leases end. */
-  private leases = new Map<string, number>();
-
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.sql = ctx.storage.sql;
+  private migrate(): void {
     this.sql.exec(`
       CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), name TEXT NOT NULL, config TEXT NOT NULL,
         epoch TEXT NOT NULL, created_at INTEGER NOT NULL, watermark INTEGER NOT NULL);
@@ -91,6 +85,16 @@ export class Coordinator extends DurableObject<Env> {
       CREATE UNIQUE INDEX IF NOT EXISTS batches_by_seq ON batches (seq) WHERE seq IS NOT NULL;
       CREATE TABLE IF NOT EXISTS partitions (p INTEGER PRIMARY KEY, rows INTEGER NOT NULL, bytes INTEGER NOT NULL, watermark INTEGER NOT NULL);
     `);
+  }
+
+  private sql: SqlStorage;
+  /** In memory on purpose: a restarted coordinator means the holders crashed, so their leases end. */
+  private leases = new Map<string, number>();
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.migrate();
   }
 
   async configure(name: string, config: StreamConfig): Promise<ConfigureResult> {
@@ -274,6 +278,7 @@ export class Coordinator extends DurableObject<Env> {
     await deleteStreamObjects(this.env.SINK, meta.name);
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
+    this.migrate(); // the instance may serve again (the stream created anew)
     this.leases.clear();
     return true;
   }

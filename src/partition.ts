@@ -48,18 +48,22 @@ const LEDGER_PRUNE_EVERY_MS = 3_600_000;
  * interleave.
  */
 export class Partition extends DurableObject<Env> {
-  private sql: SqlStorage;
-  private lastPrune = 0;
-
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.sql = ctx.storage.sql;
+  private migrate(): void {
     this.sql.exec(`
       CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), epoch TEXT NOT NULL, watermark INTEGER NOT NULL, rows INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS keys (k TEXT PRIMARY KEY, t INTEGER, expires INTEGER) WITHOUT ROWID;
       CREATE INDEX IF NOT EXISTS keys_by_expiry ON keys (expires) WHERE expires IS NOT NULL;
       CREATE TABLE IF NOT EXISTS ledger (batch TEXT PRIMARY KEY, at INTEGER NOT NULL, decisions TEXT NOT NULL) WITHOUT ROWID;
     `);
+  }
+
+  private sql: SqlStorage;
+  private lastPrune = 0;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.migrate();
   }
 
   apply(req: ApplyRequest): ApplyResult {
@@ -123,6 +127,7 @@ export class Partition extends DurableObject<Env> {
 
   async drop(): Promise<void> {
     await this.ctx.storage.deleteAll();
+    this.migrate(); // the instance may serve again (the stream created anew)
   }
 
   /** input index → decision, for rows of this batch decided here before */

@@ -111,7 +111,7 @@ app.get(`${STREAM}/output`, async (c) => {
       }
     },
   });
-  return new Response(body, { headers: { "content-type": "application/x-ndjson" } });
+  return new Response(body, { headers: { "content-type": "application/x-ndjson; charset=utf-8" } });
 });
 
 // A known path with the wrong method is a 405 that says what is allowed.
