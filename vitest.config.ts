@@ -16,6 +16,7 @@ export default defineConfig({
             miniflare: { bindings: { ADMIN_TOKEN: "test-admin-token" } },
           }),
         ],
+        define: { __FAULTS__: "true" },
         test: { name: "workers", include: ["test/integration/**/*.test.ts"], testTimeout: 30_000 },
       },
       {

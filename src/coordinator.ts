@@ -5,7 +5,7 @@ import { progressOf, type BatchOutcome, type ProgressReport } from "./stream/rep
 import { advanceWatermark, globalWatermark, sourceWatermark, type SourceProgress, type WatermarkState } from "./stream/watermark";
 import { partitionStub, type Env } from "./env";
 import type { PartitionStats } from "./partition";
-import { deleteStreamObjects } from "./sink";
+import { deleteStreamObjects, type Lane, type LaneKeys } from "./sink";
 
 /** How long a begun batch holds its id against a concurrent request with the same id. */
 export const LEASE_MS = 30_000;
@@ -36,7 +36,7 @@ export interface CommitRequest {
   maxEventTime: number | null;
   counts: BatchCounts;
   touched: TouchedPartition[];
-  dataKey: string | null;
+  objects: LaneKeys;
   startedAt: number;
 }
 
@@ -80,7 +80,7 @@ export class Coordinator extends DurableObject<Env> {
         epoch TEXT NOT NULL, created_at INTEGER NOT NULL, watermark INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS sources (name TEXT PRIMARY KEY, max_t INTEGER, last_batch_at INTEGER) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS batches (source TEXT NOT NULL, batch_id TEXT NOT NULL, body_hash TEXT NOT NULL,
-        watermark INTEGER NOT NULL, begun_at INTEGER NOT NULL, seq INTEGER, data_key TEXT, report TEXT,
+        watermark INTEGER NOT NULL, begun_at INTEGER NOT NULL, seq INTEGER, data_key TEXT, late_key TEXT, rejected_key TEXT, report TEXT,
         PRIMARY KEY (source, batch_id)) WITHOUT ROWID;
       CREATE UNIQUE INDEX IF NOT EXISTS batches_by_seq ON batches (seq) WHERE seq IS NOT NULL;
       CREATE TABLE IF NOT EXISTS partitions (p INTEGER PRIMARY KEY, rows INTEGER NOT NULL, bytes INTEGER NOT NULL, watermark INTEGER NOT NULL);
@@ -237,8 +237,8 @@ export class Coordinator extends DurableObject<Env> {
       stateBytes: totals.bytes,
     });
     this.sql.exec(
-      "UPDATE batches SET seq = ?, data_key = ?, report = ? WHERE source = ? AND batch_id = ?",
-      seq, req.dataKey, JSON.stringify({ outcome, progress: report } satisfies StoredReport), req.source, req.batchId,
+      "UPDATE batches SET seq = ?, data_key = ?, late_key = ?, rejected_key = ?, report = ? WHERE source = ? AND batch_id = ?",
+      seq, req.objects.data, req.objects.late, req.objects.rejected, JSON.stringify({ outcome, progress: report } satisfies StoredReport), req.source, req.batchId,
     );
     this.leases.delete(`${req.source}\n${req.batchId}`);
     if (after.watermark > meta.watermark) await this.scheduleEviction(meta.config);
@@ -254,14 +254,14 @@ export class Coordinator extends DurableObject<Env> {
       .reverse();
   }
 
-  /** Committed batches that wrote output, in commit order, after commit number `afterSeq`. */
-  commits(afterSeq: number, limit: number): { seq: number; dataKey: string }[] {
+  /** Committed batches that wrote to `lane`, in commit order, after commit number `afterSeq`. */
+  commits(lane: Lane, afterSeq: number, limit: number): { seq: number; key: string }[] {
+    const column = { data: "data_key", late: "late_key", rejected: "rejected_key" }[lane];
     return this.sql
-      .exec<{ seq: number; data_key: string }>(
-        "SELECT seq, data_key FROM batches WHERE seq > ? AND data_key IS NOT NULL ORDER BY seq LIMIT ?", afterSeq, limit,
+      .exec<{ seq: number; key: string }>(
+        `SELECT seq, ${column} AS key FROM batches WHERE seq > ? AND ${column} IS NOT NULL ORDER BY seq LIMIT ?`, afterSeq, limit,
       )
-      .toArray()
-      .map((r) => ({ seq: r.seq, dataKey: r.data_key }));
+      .toArray();
   }
 
   /** The stream's name, epoch and partition count, for routing reads to partitions. */

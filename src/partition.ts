@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { applyBatch, stateKeyFor, type Decision, type DedupInput, type DedupSettings } from "./stream/dedup";
 import type { Env } from "./env";
+import { failAt, faultsEnabled, type FaultPoint } from "./faults";
 
 export interface PartitionStats {
   rows: number;
@@ -16,6 +17,8 @@ export interface ApplyRequest {
   watermark: number;
   settings: DedupSettings;
   rows: PartitionRow[];
+  /** tests only: store the first half of the sub-batch, then fail */
+  fault?: FaultPoint;
 }
 
 /** A row as a partition sees it: where it stood in the batch, its key and event time. */
@@ -67,6 +70,10 @@ export class Partition extends DurableObject<Env> {
   }
 
   apply(req: ApplyRequest): ApplyResult {
+    if (faultsEnabled() && req.fault === "partition-midway") {
+      this.apply({ ...req, rows: req.rows.slice(0, Math.ceil(req.rows.length / 2)), fault: undefined });
+      failAt(req.fault, "partition-midway");
+    }
     return this.ctx.storage.transactionSync(() => {
       const meta = this.meta(req.epoch);
       const recorded = this.recordedDecisions(req.batch);

@@ -1,45 +1,56 @@
-/**
- * The R2 sink. A batch's emitted rows go to one NDJSON object, then a commit
- * marker for (source, batch id). Both puts are create-only, so a replayed batch
- * never overwrites: it finds its objects (same bytes, by construction) and
- * skips them. Keys carry the stream's epoch, so a stream deleted and created
- * again never meets its predecessor's objects.
- */
-export interface BatchObjects {
-  dataKey: string;
-  markerKey: string;
-}
+import { failAt, type FaultPoint } from "./faults";
 
-export function objectKeys(stream: string, epoch: string, source: string, batchId: string): BatchObjects {
+/**
+ * The R2 sink. A batch writes up to three NDJSON objects — its output
+ * (`data`), its late rows and its rejected rows — and then a commit marker for
+ * (source, batch id). Every put is create-only, so a replayed batch never
+ * overwrites: it finds its objects (same bytes, by construction) and skips
+ * them. Keys carry the stream's epoch, so a stream deleted and created again
+ * never meets its predecessor's objects.
+ */
+export const LANES = ["data", "late", "rejected"] as const;
+export type Lane = (typeof LANES)[number];
+export type LaneKeys = Record<Lane, string | null>;
+
+export function objectKey(stream: string, epoch: string, source: string, batchId: string, lane: Lane | "_commits"): string {
   const id = `${encodeURIComponent(source)}/${encodeURIComponent(batchId)}`;
-  return {
-    dataKey: `streams/${stream}/data/${epoch}/${id}.ndjson`,
-    markerKey: `streams/${stream}/_commits/${epoch}/${id}.json`,
-  };
+  return `streams/${stream}/${lane}/${epoch}/${id}.${lane === "_commits" ? "json" : "ndjson"}`;
 }
 
 const CREATE_ONLY = { onlyIf: { etagDoesNotMatch: "*" } } as const;
 
-/** Writes the data object (when there is output) and then the marker. Idempotent. */
+/**
+ * Writes the batch's non-empty lanes, then its marker. Idempotent. Returns the
+ * key of each lane written (null for an empty lane), which the commit records.
+ */
 export async function writeBatch(
   bucket: R2Bucket,
-  keys: BatchObjects,
-  output: string,
+  where: { stream: string; epoch: string; source: string; batchId: string },
+  lanes: Record<Lane, string>,
   marker: Record<string, unknown>,
-): Promise<string | null> {
-  const dataKey = output.length > 0 ? keys.dataKey : null;
-  if (dataKey) {
-    await bucket.put(dataKey, output, { ...CREATE_ONLY, httpMetadata: { contentType: "application/x-ndjson" } });
-  }
-  await bucket.put(keys.markerKey, JSON.stringify({ ...marker, dataKey }), { ...CREATE_ONLY, httpMetadata: { contentType: "application/json" } });
-  return dataKey;
+  fault?: FaultPoint | null,
+): Promise<LaneKeys> {
+  const keyOf = (lane: Lane | "_commits") => objectKey(where.stream, where.epoch, where.source, where.batchId, lane);
+  const keys = {} as LaneKeys;
+  await Promise.all(
+    LANES.map(async (lane) => {
+      keys[lane] = lanes[lane].length > 0 ? keyOf(lane) : null;
+      if (keys[lane]) await bucket.put(keys[lane], lanes[lane], { ...CREATE_ONLY, httpMetadata: { contentType: "application/x-ndjson" } });
+    }),
+  );
+  failAt(fault, "after-data");
+  await bucket.put(keyOf("_commits"), JSON.stringify({ ...marker, objects: keys }), {
+    ...CREATE_ONLY,
+    httpMetadata: { contentType: "application/json" },
+  });
+  return keys;
 }
 
 export async function readObject(bucket: R2Bucket, key: string): Promise<ReadableStream | null> {
   return (await bucket.get(key))?.body ?? null;
 }
 
-/** Deletes every object of a stream (data, markers, and later lanes), 1,000 at a time. */
+/** Deletes every object of a stream (all lanes and markers), 1,000 at a time. */
 export async function deleteStreamObjects(bucket: R2Bucket, stream: string): Promise<void> {
   let cursor: string | undefined;
   do {

@@ -1,6 +1,7 @@
 import { Hono, type Context } from "hono";
 import { NAME_PATTERN, parseStreamConfig } from "../stream/config";
 import { coordinatorStub, partitionStub, type Env } from "../env";
+import { InjectedFault } from "../faults";
 import { readObject } from "../sink";
 import { requireAdmin } from "./auth";
 import { ingest } from "./ingest";
@@ -14,7 +15,8 @@ const STREAM = "/v1/streams/:stream";
 
 app.onError((err, c) => {
   if (err instanceof HttpError) return problemResponse(err, new URL(c.req.url).pathname);
-  console.error("unhandled", err);
+  if (err instanceof InjectedFault || (err as { point?: unknown }).point) console.warn(`test fault: ${err.message}`);
+  else console.error("unhandled", err);
   return problemResponse(
     new HttpError(500, "internal", "Internal error", "the request failed; it is safe to retry with the same Idempotency-Key"),
     new URL(c.req.url).pathname,
@@ -92,27 +94,30 @@ app.get(`${STREAM}/state`, async (c) => {
   return c.json({ partition, watermark: stats.watermark, rows: stats.rows, bytes: stats.bytes, keys });
 });
 
-app.get(`${STREAM}/output`, async (c) => {
-  const coordinator = coordinatorStub(c.env, c.get("stream"));
-  if (!(await coordinator.locate())) throw missing(c.get("stream"));
-  let after = intParam(c.req.query("after"), "after", 0, 0, Number.MAX_SAFE_INTEGER);
-  const bucket = c.env.SINK;
-  // Streams batch after batch in commit order; pages of the commit index keep memory flat.
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const page = await coordinator.commits(after, 100);
-      if (page.length === 0) return controller.close();
-      for (const { seq, dataKey } of page) {
-        const obj = await readObject(bucket, dataKey);
-        if (!obj) return controller.error(new Error(`output object ${dataKey} of commit ${seq} is missing`));
-        const reader = obj.getReader();
-        for (let r = await reader.read(); !r.done; r = await reader.read()) controller.enqueue(r.value);
-        after = seq;
-      }
-    },
+// The committed output (and the late and rejected lanes) as NDJSON, batch after
+// batch in commit order; pages of the commit index keep memory flat.
+for (const [path, lane] of [["output", "data"], ["late", "late"], ["rejected", "rejected"]] as const) {
+  app.get(`${STREAM}/${path}`, async (c) => {
+    const coordinator = coordinatorStub(c.env, c.get("stream"));
+    if (!(await coordinator.locate())) throw missing(c.get("stream"));
+    let after = intParam(c.req.query("after"), "after", 0, 0, Number.MAX_SAFE_INTEGER);
+    const bucket = c.env.SINK;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const page = await coordinator.commits(lane, after, 100);
+        if (page.length === 0) return controller.close();
+        for (const { seq, key } of page) {
+          const obj = await readObject(bucket, key);
+          if (!obj) return controller.error(new Error(`object ${key} of commit ${seq} is missing`));
+          const reader = obj.getReader();
+          for (let r = await reader.read(); !r.done; r = await reader.read()) controller.enqueue(r.value);
+          after = seq;
+        }
+      },
+    });
+    return new Response(body, { headers: { "content-type": "application/x-ndjson; charset=utf-8" } });
   });
-  return new Response(body, { headers: { "content-type": "application/x-ndjson; charset=utf-8" } });
-});
+}
 
 // A known path with the wrong method is a 405 that says what is allowed.
 for (const [path, allow] of [
@@ -121,6 +126,8 @@ for (const [path, allow] of [
   [`${STREAM}/progress`, "GET"],
   [`${STREAM}/state`, "GET"],
   [`${STREAM}/output`, "GET"],
+  [`${STREAM}/late`, "GET"],
+  [`${STREAM}/rejected`, "GET"],
 ] as const) {
   app.all(path, () => {
     throw new HttpError(405, "method-not-allowed", "Method not allowed", `allowed: ${allow}`, {}, { allow });

@@ -1,9 +1,10 @@
-import { dedupSettings, encodeOutput, mergeDecisions, planBatch } from "../stream/batch";
+import { dedupSettings, encodeLate, encodeOutput, encodeRejected, mergeDecisions, planBatch } from "../stream/batch";
 import { NAME_PATTERN } from "../stream/config";
 import type { BatchOutcome } from "../stream/report";
 import { coordinatorStub, partitionStub, type Env } from "../env";
 import type { BeginResult, TouchedPartition } from "../coordinator";
-import { objectKeys, writeBatch } from "../sink";
+import { failAt, requestedFault } from "../faults";
+import { writeBatch } from "../sink";
 import { HARD_BODY_LIMIT, parseRows, readBody, sha256Hex } from "./body";
 import { badRequest, conflict, HttpError, notFound } from "./problem";
 
@@ -47,6 +48,7 @@ export async function ingest(env: Env, stream: string, req: Request): Promise<{ 
 
   const { config, epoch, watermark } = begun;
   const startedAt = Date.now();
+  const fault = requestedFault(req.headers);
   try {
     // Planned against the batch's first begin time, so a retry validates the same way.
     const plan = planBatch(config, rows, begun.begunAt);
@@ -55,24 +57,36 @@ export async function ingest(env: Env, stream: string, req: Request): Promise<{ 
     const touched: TouchedPartition[] = [];
     const decisions = new Map<number, string>();
     await Promise.all(
-      [...plan.subBatches].map(async ([p, sub]) => {
+      [...plan.subBatches].map(async ([p, sub], i) => {
         const r = await partitionStub(env, stream, p).apply({
           epoch,
           batch: ledgerKey,
           watermark,
           settings,
           rows: sub.map((a) => ({ index: a.index, key: a.key, eventTime: a.eventTime })),
+          ...(fault === "partition-midway" && i === 0 ? { fault } : {}),
         });
         decisions.set(p, r.decisions);
         touched.push({ p, rows: r.rows, bytes: r.bytes, watermark: r.watermark, inserted: r.inserted, removed: r.removed });
       }),
     );
-    const { emitted, counts } = mergeDecisions(plan, decisions);
-    const dataKey = await writeBatch(env.SINK, objectKeys(stream, epoch, source, batchId), encodeOutput(emitted), {
-      stream, source, batchId, rows: emitted.length, watermark,
-    });
+    const { emitted, late, counts } = mergeDecisions(plan, decisions);
+    failAt(fault, "after-decide");
+    const judgedBy = new Map(touched.map((t) => [t.p, t.watermark]));
+    const objects = await writeBatch(
+      env.SINK,
+      { stream, epoch, source, batchId },
+      {
+        data: encodeOutput(emitted),
+        late: encodeLate({ source, batchId }, late, (p) => judgedBy.get(p)!),
+        rejected: encodeRejected({ source, batchId }, counts.rejected, rows),
+      },
+      { stream, source, batchId, watermark, emitted: counts.emitted, late: counts.late, rejected: counts.rejected.length },
+      fault,
+    );
+    failAt(fault, "after-marker");
     const outcome = await coordinator.commit({
-      source, batchId, maxEventTime: plan.maxEventTime, counts, touched, dataKey, startedAt,
+      source, batchId, maxEventTime: plan.maxEventTime, counts, touched, objects, startedAt,
     });
     return { outcome, batchId };
   } catch (e) {

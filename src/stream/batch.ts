@@ -44,15 +44,26 @@ export interface BatchCounts {
   rejected: RejectedRow[];
 }
 
+/** A row dropped by the watermark, with what it was judged by, for the late lane. */
+export interface LateRow {
+  index: number;
+  row: Row;
+  eventTime: number | null;
+  partition: number;
+}
+
 /**
  * Joins the partitions' decisions back into input order: the emitted rows (the
- * batch's output) and the counts, for which
+ * batch's output), the late rows, and the counts, for which
  * emitted + duplicates + late + rejected.length == input.
  */
-export function mergeDecisions(plan: BatchPlan, decisions: Map<number, string>): { emitted: Row[]; counts: BatchCounts } {
-  const byIndex: { index: number; row: Row }[] = [];
+export function mergeDecisions(
+  plan: BatchPlan,
+  decisions: Map<number, string>,
+): { emitted: Row[]; late: LateRow[]; counts: BatchCounts } {
+  const kept: { index: number; row: Row }[] = [];
+  const late: LateRow[] = [];
   let duplicates = 0;
-  let late = 0;
   for (const [p, rows] of plan.subBatches) {
     const codes = decisions.get(p);
     if (codes === undefined || codes.length !== rows.length) {
@@ -60,17 +71,40 @@ export function mergeDecisions(plan: BatchPlan, decisions: Map<number, string>):
     }
     rows.forEach((r, i) => {
       const d = codes[i] as Decision;
-      if (d === "e") byIndex.push({ index: r.index, row: r.row });
+      if (d === "e") kept.push({ index: r.index, row: r.row });
       else if (d === "d") duplicates++;
-      else late++;
+      else late.push({ index: r.index, row: r.row, eventTime: r.eventTime, partition: p });
     });
   }
-  byIndex.sort((a, b) => a.index - b.index);
-  const emitted = byIndex.map((x) => x.row);
-  return { emitted, counts: { input: plan.input, emitted: emitted.length, duplicates, late, rejected: plan.rejected } };
+  const byIndex = (a: { index: number }, b: { index: number }) => a.index - b.index;
+  const emitted = kept.sort(byIndex).map((x) => x.row);
+  late.sort(byIndex);
+  return {
+    emitted,
+    late,
+    counts: { input: plan.input, emitted: emitted.length, duplicates, late: late.length, rejected: plan.rejected },
+  };
 }
 
 /** The batch's output object: emitted rows as NDJSON, byte-identical on every replay. */
 export function encodeOutput(rows: readonly Row[]): string {
   return rows.map((r) => JSON.stringify(r) + "\n").join("");
+}
+
+/**
+ * The late and rejected lanes: each row as sent (late rows after coercion),
+ * with why it was dropped, so it can be inspected and re-ingested.
+ */
+export function encodeLate(
+  batch: { source: string; batchId: string },
+  late: readonly LateRow[],
+  watermarkOf: (partition: number) => number,
+): string {
+  return late
+    .map((l) => JSON.stringify({ ...batch, index: l.index, reason: "late", eventTime: l.eventTime, watermark: watermarkOf(l.partition), row: l.row }) + "\n")
+    .join("");
+}
+
+export function encodeRejected(batch: { source: string; batchId: string }, rejected: readonly RejectedRow[], rows: readonly unknown[]): string {
+  return rejected.map((r) => JSON.stringify({ ...batch, index: r.index, reason: r.error, row: rows[r.index] }) + "\n").join("");
 }

@@ -20,7 +20,7 @@ async function stream(body: Record<string, unknown> = {}) {
 const body = (hash: string) => ({ hash, bytes: 10, rows: 1 });
 const counts = { input: 1, emitted: 1, duplicates: 0, late: 0, rejected: [] };
 function commit(source: string, batchId: string, maxEventTime: number | null): CommitRequest {
-  return { source, batchId, maxEventTime, counts, touched: [], dataKey: null, startedAt: Date.now() };
+  return { source, batchId, maxEventTime, counts, touched: [], objects: { data: null, late: null, rejected: null }, startedAt: Date.now() };
 }
 
 describe("Coordinator", () => {

@@ -1,0 +1,58 @@
+import { describe, expect, it } from "vitest";
+import { FAULT_POINTS } from "../../src/faults";
+import { at, call, createStream, json, output, post } from "./helpers";
+
+// A request that dies at each step of a batch, then the producer's retry with the
+// same batch id: the output must hold every surviving row exactly once.
+const rows = [
+  { id: "A", ts: at(10, 0) },
+  { id: "B", ts: at(10, 1) },
+  { id: "A", ts: at(10, 2) }, // duplicate of the first row
+  { id: "C", ts: at(10, 3) },
+  { id: "D", ts: at(10, 4) },
+  { id: "E", ts: at(10, 5) },
+  { id: "F", ts: at(10, 6) },
+  { ts: at(10, 7) }, // rejected
+];
+const survivors = [rows[0], rows[1], rows[3], rows[4], rows[5], rows[6]];
+
+describe.each(FAULT_POINTS)("crash %s", (point) => {
+  it.each([1, 4])("with %i partition(s): the retry completes the batch exactly once", async (partitions) => {
+    const name = `crash-${point}-${partitions}`;
+    await createStream(name, { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions });
+    await post(name, [{ id: "Z", ts: at(9, 0) }], { "idempotency-key": "before" });
+
+    const crashed = await call("POST", `/v1/streams/${name}/events`, rows, { "idempotency-key": "b1", "x-test-fault": point });
+    expect(crashed.status).toBe(500);
+    expect(crashed.headers.get("content-type")).toBe("application/problem+json");
+    // Nothing of the crashed batch is visible: no output, no commit, the watermark did not move.
+    expect((await output(name)).map((r) => r.id)).toEqual(["Z"]);
+    const mid = await json(call("GET", `/v1/streams/${name}`));
+    expect(mid.batches.committed).toBe(1);
+    expect(mid.watermark).toBe(at(8, 55));
+
+    const retry = await post(name, rows, { "idempotency-key": "b1" });
+    expect(retry).toMatchObject({ replayed: false, input: 8, emitted: 6, duplicates: 1, late: 0, watermark: at(8, 55), watermarkAfter: at(10, 1) });
+    expect(retry.rejected.map((r: any) => r.index)).toEqual([7]);
+    const again = await post(name, rows, { "idempotency-key": "b1" });
+    expect(again).toEqual({ ...retry, replayed: true });
+
+    expect(await output(name)).toEqual([{ id: "Z", ts: at(9, 0) }, ...survivors]);
+    const d = await json(call("GET", `/v1/streams/${name}`));
+    expect(d.state.rows).toBe(7);
+    expect(d.batches.committed).toBe(2);
+  });
+});
+
+it("a batch retried after other batches moved on keeps its decisions", async () => {
+  await createStream("crash-late", { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 });
+  const batch = [{ id: "A", ts: at(10, 0) }, { id: "B", ts: at(10, 0) }];
+  const crashed = await call("POST", "/v1/streams/crash-late/events", batch, { "idempotency-key": "slow", "x-test-fault": "after-marker" });
+  expect(crashed.status).toBe(500);
+  // Meanwhile a copy of A arrives in another batch, and the watermark moves far past 10:00.
+  expect(await post("crash-late", [{ id: "A", ts: at(10, 1) }, { id: "C", ts: at(12, 0) }])).toMatchObject({ emitted: 1, duplicates: 1 });
+  // The retry is judged as it was first judged: A and B emitted (not late, not duplicates of themselves).
+  const retry = await post("crash-late", batch, { "idempotency-key": "slow" });
+  expect(retry).toMatchObject({ emitted: 2, duplicates: 0, late: 0, watermark: 0 });
+  expect((await output("crash-late")).map((r) => r.id).sort()).toEqual(["A", "B", "C"]);
+});
