@@ -13,7 +13,9 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: { ADMIN_TOKEN: "test-admin-token" } },
+            miniflare: {
+              bindings: { ADMIN_TOKEN: "test-admin-token", ADMIN_TOKEN_PREVIOUS: "", CREDENTIALS_KEY: "test-credentials-key", CORS_ORIGINS: "" },
+            },
           }),
         ],
         define: { __FAULTS__: "true" },

@@ -6,6 +6,7 @@ import { advanceWatermark, globalWatermark, sourceWatermark, type SourceProgress
 import { partitionStub, type Env } from "./env";
 import type { PartitionStats } from "./partition";
 import { deleteStreamObjects, type Lane, type LaneKeys } from "./sink";
+import type { CredentialType, StoredCredential } from "./api/credentials";
 
 /** How long a begun batch holds its id against a concurrent request with the same id. */
 export const LEASE_MS = 30_000;
@@ -16,13 +17,18 @@ export type ConfigureResult =
   | { status: "created" | "updated" | "unchanged"; config: StreamConfig }
   | { status: "conflict"; changed: string[]; config: StreamConfig };
 
+/** How an ingest request proved itself; the coordinator holds the credentials. */
+export type IngestAuth = { kind: "admin" } | { kind: "token"; hash: string } | { kind: "hmac"; credentialId: string };
+
 export type BeginResult =
   | { kind: "missing" }
+  | { kind: "unauthorized" }
+  | { kind: "forbidden"; detail: string }
   | { kind: "conflict" }
   | { kind: "busy"; retryAfterMs: number }
   | { kind: "too-large"; detail: string }
-  | { kind: "replay"; outcome: BatchOutcome }
-  | { kind: "run"; watermark: number; begunAt: number; config: StreamConfig; epoch: string };
+  | { kind: "replay"; source: string; outcome: BatchOutcome }
+  | { kind: "run"; source: string; watermark: number; begunAt: number; config: StreamConfig; epoch: string };
 
 export interface TouchedPartition extends PartitionStats {
   p: number;
@@ -63,6 +69,7 @@ function recordedOutcome(report: string): BatchOutcome {
 interface Meta {
   name: string;
   config: StreamConfig;
+  configVersion: number;
   epoch: string;
   createdAt: number;
   watermark: number;
@@ -77,13 +84,17 @@ export class Coordinator extends DurableObject<Env> {
   private migrate(): void {
     this.sql.exec(`
       CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), name TEXT NOT NULL, config TEXT NOT NULL,
-        epoch TEXT NOT NULL, created_at INTEGER NOT NULL, watermark INTEGER NOT NULL);
+        config_version INTEGER NOT NULL, epoch TEXT NOT NULL, created_at INTEGER NOT NULL, watermark INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS configs (version INTEGER PRIMARY KEY, config TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS sources (name TEXT PRIMARY KEY, max_t INTEGER, last_batch_at INTEGER) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS batches (source TEXT NOT NULL, batch_id TEXT NOT NULL, body_hash TEXT NOT NULL,
-        watermark INTEGER NOT NULL, begun_at INTEGER NOT NULL, seq INTEGER, data_key TEXT, late_key TEXT, rejected_key TEXT, report TEXT,
+        watermark INTEGER NOT NULL, begun_at INTEGER NOT NULL, config_version INTEGER NOT NULL, seq INTEGER, data_key TEXT, late_key TEXT, rejected_key TEXT, report TEXT,
         PRIMARY KEY (source, batch_id)) WITHOUT ROWID;
       CREATE UNIQUE INDEX IF NOT EXISTS batches_by_seq ON batches (seq) WHERE seq IS NOT NULL;
       CREATE TABLE IF NOT EXISTS partitions (p INTEGER PRIMARY KEY, rows INTEGER NOT NULL, bytes INTEGER NOT NULL, watermark INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS credentials (id TEXT PRIMARY KEY, source TEXT NOT NULL, type TEXT NOT NULL, label TEXT,
+        created_at INTEGER NOT NULL, material TEXT NOT NULL) WITHOUT ROWID;
+      CREATE INDEX IF NOT EXISTS credentials_by_material ON credentials (material);
     `);
   }
 
@@ -100,11 +111,11 @@ export class Coordinator extends DurableObject<Env> {
   async configure(name: string, config: StreamConfig): Promise<ConfigureResult> {
     const meta = this.meta();
     if (!meta) {
-      const m: Meta = { name, config, epoch: crypto.randomUUID(), createdAt: Date.now(), watermark: 0 };
       this.sql.exec(
-        "INSERT INTO meta (id, name, config, epoch, created_at, watermark) VALUES (1, ?, ?, ?, ?, 0)",
-        name, JSON.stringify(config), m.epoch, m.createdAt,
+        "INSERT INTO meta (id, name, config, config_version, epoch, created_at, watermark) VALUES (1, ?, ?, 1, ?, ?, 0)",
+        name, JSON.stringify(config), crypto.randomUUID(), Date.now(),
       );
+      this.sql.exec("INSERT INTO configs (version, config) VALUES (1, ?)", JSON.stringify(config));
       return { status: "created", config };
     }
     const changed = boundFieldChanges(meta.config, config);
@@ -112,7 +123,9 @@ export class Coordinator extends DurableObject<Env> {
     if (JSON.stringify(meta.config) === JSON.stringify(config)) return { status: "unchanged", config };
     // A new delay or new declared sources can move the watermark (never back).
     const watermark = globalWatermark(config, this.sourceProgress(), meta.watermark);
-    this.sql.exec("UPDATE meta SET config = ?, watermark = ?", JSON.stringify(config), watermark);
+    const version = meta.configVersion + 1;
+    this.sql.exec("UPDATE meta SET config = ?, config_version = ?, watermark = ?", JSON.stringify(config), version, watermark);
+    this.sql.exec("INSERT INTO configs (version, config) VALUES (?, ?)", version, JSON.stringify(config));
     if (watermark > meta.watermark) await this.scheduleEviction(config);
     return { status: "updated", config };
   }
@@ -151,36 +164,55 @@ export class Coordinator extends DurableObject<Env> {
    * outcome; a resumed one keeps the watermark it was first judged by, so a
    * replay after a crash decides the same way.
    */
-  begin(source: string, batchId: string, body: { hash: string; bytes: number; rows: number }): BeginResult {
+  begin(sourceHeader: string | null, batchId: string, body: { hash: string; bytes: number; rows: number }, auth: IngestAuth): BeginResult {
     const meta = this.meta();
-    if (!meta) return { kind: "missing" };
+    // Only the admin learns whether a stream exists.
+    if (!meta) return auth.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" };
+    let credentialSource: string | null = null;
+    if (auth.kind !== "admin") {
+      const cred = this.sql
+        .exec<{ source: string }>(
+          auth.kind === "token" ? "SELECT source FROM credentials WHERE material = ? AND type = 'token'" : "SELECT source FROM credentials WHERE id = ? AND type = 'hmac'",
+          auth.kind === "token" ? auth.hash : auth.credentialId,
+        )
+        .toArray()[0];
+      if (!cred) return { kind: "unauthorized" };
+      credentialSource = cred.source;
+    }
+    const source = sourceHeader ?? credentialSource ?? "default";
+    if (credentialSource !== null && credentialSource !== source) {
+      return { kind: "forbidden", detail: `the credential belongs to source "${credentialSource}", not "${source}"` };
+    }
+    if (meta.config.sources[source]?.disabled) return { kind: "forbidden", detail: `source "${source}" is disabled` };
+    const row = this.sql
+      .exec<{ body_hash: string; watermark: number; begun_at: number; config_version: number; seq: number | null; report: string | null }>(
+        "SELECT body_hash, watermark, begun_at, config_version, seq, report FROM batches WHERE source = ? AND batch_id = ?", source, batchId,
+      )
+      .toArray()[0];
+    if (row?.seq != null) {
+      return row.body_hash === body.hash ? { kind: "replay", source, outcome: recordedOutcome(row.report!) } : { kind: "conflict" };
+    }
+    const now = Date.now();
+    const leaseKey = `${source}\n${batchId}`;
+    if (row) {
+      // Resumed after a failure: the same watermark, begin time and config as its first attempt,
+      // so it is planned and judged exactly as before.
+      if (row.body_hash !== body.hash) return { kind: "conflict" };
+      const until = this.leases.get(leaseKey);
+      if (until !== undefined && until > now) return { kind: "busy", retryAfterMs: until - now };
+      this.leases.set(leaseKey, now + LEASE_MS);
+      const config = row.config_version === meta.configVersion ? meta.config : this.configAt(row.config_version);
+      return { kind: "run", source, watermark: row.watermark, begunAt: row.begun_at, config, epoch: meta.epoch };
+    }
     const { maxBodyBytes, maxRows } = meta.config.limits;
     if (body.bytes > maxBodyBytes) return { kind: "too-large", detail: `the body is ${body.bytes} bytes; this stream accepts at most ${maxBodyBytes}` };
     if (body.rows > maxRows) return { kind: "too-large", detail: `the batch has ${body.rows} rows; this stream accepts at most ${maxRows}` };
-    const row = this.sql
-      .exec<{ body_hash: string; watermark: number; begun_at: number; seq: number | null; report: string | null }>(
-        "SELECT body_hash, watermark, begun_at, seq, report FROM batches WHERE source = ? AND batch_id = ?", source, batchId,
-      )
-      .toArray()[0];
-    const now = Date.now();
-    const leaseKey = `${source}\n${batchId}`;
-    let watermark = meta.watermark;
-    let begunAt = now;
-    if (row) {
-      if (row.body_hash !== body.hash) return { kind: "conflict" };
-      if (row.seq !== null) return { kind: "replay", outcome: recordedOutcome(row.report!) };
-      const until = this.leases.get(leaseKey);
-      if (until !== undefined && until > now) return { kind: "busy", retryAfterMs: until - now };
-      watermark = row.watermark;
-      begunAt = row.begun_at;
-    } else {
-      this.sql.exec(
-        "INSERT INTO batches (source, batch_id, body_hash, watermark, begun_at) VALUES (?, ?, ?, ?, ?)",
-        source, batchId, body.hash, watermark, now,
-      );
-    }
+    this.sql.exec(
+      "INSERT INTO batches (source, batch_id, body_hash, watermark, begun_at, config_version) VALUES (?, ?, ?, ?, ?, ?)",
+      source, batchId, body.hash, meta.watermark, now, meta.configVersion,
+    );
     this.leases.set(leaseKey, now + LEASE_MS);
-    return { kind: "run", watermark, begunAt, config: meta.config, epoch: meta.epoch };
+    return { kind: "run", source, watermark: meta.watermark, begunAt: now, config: meta.config, epoch: meta.epoch };
   }
 
   /** Lets a failed attempt's retry start at once instead of waiting out the lease. */
@@ -229,6 +261,7 @@ export class Coordinator extends DurableObject<Env> {
       ...req.counts,
     };
     const report: ProgressReport = progressOf(outcome, {
+      commitSeq: seq,
       committedAt: now,
       durationMs: now - req.startedAt,
       numRowsTotal: totals.rows,
@@ -255,19 +288,45 @@ export class Coordinator extends DurableObject<Env> {
   }
 
   /** Committed batches that wrote to `lane`, in commit order, after commit number `afterSeq`. */
-  commits(lane: Lane, afterSeq: number, limit: number): { seq: number; key: string }[] {
+  commits(lane: Lane, afterSeq: number, upToSeq: number, limit: number): { seq: number; key: string }[] {
     const column = { data: "data_key", late: "late_key", rejected: "rejected_key" }[lane];
     return this.sql
       .exec<{ seq: number; key: string }>(
-        `SELECT seq, ${column} AS key FROM batches WHERE seq > ? AND ${column} IS NOT NULL ORDER BY seq LIMIT ?`, afterSeq, limit,
+        `SELECT seq, ${column} AS key FROM batches WHERE seq > ? AND seq <= ? AND ${column} IS NOT NULL ORDER BY seq LIMIT ?`,
+        afterSeq, upToSeq, limit,
       )
       .toArray();
   }
 
-  /** The stream's name, epoch and partition count, for routing reads to partitions. */
-  locate(): { name: string; epoch: string; partitions: number } | null {
+  addCredential(c: StoredCredential): boolean {
+    if (!this.meta()) return false;
+    this.sql.exec(
+      "INSERT INTO credentials (id, source, type, label, created_at, material) VALUES (?, ?, ?, ?, ?, ?)",
+      c.id, c.source, c.type, c.label, c.createdAt, c.material,
+    );
+    return true;
+  }
+
+  /** A source's credentials, without their material when `withMaterial` is false. */
+  credentials(source: string, withMaterial = false): StoredCredential[] {
+    return this.sql
+      .exec<{ id: string; source: string; type: CredentialType; label: string | null; created_at: number; material: string }>(
+        "SELECT * FROM credentials WHERE source = ? ORDER BY created_at, id", source,
+      )
+      .toArray()
+      .map((r) => ({ id: r.id, source: r.source, type: r.type, label: r.label, createdAt: r.created_at, material: withMaterial ? r.material : "" }));
+  }
+
+  deleteCredential(source: string, id: string): boolean {
+    return this.sql.exec("DELETE FROM credentials WHERE source = ? AND id = ?", source, id).rowsWritten > 0;
+  }
+
+  /** The stream's name, epoch, partition count and last commit number, for reads. */
+  locate(): { name: string; epoch: string; partitions: number; lastSeq: number } | null {
     const meta = this.meta();
-    return meta ? { name: meta.name, epoch: meta.epoch, partitions: meta.config.partitions } : null;
+    if (!meta) return null;
+    const lastSeq = this.sql.exec<{ s: number }>("SELECT coalesce(max(seq), 0) AS s FROM batches WHERE seq IS NOT NULL").one().s;
+    return { name: meta.name, epoch: meta.epoch, partitions: meta.config.partitions, lastSeq };
   }
 
   /** Deletes the stream: partitions' state, the output in R2, then the ledger and config. */
@@ -283,13 +342,17 @@ export class Coordinator extends DurableObject<Env> {
     return true;
   }
 
-  /** Prompt eviction: pushes the global watermark to every partition that holds keys and is behind it. */
+  /**
+   * Prompt eviction: pushes the global watermark to every partition that has
+   * held state and is behind it (by the last figures it reported; a stale
+   * figure costs one extra call, never a missed eviction).
+   */
   async alarm(): Promise<void> {
     const meta = this.meta();
     if (!meta || meta.config.mode === "global") return;
     const watermark = meta.watermark;
     const behind = this.sql
-      .exec<{ p: number }>("SELECT p FROM partitions WHERE rows > 0 AND watermark < ?", watermark)
+      .exec<{ p: number }>("SELECT p FROM partitions WHERE watermark < ?", watermark)
       .toArray();
     const results = await Promise.all(
       behind.map(async ({ p }) => ({ p, ...(await partitionStub(this.env, meta.name, p).advance(meta.epoch, watermark)) })),
@@ -311,12 +374,23 @@ export class Coordinator extends DurableObject<Env> {
 
   private meta(): Meta | null {
     const row = this.sql
-      .exec<{ name: string; config: string; epoch: string; created_at: number; watermark: number }>(
-        "SELECT name, config, epoch, created_at, watermark FROM meta",
+      .exec<{ name: string; config: string; config_version: number; epoch: string; created_at: number; watermark: number }>(
+        "SELECT name, config, config_version, epoch, created_at, watermark FROM meta",
       )
       .toArray()[0];
     if (!row) return null;
-    return { name: row.name, config: JSON.parse(row.config), epoch: row.epoch, createdAt: row.created_at, watermark: row.watermark };
+    return {
+      name: row.name,
+      config: JSON.parse(row.config),
+      configVersion: row.config_version,
+      epoch: row.epoch,
+      createdAt: row.created_at,
+      watermark: row.watermark,
+    };
+  }
+
+  private configAt(version: number): StreamConfig {
+    return JSON.parse(this.sql.exec<{ config: string }>("SELECT config FROM configs WHERE version = ?", version).one().config);
   }
 
   private sourceProgress(): Record<string, SourceProgress> {

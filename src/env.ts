@@ -7,6 +7,12 @@ export interface Env {
   PARTITION: DurableObjectNamespace<Partition>;
   SINK: R2Bucket;
   ADMIN_TOKEN?: string;
+  /** accepted alongside ADMIN_TOKEN while rotating it */
+  ADMIN_TOKEN_PREVIOUS?: string;
+  /** encrypts sources' signing secrets at rest; needed to create HMAC credentials */
+  CREDENTIALS_KEY?: string;
+  /** comma-separated origins allowed by CORS; none when unset */
+  CORS_ORIGINS?: string;
 }
 
 /** Partition p of a stream lives in the Durable Object named `{stream}/{p}`. */

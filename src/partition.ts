@@ -119,13 +119,15 @@ export class Partition extends DurableObject<Env> {
     });
   }
 
+  /** Read-only: a partition that never held state for this epoch reports zeros and stays unwritten. */
   describe(epoch: string): PartitionStats {
-    return this.stats(this.meta(epoch));
+    const meta = this.currentMeta(epoch);
+    return meta ? this.stats(meta) : { rows: 0, bytes: 0, watermark: 0 };
   }
 
   /** The remembered keys in key order, `limit` at a time after `after` (like Spark's state reader). */
   list(epoch: string, after: string, limit: number): StateEntry[] {
-    this.meta(epoch);
+    if (!this.currentMeta(epoch)) return [];
     return this.sql
       .exec<{ k: string; t: number | null; expires: number | null }>("SELECT k, t, expires FROM keys WHERE k > ? ORDER BY k LIMIT ?", after, limit)
       .toArray()
@@ -143,9 +145,14 @@ export class Partition extends DurableObject<Env> {
     return new Map(row ? (JSON.parse(row.decisions) as [number, Decision][]) : []);
   }
 
-  private meta(epoch: string): { epoch: string; watermark: number; rows: number } {
+  private currentMeta(epoch: string): { epoch: string; watermark: number; rows: number } | null {
     const row = this.sql.exec<{ epoch: string; watermark: number; rows: number }>("SELECT epoch, watermark, rows FROM meta").toArray()[0];
-    if (row && row.epoch === epoch) return row;
+    return row && row.epoch === epoch ? row : null;
+  }
+
+  private meta(epoch: string): { epoch: string; watermark: number; rows: number } {
+    const current = this.currentMeta(epoch);
+    if (current) return current;
     // First use, or state left by a deleted incarnation of the stream: start clean.
     this.sql.exec("DELETE FROM keys; DELETE FROM ledger;");
     const fresh = { epoch, watermark: 0, rows: 0 };

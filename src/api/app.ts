@@ -1,9 +1,12 @@
 import { Hono, type Context } from "hono";
-import { NAME_PATTERN, parseStreamConfig } from "../stream/config";
+import { cors } from "hono/cors";
+import { z } from "zod";
+import { NAME_PATTERN, parseStreamConfig, zodErrors } from "../stream/config";
 import { coordinatorStub, partitionStub, type Env } from "../env";
 import { InjectedFault } from "../faults";
 import { readObject } from "../sink";
 import { requireAdmin } from "./auth";
+import { hashToken, newSecret, sealSecret, type StoredCredential } from "./credentials";
 import { ingest } from "./ingest";
 import { badRequest, conflict, HttpError, notFound, problemResponse } from "./problem";
 
@@ -23,13 +26,27 @@ app.onError((err, c) => {
   );
 });
 
+// No CORS unless CORS_ORIGINS names the browser origins that may call.
+app.use("*", async (c, next) => {
+  const origins = (c.env.CORS_ORIGINS ?? "").split(",").map((o) => o.trim()).filter(Boolean);
+  if (origins.length === 0) return next();
+  return cors({
+    origin: origins,
+    allowHeaders: ["authorization", "content-type", "idempotency-key", "x-source", "x-signature"],
+    exposeHeaders: ["idempotency-key", "retry-after"],
+    maxAge: 600,
+  })(c, next);
+});
+
 app.notFound((c) => problemResponse(notFound(`no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
 
-// Every /v1 call: a valid stream name, then auth (ingest too, until per-source credentials exist).
+// Every /v1 call: a valid stream name, then the admin token — except ingest,
+// which also takes a source's credential (checked in ingest()).
 app.use(`${STREAM}/*`, streamName);
 app.use(STREAM, streamName);
 app.use("/v1/*", async (c, next) => {
-  await requireAdmin(c.req.header("authorization"), c.env.ADMIN_TOKEN);
+  const isIngest = c.req.method === "POST" && /^\/v1\/streams\/[^/]+\/events$/.test(c.req.path);
+  if (!isIngest) await requireAdmin(c.req.header("authorization"), c.env);
   await next();
 });
 
@@ -94,17 +111,70 @@ app.get(`${STREAM}/state`, async (c) => {
   return c.json({ partition, watermark: stats.watermark, rows: stats.rows, bytes: stats.bytes, keys });
 });
 
+// Per-source ingest credentials: a bearer token or an HMAC signing secret, shown
+// once at creation and never again. Several may be live at once, for rotation.
+const credentialBody = z.strictObject({
+  type: z.enum(["token", "hmac"]),
+  secret: z.string().min(24, "at least 24 characters").max(256).optional(),
+  label: z.string().max(200).optional(),
+});
+const CREDENTIALS = `${STREAM}/sources/:source/credentials`;
+
+async function sourceParam(c: Context<App>, next: () => Promise<void>) {
+  if (!NAME_PATTERN.test(c.req.param("source") ?? "")) throw badRequest("source name is invalid: 1-64 characters, letters, digits, '_', '.', '-'");
+  await next();
+}
+app.use(CREDENTIALS, sourceParam);
+app.use(`${CREDENTIALS}/*`, sourceParam);
+
+app.post(CREDENTIALS, async (c) => {
+  const parsed = credentialBody.safeParse(await c.req.json().catch(() => undefined));
+  if (!parsed.success) throw badRequest("the credential is invalid", { errors: zodErrors(parsed.error) });
+  const { type, label } = parsed.data;
+  const secret = parsed.data.secret ?? newSecret(type);
+  if (type === "hmac" && !c.env.CREDENTIALS_KEY) {
+    throw new HttpError(503, "not-configured", "Service not configured", "signing secrets need the CREDENTIALS_KEY secret to be set");
+  }
+  const cred: StoredCredential = {
+    id: `cred_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`,
+    source: c.req.param("source")!,
+    type,
+    label: label ?? null,
+    createdAt: Date.now(),
+    material: type === "token" ? await hashToken(secret) : await sealSecret(secret, c.env.CREDENTIALS_KEY!),
+  };
+  if (!(await coordinatorStub(c.env, c.get("stream")).addCredential(cred))) throw missing(c.get("stream"));
+  const { material: _m, ...shown } = cred;
+  return c.json({ ...shown, secret }, 201);
+});
+
+app.get(CREDENTIALS, async (c) => {
+  const coordinator = coordinatorStub(c.env, c.get("stream"));
+  if (!(await coordinator.locate())) throw missing(c.get("stream"));
+  const list = await coordinator.credentials(c.req.param("source")!);
+  return c.json({ credentials: list.map(({ material: _m, ...shown }) => shown) });
+});
+
+app.delete(`${CREDENTIALS}/:id`, async (c) => {
+  const deleted = await coordinatorStub(c.env, c.get("stream")).deleteCredential(c.req.param("source")!, c.req.param("id")!);
+  if (!deleted) throw notFound(`no credential ${c.req.param("id")} for source ${c.req.param("source")}`);
+  return c.body(null, 204);
+});
+
 // The committed output (and the late and rejected lanes) as NDJSON, batch after
 // batch in commit order; pages of the commit index keep memory flat.
 for (const [path, lane] of [["output", "data"], ["late", "late"], ["rejected", "rejected"]] as const) {
   app.get(`${STREAM}/${path}`, async (c) => {
     const coordinator = coordinatorStub(c.env, c.get("stream"));
-    if (!(await coordinator.locate())) throw missing(c.get("stream"));
+    const where = await coordinator.locate();
+    if (!where) throw missing(c.get("stream"));
     let after = intParam(c.req.query("after"), "after", 0, 0, Number.MAX_SAFE_INTEGER);
     const bucket = c.env.SINK;
+    // A snapshot: commits up to the last one now; X-Commit-Seq tells the reader where to resume.
+    const upTo = where.lastSeq;
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
-        const page = await coordinator.commits(lane, after, 100);
+        const page = await coordinator.commits(lane, after, upTo, 100);
         if (page.length === 0) return controller.close();
         for (const { seq, key } of page) {
           const obj = await readObject(bucket, key);
@@ -115,7 +185,7 @@ for (const [path, lane] of [["output", "data"], ["late", "late"], ["rejected", "
         }
       },
     });
-    return new Response(body, { headers: { "content-type": "application/x-ndjson; charset=utf-8" } });
+    return new Response(body, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "x-commit-seq": String(upTo) } });
   });
 }
 
@@ -126,6 +196,8 @@ for (const [path, allow] of [
   [`${STREAM}/progress`, "GET"],
   [`${STREAM}/state`, "GET"],
   [`${STREAM}/output`, "GET"],
+  [CREDENTIALS, "GET, POST"],
+  [`${CREDENTIALS}/:id`, "DELETE"],
   [`${STREAM}/late`, "GET"],
   [`${STREAM}/rejected`, "GET"],
 ] as const) {

@@ -1,3 +1,4 @@
+import { forbidden, unauthorized } from "./credentials";
 import { HttpError } from "./problem";
 
 const encoder = new TextEncoder();
@@ -17,16 +18,25 @@ export function bearerToken(header: string | undefined | null): string | null {
   return m ? m[1] : null;
 }
 
-/** Admin calls (and, until per-source credentials exist, ingest) need ADMIN_TOKEN. */
-export async function requireAdmin(authorization: string | undefined, adminToken: string | undefined): Promise<void> {
-  if (!adminToken) {
+/**
+ * Whether `token` is the admin token. ADMIN_TOKEN_PREVIOUS is accepted too, so
+ * the admin token can be rotated without downtime (set the new one, move the
+ * callers, drop the previous).
+ */
+export async function isAdminToken(token: string, env: { ADMIN_TOKEN?: string; ADMIN_TOKEN_PREVIOUS?: string }): Promise<boolean> {
+  if (!env.ADMIN_TOKEN) {
     throw new HttpError(503, "not-configured", "Service not configured", "the ADMIN_TOKEN secret is not set; nothing is open without it");
   }
+  const checks = [env.ADMIN_TOKEN, env.ADMIN_TOKEN_PREVIOUS].filter((t): t is string => !!t).map((t) => sameSecret(token, t));
+  return (await Promise.all(checks)).some(Boolean);
+}
+
+/** Admin calls need the admin token. */
+export async function requireAdmin(authorization: string | undefined, env: { ADMIN_TOKEN?: string; ADMIN_TOKEN_PREVIOUS?: string }): Promise<void> {
   const token = bearerToken(authorization);
   if (token === null) {
-    throw new HttpError(401, "unauthorized", "Unauthorized", "send Authorization: Bearer <token>", {}, { "www-authenticate": 'Bearer realm="edge-dedup"' });
+    await isAdminToken("", env); // a missing ADMIN_TOKEN is a 503 before anything else
+    throw unauthorized("send Authorization: Bearer <token>");
   }
-  if (!(await sameSecret(token, adminToken))) {
-    throw new HttpError(403, "forbidden", "Forbidden", "the token is not valid for this call");
-  }
+  if (!(await isAdminToken(token, env))) throw forbidden("the token is not valid for this call");
 }

@@ -49,6 +49,8 @@ export function parseRows(bytes: Uint8Array, contentType: string | null): unknow
     throw badRequest("the body is not valid UTF-8");
   }
   if (text.trim() === "") throw badRequest("the body is empty; send a JSON object, a JSON array or NDJSON");
+  const depth = nestingDepth(text);
+  if (depth > MAX_DEPTH) throw badRequest(`the body nests ${depth} levels deep; at most ${MAX_DEPTH} are accepted`);
   if (isNdjson(contentType)) return parseNdjson(text);
   let value: unknown;
   try {
@@ -62,6 +64,26 @@ export function parseRows(bytes: Uint8Array, contentType: string | null): unknow
   }
   if (value !== null && typeof value === "object") return [value];
   throw badRequest("the body must be a JSON object, a JSON array of objects, or NDJSON, not a JSON scalar");
+}
+
+/** Deeper bodies are refused before parsing: rows are flat records, and deep nesting is a denial-of-service shape. */
+export const MAX_DEPTH = 32;
+
+/** The deepest bracket nesting in a JSON text, ignoring brackets inside strings. */
+export function nestingDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 92 /* \\ */) i++;
+      else if (ch === 34 /* " */) inString = false;
+    } else if (ch === 34) inString = true;
+    else if (ch === 91 || ch === 123 /* [ { */) max = Math.max(max, ++depth);
+    else if (ch === 93 || ch === 125 /* ] } */) depth--;
+  }
+  return max;
 }
 
 function parseNdjson(text: string): unknown[] {

@@ -2,10 +2,12 @@ import { dedupSettings, encodeLate, encodeOutput, encodeRejected, mergeDecisions
 import { NAME_PATTERN } from "../stream/config";
 import type { BatchOutcome } from "../stream/report";
 import { coordinatorStub, partitionStub, type Env } from "../env";
-import type { BeginResult, TouchedPartition } from "../coordinator";
+import type { BeginResult, Coordinator, IngestAuth, TouchedPartition } from "../coordinator";
 import { failAt, requestedFault } from "../faults";
 import { writeBatch } from "../sink";
+import { bearerToken, isAdminToken } from "./auth";
 import { HARD_BODY_LIMIT, parseRows, readBody, sha256Hex } from "./body";
+import { forbidden, hashToken, openSecret, parseSignature, SIGNATURE_TOLERANCE_S, unauthorized, verifySignature } from "./credentials";
 import { badRequest, conflict, HttpError, notFound } from "./problem";
 
 const BATCH_ID_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -20,20 +22,37 @@ const POLL_MS = 100;
  * retry after a failure anywhere re-runs to the same result.
  */
 export async function ingest(env: Env, stream: string, req: Request): Promise<{ outcome: BatchOutcome; batchId: string }> {
-  const source = req.headers.get("x-source") ?? "default";
-  if (!NAME_PATTERN.test(source)) throw badRequest("X-Source must be 1-64 characters: letters, digits, '_', '.', '-'");
+  const sourceHeader = req.headers.get("x-source");
+  if (sourceHeader !== null && !NAME_PATTERN.test(sourceHeader)) {
+    throw badRequest("X-Source must be 1-64 characters: letters, digits, '_', '.', '-'");
+  }
   const batchId = req.headers.get("idempotency-key") ?? crypto.randomUUID();
   if (!BATCH_ID_PATTERN.test(batchId)) throw badRequest("Idempotency-Key must be 1-255 visible ASCII characters");
+  const coordinator = coordinatorStub(env, stream);
+  const bearer = bearerToken(req.headers.get("authorization"));
+  const signature = req.headers.get("x-signature");
+  if (bearer === null && signature === null) {
+    await isAdminToken("", env); // 503 when the service has no admin token at all
+    throw unauthorized("send Authorization: Bearer <token> (the admin token or a source token) or an X-Signature");
+  }
 
   const bytes = await readBody(req, HARD_BODY_LIMIT);
+  const auth: IngestAuth =
+    bearer !== null
+      ? (await isAdminToken(bearer, env)) ? { kind: "admin" } : { kind: "token", hash: await hashToken(bearer) }
+      : { kind: "hmac", credentialId: await verifiedSigner(env, coordinator, sourceHeader ?? "default", signature!, bytes) };
   const rows = parseRows(bytes, req.headers.get("content-type"));
   const hash = await sha256Hex(bytes);
-  const coordinator = coordinatorStub(env, stream);
 
-  const begun = await beginOrWait(() => coordinator.begin(source, batchId, { hash, bytes: bytes.byteLength, rows: rows.length }));
+  const begun = await beginOrWait(() => coordinator.begin(sourceHeader, batchId, { hash, bytes: bytes.byteLength, rows: rows.length }, auth));
+  const source = "source" in begun ? begun.source : sourceHeader ?? "default";
   switch (begun.kind) {
     case "missing":
       throw notFound(`stream "${stream}" does not exist; create it with PUT /v1/streams/${stream}`);
+    case "unauthorized":
+      throw forbidden("the token is not valid for this stream");
+    case "forbidden":
+      throw forbidden(begun.detail);
     case "too-large":
       throw new HttpError(413, "batch-too-large", "Payload too large", begun.detail);
     case "conflict":
@@ -94,6 +113,38 @@ export async function ingest(env: Env, stream: string, req: Request): Promise<{ 
     await coordinator.release(source, batchId).catch(() => undefined);
     throw e;
   }
+}
+
+/** Signing secrets per stream and source, decrypted, kept briefly; begin() re-checks the credential still exists. */
+const signerCache = new Map<string, { at: number; keys: { id: string; secret: string }[] }>();
+const SIGNER_CACHE_MS = 30_000;
+
+async function verifiedSigner(
+  env: Env,
+  coordinator: DurableObjectStub<Coordinator>,
+  source: string,
+  header: string,
+  body: Uint8Array,
+): Promise<string> {
+  const sig = parseSignature(header);
+  const now = Date.now();
+  const cacheKey = `${coordinator.id}\n${source}`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    let entry = signerCache.get(cacheKey);
+    if (!entry || now - entry.at > SIGNER_CACHE_MS || attempt === 1) {
+      const creds = (await coordinator.credentials(source, true)).filter((c) => c.type === "hmac");
+      if (creds.length > 0 && !env.CREDENTIALS_KEY) {
+        throw new HttpError(503, "not-configured", "Service not configured", "the CREDENTIALS_KEY secret is not set");
+      }
+      const keys = await Promise.all(creds.map(async (c) => ({ id: c.id, secret: await openSecret(c.material, env.CREDENTIALS_KEY!) })));
+      signerCache.set(cacheKey, (entry = { at: now, keys }));
+    }
+    for (const k of entry.keys) if (await verifySignature(k.secret, sig, body, now)) return k.id;
+  }
+  if (Math.abs(now / 1000 - sig.t) > SIGNATURE_TOLERANCE_S) {
+    throw unauthorized(`the signature's timestamp is more than ${SIGNATURE_TOLERANCE_S} s from now`);
+  }
+  throw unauthorized(`the signature does not match any signing secret of source "${source}"`);
 }
 
 async function beginOrWait(begin: () => Promise<BeginResult>): Promise<BeginResult> {

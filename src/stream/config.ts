@@ -20,10 +20,11 @@ const interval = z.union([z.string(), z.number()]).transform((v, ctx) => {
 
 const column = z.string().min(1).max(256);
 
-const sourceSchema = z.strictObject({ watermarkDelay: interval.optional() });
+const sourceSchema = z.strictObject({ watermarkDelay: interval.optional(), disabled: z.boolean().optional() });
 
 const limitsSchema = z.strictObject({
-  maxBodyBytes: z.number().int().min(1024).max(100 * 1024 * 1024).optional(),
+  // 32 MiB is the most a Durable Object RPC carries, and the Worker's hard cap.
+  maxBodyBytes: z.number().int().min(1024).max(32 * 1024 * 1024).optional(),
   maxRows: z.number().int().min(1).max(100_000).optional(),
 });
 
@@ -65,7 +66,8 @@ export interface StreamConfig {
   partitions: number;
   watermarkPolicy: "min" | "max";
   schema: Record<string, ColumnType>;
-  sources: Record<string, { watermarkDelay?: number }>;
+  /** declared sources: their own delay; a disabled source's batches are refused */
+  sources: Record<string, { watermarkDelay?: number; disabled?: boolean }>;
   /** ms; rows whose event time is further ahead of now are rejected. */
   maxEventTimeSkew: number;
   limits: { maxBodyBytes: number; maxRows: number };

@@ -14,6 +14,8 @@ export interface BatchOutcome extends BatchCounts {
 /** One entry of /progress, with Spark's state metric names. */
 export interface ProgressReport extends Omit<BatchOutcome, "rejected" | "replayed"> {
   rejected: number;
+  /** the batch's place in commit order: GET /output?after=<commitSeq> reads what came after it */
+  commitSeq: number;
   committedAt: number;
   durationMs: number;
   numRowsTotal: number;

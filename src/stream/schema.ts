@@ -85,6 +85,12 @@ export function validateRow(config: StreamConfig, raw: unknown, index: number, n
       const v = row[column];
       if (v === undefined || v === null) throw new RowError(`${column}: missing key column`);
       if (typeof v === "object") throw new RowError(`${column}: a key column must be a string, number or boolean`);
+      // A time in the key is compared as an instant: "…T10:00:00Z", "…T10:00:00.000Z" and its epoch ms are one key.
+      if (column === config.eventTime || config.schema[column] === "timestamp") {
+        const ms = parseTimestamp(v);
+        if (ms === null) throw new RowError(`${column}: not a timestamp (ISO-8601 or epoch ms)`);
+        return ms;
+      }
       return v as KeyValue;
     });
     const key = encodeKey(values);

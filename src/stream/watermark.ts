@@ -26,8 +26,9 @@ export function sourceWatermark(config: StreamConfig, source: string, progress: 
  */
 export function globalWatermark(config: StreamConfig, sources: Record<string, SourceProgress>, previous: number): number {
   // An undeclared source joins once it has had a row accepted.
+  // A disabled source is retired: it no longer holds the watermark back.
   const spoken = Object.keys(sources).filter((s) => sources[s].maxEventTime !== null);
-  const names = new Set([...Object.keys(config.sources), ...spoken]);
+  const names = new Set([...Object.keys(config.sources), ...spoken].filter((s) => !config.sources[s]?.disabled));
   if (config.eventTime === null || names.size === 0) return previous;
   const marks = [...names].map((s) => sourceWatermark(config, s, sources[s]));
   const policy = config.watermarkPolicy === "min" ? Math.min(...marks) : Math.max(...marks);

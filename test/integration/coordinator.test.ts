@@ -18,6 +18,7 @@ async function stream(body: Record<string, unknown> = {}) {
   return { name, stub };
 }
 const body = (hash: string) => ({ hash, bytes: 10, rows: 1 });
+const ADMIN = { kind: "admin" } as const;
 const counts = { input: 1, emitted: 1, duplicates: 0, late: 0, rejected: [] };
 function commit(source: string, batchId: string, maxEventTime: number | null): CommitRequest {
   return { source, batchId, maxEventTime, counts, touched: [], objects: { data: null, late: null, rejected: null }, startedAt: Date.now() };
@@ -34,37 +35,37 @@ describe("Coordinator", () => {
 
   it("records a batch: replay returns the outcome, another body is a conflict, in-flight is busy", async () => {
     const { stub } = await stream();
-    const run = await stub.begin("s", "b1", body("h1"));
+    const run = await stub.begin("s", "b1", body("h1"), ADMIN);
     expect(run).toMatchObject({ kind: "run", watermark: 0 });
-    expect(await stub.begin("s", "b1", body("h1"))).toMatchObject({ kind: "busy" });
-    expect(await stub.begin("s", "b1", body("other"))).toEqual({ kind: "conflict" });
+    expect(await stub.begin("s", "b1", body("h1"), ADMIN)).toMatchObject({ kind: "busy" });
+    expect(await stub.begin("s", "b1", body("other"), ADMIN)).toEqual({ kind: "conflict" });
     const outcome = await stub.commit(commit("s", "b1", at(10, 0)));
     expect(outcome).toMatchObject({ replayed: false, watermark: 0, watermarkAfter: at(9, 55) });
-    const replay = await stub.begin("s", "b1", body("h1"));
-    expect(replay).toEqual({ kind: "replay", outcome: { ...outcome, replayed: true } });
+    const replay = await stub.begin("s", "b1", body("h1"), ADMIN);
+    expect(replay).toEqual({ kind: "replay", source: "s", outcome: { ...outcome, replayed: true } });
     // A second commit of the same batch (a racing attempt) changes nothing.
     expect(await stub.commit(commit("s", "b1", at(23, 0)))).toEqual({ ...outcome, replayed: true });
     expect((await stub.describe())!.watermark).toBe(at(9, 55));
     // The same batch id from another source is another batch.
-    expect(await stub.begin("t", "b1", body("h1"))).toMatchObject({ kind: "run" });
+    expect(await stub.begin("t", "b1", body("h1"), ADMIN)).toMatchObject({ kind: "run" });
   });
 
   it("a batch resumed after a failure is judged by the watermark of its first begin", async () => {
     const { stub } = await stream();
-    await stub.begin("s", "slow", body("h"));
+    await stub.begin("s", "slow", body("h"), ADMIN);
     await stub.release("s", "slow");
-    await stub.begin("s", "fast", body("h"));
+    await stub.begin("s", "fast", body("h"), ADMIN);
     await stub.commit(commit("s", "fast", at(10, 0)));
-    const resumed = await stub.begin("s", "slow", body("h"));
+    const resumed = await stub.begin("s", "slow", body("h"), ADMIN);
     expect(resumed).toMatchObject({ kind: "run", watermark: 0 });
-    const next = await stub.begin("s", "later", body("h"));
+    const next = await stub.begin("s", "later", body("h"), ADMIN);
     expect(next).toMatchObject({ kind: "run", watermark: at(9, 55) });
   });
 
   it("min policy: a declared source that never sends holds the watermark at 0; max does not", async () => {
     for (const [policy, expected] of [["min", 0], ["max", at(9, 55)]] as const) {
       const { stub } = await stream({ watermarkPolicy: policy, sources: { a: {}, b: {} } });
-      await stub.begin("a", "1", body("h"));
+      await stub.begin("a", "1", body("h"), ADMIN);
       await stub.commit(commit("a", "1", at(10, 0)));
       const d = (await stub.describe())!;
       expect(d.watermark).toBe(expected);
@@ -75,22 +76,22 @@ describe("Coordinator", () => {
   it("per-source delays; the global watermark never decreases", async () => {
     const { stub } = await stream({ sources: { a: {}, b: { watermarkDelay: "1 hour" } } });
     for (const [s, id, t] of [["a", "1", at(12, 0)], ["b", "1", at(12, 0)]] as const) {
-      await stub.begin(s, id, body("h"));
+      await stub.begin(s, id, body("h"), ADMIN);
       await stub.commit(commit(s, id, t));
     }
     expect((await stub.describe())!.watermark).toBe(at(11, 0)); // min(11:55, 11:00)
-    await stub.begin("b", "2", body("h"));
+    await stub.begin("b", "2", body("h"), ADMIN);
     await stub.commit(commit("b", "2", at(11, 30))); // older data does not move b back
     expect((await stub.describe())!.watermark).toBe(at(11, 0));
   });
 
   it("a source whose rows were all rejected does not join the watermark", async () => {
     const { stub } = await stream();
-    await stub.begin("a", "1", body("h"));
+    await stub.begin("a", "1", body("h"), ADMIN);
     await stub.commit(commit("a", "1", at(10, 0)));
-    await stub.begin("junk", "1", body("h"));
+    await stub.begin("junk", "1", body("h"), ADMIN);
     await stub.commit(commit("junk", "1", null));
-    await stub.begin("a", "2", body("h"));
+    await stub.begin("a", "2", body("h"), ADMIN);
     expect((await stub.commit(commit("a", "2", at(11, 0)))).watermarkAfter).toBe(at(10, 55));
   });
 });
