@@ -18,18 +18,22 @@ export interface RejectedRow {
 
 class RowError extends Error {}
 
-const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/i;
+const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
 /** ISO-8601 strings or epoch milliseconds (number or digit string) → epoch ms. */
 export function parseTimestamp(value: unknown): number | null {
   if (typeof value === "number") return Number.isFinite(value) ? Math.trunc(value) : null;
   if (typeof value !== "string") return null;
-  const s = value.trim();
+  const s = value.trim().toUpperCase().replace(" ", "T");
   if (/^-?\d+$/.test(s)) return parseTimestamp(Number(s));
-  if (!ISO_8601.test(s)) return null;
+  const m = ISO_8601.exec(s);
+  if (!m) return null;
+  // Date.parse rolls 2024-02-30 over into March: refuse dates that do not exist.
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const probe = new Date(Date.UTC(year, month - 1, day));
+  if (probe.getUTCFullYear() !== year || probe.getUTCMonth() !== month - 1 || probe.getUTCDate() !== day) return null;
   // A date-time without an offset is taken as UTC, not the runtime's zone.
-  const withZone = /[T ]\d{2}:\d{2}/.test(s) && !/(?:Z|[+-]\d{2}:?\d{2})$/i.test(s) ? `${s}Z` : s;
-  const ms = Date.parse(withZone.replace(" ", "T"));
+  const ms = Date.parse(s.includes("T") && m[4] === undefined ? `${s}Z` : s);
   return Number.isNaN(ms) ? null : ms;
 }
 

@@ -1,0 +1,144 @@
+import fc from "fast-check";
+import { describe, expect, test } from "vitest";
+import { formatInterval, IntervalError, parseInterval } from "../../src/stream/interval";
+
+const SECOND = 1_000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+describe("parseInterval: Spark-style strings", () => {
+  test.each([
+    ["10 seconds", 10 * SECOND],
+    ["1 second", SECOND],
+    ["2 hours", 2 * HOUR],
+    ["1 hour", HOUR],
+    ["1 day", DAY],
+    ["3 days", 3 * DAY],
+    ["30 minutes", 30 * MINUTE],
+    ["1 minute", MINUTE],
+    ["1 hour 30 minutes", HOUR + 30 * MINUTE],
+    ["2 days 3 hours 4 minutes 5 seconds 6 ms", 2 * DAY + 3 * HOUR + 4 * MINUTE + 5 * SECOND + 6],
+    ["500 ms", 500],
+    ["500 milliseconds", 500],
+    ["1 millisecond", 1],
+    ["interval 5 minutes", 5 * MINUTE],
+    ["INTERVAL 5 MINUTES", 5 * MINUTE],
+    ["  10 seconds  ", 10 * SECOND],
+    ["10seconds", 10 * SECOND],
+    ["10 s", 10 * SECOND],
+    ["10 sec", 10 * SECOND],
+    ["10 secs", 10 * SECOND],
+    ["5 m", 5 * MINUTE],
+    ["5 min", 5 * MINUTE],
+    ["5 mins", 5 * MINUTE],
+    ["2 h", 2 * HOUR],
+    ["1 d", DAY],
+    ["1 week", 7 * DAY],
+    ["2 weeks", 14 * DAY],
+    ["1.5 hours", HOUR + 30 * MINUTE],
+    ["0 seconds", 0],
+    ["0", 0],
+    ["5000", 5000],
+  ])("%j → %d ms", (input, ms) => {
+    expect(parseInterval(input)).toBe(ms);
+  });
+});
+
+describe("parseInterval: numbers are milliseconds", () => {
+  test.each([0, 1, 500, 300_000, 86_400_000])("%d", (ms) => {
+    expect(parseInterval(ms)).toBe(ms);
+  });
+
+  test.each([-1, -300_000, 1.5, 0.1, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY])("rejects %d", (ms) => {
+    expect(() => parseInterval(ms)).toThrow(IntervalError);
+    expect(() => parseInterval(ms)).toThrow("must be a whole, non-negative number of milliseconds");
+  });
+});
+
+describe("parseInterval: rejects garbage", () => {
+  test.each([
+    "",
+    "   ",
+    "seconds",
+    "interval",
+    "ten seconds",
+    "-5 seconds",
+    "- 5 seconds",
+    "-5000",
+    "1.5",
+    "10 seconds later",
+    "10 seconds, 5 minutes",
+    "10 seconds garbage",
+    "1 0 seconds",
+    "1.5.5 hours",
+    "5 m s",
+    "+5 seconds",
+    "5 seconds ago",
+    "PT5M",
+  ])("%j", (input) => {
+    expect(() => parseInterval(input)).toThrow(IntervalError);
+  });
+
+  test.each([
+    ["10 fortnights", 'unknown unit "fortnights"'],
+    ["5 years", 'unknown unit "years"'],
+    ["5 months", 'unknown unit "months"'],
+    ["3 microseconds", 'unknown unit "microseconds"'],
+    ["1 hour 30 parsecs", 'unknown unit "parsecs"'],
+  ])("unknown unit %j", (input, message) => {
+    expect(() => parseInterval(input)).toThrow(IntervalError);
+    expect(() => parseInterval(input)).toThrow(message);
+  });
+
+  test("the message names the input", () => {
+    expect(() => parseInterval("soon")).toThrow('"soon" is not an interval like "10 seconds" or "2 hours"');
+  });
+});
+
+describe("formatInterval", () => {
+  test.each([
+    [0, "0 seconds"],
+    [1, "1 millisecond"],
+    [500, "500 milliseconds"],
+    [SECOND, "1 second"],
+    [10 * SECOND, "10 seconds"],
+    [MINUTE, "1 minute"],
+    [5 * MINUTE, "5 minutes"],
+    [HOUR + 30 * MINUTE, "1 hour 30 minutes"],
+    [2 * HOUR, "2 hours"],
+    [DAY, "1 day"],
+    [7 * DAY, "7 days"],
+    [DAY + HOUR + MINUTE + SECOND + 1, "1 day 1 hour 1 minute 1 second 1 millisecond"],
+  ])("%d → %j", (ms, text) => {
+    expect(formatInterval(ms)).toBe(text);
+  });
+
+  test("round-trips through parseInterval (property)", () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.integer({ min: 0, max: 100 * DAY }), fc.nat({ max: 2 ** 40 })), (ms) => {
+        expect(parseInterval(formatInterval(ms))).toBe(ms);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  test("formatting is canonical: parse → format → parse is a fixed point on composed strings (property)", () => {
+    const units = [
+      ["days", DAY],
+      ["hours", HOUR],
+      ["minutes", MINUTE],
+      ["seconds", SECOND],
+      ["ms", 1],
+    ] as const;
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.nat({ max: 1000 }), fc.constantFrom(...units)), { minLength: 1, maxLength: 5 }), (parts) => {
+        const text = parts.map(([n, [unit]]) => `${n} ${unit}`).join(" ");
+        const ms = parts.reduce((sum, [n, [, size]]) => sum + n * size, 0);
+        expect(parseInterval(text)).toBe(ms);
+        expect(parseInterval(formatInterval(ms))).toBe(ms);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
