@@ -1,0 +1,681 @@
+/**
+ * `npm run bench`: the performance claims behind edge-dedup's design, measured
+ * as RATIOS of two workloads run side by side in one process on one machine
+ * (absolute timings on a small, shared machine are noise; ratios mostly are not).
+ *
+ *   1. Partition SQL strategy: one json_each lookup + one json_each insert per
+ *      sub-batch (src/partition.ts) vs one SELECT and one INSERT per row, in a
+ *      bench-only SQLite Durable Object (bench/sql-worker.ts, bench/wrangler.toml).
+ *   2. End-to-end ingest through the real Worker: batches of 1, 100 and 1,000 rows.
+ *   3. Replaying committed batches (same Idempotency-Key and body) vs ingesting them.
+ *   4. 4 concurrent producers vs 1 producer, same rows, batches of 500.
+ *
+ * Each `wrangler dev` runs on 127.0.0.1 from a snapshot of the code in a
+ * temporary directory (so someone saving a file in src/ cannot reload the
+ * Worker mid-run), in its own process group, killed at the end, on error and
+ * on SIGINT/SIGTERM. Every loop is bounded in count and time. Nothing is written
+ * outside the temporary directories; results are printed only.
+ *
+ * Exit code: 1 when the bench fails or a measured result is incorrect (counts
+ * that do not match the data sent). Ratio verdicts are printed as PASS/WARN; set
+ * BENCH_STRICT=1 to turn a WARN into exit code 1 too.
+ *
+ * Self-contained on purpose (no relative imports): tsconfig.node.json covers
+ * bench/ and does not allow `.ts` import extensions, which Node needs.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
+const WRANGLER = join(ROOT, "node_modules/wrangler/bin/wrangler.js");
+const TOKEN = "bench-token";
+const READY_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 60_000;
+/** The whole bench is aborted past this; each part also has its own budget. */
+const TOTAL_BUDGET_MS = 240_000;
+const STRICT = process.env.BENCH_STRICT === "1";
+
+const HOUR = 3_600_000;
+
+// ---------------------------------------------------------------------------
+// Sizes. Chosen so the whole bench takes about 2 minutes on a 2-core machine.
+
+const SQL = { batches: 40, rowsPerBatch: 500, reps: 9 };
+const INGEST = { rows: 6_000, duplicateShare: 0.2, batch1MaxRequests: 300, rounds: 3 };
+const REPLAY = { batches: 50, rowsPerBatch: 1_000 };
+const CONCURRENCY = { rows: 12_000, rowsPerBatch: 500, producers: 4, rounds: 6 };
+
+// ---------------------------------------------------------------------------
+// Child processes: every one in its own process group, all killed on the way out.
+
+const children = new Set<ChildProcess>();
+const tempDirs = new Set<string>();
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // the group is gone already
+  }
+}
+
+function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Last resort, synchronous: on exit, SIGINT, SIGTERM or a fatal error. */
+function killEverything(): void {
+  for (const child of children) killGroup(child, "SIGKILL");
+  children.clear();
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+  tempDirs.clear();
+}
+
+process.on("exit", killEverything);
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    console.error(`\nbench: ${signal}, stopping wrangler`);
+    killEverything();
+    process.exit(130);
+  });
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** A port that was free a moment ago on 127.0.0.1, below the ephemeral range (see test/e2e/server.ts). */
+async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await bindAndRelease(port).then(() => true, () => false)) return port;
+  }
+  return bindAndRelease(0);
+}
+
+function bindAndRelease(port: number): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(port, "127.0.0.1", () => {
+      const address = srv.address();
+      if (address === null || typeof address === "string") return reject(new Error("no port"));
+      srv.close(() => resolvePort(address.port));
+    });
+  });
+}
+
+interface Wrangler {
+  readonly name: string;
+  readonly url: string;
+  log(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `wrangler dev` on a snapshot: `files` maps a path in the snapshot to a
+ * path to copy, node_modules is linked. `ready(url)` says whether the server that
+ * answers is ours (another dev server could hold the port).
+ */
+async function startWrangler(opts: {
+  name: string;
+  files: Record<string, string>;
+  vars?: Record<string, string>;
+  ready: (url: string) => Promise<boolean>;
+}): Promise<Wrangler> {
+  const base = mkdtempSync(join(tmpdir(), `edge-dedup-bench-${opts.name}-`));
+  tempDirs.add(base);
+  const app = join(base, "app");
+  const logFile = join(base, "wrangler.log");
+  for (const [to, from] of Object.entries(opts.files)) cpSync(from, join(app, to), { recursive: true });
+  symlinkSync(join(ROOT, "node_modules"), join(app, "node_modules"), "dir");
+
+  const [port, inspectorPort] = [await freePort(), await freePort()];
+  const args = [
+    WRANGLER, "dev",
+    "--ip", "127.0.0.1",
+    "--port", String(port),
+    "--inspector-ip", "127.0.0.1",
+    "--inspector-port", String(inspectorPort),
+    "--persist-to", join(base, "state"),
+    "--show-interactive-dev-session=false",
+    "--log-level", "warn",
+  ];
+  for (const [k, v] of Object.entries(opts.vars ?? {})) args.push("--var", `${k}:${v}`);
+  const fd = openSync(logFile, "a");
+  const child = spawn(process.execPath, args, {
+    cwd: app,
+    detached: true, // its own process group: wrangler, its helpers and workerd go together
+    stdio: ["ignore", fd, fd],
+    env: {
+      ...process.env,
+      WRANGLER_SEND_METRICS: "false",
+      WRANGLER_SEND_ERROR_REPORTS: "false",
+      CLOUDFLARE_CF_FETCH_ENABLED: "false",
+      WRANGLER_LOG_PATH: join(base, "logs"),
+      WRANGLER_REGISTRY_PATH: join(base, "registry"),
+      WRANGLER_HIDE_BANNER: "true",
+      DO_NOT_TRACK: "1",
+      NO_COLOR: "1",
+      FORCE_COLOR: "0",
+      CI: "true",
+    },
+  });
+  closeSync(fd);
+  children.add(child);
+  let exited: string | null = null;
+  child.once("exit", (code, signal) => {
+    exited = `wrangler exited (code ${code}, signal ${signal})`;
+  });
+  const log = () => (existsSync(logFile) ? readFileSync(logFile, "utf8").slice(-3_000) : "(no log)");
+
+  const stop = async (): Promise<void> => {
+    if (child.pid === undefined || !children.has(child)) return;
+    const pid = child.pid;
+    killGroup(child, "SIGTERM");
+    const deadline = Date.now() + STOP_TIMEOUT_MS;
+    while (groupAlive(pid) && Date.now() < deadline + 5_000) {
+      if (Date.now() > deadline) killGroup(child, "SIGKILL");
+      await sleep(50);
+    }
+    children.delete(child);
+    rmSync(base, { recursive: true, force: true });
+    tempDirs.delete(base);
+  };
+
+  const url = `http://127.0.0.1:${port}`;
+  const started = Date.now();
+  for (let attempt = 0; ; attempt++) {
+    if (exited) {
+      const [why, tail] = [exited, log()];
+      await stop();
+      throw new Error(`${opts.name}: ${why} before it answered on ${url}\n--- wrangler log ---\n${tail}`);
+    }
+    if (await opts.ready(url).catch(() => false)) break;
+    if (Date.now() - started > READY_TIMEOUT_MS || attempt > 1_000) {
+      const tail = log();
+      await stop();
+      throw new Error(`${opts.name}: wrangler dev did not answer on ${url} within ${READY_TIMEOUT_MS / 1000} s\n--- wrangler log ---\n${tail}`);
+    }
+    await sleep(200);
+  }
+  console.log(`  ${opts.name}: wrangler dev ready on ${url} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return { name: opts.name, url, log, stop };
+}
+
+// ---------------------------------------------------------------------------
+// HTTP
+
+interface Answer {
+  status: number;
+  text: string;
+  ms: number;
+}
+
+async function http(method: string, url: string, init: { body?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
+  const t0 = performance.now();
+  const res = await fetch(url, { method, body: init.body, headers: init.headers, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  const text = await res.text();
+  return { status: res.status, text, ms: performance.now() - t0 };
+}
+
+async function httpJson<T>(method: string, url: string, init: { body?: string; headers?: Record<string, string> } = {}): Promise<T & { _ms: number }> {
+  const a = await http(method, url, init);
+  if (a.status !== 200 && a.status !== 201) throw new Error(`${method} ${url}: HTTP ${a.status} ${a.text.slice(0, 400)}`);
+  return { ...(JSON.parse(a.text) as T), _ms: a.ms };
+}
+
+// ---------------------------------------------------------------------------
+// Numbers and printing
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const fmt = (x: number, digits = 0) => x.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+function table(header: string[], rows: (string | number)[][]): void {
+  const cells = [header, ...rows.map((r) => r.map(String))];
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => r[i].length)));
+  const line = (r: string[]) => "  " + r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("   ");
+  console.log(line(cells[0]));
+  console.log("  " + widths.map((w) => "-".repeat(w)).join("   "));
+  for (const r of cells.slice(1)) console.log(line(r));
+}
+
+interface Verdict {
+  name: string;
+  ratio: number;
+  pass: boolean;
+  text: string;
+}
+const verdicts: Verdict[] = [];
+const failures: string[] = [];
+
+function verdict(name: string, ratio: number, goal: number, text: string): void {
+  const pass = ratio >= goal;
+  verdicts.push({ name, ratio, pass, text });
+  console.log(`  ${pass ? "PASS" : "WARN"} ${name}: ${fmt(ratio, 2)}× (goal ≥ ${goal}×) ${text}`);
+}
+
+/** A correctness check: a failed one makes the bench exit 1. */
+function check(ok: boolean, what: string): void {
+  if (!ok) {
+    failures.push(what);
+    console.log(`  INCORRECT: ${what}`);
+  }
+}
+
+const benchStart = Date.now();
+function budget(part: string, ms: number): () => void {
+  const deadline = Date.now() + ms;
+  return () => {
+    if (Date.now() > deadline) throw new Error(`${part}: exceeded its time budget of ${ms / 1000} s`);
+    if (Date.now() - benchStart > TOTAL_BUDGET_MS) throw new Error(`the bench exceeded its total budget of ${TOTAL_BUDGET_MS / 1000} s`);
+  };
+}
+
+// ---------------------------------------------------------------------------
+// 1. Partition SQL strategy
+
+interface SqlRun {
+  strategy: string;
+  found: number;
+  inserted: number;
+  rows: number;
+}
+
+async function benchSql(): Promise<void> {
+  console.log(`\n1. Partition SQL strategy: ${SQL.batches} batches × ${SQL.rowsPerBatch} keys, half already stored, one transaction per batch`);
+  const server = await startWrangler({
+    name: "sql-worker",
+    files: { "sql-worker.ts": join(BENCH_DIR, "sql-worker.ts"), "wrangler.toml": join(BENCH_DIR, "wrangler.toml") },
+    ready: async (url) => (await http("GET", `${url}/ping`)).text === "edge-dedup-sql-bench",
+  });
+  try {
+    const over = budget("SQL strategy", 60_000);
+    const q = `batches=${SQL.batches}&n=${SQL.rowsPerBatch}`;
+    const half = Math.floor(SQL.rowsPerBatch / 2);
+    const expected = { found: SQL.batches * half, inserted: SQL.batches * (SQL.rowsPerBatch - half) };
+
+    // Warm-up (not timed): the isolate, both code paths and SQLite.
+    for (const strategy of ["json", "row"]) {
+      await httpJson("POST", `${server.url}/setup?do=warm-${strategy}&${q}`);
+      await httpJson("POST", `${server.url}/run?do=warm-${strategy}&strategy=${strategy}&${q}`);
+    }
+    const noop: number[] = [];
+    for (let i = 0; i < 10; i++) noop.push((await http("GET", `${server.url}/noop?do=warm-json`)).ms);
+
+    // Alternating ABBA order, each run on a fresh object set up (untimed) just before.
+    const times: Record<string, number[]> = { json: [], row: [] };
+    for (let rep = 0; rep < SQL.reps; rep++) {
+      over();
+      const order = rep % 2 === 0 ? ["json", "row"] : ["row", "json"];
+      for (const strategy of order) {
+        const name = `r${rep}-${strategy}`;
+        const setup = await httpJson<{ rows: number }>("POST", `${server.url}/setup?do=${name}&${q}`);
+        check(setup.rows === SQL.batches * half, `sql setup stored ${setup.rows} keys, expected ${SQL.batches * half}`);
+        const r = await httpJson<SqlRun>("POST", `${server.url}/run?do=${name}&strategy=${strategy}&${q}`);
+        check(
+          r.found === expected.found && r.inserted === expected.inserted && r.rows === expected.found + expected.inserted,
+          `sql ${strategy}: found ${r.found}, inserted ${r.inserted}, rows ${r.rows}; expected ${expected.found}, ${expected.inserted}, ${expected.found + expected.inserted}`,
+        );
+        times[strategy].push(r._ms);
+      }
+    }
+    const keys = SQL.batches * SQL.rowsPerBatch;
+    const rtt = median(noop);
+    const rowsOf = (s: string) => [
+      s === "json" ? "json_each (src/partition.ts)" : "one statement per row",
+      fmt(median(times[s]), 1),
+      fmt(Math.min(...times[s]), 1),
+      fmt(Math.max(...times[s]), 1),
+      fmt(keys / ((median(times[s]) - rtt) / 1000)),
+    ];
+    table(["strategy", "median ms", "min ms", "max ms", "keys/s (net of RTT)"], [rowsOf("json"), rowsOf("row")]);
+    console.log(`  (${SQL.reps} runs each, alternating; no-op round trip to the object: median ${fmt(rtt, 1)} ms)`);
+    const ratio = median(times.row) / median(times.json);
+    const net = (median(times.row) - rtt) / (median(times.json) - rtt);
+    verdict("per-row / json_each time", ratio, 2, `(net of round trip: ${fmt(net, 2)}×; the design cites ~3×)`);
+  } finally {
+    await server.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Workload for the real Worker
+
+interface Event {
+  id: string;
+  ts: number;
+  v: number;
+}
+
+/**
+ * `total` rows, about `duplicateShare` of them repeating an id seen in the last
+ * 500 rows; event times increase 100 ms per row from two hours ago, so no row is
+ * late (the watermark trails by one hour) and none is in the future.
+ */
+function workload(prefix: string, total: number, duplicateShare: number, seed: number): { rows: Event[]; distinct: number } {
+  const random = mulberry32(seed);
+  const base = Date.now() - 2 * HOUR;
+  const rows: Event[] = [];
+  const ids: string[] = [];
+  for (let i = 0; i < total; i++) {
+    let id: string;
+    if (ids.length > 0 && random() < duplicateShare) {
+      id = ids[Math.max(0, ids.length - 1 - Math.floor(random() * 500))];
+    } else {
+      id = `${prefix}-${i}`;
+      ids.push(id);
+    }
+    rows.push({ id, ts: base + i * 100, v: i });
+  }
+  return { rows, distinct: ids.length };
+}
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function chunks<T>(xs: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < xs.length; i += size) out.push(xs.slice(i, i + size));
+  return out;
+}
+
+interface Outcome {
+  batchId: string;
+  source: string;
+  replayed: boolean;
+  input: number;
+  emitted: number;
+  duplicates: number;
+  late: number;
+  rejected: unknown[];
+}
+
+class Api {
+  readonly url: string;
+  constructor(url: string) {
+    this.url = url;
+  }
+
+  private headers(extra: Record<string, string> = {}): Record<string, string> {
+    return { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", ...extra };
+  }
+
+  async createStream(name: string): Promise<void> {
+    const body = { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 8 };
+    await httpJson("PUT", `${this.url}/v1/streams/${name}`, { body: JSON.stringify(body), headers: this.headers() });
+  }
+
+  async ingest(name: string, body: string, opts: { batchId?: string; source?: string } = {}): Promise<Outcome & { _ms: number }> {
+    const extra: Record<string, string> = {};
+    if (opts.batchId) extra["idempotency-key"] = opts.batchId;
+    if (opts.source) extra["x-source"] = opts.source;
+    return httpJson<Outcome>("POST", `${this.url}/v1/streams/${name}/events`, { body, headers: this.headers(extra) });
+  }
+
+  async stream(name: string): Promise<{ state: { rows: number }; batches: { committed: number }; _ms: number }> {
+    return httpJson("GET", `${this.url}/v1/streams/${name}`, { headers: this.headers() });
+  }
+}
+
+interface Totals {
+  input: number;
+  emitted: number;
+  duplicates: number;
+  late: number;
+  rejected: number;
+  batches: number;
+}
+
+const emptyTotals = (): Totals => ({ input: 0, emitted: 0, duplicates: 0, late: 0, rejected: 0, batches: 0 });
+function add(t: Totals, o: Outcome): void {
+  t.input += o.input;
+  t.emitted += o.emitted;
+  t.duplicates += o.duplicates;
+  t.late += o.late;
+  t.rejected += o.rejected.length;
+  t.batches++;
+}
+
+/** The outcomes add up to the data sent, and the stream agrees. */
+async function verifyRun(api: Api, stream: string, label: string, t: Totals, sent: number, distinct: number, batches: number): Promise<void> {
+  check(
+    t.input === sent && t.emitted === distinct && t.duplicates === sent - distinct && t.late === 0 && t.rejected === 0 && t.batches === batches,
+    `${label}: input ${t.input}/${sent}, emitted ${t.emitted}/${distinct} distinct, duplicates ${t.duplicates}/${sent - distinct}, late ${t.late}, rejected ${t.rejected}, batches ${t.batches}/${batches}`,
+  );
+  const info = await api.stream(stream);
+  check(info.state.rows === distinct, `${label}: stream state holds ${info.state.rows} keys, expected ${distinct}`);
+  check(info.batches.committed === batches, `${label}: ${info.batches.committed} batches committed, expected ${batches}`);
+}
+
+let streamSeq = 0;
+const freshStream = (label: string) => `bench-${label}-${Date.now().toString(36)}-${streamSeq++}`;
+
+/** Sequentially ingests `rows` in batches of `size` into a fresh stream; returns rows/s. */
+async function ingestRun(api: Api, label: string, rows: Event[], distinct: number, size: number, over: () => void): Promise<{ rowsPerSec: number; ms: number; batches: number }> {
+  const stream = freshStream(label);
+  await api.createStream(stream);
+  const batches = chunks(rows, size).map((b) => JSON.stringify(b));
+  const totals = emptyTotals();
+  const t0 = performance.now();
+  for (const body of batches) {
+    over();
+    add(totals, await api.ingest(stream, body));
+  }
+  const ms = performance.now() - t0;
+  await verifyRun(api, stream, label, totals, rows.length, distinct, batches.length);
+  return { rowsPerSec: rows.length / (ms / 1000), ms, batches: batches.length };
+}
+
+// ---------------------------------------------------------------------------
+// 2-4. The real Worker
+
+async function benchWorker(): Promise<void> {
+  console.log("\n2-4. The real Worker (wrangler dev on the project's wrangler.toml)");
+  const files: Record<string, string> = {};
+  for (const entry of ["src", "wrangler.toml", "package.json", "tsconfig.json"]) files[entry] = join(ROOT, entry);
+  const server = await startWrangler({
+    name: "edge-dedup",
+    files,
+    vars: { ADMIN_TOKEN: TOKEN },
+    // Only our server knows the token, so only it answers this with a 404 naming the path.
+    ready: async (url) => {
+      const probe = `/v1/__bench_ready_${Math.random().toString(36).slice(2)}`;
+      const a = await http("GET", url + probe, { headers: { authorization: `Bearer ${TOKEN}` } });
+      return a.status === 404 && a.text.includes(probe);
+    },
+  });
+  const api = new Api(server.url);
+  try {
+    await warmUp(api);
+    await benchBatchSizes(api);
+    await benchReplay(api);
+    await benchConcurrency(api);
+  } catch (e) {
+    console.error(`--- wrangler log (tail) ---\n${server.log()}`);
+    throw e;
+  } finally {
+    await server.stop();
+  }
+}
+
+/** Not timed: compiles the Worker's code paths in workerd before anything is measured. */
+async function warmUp(api: Api): Promise<void> {
+  const over = budget("warm-up", 30_000);
+  const stream = freshStream("warmup");
+  await api.createStream(stream);
+  const { rows } = workload("warm", 2_300, 0.2, 1);
+  for (const b of [...chunks(rows.slice(0, 20), 1), ...chunks(rows.slice(20, 300), 140), ...chunks(rows.slice(300), 1_000)]) {
+    over();
+    await api.ingest(stream, JSON.stringify(b));
+  }
+}
+
+async function benchBatchSizes(api: Api): Promise<void> {
+  const { rows: total, duplicateShare, rounds, batch1MaxRequests } = INGEST;
+  console.log(
+    `\n2. Ingest throughput by batch size (${fmt(total)} rows, ~${duplicateShare * 100}% duplicate ids, a fresh stream per run;` +
+      ` batch 1 bounded to ${batch1MaxRequests} requests and run once, the others ${rounds} times)`,
+  );
+  const over = budget("batch sizes", 100_000);
+  const runs: Record<number, { rows: number; batches: number; ms: number; rowsPerSec: number }[]> = { 1_000: [], 100: [], 1: [] };
+  const one = async (size: number, round: number) => {
+    // rows/s is what is compared, so batch size 1 sends fewer rows.
+    const n = Math.min(total, size * batch1MaxRequests);
+    const label = `batch${size}-r${round}`;
+    const { rows, distinct } = workload(label, n, duplicateShare, 100 + size + round);
+    runs[size].push({ rows: n, ...(await ingestRun(api, label, rows, distinct, size, over)) });
+  };
+  // Alternating order; the slow batch-1 run sits in the middle.
+  for (let round = 0; round < rounds; round++) {
+    for (const size of round % 2 === 0 ? [1_000, 100] : [100, 1_000]) await one(size, round);
+    if (round === Math.floor((rounds - 1) / 2)) await one(1, round);
+  }
+  const row = (size: number) => {
+    const rs = runs[size];
+    const ms = median(rs.map((r) => r.ms));
+    return [fmt(size), rs.length, fmt(rs[0].rows), fmt(rs[0].batches), fmt(ms / 1000, 2), fmt(median(rs.map((r) => r.rowsPerSec))), fmt(ms / rs[0].batches, 1)];
+  };
+  table(["batch size", "runs", "rows", "requests", "seconds (median)", "rows/s (median)", "ms/request"], [row(1_000), row(100), row(1)]);
+  const by = (s: number) => median(runs[s].map((r) => r.rowsPerSec));
+  verdict("rows/s batch-1000 / batch-1", by(1_000) / by(1), 20, `(batch-100 / batch-1: ${fmt(by(100) / by(1), 1)}×; producers should batch)`);
+}
+
+async function benchReplay(api: Api): Promise<void> {
+  console.log(`\n3. Replay: ${REPLAY.batches} committed ${fmt(REPLAY.rowsPerBatch)}-row batches sent again (same Idempotency-Key and body)`);
+  const over = budget("replay", 90_000);
+  const stream = freshStream("replay");
+  await api.createStream(stream);
+  const { rows, distinct } = workload("rp", REPLAY.batches * REPLAY.rowsPerBatch, INGEST.duplicateShare, 3);
+  const batches = chunks(rows, REPLAY.rowsPerBatch).map((b, i) => ({ id: `replay-${i}`, body: JSON.stringify(b) }));
+
+  const first: Outcome[] = [];
+  const totals = emptyTotals();
+  const t0 = performance.now();
+  for (const b of batches) {
+    over();
+    const o = await api.ingest(stream, b.body, { batchId: b.id });
+    first.push(o);
+    add(totals, o);
+  }
+  const originalMs = performance.now() - t0;
+  await verifyRun(api, stream, "replay (original)", totals, rows.length, distinct, batches.length);
+
+  let same = 0;
+  const t1 = performance.now();
+  for (const [i, b] of batches.entries()) {
+    over();
+    const o = await api.ingest(stream, b.body, { batchId: b.id });
+    const f = first[i];
+    if (o.replayed && o.batchId === f.batchId && o.emitted === f.emitted && o.duplicates === f.duplicates && o.late === f.late) same++;
+  }
+  const replayMs = performance.now() - t1;
+  check(same === batches.length, `replay: ${batches.length - same} of ${batches.length} replays were not marked replayed with the original outcome`);
+  const info = await api.stream(stream);
+  check(info.state.rows === distinct && info.batches.committed === batches.length,
+    `replay changed the stream: ${info.state.rows} keys (expected ${distinct}), ${info.batches.committed} batches (expected ${batches.length})`);
+
+  // The floor under any request through `wrangler dev` on this machine, for scale.
+  const floor: number[] = [];
+  for (let i = 0; i < 20; i++) floor.push((await api.stream(stream))._ms);
+
+  table(
+    ["run", "requests", "seconds", "ms/request"],
+    [
+      ["original ingest", batches.length, fmt(originalMs / 1000, 2), fmt(originalMs / batches.length, 1)],
+      ["replay", batches.length, fmt(replayMs / 1000, 2), fmt(replayMs / batches.length, 1)],
+      ["GET stream (floor, median)", floor.length, "", fmt(median(floor), 1)],
+    ],
+  );
+  verdict("time original / replay", originalMs / replayMs, 3, "(a replay reads the recorded outcome: no partition or R2 work)");
+}
+
+async function benchConcurrency(api: Api): Promise<void> {
+  const { rows: total, rowsPerBatch, producers, rounds } = CONCURRENCY;
+  console.log(`\n4. Concurrency: ${producers} producers vs 1, ${fmt(total)} rows in ${rowsPerBatch}-row batches, ${rounds} rounds alternating`);
+  const over = budget("concurrency", 100_000);
+  const run = async (n: number, round: number): Promise<number> => {
+    const label = `prod${n}-r${round}`;
+    const stream = freshStream(label);
+    await api.createStream(stream);
+    const { rows, distinct } = workload(label, total, INGEST.duplicateShare, 400 + round * 10 + n);
+    const batches = chunks(rows, rowsPerBatch).map((b) => JSON.stringify(b));
+    const totals = emptyTotals();
+    const t0 = performance.now();
+    // Producer j sends batches j, j+n, j+2n, ... in order, each as its own source.
+    await Promise.all(
+      Array.from({ length: n }, async (_, j) => {
+        for (let k = j; k < batches.length; k += n) {
+          over();
+          add(totals, await api.ingest(stream, batches[k], { source: `producer-${j}` }));
+        }
+      }),
+    );
+    const ms = performance.now() - t0;
+    await verifyRun(api, stream, label, totals, rows.length, distinct, batches.length);
+    return rows.length / (ms / 1000);
+  };
+  const rates: Record<number, number[]> = { 1: [], [producers]: [] };
+  for (let round = 0; round < rounds; round++) {
+    for (const n of round % 2 === 0 ? [1, producers] : [producers, 1]) rates[n].push(await run(n, round));
+  }
+  // Each round's two runs are adjacent in time, so their ratio is less exposed to
+  // other load on the machine than a ratio of medians taken over the whole part.
+  const paired = rates[producers].map((r, i) => r / rates[1][i]);
+  table(
+    ["producers", "runs", "rows/s (median)", "rows/s (each round)"],
+    [1, producers].map((n) => [n, rates[n].length, fmt(median(rates[n])), rates[n].map((r) => fmt(r)).join(", ")]),
+  );
+  console.log(`  per-round ratios: ${paired.map((r) => fmt(r, 2)).join(", ")}; ratio of medians: ${fmt(median(rates[producers]) / median(rates[1]), 2)}×`);
+  verdict(`rows/s ${producers} producers / 1 (median of per-round ratios)`, median(paired), 1,
+    "(one local workerd on 2 cores can at best overlap I/O; in production the partitions run in parallel)");
+}
+
+// ---------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const watchdog = setTimeout(() => {
+    console.error(`bench: still running after ${(TOTAL_BUDGET_MS + 60_000) / 1000} s; giving up`);
+    killEverything();
+    process.exit(1);
+  }, TOTAL_BUDGET_MS + 60_000);
+  watchdog.unref();
+
+  console.log(`edge-dedup bench (Node ${process.version}); ratios compare runs made side by side in this process`);
+  await benchSql();
+  await benchWorker();
+
+  console.log("\nSummary");
+  for (const v of verdicts) console.log(`  ${v.pass ? "PASS" : "WARN"}  ${v.name}: ${fmt(v.ratio, 2)}×`);
+  console.log(`  correctness: ${failures.length === 0 ? "all counts matched the data sent" : `${failures.length} check(s) FAILED`}`);
+  console.log(`  finished in ${fmt((Date.now() - benchStart) / 1000, 1)} s`);
+  if (failures.length > 0 || (STRICT && verdicts.some((v) => !v.pass))) process.exitCode = 1;
+}
+
+main().catch((e: unknown) => {
+  console.error(`\nbench failed: ${e instanceof Error ? e.message : String(e)}`);
+  killEverything();
+  process.exit(1);
+});
