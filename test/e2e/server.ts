@@ -1,0 +1,538 @@
+/**
+ * A real `wrangler dev` server for end-to-end tests, on 127.0.0.1 only, with
+ * its Durable Object and R2 state persisted in a temporary directory so that
+ * it can be stopped (gracefully or by SIGKILL of its whole process tree) and
+ * started again on the same state.
+ *
+ * The Worker is started from a snapshot of the project (src/, wrangler.toml,
+ * package.json, tsconfig.json, node_modules linked) taken when the server is
+ * created: `wrangler dev` has no switch to turn its file watcher off, and a
+ * reload in the middle of a test (someone saving a file in src/) would restart
+ * the Worker under it. The snapshot keeps the code fixed for the whole file,
+ * across restarts too.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const WRANGLER = join(ROOT, "node_modules/wrangler/bin/wrangler.js");
+/** Per attempt; three attempts stay inside the e2e project's 120 s hook timeout. */
+const READY_TIMEOUT_MS = 30_000;
+const START_ATTEMPTS = 3;
+const STOP_TIMEOUT_MS = 10_000;
+/** What the Worker's build needs from the project; node_modules is linked. */
+const SNAPSHOT = ["src", "wrangler.toml", "package.json", "tsconfig.json"];
+
+class BuildFailed extends Error {}
+
+export type StopSignal = "SIGTERM" | "SIGKILL";
+
+export interface Server {
+  /** http://127.0.0.1:<port>, changes on every start */
+  readonly url: string;
+  readonly token: string;
+  /** the --persist-to directory, kept across restarts */
+  readonly persistDir: string;
+  /** how many times wrangler has started and answered */
+  readonly starts: number;
+  /** Stops the server. SIGTERM: graceful; SIGKILL: the whole process group at once, like a crash. */
+  stop(signal?: StopSignal): Promise<void>;
+  /** Stops (unless stopped) and starts again on the same persisted state. */
+  restart(signal?: StopSignal): Promise<void>;
+  /** Stops the server and removes its temporary directory. Safe to call twice. */
+  dispose(): Promise<void>;
+  /** The tail of wrangler's log, for failure messages. */
+  log(): string;
+}
+
+/** Every live server and temporary directory in this process, cleaned up on exit if a test did not. */
+const live = new Set<ChildProcess>();
+const dirs = new Set<string>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on("exit", () => {
+    for (const child of live) killGroup(child, "SIGKILL");
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+}
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // the group is gone already
+  }
+}
+
+function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A port that was free a moment ago on 127.0.0.1. It is picked below the
+ * kernel's ephemeral range (32768-60999 by default) and checked by binding it:
+ * a port handed out for `bind(0)` and closed again is soon handed to the next
+ * process that binds port 0 (other workerd instances on this machine do), so it
+ * would race wrangler. Falls back to binding port 0.
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await canBind(port)) return port;
+  }
+  return bindAndRelease(0);
+}
+
+async function canBind(port: number): Promise<boolean> {
+  return bindAndRelease(port).then(() => true, () => false);
+}
+
+function bindAndRelease(port: number): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(port, "127.0.0.1", () => {
+      const address = srv.address();
+      if (address === null || typeof address === "string") return reject(new Error("no port"));
+      srv.close(() => resolvePort(address.port));
+    });
+  });
+}
+
+// eslint-disable-next-line no-control-regex
+const stripAnsi = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, "");
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface ServerOptions {
+  token?: string;
+  /**
+   * Build with the test-only fault switch on (`--define __FAULTS__:true`, src/faults.ts),
+   * so that a request's `X-Test-Fault` header makes it fail at a named crash point.
+   */
+  faults?: boolean;
+}
+
+export async function startServer(options: ServerOptions = {}): Promise<Server> {
+  installExitHook();
+  const token = options.token ?? `e2e-${Math.random().toString(36).slice(2)}`;
+  const base = mkdtempSync(join(tmpdir(), "edge-dedup-e2e-"));
+  dirs.add(base);
+  const app = join(base, "app");
+  const persistDir = join(base, "state");
+  const logFile = join(base, "wrangler.log");
+
+  // The code under test, frozen for this server's lifetime (taken again only if it did not build).
+  function snapshot(): void {
+    for (const entry of SNAPSHOT) {
+      rmSync(join(app, entry), { recursive: true, force: true });
+      cpSync(join(ROOT, entry), join(app, entry), { recursive: true });
+    }
+  }
+  snapshot();
+  symlinkSync(join(ROOT, "node_modules"), join(app, "node_modules"), "dir");
+
+  let child: ChildProcess | null = null;
+  let url = "";
+  let starts = 0;
+  let disposed = false;
+
+  /** Starts wrangler; a failed attempt (port taken meanwhile, slow start) is retried on new ports. */
+  async function start(): Promise<void> {
+    const errors: string[] = [];
+    for (let attempt = 1; attempt <= START_ATTEMPTS; attempt++) {
+      try {
+        return await startOnce();
+      } catch (e) {
+        errors.push(`attempt ${attempt}: ${(e as Error).message}`);
+        if (e instanceof BuildFailed && starts === 0) {
+          // Probably copied while someone was saving several files: take the code again.
+          await sleep(2_000);
+          snapshot();
+        }
+      }
+    }
+    throw new Error(`wrangler dev did not start:\n${errors.join("\n")}\n--- log tail ---\n${tail()}`);
+  }
+
+  async function startOnce(): Promise<void> {
+    const [port, inspectorPort] = [await freePort(), await freePort()];
+    const logStart = existsSync(logFile) ? statSync(logFile).size : 0;
+    const fd = openSync(logFile, "a");
+    const proc = spawn(
+      process.execPath,
+      [
+        WRANGLER, "dev",
+        "--port", String(port),
+        "--ip", "127.0.0.1",
+        "--inspector-port", String(inspectorPort),
+        "--inspector-ip", "127.0.0.1",
+        "--persist-to", persistDir,
+        "--var", `ADMIN_TOKEN:${token}`,
+        "--show-interactive-dev-session=false",
+        "--log-level", "warn",
+        ...(options.faults ? ["--define", "__FAULTS__:true"] : []),
+      ],
+      {
+        cwd: app,
+        detached: true, // its own process group: wrangler, its node child and workerd die together
+        stdio: ["ignore", fd, fd],
+        env: {
+          ...process.env,
+          WRANGLER_SEND_METRICS: "false",
+          WRANGLER_SEND_ERROR_REPORTS: "false",
+          CLOUDFLARE_CF_FETCH_ENABLED: "false",
+          WRANGLER_LOG_PATH: join(base, "logs"),
+          WRANGLER_REGISTRY_PATH: join(base, "registry"), // not shared with other dev sessions
+          WRANGLER_HIDE_BANNER: "true",
+          DO_NOT_TRACK: "1",
+          NO_COLOR: "1",
+          FORCE_COLOR: "0",
+          CI: "true",
+        },
+      },
+    );
+    closeSync(fd);
+    child = proc;
+    live.add(proc);
+    let exited: string | null = null;
+    proc.once("exit", (code, signal) => {
+      exited = `wrangler exited (code ${code}, signal ${signal})`;
+      live.delete(proc);
+    });
+
+    const candidate = `http://127.0.0.1:${port}`;
+    // Only our server knows the token, so only it answers this with a 404 problem naming the path;
+    // anything else on the port (another dev server) answers 401, 403, 503 or something unrelated.
+    const probe = `/v1/__e2e_ready_${Math.random().toString(36).slice(2)}`;
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    for (;;) {
+      if (exited) {
+        await stop("SIGKILL");
+        throw new Error(`${exited} before it answered on ${candidate}`);
+      }
+      // wrangler does not exit when the Worker does not build: it waits for the files to change.
+      const failure = buildFailure(logStart);
+      if (failure) {
+        await stop("SIGKILL");
+        throw new BuildFailed(`the Worker did not build: ${failure}`);
+      }
+      let answer = "";
+      try {
+        const res = await fetch(candidate + probe, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5_000) });
+        const text = await res.text();
+        if (res.status === 404 && text.includes(probe)) break;
+        answer = `HTTP ${res.status}`;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) {
+        await stop("SIGKILL");
+        throw new Error(`wrangler did not answer as this server on ${candidate} within ${READY_TIMEOUT_MS} ms${answer ? ` (last answer: ${answer})` : ""}`);
+      }
+      await sleep(150);
+    }
+    if (exited) {
+      await stop("SIGKILL");
+      throw new Error(`${exited} right after the probe answered`);
+    }
+    url = candidate;
+    starts++;
+  }
+
+  async function stop(signal: StopSignal = "SIGTERM"): Promise<void> {
+    const proc = child;
+    if (!proc || proc.pid === undefined) return;
+    child = null;
+    url = "";
+    const pid = proc.pid;
+    killGroup(proc, signal);
+    // Wait for every process of the group (not only wrangler) to be gone.
+    const deadline = Date.now() + STOP_TIMEOUT_MS;
+    while (groupAlive(pid)) {
+      if (Date.now() > deadline) {
+        killGroup(proc, "SIGKILL");
+        if (Date.now() > deadline + 5_000) throw new Error(`process group ${pid} survived SIGKILL`);
+      }
+      await sleep(50);
+    }
+    live.delete(proc);
+  }
+
+  function buildFailure(from: number): string | null {
+    if (!existsSync(logFile)) return null;
+    const text = stripAnsi(readFileSync(logFile).subarray(from).toString("utf8"));
+    const at = text.indexOf("Build failed");
+    return at < 0 ? null : text.slice(at, at + 600);
+  }
+
+  function tail(): string {
+    if (!existsSync(logFile)) return "(no wrangler log)";
+    return stripAnsi(readFileSync(logFile, "utf8")).slice(-4_000);
+  }
+
+  try {
+    await start();
+  } catch (e) {
+    rmSync(base, { recursive: true, force: true });
+    dirs.delete(base);
+    throw e;
+  }
+
+  return {
+    get url() {
+      if (!url) throw new Error("the server is stopped");
+      return url;
+    },
+    token,
+    persistDir,
+    get starts() {
+      return starts;
+    },
+    stop,
+    async restart(signal: StopSignal = "SIGTERM") {
+      await stop(signal);
+      await start();
+    },
+    async dispose() {
+      if (disposed) return;
+      disposed = true;
+      try {
+        await stop("SIGTERM");
+      } finally {
+        rmSync(base, { recursive: true, force: true });
+        dirs.delete(base);
+      }
+    },
+    log: tail,
+  };
+}
+
+// ---------------------------------------------------------------------------
+// A small client for the v1 API (DESIGN §4).
+
+export const HOUR = 3_600_000;
+export const MINUTE = 60_000;
+/** 2024-01-01 at hh:mm UTC, epoch ms. */
+export const at = (hh: number, mm = 0, ss = 0) => Date.UTC(2024, 0, 1, hh, mm, ss);
+
+export interface Rejected {
+  index: number;
+  error: string;
+}
+
+export interface Outcome {
+  batchId: string;
+  source: string;
+  replayed: boolean;
+  watermark: number;
+  watermarkAfter: number;
+  input: number;
+  emitted: number;
+  duplicates: number;
+  late: number;
+  rejected: Rejected[];
+}
+
+export interface SourceInfo {
+  maxEventTime: number | null;
+  watermark: number;
+  lastBatchAt: number | null;
+  declared?: boolean;
+}
+
+export interface StreamInfo {
+  stream: string;
+  config: Record<string, unknown> & { watermarkPolicy: string; partitions: number; watermarkDelay: number };
+  watermark: number;
+  sources: Record<string, SourceInfo>;
+  state: { rows: number; bytes: number };
+  batches: { committed: number };
+}
+
+export interface ProgressReport {
+  batchId: string;
+  source: string;
+  committedAt: number;
+  input: number;
+  emitted: number;
+  duplicates: number;
+  late: number;
+  rejected: number;
+  watermark: number;
+  watermarkAfter: number;
+  numRowsTotal: number;
+  numRowsUpdated: number;
+  numRowsRemoved: number;
+  stateBytes: number;
+}
+
+export interface StateEntry {
+  key: string;
+  eventTime: number | null;
+  expiresAt: number | null;
+}
+
+export interface PartitionState {
+  partition: number;
+  watermark: number;
+  rows: number;
+  bytes: number;
+  keys: StateEntry[];
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  errors?: unknown[];
+  [k: string]: unknown;
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+export interface IngestOptions {
+  source?: string;
+  batchId?: string;
+  contentType?: string;
+  /** extra request headers */
+  headers?: Record<string, string>;
+  /** send this exact body instead of JSON.stringify(rows) */
+  raw?: string;
+  token?: string | null;
+}
+
+export class ApiError extends Error {
+  constructor(readonly res: RawResponse, what: string) {
+    super(`${what}: HTTP ${res.status} ${res.text.slice(0, 500)}`);
+  }
+}
+
+/** Talks to one server; reads `server.url` on every call, so it follows restarts. */
+export class Client {
+  constructor(private readonly server: Pick<Server, "url" | "token">) {}
+
+  async request(method: string, path: string, init: { body?: string; headers?: Record<string, string>; token?: string | null } = {}): Promise<RawResponse> {
+    const headers: Record<string, string> = { ...init.headers };
+    const token = init.token === undefined ? this.server.token : init.token;
+    if (token !== null) headers.authorization = `Bearer ${token}`;
+    const res = await fetch(this.server.url + path, {
+      method,
+      headers,
+      body: init.body,
+      signal: AbortSignal.timeout(60_000),
+    });
+    return { status: res.status, headers: res.headers, text: await res.text() };
+  }
+
+  async putStream(name: string, body: unknown): Promise<{ status: number; json: { stream: string; status: string; config: StreamInfo["config"] } }> {
+    const res = await this.request("PUT", `/v1/streams/${name}`, {
+      body: JSON.stringify(body),
+      headers: { "content-type": "application/json" },
+    });
+    if (res.status !== 200 && res.status !== 201) throw new ApiError(res, `PUT stream ${name}`);
+    return { status: res.status, json: JSON.parse(res.text) };
+  }
+
+  async stream(name: string): Promise<StreamInfo> {
+    const res = await this.request("GET", `/v1/streams/${name}`);
+    if (res.status !== 200) throw new ApiError(res, `GET stream ${name}`);
+    return JSON.parse(res.text);
+  }
+
+  /** POST one batch; returns the raw response (any status). */
+  async post(name: string, rows: unknown, opts: IngestOptions = {}): Promise<RawResponse> {
+    const headers: Record<string, string> = { "content-type": opts.contentType ?? "application/json", ...opts.headers };
+    if (opts.source !== undefined) headers["x-source"] = opts.source;
+    if (opts.batchId !== undefined) headers["idempotency-key"] = opts.batchId;
+    return this.request("POST", `/v1/streams/${name}/events`, {
+      body: opts.raw ?? JSON.stringify(rows),
+      headers,
+      token: opts.token,
+    });
+  }
+
+  /** POST one batch that must succeed (200); returns its outcome. */
+  async ingest(name: string, rows: unknown, opts: IngestOptions = {}): Promise<Outcome> {
+    const res = await this.post(name, rows, opts);
+    if (res.status !== 200) throw new ApiError(res, `POST events to ${name}`);
+    return JSON.parse(res.text);
+  }
+
+  /** The committed output, raw NDJSON text. */
+  async outputText(name: string): Promise<string> {
+    const res = await this.request("GET", `/v1/streams/${name}/output`);
+    if (res.status !== 200) throw new ApiError(res, `GET output of ${name}`);
+    return res.text;
+  }
+
+  async output<T = Record<string, unknown>>(name: string): Promise<T[]> {
+    return parseNdjson<T>(await this.outputText(name));
+  }
+
+  async progress(name: string, limit = 1000): Promise<ProgressReport[]> {
+    const res = await this.request("GET", `/v1/streams/${name}/progress?limit=${limit}`);
+    if (res.status !== 200) throw new ApiError(res, `GET progress of ${name}`);
+    return JSON.parse(res.text).progress;
+  }
+
+  async partitionState(name: string, partition: number): Promise<PartitionState> {
+    const res = await this.request("GET", `/v1/streams/${name}/state?partition=${partition}&limit=10000`);
+    if (res.status !== 200) throw new ApiError(res, `GET state of ${name} partition ${partition}`);
+    return JSON.parse(res.text);
+  }
+
+  /** Every partition's state, in partition order. */
+  async allState(name: string, partitions: number): Promise<PartitionState[]> {
+    return Promise.all(Array.from({ length: partitions }, (_, p) => this.partitionState(name, p)));
+  }
+}
+
+export function parseNdjson<T = Record<string, unknown>>(text: string): T[] {
+  return text
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as T);
+}
+
+/** Polls `probe` until `done` holds (bounded); returns the last value either way. */
+export async function pollUntil<T>(probe: () => Promise<T>, done: (v: T) => boolean, timeoutMs: number, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (done(v) || Date.now() > deadline) return v;
+    await sleep(everyMs);
+  }
+}
+
+/** A small deterministic PRNG (mulberry32), so a failing run can be reproduced. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export { sleep };
