@@ -34,6 +34,8 @@ export type StopSignal = "SIGTERM" | "SIGKILL";
 export interface Server {
   /** http://127.0.0.1:<port>, changes on every start */
   readonly url: string;
+  /** the V8 inspector's WebSocket (wrangler's proxy), changes on every start */
+  readonly inspectorUrl: string;
   readonly token: string;
   /** the --persist-to directory, kept across restarts */
   readonly persistDir: string;
@@ -148,6 +150,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
 
   let child: ChildProcess | null = null;
   let url = "";
+  let inspectorUrl = "";
   let starts = 0;
   let disposed = false;
 
@@ -251,6 +254,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
       throw new Error(`${exited} right after the probe answered`);
     }
     url = candidate;
+    inspectorUrl = `ws://127.0.0.1:${inspectorPort}/ws`;
     starts++;
   }
 
@@ -259,6 +263,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
     if (!proc || proc.pid === undefined) return;
     child = null;
     url = "";
+    inspectorUrl = "";
     const pid = proc.pid;
     killGroup(proc, signal);
     // Wait for every process of the group (not only wrangler) to be gone.
@@ -294,6 +299,10 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
   }
 
   return {
+    get inspectorUrl() {
+      if (!inspectorUrl) throw new Error("the server is stopped");
+      return inspectorUrl;
+    },
     get url() {
       if (!url) throw new Error("the server is stopped");
       return url;

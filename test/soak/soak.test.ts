@@ -28,22 +28,53 @@ afterAll(async () => {
   await server?.dispose();
 });
 
-/** Resident memory (kB) of every workerd process on the machine started for this server's state. */
-function workerdRssKb(): number {
-  let total = 0;
+/**
+ * Resident memory (kB) of the workerd processes serving this server, split into
+ * anonymous memory (heaps: what a leak grows) and file-backed pages (the
+ * mapped SQLite files of DO and R2 state, which grow with the data kept).
+ */
+function workerdRssKb(): { anon: number; file: number } {
+  const total = { anon: 0, file: 0 };
   for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8");
       if (!cmd.includes("workerd") || !cmd.includes("serve")) continue;
       const environ = readFileSync(`/proc/${pid}/environ`, "utf8");
       if (!environ.includes(server.persistDir.replace(/\/state$/, ""))) continue;
-      const m = readFileSync(`/proc/${pid}/status`, "utf8").match(/VmRSS:\s+(\d+)/);
-      if (m) total += Number(m[1]);
+      const status = readFileSync(`/proc/${pid}/status`, "utf8");
+      total.anon += Number(status.match(/RssAnon:\s+(\d+)/)?.[1] ?? 0);
+      total.file += Number(status.match(/RssFile:\s+(\d+)/)?.[1] ?? 0) + Number(status.match(/RssShmem:\s+(\d+)/)?.[1] ?? 0);
     } catch {
       // gone, or not ours
     }
   }
   return total;
+}
+
+/**
+ * The Worker isolate's JS heap in use (bytes), through the V8 inspector. The
+ * minimum of a few quick readings approximates the live heap between GCs.
+ */
+async function jsHeapUsed(inspectorUrl: string): Promise<number> {
+  const ws = new WebSocket(inspectorUrl, { headers: { origin: new URL(inspectorUrl.replace("ws:", "http:")).origin } } as never);
+  await new Promise<void>((resolve, reject) => {
+    ws.onopen = () => resolve();
+    ws.onerror = () => reject(new Error("inspector unreachable"));
+  });
+  const readings: number[] = [];
+  try {
+    for (let i = 0; i < 5; i++) {
+      const reply = new Promise<number>((resolve) => {
+        ws.onmessage = (m) => resolve(JSON.parse(String(m.data)).result?.usedSize ?? NaN);
+      });
+      ws.send(JSON.stringify({ id: i + 1, method: "Runtime.getHeapUsage" }));
+      readings.push(await Promise.race([reply, new Promise<number>((r) => setTimeout(() => r(NaN), 2_000))]));
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  } finally {
+    ws.close();
+  }
+  return Math.min(...readings.filter((n) => !Number.isNaN(n)));
 }
 
 test(`soak: ${SECONDS} s of sustained load`, async () => {
@@ -53,7 +84,7 @@ test(`soak: ${SECONDS} s of sustained load`, async () => {
   let next = 0; // next fresh event number
   const recent: { id: string; ts: number }[] = [];
   const deadline = Date.now() + SECONDS * 1000;
-  const samples: { t: number; rows: number; rssKb: number; watermark: number }[] = [];
+  const samples: { t: number; rows: number; rss: { anon: number; file: number }; heap: number; watermark: number }[] = [];
   let batches = 0;
   let errors = 0;
   let emitted = 0;
@@ -97,7 +128,8 @@ test(`soak: ${SECONDS} s of sustained load`, async () => {
     while (Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 10_000));
       const info = await api.stream(STREAM);
-      samples.push({ t: Math.round((Date.now() - t0) / 1000), rows: info.state.rows, rssKb: workerdRssKb(), watermark: info.watermark });
+      const heap = await jsHeapUsed(server.inspectorUrl);
+      samples.push({ t: Math.round((Date.now() - t0) / 1000), rows: info.state.rows, rss: workerdRssKb(), heap, watermark: info.watermark });
     }
   };
   await Promise.all([...Array.from({ length: PRODUCERS }, (_, n) => producer(n)), sampler()]);
@@ -112,7 +144,10 @@ test(`soak: ${SECONDS} s of sustained load`, async () => {
     [
       `soak: ${elapsed.toFixed(0)} s, ${batches} batches, ${(batches * BATCH / elapsed).toFixed(0)} rows/s in, ${next} distinct events, ${emitted} emitted, ${late} late, ${errors} errors`,
       `state rows (expected plateau ≈ ${expectedRows}):`,
-      ...samples.map((s) => `  t=${s.t}s rows=${s.rows} workerd RSS=${(s.rssKb / 1024).toFixed(0)} MiB`),
+      ...samples.map(
+        (s) =>
+          `  t=${s.t}s rows=${s.rows} JS heap=${(s.heap / 2 ** 20).toFixed(1)} MiB workerd RSS anon=${(s.rss.anon / 1024).toFixed(0)} MiB file=${(s.rss.file / 1024).toFixed(0)} MiB`,
+      ),
     ].join("\n"),
   );
 
@@ -128,7 +163,7 @@ test(`soak: ${SECONDS} s of sustained load`, async () => {
     expect(s.rows).toBeGreaterThan(expectedRows * 0.5);
   }
   // Memory stays flat: the last samples are within 25% (and 64 MiB) of the first settled one.
-  const rss = settled.map((s) => s.rssKb).filter((k) => k > 0);
+  const rss = settled.map((s) => s.rss.anon).filter((k) => k > 0);
   if (rss.length >= 2) {
     const growth = Math.max(...rss.slice(-3)) - rss[0];
     expect(growth).toBeLessThan(Math.max(rss[0] * 0.25, 64 * 1024));
