@@ -29,18 +29,7 @@ export async function ingest(env: Env, stream: string, req: Request): Promise<{ 
   const batchId = req.headers.get("idempotency-key") ?? crypto.randomUUID();
   if (!BATCH_ID_PATTERN.test(batchId)) throw badRequest("Idempotency-Key must be 1-255 visible ASCII characters");
   const coordinator = coordinatorStub(env, stream);
-  const bearer = bearerToken(req.headers.get("authorization"));
-  const signature = req.headers.get("x-signature");
-  if (bearer === null && signature === null) {
-    await isAdminToken("", env); // 503 when the service has no admin token at all
-    throw unauthorized("send Authorization: Bearer <token> (the admin token or a source token) or an X-Signature");
-  }
-
-  const bytes = await readBody(req, HARD_BODY_LIMIT);
-  const auth: IngestAuth =
-    bearer !== null
-      ? (await isAdminToken(bearer, env)) ? { kind: "admin" } : { kind: "token", hash: await hashToken(bearer) }
-      : { kind: "hmac", credentialId: await verifiedSigner(env, coordinator, sourceHeader ?? "default", signature!, bytes) };
+  const { auth, bytes } = await authenticate(env, coordinator, req, sourceHeader);
   const rows = parseRows(bytes, req.headers.get("content-type"));
   const hash = await sha256Hex(bytes);
 
@@ -113,6 +102,30 @@ export async function ingest(env: Env, stream: string, req: Request): Promise<{ 
     await coordinator.release(source, batchId).catch(() => undefined);
     throw e;
   }
+}
+
+/**
+ * Who sends: the admin token, a source's bearer token (checked by the
+ * coordinator in begin, against the stored hash) or an HMAC signature of the
+ * body (checked here). Returns the body too, since a signature covers it.
+ */
+async function authenticate(
+  env: Env,
+  coordinator: DurableObjectStub<Coordinator>,
+  req: Request,
+  sourceHeader: string | null,
+): Promise<{ auth: IngestAuth; bytes: Uint8Array }> {
+  const bearer = bearerToken(req.headers.get("authorization"));
+  const signature = req.headers.get("x-signature");
+  if (bearer === null && signature === null) {
+    await isAdminToken("", env); // 503 when the service has no admin token at all
+    throw unauthorized("send Authorization: Bearer <token> (the admin token or a source token) or an X-Signature");
+  }
+  const bytes = await readBody(req, HARD_BODY_LIMIT);
+  if (bearer !== null) {
+    return { auth: (await isAdminToken(bearer, env)) ? { kind: "admin" } : { kind: "token", hash: await hashToken(bearer) }, bytes };
+  }
+  return { auth: { kind: "hmac", credentialId: await verifiedSigner(env, coordinator, sourceHeader ?? "default", signature!, bytes) }, bytes };
 }
 
 /** Signing secrets per stream and source, decrypted, kept briefly; begin() re-checks the credential still exists. */
