@@ -7,19 +7,10 @@
  * DuckDB oracle that keeps one row per distinct key.
  */
 import { DuckDBInstance } from "@duckdb/node-api";
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { Client, MINUTE, rng, startServer, type Outcome, type Server } from "./server";
+import { expect, test } from "vitest";
+import { MINUTE, type Outcome, rng, useServer } from "./server";
 
-let server: Server;
-let api: Client;
-
-beforeAll(async () => {
-  server = await startServer();
-  api = new Client(server);
-});
-afterAll(async () => {
-  await server?.dispose();
-});
+const { server, api } = useServer();
 
 const SOURCES = ["alpha", "beta", "gamma"];
 const DELAY = 15 * MINUTE;

@@ -5,20 +5,10 @@
  * (DESIGN §2.8): the within-watermark guarantee, no loss, per-batch identity,
  * exactly-once output, and the state left behind.
  */
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { at, Client, MINUTE, pollUntil, rng, startServer, type Outcome, type Server } from "./server";
+import { describe, expect, test } from "vitest";
+import { at, MINUTE, type Outcome, pollUntil, rng, useServer } from "./server";
 
-let server: Server;
-let api: Client;
-
-beforeAll(async () => {
-  server = await startServer();
-  api = new Client(server);
-});
-
-afterAll(async () => {
-  await server?.dispose();
-});
+const { server, api } = useServer();
 
 interface Row {
   id: string;

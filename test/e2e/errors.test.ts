@@ -3,20 +3,10 @@
  * and a request that fails changes nothing: no state, no output, no watermark,
  * no ledger entry for its batch id.
  */
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { at, Client, startServer, type RawResponse, type Server } from "./server";
+import { describe, expect, test } from "vitest";
+import { at, type RawResponse, useServer } from "./server";
 
-let server: Server;
-let api: Client;
-
-beforeAll(async () => {
-  server = await startServer();
-  api = new Client(server);
-});
-
-afterAll(async () => {
-  await server?.dispose();
-});
+const { server, api } = useServer();
 
 function expectProblem(res: RawResponse, status: number, typeSuffix?: string) {
   expect(res.status, res.text).toBe(status);
@@ -31,18 +21,6 @@ function expectProblem(res: RawResponse, status: number, typeSuffix?: string) {
   return p as { type: string; title: string; status: number; detail: string; errors?: Record<string, unknown>[] };
 }
 
-async function everything(stream: string) {
-  const info = await api.stream(stream);
-  return {
-    config: info.config,
-    watermark: info.watermark,
-    sources: info.sources,
-    rows: info.state.rows,
-    committed: info.batches.committed,
-    output: await api.outputText(stream),
-    progress: await api.progress(stream),
-  };
-}
 
 describe("bad input keeps state unchanged", () => {
   test("malformed bodies, unknown streams and bad credentials are problems that change nothing", async () => {
@@ -50,7 +28,7 @@ describe("bad input keeps state unchanged", () => {
     const config = { key: ["id"], eventTime: "ts", watermarkDelay: "10 minutes", partitions: 2, limits: { maxRows: 50 } };
     await api.putStream(s, config);
     expect(await api.ingest(s, [1, 2, 3].map((i) => ({ id: `g${i}`, ts: at(10) })))).toMatchObject({ emitted: 3, watermarkAfter: at(9, 50) });
-    const before = await everything(s);
+    const before = await api.snapshot(s);
 
     // Rows far ahead (12:00): had any of them been applied, the watermark would have moved.
     const good = (id: string) => JSON.stringify({ id, ts: at(12) });
@@ -104,7 +82,7 @@ describe("bad input keeps state unchanged", () => {
     const bound = await api.request("PUT", `/v1/streams/${s}`, { body: JSON.stringify({ ...config, key: ["other"], watermarkDelay: "1 hour" }) });
     expect(expectProblem(bound, 409).errors).toEqual([expect.objectContaining({ path: "key" })]);
 
-    expect(await everything(s)).toEqual(before);
+    expect(await api.snapshot(s)).toEqual(before);
 
     // Nothing was recorded for those batch ids or keys: they run fresh now, and every row is new.
     const n = await api.ingest(s, null, { raw: [good("n1"), good("n2"), good("n4")].join("\n"), contentType: "application/x-ndjson", batchId: "bad-ndjson" });

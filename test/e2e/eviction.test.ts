@@ -3,20 +3,10 @@
  * every partition forgets its expired keys soon after, including partitions
  * that received no rows. Also the other two modes' state keys and expiry.
  */
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { at, Client, pollUntil, startServer, type Server } from "./server";
+import { describe, expect, test } from "vitest";
+import { at, pollUntil, useServer } from "./server";
 
-let server: Server;
-let api: Client;
-
-beforeAll(async () => {
-  server = await startServer();
-  api = new Client(server);
-});
-
-afterAll(async () => {
-  await server?.dispose();
-});
+const { server, api } = useServer();
 
 const enc = (id: string) => JSON.stringify([id]);
 

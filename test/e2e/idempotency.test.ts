@@ -3,20 +3,10 @@
  * replaying committed batches changes nothing, a reused id with another body is
  * a 422, and concurrent requests with one id produce its output exactly once.
  */
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { at, Client, pollUntil, sleep, startServer, type Outcome, type Server } from "./server";
+import { describe, expect, test } from "vitest";
+import { at, type Outcome, pollUntil, sleep, useServer } from "./server";
 
-let server: Server;
-let api: Client;
-
-beforeAll(async () => {
-  server = await startServer();
-  api = new Client(server);
-});
-
-afterAll(async () => {
-  await server?.dispose();
-});
+const { server, api } = useServer();
 
 interface Batch {
   id: string;
@@ -30,17 +20,6 @@ async function send(stream: string, b: Batch) {
   return api.post(stream, b.rows, { batchId: b.id, source: b.source, raw: b.raw, contentType: b.contentType });
 }
 
-async function everything(stream: string) {
-  const info = await api.stream(stream);
-  return {
-    watermark: info.watermark,
-    sources: info.sources,
-    rows: info.state.rows,
-    committed: info.batches.committed,
-    output: await api.outputText(stream),
-    progress: await api.progress(stream),
-  };
-}
 
 describe("replaying committed batches", () => {
   test("every committed batch replays its outcome with replayed: true and changes nothing", async () => {
@@ -89,7 +68,7 @@ describe("replaying committed batches", () => {
     const evicted = await pollUntil(() => api.stream(s), (i) => i.state.rows === 3, 5_000);
     expect(evicted.state.rows).toBe(3); // 13, 14 (11:00) and 17 (12:00)
 
-    const before = await everything(s);
+    const before = await api.snapshot(s);
     // Rows are kept whole; declared columns are coerced ("9" is the int 9), timestamps kept as sent.
     const out = before.output.split("\n").filter(Boolean).map((l) => JSON.parse(l));
     expect(out.find((r) => r.id === 9)).toEqual({ id: 9, ts: at(10, 30), amount: 1.5 });
@@ -109,7 +88,7 @@ describe("replaying committed batches", () => {
       expect(JSON.parse((await send(s, b)).text)).toEqual({ ...first[i], replayed: true });
     }
 
-    const after = await everything(s);
+    const after = await api.snapshot(s);
     expect(after.output).toBe(before.output); // byte-identical
     expect(after.progress).toEqual(before.progress);
     expect(after.watermark).toBe(before.watermark);
@@ -123,7 +102,7 @@ describe("replaying committed batches", () => {
     await api.putStream(s, { key: ["id"], eventTime: "ts", watermarkDelay: "10 minutes", partitions: 2 });
     const original = [{ id: "x", ts: at(10) }];
     expect((await api.ingest(s, original, { batchId: "same-id", source: "a" })).emitted).toBe(1);
-    const before = await everything(s);
+    const before = await api.snapshot(s);
 
     for (const body of [[{ id: "y", ts: at(11) }], [{ id: "x", ts: at(10) }, { id: "z", ts: at(10) }]]) {
       const res = await api.post(s, body, { batchId: "same-id", source: "a" });
@@ -134,7 +113,7 @@ describe("replaying committed batches", () => {
       expect(typeof problem.title).toBe("string");
       expect(problem.detail).toContain("same-id");
     }
-    expect(await everything(s)).toEqual(before);
+    expect(await api.snapshot(s)).toEqual(before);
     // The original body still replays.
     expect(await api.ingest(s, original, { batchId: "same-id", source: "a" })).toMatchObject({ replayed: true, emitted: 1 });
   });

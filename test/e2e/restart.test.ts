@@ -4,37 +4,15 @@
  * (SIGKILL, a crash): keys, output, progress, watermarks, ledger. A crash with
  * batches in flight loses nothing and duplicates nothing once they are retried.
  */
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { at, Client, MINUTE, pollUntil, startServer, type Outcome, type Server, type StopSignal } from "./server";
+import { describe, expect, test } from "vitest";
+import { at, MINUTE, type Outcome, pollUntil, type StopSignal, useServer } from "./server";
 
-let server: Server;
-let api: Client;
-
-beforeAll(async () => {
-  // With the test-only fault switch, so that batches can also be failed at named crash points.
-  server = await startServer({ faults: true });
-  api = new Client(server);
-});
-
-afterAll(async () => {
-  await server?.dispose();
-});
+const { server, api } = useServer({ faults: true });
 
 const config = { key: ["id"], eventTime: "ts", watermarkDelay: "30 minutes", partitions: 4 };
 const rowsAt = (prefix: string, n: number, ts: number, from = 0) =>
   Array.from({ length: n }, (_, i) => ({ id: `${prefix}${from + i}`, ts, n: from + i }));
 
-async function snapshot(stream: string) {
-  const info = await api.stream(stream);
-  return {
-    watermark: info.watermark,
-    sources: info.sources,
-    rows: info.state.rows,
-    committed: info.batches.committed,
-    output: await api.outputText(stream),
-    progress: await api.progress(stream),
-  };
-}
 
 async function survives(signal: StopSignal) {
   const s = `restart-${signal.toLowerCase()}`;
@@ -46,7 +24,7 @@ async function survives(signal: StopSignal) {
   // min over the two sources that have spoken: default (10:00) and other (10:20), minus 30 minutes
   expect(b2).toMatchObject({ emitted: 10, duplicates: 1, late: 0, watermarkAfter: at(9, 30) });
 
-  const before = await snapshot(s);
+  const before = await api.snapshot(s);
   expect(before.rows).toBe(30);
   expect(before.committed).toBe(2);
   expect(before.output.split("\n").filter(Boolean)).toHaveLength(30);
@@ -55,7 +33,7 @@ async function survives(signal: StopSignal) {
   await server.restart(signal);
   expect(server.starts).toBe(startsBefore + 1);
 
-  const after = await snapshot(s);
+  const after = await api.snapshot(s);
   expect(after).toEqual(before);
 
   // A copy of a key seen before the restart is still a duplicate; its batch ids still replay.

@@ -12,6 +12,7 @@
  * across restarts too.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { afterAll, beforeAll } from "vitest";
 import { closeSync, cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -510,10 +511,47 @@ export class Client {
     return JSON.parse(res.text);
   }
 
+  /** Everything a client can observe of a stream, to compare before and after. */
+  async snapshot(name: string) {
+    const info = await this.stream(name);
+    return {
+      config: info.config,
+      watermark: info.watermark,
+      sources: info.sources,
+      rows: info.state.rows,
+      committed: info.batches.committed,
+      output: await this.outputText(name),
+      progress: await this.progress(name),
+    };
+  }
+
   /** Every partition's state, in partition order. */
   async allState(name: string, partitions: number): Promise<PartitionState[]> {
     return Promise.all(Array.from({ length: partitions }, (_, p) => this.partitionState(name, p)));
   }
+}
+
+/**
+ * One server for a test file: started before its tests, disposed of after them
+ * (even on failure). `server` forwards to it once started; `api` follows it
+ * across restarts.
+ */
+export function useServer(options: Parameters<typeof startServer>[0] = {}): { server: Server; api: Client } {
+  let real: Server | undefined;
+  const server = new Proxy({} as Server, {
+    get(_target, key) {
+      if (!real) throw new Error("the server has not started");
+      const value = Reflect.get(real, key);
+      return typeof value === "function" ? value.bind(real) : value;
+    },
+  });
+  beforeAll(async () => {
+    real = await startServer(options);
+  });
+  afterAll(async () => {
+    await real?.dispose();
+  });
+  return { server, api: new Client(server) };
 }
 
 export function parseNdjson<T = Record<string, unknown>>(text: string): T[] {

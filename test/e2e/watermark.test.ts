@@ -3,20 +3,10 @@
  * the `min` and `max` policies, declared sources that have not spoken, and
  * per-source delays.
  */
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { at, Client, startServer, type Outcome, type Server } from "./server";
+import { describe, expect, test } from "vitest";
+import { at, type Outcome, useServer } from "./server";
 
-let server: Server;
-let api: Client;
-
-beforeAll(async () => {
-  server = await startServer();
-  api = new Client(server);
-});
-
-afterAll(async () => {
-  await server?.dispose();
-});
+const { server, api } = useServer();
 
 const DELAY = "10 minutes";
 const row = (id: string, ts: number) => ({ id, ts });

@@ -2,12 +2,13 @@
  * Soak: sustained batches with duplicates and disorder against a real local
  * server, on loopback, bounded in time (SOAK_SECONDS, default 180). Asserts
  * that state plateaus at about arrival rate × retention (the operator evicts),
- * the runtime's memory stays flat, nothing errors, and the output equals the
- * oracle (every distinct event exactly once). Prints its figures.
+ * the Worker's memory (its JS heap, read through the V8 inspector) stays flat,
+ * nothing errors, and the output equals the oracle (every distinct event
+ * exactly once). Prints its figures.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { Client, MINUTE, rng, startServer, type Outcome, type Server } from "../e2e/server";
+import { expect, test } from "vitest";
+import { MINUTE, type Outcome, rng, useServer } from "../e2e/server";
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 180);
 const PRODUCERS = 3;
@@ -18,15 +19,7 @@ const SPACING = 50;
 const DELAY = 2 * MINUTE;
 const STREAM = "soak";
 
-let server: Server;
-let api: Client;
-beforeAll(async () => {
-  server = await startServer();
-  api = new Client(server);
-});
-afterAll(async () => {
-  await server?.dispose();
-});
+const { server, api } = useServer();
 
 /**
  * Resident memory (kB) of the workerd processes serving this server, split into
@@ -162,10 +155,12 @@ test(`soak: ${SECONDS} s of sustained load`, async () => {
     expect(s.rows).toBeLessThan(expectedRows * 1.5);
     expect(s.rows).toBeGreaterThan(expectedRows * 0.5);
   }
-  // Memory stays flat: the last samples are within 25% (and 64 MiB) of the first settled one.
-  const rss = settled.map((s) => s.rss.anon).filter((k) => k > 0);
-  if (rss.length >= 2) {
-    const growth = Math.max(...rss.slice(-3)) - rss[0];
-    expect(growth).toBeLessThan(Math.max(rss[0] * 0.25, 64 * 1024));
-  }
+  // Memory stays flat: the Worker's JS heap (what the 128 MB isolate limit applies to)
+  // shows no trend. The workerd process's RSS also holds the local runtime's own
+  // storage emulation; it is printed above, not asserted.
+  const heaps = settled.map((s) => s.heap).filter((h) => Number.isFinite(h));
+  expect(heaps.length).toBeGreaterThanOrEqual(2);
+  const third = Math.max(1, Math.floor(heaps.length / 3));
+  expect(Math.max(...heaps.slice(-third))).toBeLessThan(Math.max(...heaps.slice(0, third)) + 32 * 2 ** 20);
+  for (const h of heaps) expect(h).toBeLessThan(96 * 2 ** 20);
 });
