@@ -81,6 +81,16 @@ interface Meta {
  * the output index) and the eviction fan-out to partitions.
  */
 export class Coordinator extends DurableObject<Env> {
+  private sql: SqlStorage;
+  /** In memory on purpose: a restarted coordinator means the holders crashed, so their leases end. */
+  private leases = new Map<string, number>();
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.migrate();
+  }
+
   private migrate(): void {
     this.sql.exec(`
       CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), name TEXT NOT NULL, config TEXT NOT NULL,
@@ -96,16 +106,6 @@ export class Coordinator extends DurableObject<Env> {
         created_at INTEGER NOT NULL, material TEXT NOT NULL) WITHOUT ROWID;
       CREATE INDEX IF NOT EXISTS credentials_by_material ON credentials (material);
     `);
-  }
-
-  private sql: SqlStorage;
-  /** In memory on purpose: a restarted coordinator means the holders crashed, so their leases end. */
-  private leases = new Map<string, number>();
-
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.sql = ctx.storage.sql;
-    this.migrate();
   }
 
   async configure(name: string, config: StreamConfig): Promise<ConfigureResult> {
@@ -251,7 +251,7 @@ export class Coordinator extends DurableObject<Env> {
     const totals = this.sql.exec<{ rows: number; bytes: number }>(
       "SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes FROM partitions",
     ).one();
-    const seq = this.sql.exec<{ s: number }>("SELECT coalesce(max(seq), 0) + 1 AS s FROM batches WHERE seq IS NOT NULL").one().s;
+    const seq = this.lastSeq() + 1;
     const outcome: BatchOutcome = {
       batchId: req.batchId,
       source: req.source,
@@ -325,8 +325,7 @@ export class Coordinator extends DurableObject<Env> {
   locate(): { name: string; epoch: string; partitions: number; lastSeq: number } | null {
     const meta = this.meta();
     if (!meta) return null;
-    const lastSeq = this.sql.exec<{ s: number }>("SELECT coalesce(max(seq), 0) AS s FROM batches WHERE seq IS NOT NULL").one().s;
-    return { name: meta.name, epoch: meta.epoch, partitions: meta.config.partitions, lastSeq };
+    return { name: meta.name, epoch: meta.epoch, partitions: meta.config.partitions, lastSeq: this.lastSeq() };
   }
 
   /** Deletes the stream: partitions' state, the output in R2, then the ledger and config. */
@@ -387,6 +386,11 @@ export class Coordinator extends DurableObject<Env> {
       createdAt: row.created_at,
       watermark: row.watermark,
     };
+  }
+
+  /** The last commit number (0 before the first commit). */
+  private lastSeq(): number {
+    return this.sql.exec<{ s: number }>("SELECT coalesce(max(seq), 0) AS s FROM batches WHERE seq IS NOT NULL").one().s;
   }
 
   private configAt(version: number): StreamConfig {

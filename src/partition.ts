@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { applyBatch, stateKeyFor, type Decision, type DedupInput, type DedupSettings } from "./stream/dedup";
 import type { Env } from "./env";
+import { decodeDecisions, encodeDecisions } from "./stream/ledger";
 import { failAt, faultsEnabled, type FaultPoint } from "./faults";
 
 export interface PartitionStats {
@@ -51,15 +52,6 @@ const LEDGER_PRUNE_EVERY_MS = 3_600_000;
  * interleave.
  */
 export class Partition extends DurableObject<Env> {
-  private migrate(): void {
-    this.sql.exec(`
-      CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), epoch TEXT NOT NULL, watermark INTEGER NOT NULL, rows INTEGER NOT NULL);
-      CREATE TABLE IF NOT EXISTS keys (k TEXT PRIMARY KEY, t INTEGER, expires INTEGER) WITHOUT ROWID;
-      CREATE INDEX IF NOT EXISTS keys_by_expiry ON keys (expires) WHERE expires IS NOT NULL;
-      CREATE TABLE IF NOT EXISTS ledger (batch TEXT PRIMARY KEY, at INTEGER NOT NULL, decisions TEXT NOT NULL) WITHOUT ROWID;
-    `);
-  }
-
   private sql: SqlStorage;
   private lastPrune = 0;
 
@@ -67,6 +59,15 @@ export class Partition extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.migrate();
+  }
+
+  private migrate(): void {
+    this.sql.exec(`
+      CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), epoch TEXT NOT NULL, watermark INTEGER NOT NULL, rows INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS keys (k TEXT PRIMARY KEY, t INTEGER, expires INTEGER) WITHOUT ROWID;
+      CREATE INDEX IF NOT EXISTS keys_by_expiry ON keys (expires) WHERE expires IS NOT NULL;
+      CREATE TABLE IF NOT EXISTS ledger (batch TEXT PRIMARY KEY, at INTEGER NOT NULL, decisions TEXT NOT NULL) WITHOUT ROWID;
+    `);
   }
 
   apply(req: ApplyRequest): ApplyResult {
@@ -96,7 +97,7 @@ export class Partition extends DurableObject<Env> {
         fresh.forEach((r, i) => recorded.set(r.index, decisions[i]));
         this.sql.exec(
           "INSERT OR REPLACE INTO ledger (batch, at, decisions) VALUES (?, ?, ?)",
-          req.batch, Date.now(), JSON.stringify([...recorded]),
+          req.batch, Date.now(), encodeDecisions(recorded),
         );
         inserted = inserts.length;
         meta.rows += inserted;
@@ -142,7 +143,7 @@ export class Partition extends DurableObject<Env> {
   /** input index → decision, for rows of this batch decided here before */
   private recordedDecisions(batch: string): Map<number, Decision> {
     const row = this.sql.exec<{ decisions: string }>("SELECT decisions FROM ledger WHERE batch = ?", batch).toArray()[0];
-    return new Map(row ? (JSON.parse(row.decisions) as [number, Decision][]) : []);
+    return row ? decodeDecisions(row.decisions) : new Map();
   }
 
   private currentMeta(epoch: string): { epoch: string; watermark: number; rows: number } | null {
