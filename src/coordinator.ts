@@ -84,11 +84,17 @@ export class Coordinator extends DurableObject<Env> {
   private sql: SqlStorage;
   /** In memory on purpose: a restarted coordinator means the holders crashed, so their leases end. */
   private leases = new Map<string, number>();
+  /**
+   * Whether this stream exists (its tables do). The schema is created only when
+   * an admin creates the stream, so requests naming streams that do not exist
+   * (with made-up credentials, say) leave no storage behind.
+   */
+  private exists: boolean;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.migrate();
+    this.exists = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'").one().n > 0;
   }
 
   private migrate(): void {
@@ -111,6 +117,8 @@ export class Coordinator extends DurableObject<Env> {
   async configure(name: string, config: StreamConfig): Promise<ConfigureResult> {
     const meta = this.meta();
     if (!meta) {
+      this.migrate();
+      this.exists = true;
       this.sql.exec(
         "INSERT INTO meta (id, name, config, config_version, epoch, created_at, watermark) VALUES (1, ?, ?, 1, ?, ?, 0)",
         name, JSON.stringify(config), crypto.randomUUID(), Date.now(),
@@ -280,6 +288,7 @@ export class Coordinator extends DurableObject<Env> {
 
   /** The most recent `limit` progress reports, oldest first. */
   progress(limit: number): ProgressReport[] {
+    if (!this.exists) return [];
     return this.sql
       .exec<{ report: string }>("SELECT report FROM batches WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT ?", limit)
       .toArray()
@@ -290,6 +299,7 @@ export class Coordinator extends DurableObject<Env> {
   /** Committed batches that wrote to `lane`, in commit order, after commit number `afterSeq`. */
   commits(lane: Lane, afterSeq: number, upToSeq: number, limit: number): { seq: number; key: string }[] {
     const column = { data: "data_key", late: "late_key", rejected: "rejected_key" }[lane];
+    if (!this.exists) return [];
     return this.sql
       .exec<{ seq: number; key: string }>(
         `SELECT seq, ${column} AS key FROM batches WHERE seq > ? AND seq <= ? AND ${column} IS NOT NULL ORDER BY seq LIMIT ?`,
@@ -309,6 +319,7 @@ export class Coordinator extends DurableObject<Env> {
 
   /** A source's credentials, without their material when `withMaterial` is false. */
   credentials(source: string, withMaterial = false): StoredCredential[] {
+    if (!this.exists) return [];
     return this.sql
       .exec<{ id: string; source: string; type: CredentialType; label: string | null; created_at: number; material: string }>(
         "SELECT * FROM credentials WHERE source = ? ORDER BY created_at, id", source,
@@ -318,6 +329,7 @@ export class Coordinator extends DurableObject<Env> {
   }
 
   deleteCredential(source: string, id: string): boolean {
+    if (!this.exists) return false;
     return this.sql.exec("DELETE FROM credentials WHERE source = ? AND id = ?", source, id).rowsWritten > 0;
   }
 
@@ -336,7 +348,7 @@ export class Coordinator extends DurableObject<Env> {
     await deleteStreamObjects(this.env.SINK, meta.name);
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
-    this.migrate(); // the instance may serve again (the stream created anew)
+    this.exists = false; // until an admin creates the stream anew
     this.leases.clear();
     return true;
   }
@@ -372,6 +384,7 @@ export class Coordinator extends DurableObject<Env> {
   }
 
   private meta(): Meta | null {
+    if (!this.exists) return null;
     const row = this.sql
       .exec<{ name: string; config: string; config_version: number; epoch: string; created_at: number; watermark: number }>(
         "SELECT name, config, config_version, epoch, created_at, watermark FROM meta",

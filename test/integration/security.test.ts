@@ -107,6 +107,16 @@ describe("hardening", () => {
     expect((await ingestAs("dis", row("A"), { authorization: "Bearer test-admin-token", "x-source": "good" })).status).toBe(200);
   });
 
+  it("requests naming a stream that does not exist leave no storage behind", async () => {
+    expect((await ingestAs("ghost", row("A"), { authorization: "Bearer made-up" })).status).toBe(403);
+    const now = Math.floor(Date.now() / 1000);
+    expect((await ingestAs("ghost", row("A"), { "x-signature": await signBody("whatever-secret-of-length", row("A"), now) })).status).toBe(401);
+    const tables = await runInDurableObject(env.COORDINATOR.getByName("ghost"), (_o, state) =>
+      state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").one().n,
+    );
+    expect(tables).toBe(0);
+  });
+
   it("no CORS unless configured", async () => {
     const r = await exports.default.fetch("http://edge-dedup.test/v1/streams/x", {
       method: "OPTIONS",
