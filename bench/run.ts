@@ -25,10 +25,10 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort, groupAlive, killGroup } from "../test/support/processes.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
@@ -57,24 +57,6 @@ const CONCURRENCY = { rows: 12_000, rowsPerBatch: 500, producers: 4, rounds: 6 }
 const children = new Set<ChildProcess>();
 const tempDirs = new Set<string>();
 
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // the group is gone already
-  }
-}
-
-function groupAlive(pid: number): boolean {
-  try {
-    process.kill(-pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Last resort, synchronous: on exit, SIGINT, SIGTERM or a fatal error. */
 function killEverything(): void {
   for (const child of children) killGroup(child, "SIGKILL");
@@ -93,28 +75,6 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** A port that was free a moment ago on 127.0.0.1, below the ephemeral range (see test/e2e/server.ts). */
-async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (await bindAndRelease(port).then(() => true, () => false)) return port;
-  }
-  return bindAndRelease(0);
-}
-
-function bindAndRelease(port: number): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(port, "127.0.0.1", () => {
-      const address = srv.address();
-      if (address === null || typeof address === "string") return reject(new Error("no port"));
-      srv.close(() => resolvePort(address.port));
-    });
-  });
-}
 
 interface Wrangler {
   readonly name: string;

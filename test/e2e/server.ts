@@ -13,8 +13,8 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { afterAll, beforeAll } from "vitest";
+import { freePort, groupAlive, killGroup } from "../support/processes";
 import { closeSync, cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -63,56 +63,6 @@ function installExitHook(): void {
   process.on("exit", () => {
     for (const child of live) killGroup(child, "SIGKILL");
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  });
-}
-
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // the group is gone already
-  }
-}
-
-function groupAlive(pid: number): boolean {
-  try {
-    process.kill(-pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * A port that was free a moment ago on 127.0.0.1. It is picked below the
- * kernel's ephemeral range (32768-60999 by default) and checked by binding it:
- * a port handed out for `bind(0)` and closed again is soon handed to the next
- * process that binds port 0 (other workerd instances on this machine do), so it
- * would race wrangler. Falls back to binding port 0.
- */
-export async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (await canBind(port)) return port;
-  }
-  return bindAndRelease(0);
-}
-
-async function canBind(port: number): Promise<boolean> {
-  return bindAndRelease(port).then(() => true, () => false);
-}
-
-function bindAndRelease(port: number): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(port, "127.0.0.1", () => {
-      const address = srv.address();
-      if (address === null || typeof address === "string") return reject(new Error("no port"));
-      srv.close(() => resolvePort(address.port));
-    });
   });
 }
 
