@@ -8,7 +8,7 @@ import { readObject } from "../sink";
 import { requireAdmin } from "./auth";
 import { hashToken, newSecret, sealSecret, type StoredCredential } from "./credentials";
 import { ingest } from "./ingest";
-import { badRequest, conflict, HttpError, notFound, problemResponse } from "./problem";
+import { badRequest, conflict, HttpError, notConfigured, notFound, problemResponse } from "./problem";
 
 type App = { Bindings: Env; Variables: { stream: string } };
 
@@ -133,7 +133,7 @@ app.post(CREDENTIALS, async (c) => {
   const { type, label } = parsed.data;
   const secret = parsed.data.secret ?? newSecret(type);
   if (type === "hmac" && !c.env.CREDENTIALS_KEY) {
-    throw new HttpError(503, "not-configured", "Service not configured", "signing secrets need the CREDENTIALS_KEY secret to be set");
+    throw notConfigured("signing secrets need the CREDENTIALS_KEY secret to be set");
   }
   const cred: StoredCredential = {
     id: `cred_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`,

@@ -1,5 +1,4 @@
-import { forbidden, unauthorized } from "./credentials";
-import { HttpError } from "./problem";
+import { forbidden, notConfigured, unauthorized } from "./problem";
 
 const encoder = new TextEncoder();
 
@@ -25,7 +24,7 @@ export function bearerToken(header: string | undefined | null): string | null {
  */
 export async function isAdminToken(token: string, env: { ADMIN_TOKEN?: string; ADMIN_TOKEN_PREVIOUS?: string }): Promise<boolean> {
   if (!env.ADMIN_TOKEN) {
-    throw new HttpError(503, "not-configured", "Service not configured", "the ADMIN_TOKEN secret is not set; nothing is open without it");
+    throw notConfigured("the ADMIN_TOKEN secret is not set; nothing is open without it");
   }
   const checks = [env.ADMIN_TOKEN, env.ADMIN_TOKEN_PREVIOUS].filter((t): t is string => !!t).map((t) => sameSecret(token, t));
   return (await Promise.all(checks)).some(Boolean);

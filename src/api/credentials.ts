@@ -1,5 +1,5 @@
 import { sha256Hex } from "./body";
-import { HttpError } from "./problem";
+import { unauthorized } from "./problem";
 
 /**
  * Per-source ingest credentials. Bearer tokens are stored only as SHA-256
@@ -101,14 +101,6 @@ export async function signBody(secret: string, body: string | Uint8Array, t: num
   msg.set(prefix);
   msg.set(bytes, prefix.length);
   return `t=${t},v1=${hex(await crypto.subtle.sign("HMAC", key, msg))}`;
-}
-
-export function unauthorized(detail: string): HttpError {
-  return new HttpError(401, "unauthorized", "Unauthorized", detail, {}, { "www-authenticate": 'Bearer realm="edge-dedup"' });
-}
-
-export function forbidden(detail: string): HttpError {
-  return new HttpError(403, "forbidden", "Forbidden", detail);
 }
 
 function hex(buf: ArrayBuffer): string {

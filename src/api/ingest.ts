@@ -7,8 +7,8 @@ import { failAt, requestedFault } from "../faults";
 import { writeBatch } from "../sink";
 import { bearerToken, isAdminToken } from "./auth";
 import { HARD_BODY_LIMIT, parseRows, readBody, sha256Hex } from "./body";
-import { forbidden, hashToken, openSecret, parseSignature, SIGNATURE_TOLERANCE_S, unauthorized, verifySignature } from "./credentials";
-import { badRequest, conflict, HttpError, notFound } from "./problem";
+import { hashToken, openSecret, parseSignature, SIGNATURE_TOLERANCE_S, verifySignature } from "./credentials";
+import { badRequest, conflict, forbidden, HttpError, notConfigured, notFound, unauthorized } from "./problem";
 
 const BATCH_ID_PATTERN = /^[\x21-\x7e]{1,255}$/;
 /** How long a request for a batch id that is in flight waits for it before a 409. */
@@ -147,7 +147,7 @@ async function verifiedSigner(
     if (!entry || now - entry.at > SIGNER_CACHE_MS || attempt === 1) {
       const creds = (await coordinator.credentials(source, true)).filter((c) => c.type === "hmac");
       if (creds.length > 0 && !env.CREDENTIALS_KEY) {
-        throw new HttpError(503, "not-configured", "Service not configured", "the CREDENTIALS_KEY secret is not set");
+        throw notConfigured("the CREDENTIALS_KEY secret is not set");
       }
       const keys = await Promise.all(creds.map(async (c) => ({ id: c.id, secret: await openSecret(c.material, env.CREDENTIALS_KEY!) })));
       signerCache.set(cacheKey, (entry = { at: now, keys }));

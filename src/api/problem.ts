@@ -37,3 +37,7 @@ export const badRequest = (detail: string, extra?: Record<string, unknown>) =>
 export const notFound = (detail: string) => new HttpError(404, "not-found", "Not found", detail);
 export const conflict = (slug: string, detail: string, extra?: Record<string, unknown>, headers?: Record<string, string>) =>
   new HttpError(409, slug, "Conflict", detail, extra, headers);
+export const unauthorized = (detail: string) =>
+  new HttpError(401, "unauthorized", "Unauthorized", detail, {}, { "www-authenticate": 'Bearer realm="edge-dedup"' });
+export const forbidden = (detail: string) => new HttpError(403, "forbidden", "Forbidden", detail);
+export const notConfigured = (detail: string) => new HttpError(503, "not-configured", "Service not configured", detail);
