@@ -1,4 +1,4 @@
-import { exports } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { at, call, createStream, json, output, post } from "./helpers";
 
@@ -155,6 +155,23 @@ describe("ingest", () => {
     expect(bodies.filter((b) => !b.replayed)).toHaveLength(1);
     for (const b of bodies) expect(b.emitted).toBe(50);
     expect(await output("in6")).toHaveLength(50);
+  });
+
+  it("a request for a batch still in flight waits for it, then gets 409 with Retry-After", async () => {
+    await createStream("in9", base);
+    const body = JSON.stringify([{ id: "A", ts: at(10, 0) }]);
+    const hash = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body))), (b) => b.toString(16).padStart(2, "0")).join("");
+    // Another request holds the batch (begun, not committed, lease live).
+    const held = await env.COORDINATOR.getByName("in9").begin("default", "held", { hash, bytes: body.length, rows: 1 }, { kind: "admin" });
+    expect(held.kind).toBe("run");
+    const started = Date.now();
+    const r = await call("POST", "/v1/streams/in9/events", body, { "idempotency-key": "held", "content-type": "application/json" });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(4_500);
+    await expectProblem(r, 409, /being processed/);
+    expect(Number(r.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    // Once the holder lets go (here: it failed), the retry runs the batch.
+    await env.COORDINATOR.getByName("in9").release("default", "held");
+    expect(await post("in9", body, { "idempotency-key": "held", "content-type": "application/json" })).toMatchObject({ replayed: false, emitted: 1 });
   });
 
   it("output is in commit order and ?after= skips committed batches", async () => {
