@@ -7,7 +7,7 @@ import { failAt, requestedFault } from "../faults";
 import { writeBatch } from "../sink";
 import { bearerToken, isAdminToken } from "./auth";
 import { HARD_BODY_LIMIT, parseRows, readBody, sha256Hex } from "./body";
-import { hashToken, openSecret, parseSignature, SIGNATURE_TOLERANCE_S, verifySignature } from "./credentials";
+import { hashToken, openSecret, parseSignature, SIGNATURE_TOLERANCE_S, verifySignature, withinReplayWindow } from "./credentials";
 import { badRequest, conflict, forbidden, HttpError, notConfigured, notFound, unauthorized } from "./problem";
 
 const BATCH_ID_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -131,6 +131,8 @@ async function authenticate(
 /** Signing secrets per stream and source, decrypted, kept briefly; begin() re-checks the credential still exists. */
 const signerCache = new Map<string, { at: number; keys: { id: string; secret: string }[] }>();
 const SIGNER_CACHE_MS = 30_000;
+/** A signature that matches no cached secret refetches them (a new credential), at most this often. */
+const SIGNER_REFETCH_MS = 1_000;
 
 async function verifiedSigner(
   env: Env,
@@ -141,21 +143,20 @@ async function verifiedSigner(
 ): Promise<string> {
   const sig = parseSignature(header);
   const now = Date.now();
+  // Refused before any round trip to the coordinator.
+  if (!withinReplayWindow(sig.t, now)) {
+    throw unauthorized(`the signature's timestamp is more than ${SIGNATURE_TOLERANCE_S} s from now`);
+  }
   const cacheKey = `${coordinator.id}\n${source}`;
+  let entry = signerCache.get(cacheKey);
   for (let attempt = 0; attempt < 2; attempt++) {
-    let entry = signerCache.get(cacheKey);
-    if (!entry || now - entry.at > SIGNER_CACHE_MS || attempt === 1) {
+    if (!entry || now - entry.at > (attempt === 0 ? SIGNER_CACHE_MS : SIGNER_REFETCH_MS)) {
       const creds = (await coordinator.credentials(source, true)).filter((c) => c.type === "hmac");
-      if (creds.length > 0 && !env.CREDENTIALS_KEY) {
-        throw notConfigured("the CREDENTIALS_KEY secret is not set");
-      }
+      if (creds.length > 0 && !env.CREDENTIALS_KEY) throw notConfigured("the CREDENTIALS_KEY secret is not set");
       const keys = await Promise.all(creds.map(async (c) => ({ id: c.id, secret: await openSecret(c.material, env.CREDENTIALS_KEY!) })));
       signerCache.set(cacheKey, (entry = { at: now, keys }));
     }
     for (const k of entry.keys) if (await verifySignature(k.secret, sig, body, now)) return k.id;
-  }
-  if (Math.abs(now / 1000 - sig.t) > SIGNATURE_TOLERANCE_S) {
-    throw unauthorized(`the signature's timestamp is more than ${SIGNATURE_TOLERANCE_S} s from now`);
   }
   throw unauthorized(`the signature does not match any signing secret of source "${source}"`);
 }
