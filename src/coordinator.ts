@@ -253,9 +253,7 @@ export class Coordinator extends DurableObject<Env> {
       req.source, progress.maxEventTime, progress.lastBatchAt,
     );
     this.sql.exec("UPDATE meta SET watermark = ?", after.watermark);
-    for (const t of req.touched) {
-      this.sql.exec("INSERT OR REPLACE INTO partitions (p, rows, bytes, watermark) VALUES (?, ?, ?, ?)", t.p, t.rows, t.bytes, t.watermark);
-    }
+    for (const t of req.touched) this.recordPartition(t);
     const totals = this.sql.exec<{ rows: number; bytes: number }>(
       "SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes FROM partitions",
     ).one();
@@ -370,9 +368,7 @@ export class Coordinator extends DurableObject<Env> {
     );
     const now = this.meta();
     if (!now || now.epoch !== meta.epoch) return; // dropped meanwhile
-    for (const r of results) {
-      this.sql.exec("INSERT OR REPLACE INTO partitions (p, rows, bytes, watermark) VALUES (?, ?, ?, ?)", r.p, r.rows, r.bytes, r.watermark);
-    }
+    for (const r of results) this.recordPartition(r);
     // Commits that landed during the fan-out may have moved the watermark again.
     if (now.watermark > watermark) await this.scheduleEviction(now.config);
   }
@@ -399,6 +395,11 @@ export class Coordinator extends DurableObject<Env> {
       createdAt: row.created_at,
       watermark: row.watermark,
     };
+  }
+
+  /** The last figures a partition reported: they steer the eviction fan-out and numRowsTotal. */
+  private recordPartition(s: PartitionStats & { p: number }): void {
+    this.sql.exec("INSERT OR REPLACE INTO partitions (p, rows, bytes, watermark) VALUES (?, ?, ?, ?)", s.p, s.rows, s.bytes, s.watermark);
   }
 
   /** The last commit number (0 before the first commit). */

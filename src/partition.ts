@@ -41,6 +41,13 @@ export interface StateEntry {
   expiresAt: number | null;
 }
 
+/** The partition's own row: which incarnation of the stream it holds, its watermark, its key count. */
+type PartitionMeta = {
+  epoch: string;
+  watermark: number;
+  rows: number;
+};
+
 /** How long a batch's decisions are kept for a replay of a batch that crashed before its commit. */
 export const LEDGER_RETENTION_MS = 7 * 86_400_000;
 const LEDGER_PRUNE_EVERY_MS = 3_600_000;
@@ -146,12 +153,12 @@ export class Partition extends DurableObject<Env> {
     return row ? decodeDecisions(row.decisions) : new Map();
   }
 
-  private currentMeta(epoch: string): { epoch: string; watermark: number; rows: number } | null {
-    const row = this.sql.exec<{ epoch: string; watermark: number; rows: number }>("SELECT epoch, watermark, rows FROM meta").toArray()[0];
+  private currentMeta(epoch: string): PartitionMeta | null {
+    const row = this.sql.exec<PartitionMeta>("SELECT epoch, watermark, rows FROM meta").toArray()[0];
     return row && row.epoch === epoch ? row : null;
   }
 
-  private meta(epoch: string): { epoch: string; watermark: number; rows: number } {
+  private meta(epoch: string): PartitionMeta {
     const current = this.currentMeta(epoch);
     if (current) return current;
     // First use, or state left by a deleted incarnation of the stream: start clean.
@@ -161,12 +168,16 @@ export class Partition extends DurableObject<Env> {
     return fresh;
   }
 
-  private saveMeta(m: { epoch: string; watermark: number; rows: number }): void {
+  private saveMeta(m: PartitionMeta): void {
     this.sql.exec("INSERT OR REPLACE INTO meta (id, epoch, watermark, rows) VALUES (1, ?, ?, ?)", m.epoch, m.watermark, m.rows);
   }
 
-  /** Sets the partition watermark to `watermark` (never lower) and forgets expired keys. */
-  private evict(meta: { watermark: number; rows: number }, watermark: number): number {
+  /**
+   * Sets the partition watermark to `watermark` (never lower) and forgets expired
+   * keys: `expires <= wm`, the rule of isExpired() in src/stream/dedup.ts, in SQL
+   * so that the expiry index does the work.
+   */
+  private evict(meta: PartitionMeta, watermark: number): number {
     meta.watermark = Math.max(meta.watermark, watermark);
     const n = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM keys WHERE expires <= ?", meta.watermark).one().n;
     if (n > 0) {
@@ -184,7 +195,7 @@ export class Partition extends DurableObject<Env> {
     return new Set(found.map((r) => r.k));
   }
 
-  private stats(meta: { watermark: number; rows: number }): PartitionStats {
+  private stats(meta: PartitionMeta): PartitionStats {
     return { rows: meta.rows, bytes: this.sql.databaseSize, watermark: meta.watermark };
   }
 

@@ -36,16 +36,3 @@ export function parseInterval(input: string | number): number {
   }
   return Math.round(total);
 }
-
-/** The inverse, for showing a config back to people: 5400000 → "1 hour 30 minutes". */
-export function formatInterval(ms: number): string {
-  if (ms === 0) return "0 seconds";
-  const parts: string[] = [];
-  let rest = ms;
-  for (const [name, size] of [["day", 86_400_000], ["hour", 3_600_000], ["minute", 60_000], ["second", 1_000], ["millisecond", 1]] as const) {
-    const n = Math.floor(rest / size);
-    if (n > 0) parts.push(`${n} ${name}${n === 1 ? "" : "s"}`);
-    rest -= n * size;
-  }
-  return parts.join(" ");
-}

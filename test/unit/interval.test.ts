@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { formatInterval, IntervalError, parseInterval } from "../../src/stream/interval";
+import { IntervalError, parseInterval } from "../../src/stream/interval";
 
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
@@ -96,34 +96,8 @@ describe("parseInterval: rejects garbage", () => {
   });
 });
 
-describe("formatInterval", () => {
-  test.each([
-    [0, "0 seconds"],
-    [1, "1 millisecond"],
-    [500, "500 milliseconds"],
-    [SECOND, "1 second"],
-    [10 * SECOND, "10 seconds"],
-    [MINUTE, "1 minute"],
-    [5 * MINUTE, "5 minutes"],
-    [HOUR + 30 * MINUTE, "1 hour 30 minutes"],
-    [2 * HOUR, "2 hours"],
-    [DAY, "1 day"],
-    [7 * DAY, "7 days"],
-    [DAY + HOUR + MINUTE + SECOND + 1, "1 day 1 hour 1 minute 1 second 1 millisecond"],
-  ])("%d → %j", (ms, text) => {
-    expect(formatInterval(ms)).toBe(text);
-  });
-
-  test("round-trips through parseInterval (property)", () => {
-    fc.assert(
-      fc.property(fc.oneof(fc.integer({ min: 0, max: 100 * DAY }), fc.nat({ max: 2 ** 40 })), (ms) => {
-        expect(parseInterval(formatInterval(ms))).toBe(ms);
-      }),
-      { numRuns: 500 },
-    );
-  });
-
-  test("formatting is canonical: parse → format → parse is a fixed point on composed strings (property)", () => {
+describe("parseInterval on composed strings", () => {
+  test("a sequence of parts is the sum of its parts (property)", () => {
     const units = [
       ["days", DAY],
       ["hours", HOUR],
@@ -136,7 +110,6 @@ describe("formatInterval", () => {
         const text = parts.map(([n, [unit]]) => `${n} ${unit}`).join(" ");
         const ms = parts.reduce((sum, [n, [, size]]) => sum + n * size, 0);
         expect(parseInterval(text)).toBe(ms);
-        expect(parseInterval(formatInterval(ms))).toBe(ms);
       }),
       { numRuns: 300 },
     );
