@@ -28,7 +28,8 @@ import { closeSync, cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmS
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort, groupAlive, killGroup } from "../test/support/processes.ts";
+import { freePort, groupAlive, killGroup, wranglerEnv } from "../test/support/processes.ts";
+import { rng } from "../test/support/rng.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
@@ -118,19 +119,7 @@ async function startWrangler(opts: {
     cwd: app,
     detached: true, // its own process group: wrangler, its helpers and workerd go together
     stdio: ["ignore", fd, fd],
-    env: {
-      ...process.env,
-      WRANGLER_SEND_METRICS: "false",
-      WRANGLER_SEND_ERROR_REPORTS: "false",
-      CLOUDFLARE_CF_FETCH_ENABLED: "false",
-      WRANGLER_LOG_PATH: join(base, "logs"),
-      WRANGLER_REGISTRY_PATH: join(base, "registry"),
-      WRANGLER_HIDE_BANNER: "true",
-      DO_NOT_TRACK: "1",
-      NO_COLOR: "1",
-      FORCE_COLOR: "0",
-      CI: "true",
-    },
+    env: wranglerEnv(base),
   });
   closeSync(fd);
   children.add(child);
@@ -329,7 +318,7 @@ interface Event {
  * late (the watermark trails by one hour) and none is in the future.
  */
 function workload(prefix: string, total: number, duplicateShare: number, seed: number): { rows: Event[]; distinct: number } {
-  const random = mulberry32(seed);
+  const random = rng(seed);
   const base = Date.now() - 2 * HOUR;
   const rows: Event[] = [];
   const ids: string[] = [];
@@ -346,15 +335,6 @@ function workload(prefix: string, total: number, duplicateShare: number, seed: n
   return { rows, distinct: ids.length };
 }
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function chunks<T>(xs: T[], size: number): T[][] {
   const out: T[][] = [];

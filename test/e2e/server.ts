@@ -13,7 +13,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { afterAll, beforeAll } from "vitest";
-import { freePort, groupAlive, killGroup } from "../support/processes";
+import { freePort, groupAlive, killGroup, wranglerEnv } from "../support/processes";
 import { closeSync, cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -145,19 +145,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
         cwd: app,
         detached: true, // its own process group: wrangler, its node child and workerd die together
         stdio: ["ignore", fd, fd],
-        env: {
-          ...process.env,
-          WRANGLER_SEND_METRICS: "false",
-          WRANGLER_SEND_ERROR_REPORTS: "false",
-          CLOUDFLARE_CF_FETCH_ENABLED: "false",
-          WRANGLER_LOG_PATH: join(base, "logs"),
-          WRANGLER_REGISTRY_PATH: join(base, "registry"), // not shared with other dev sessions
-          WRANGLER_HIDE_BANNER: "true",
-          DO_NOT_TRACK: "1",
-          NO_COLOR: "1",
-          FORCE_COLOR: "0",
-          CI: "true",
-        },
+        env: wranglerEnv(base),
       },
     );
     closeSync(fd);
@@ -521,15 +509,6 @@ export async function pollUntil<T>(probe: () => Promise<T>, done: (v: T) => bool
   }
 }
 
-/** A small deterministic PRNG (mulberry32), so a failing run can be reproduced. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { rng } from "../support/rng";
 
 export { sleep };

@@ -6,6 +6,7 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
+import { join } from "node:path";
 
 export function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   if (child.pid === undefined) return;
@@ -51,4 +52,21 @@ function bindAndRelease(port: number): Promise<number> {
       srv.close(() => resolvePort(address.port));
     });
   });
+}
+
+/** The environment of a `wrangler dev` child: no network at run time, its own logs and dev registry under `base`. */
+export function wranglerEnv(base: string): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    WRANGLER_SEND_METRICS: "false",
+    WRANGLER_SEND_ERROR_REPORTS: "false",
+    CLOUDFLARE_CF_FETCH_ENABLED: "false",
+    WRANGLER_LOG_PATH: join(base, "logs"),
+    WRANGLER_REGISTRY_PATH: join(base, "registry"), // not shared with other dev sessions
+    WRANGLER_HIDE_BANNER: "true",
+    DO_NOT_TRACK: "1",
+    NO_COLOR: "1",
+    FORCE_COLOR: "0",
+    CI: "true",
+  };
 }
