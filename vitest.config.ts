@@ -15,7 +15,7 @@ export default defineConfig({
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
-              bindings: { ADMIN_TOKEN: "test-admin-token", ADMIN_TOKEN_PREVIOUS: "", CREDENTIALS_KEY: "test-credentials-key", CORS_ORIGINS: "" },
+              bindings: { ADMIN_TOKEN: "test-admin-token", ADMIN_TOKEN_PREVIOUS: "", CREDENTIALS_KEY: "test-credentials-key-of-32-characters-or-more", CORS_ORIGINS: "" },
             },
           }),
         ],

@@ -1,7 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
-import { boundFieldChanges, type StreamConfig } from "./stream/config";
+import { boundFieldChanges, sourceConfig, type StreamConfig } from "./stream/config";
+import { own } from "./stream/own";
 import type { BatchCounts } from "./stream/batch";
-import { progressOf, type BatchOutcome, type ProgressReport } from "./stream/report";
+import { capRejected, progressOf, type BatchOutcome, type ProgressReport } from "./stream/report";
 import { advanceWatermark, globalWatermark, sourceWatermark, type SourceProgress, type WatermarkState } from "./stream/watermark";
 import { partitionStub, type Env } from "./env";
 import type { PartitionStats } from "./partition";
@@ -19,6 +20,27 @@ export type ConfigureResult =
 
 /** How an ingest request proved itself; the coordinator holds the credentials. */
 export type IngestAuth = { kind: "admin" } | { kind: "token"; hash: string } | { kind: "hmac"; credentialId: string };
+/** What the headers claim before the body is read (a signature is checked against the body later). */
+export type CallerClaim = { kind: "admin" } | { kind: "token"; hash: string } | { kind: "hmac" };
+export interface SealedSigner {
+  id: string;
+  material: string;
+}
+
+export type Admission =
+  | { kind: "missing" }
+  | { kind: "unauthorized" }
+  | { kind: "forbidden"; detail: string }
+  | { kind: "admitted"; source: string; limits: StreamConfig["limits"]; signers: SealedSigner[] };
+
+/**
+ * A batch's identity is its parse mode and body hash ("ndjson:<sha256>" or the
+ * bare hash for JSON). Records from before the mode was part of it hold a bare
+ * hash, which still matches its own body.
+ */
+function sameBody(stored: string, given: string): boolean {
+  return stored === given || (!stored.includes(":") && given.endsWith(`:${stored}`));
+}
 
 export type BeginResult =
   | { kind: "missing" }
@@ -40,7 +62,8 @@ export interface CommitRequest {
   source: string;
   batchId: string;
   maxEventTime: number | null;
-  counts: BatchCounts;
+  /** the rejected list capped (capRejected) */
+  counts: BatchCounts & { rejectedCount?: number };
   touched: TouchedPartition[];
   objects: LaneKeys;
   startedAt: number;
@@ -146,10 +169,10 @@ export class Coordinator extends DurableObject<Env> {
     const sources: StreamDescription["sources"] = {};
     for (const s of [...names].sort()) {
       sources[s] = {
-        maxEventTime: progress[s]?.maxEventTime ?? null,
-        watermark: sourceWatermark(meta.config, s, progress[s]),
-        lastBatchAt: progress[s]?.lastBatchAt ?? null,
-        declared: s in meta.config.sources,
+        maxEventTime: own(progress, s)?.maxEventTime ?? null,
+        watermark: sourceWatermark(meta.config, s, own(progress, s)),
+        lastBatchAt: own(progress, s)?.lastBatchAt ?? null,
+        declared: Object.hasOwn(meta.config.sources, s),
       };
     }
     const stats = await Promise.all(
@@ -168,16 +191,37 @@ export class Coordinator extends DurableObject<Env> {
   }
 
   /**
-   * Starts (or resumes) a batch. A committed batch id returns its recorded
-   * outcome; a resumed one keeps the watermark it was first judged by, so a
-   * replay after a crash decides the same way.
+   * Before a body is read: is this caller allowed in, as which source, and what
+   * may it send? Cheap (one indexed lookup) and writes nothing, so a wrong
+   * credential costs no more than this. begin() checks again: it is the authority.
    */
-  begin(sourceHeader: string | null, batchId: string, body: { hash: string; bytes: number; rows: number }, auth: IngestAuth): BeginResult {
+  admit(sourceHeader: string | null, claim: CallerClaim): Admission {
     const meta = this.meta();
-    // Only the admin learns whether a stream exists.
-    if (!meta) return auth.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" };
+    if (!meta) return claim.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" };
+    const caller = this.caller(meta, sourceHeader, claim);
+    if (caller.kind !== "ok") return caller;
+    return { kind: "admitted", source: caller.source, limits: meta.config.limits, signers: caller.signers };
+  }
+
+  /** Whether a batch id has begun (or committed): such a batch keeps the limits of its first attempt. */
+  knownBatch(source: string, batchId: string): boolean {
+    if (!this.exists) return false;
+    return this.sql.exec("SELECT 1 FROM batches WHERE source = ? AND batch_id = ?", source, batchId).toArray().length > 0;
+  }
+
+  /**
+   * Who is calling: the source a credential belongs to (X-Source must agree, and
+   * defaults to it), refused when the credential is unknown or the source disabled.
+   * A signature claim yields the source's signing secrets (sealed) to check it with.
+   */
+  private caller(
+    meta: Meta,
+    sourceHeader: string | null,
+    auth: IngestAuth | CallerClaim,
+  ): { kind: "ok"; source: string; signers: SealedSigner[] } | { kind: "unauthorized" } | { kind: "forbidden"; detail: string } {
     let credentialSource: string | null = null;
-    if (auth.kind !== "admin") {
+    let signers: SealedSigner[] = [];
+    if (auth.kind === "token" || (auth.kind === "hmac" && "credentialId" in auth)) {
       const cred = this.sql
         .exec<{ source: string }>(
           auth.kind === "token" ? "SELECT source FROM credentials WHERE material = ? AND type = 'token'" : "SELECT source FROM credentials WHERE id = ? AND type = 'hmac'",
@@ -186,26 +230,47 @@ export class Coordinator extends DurableObject<Env> {
         .toArray()[0];
       if (!cred) return { kind: "unauthorized" };
       credentialSource = cred.source;
+    } else if (auth.kind === "hmac") {
+      credentialSource = sourceHeader ?? "default";
+      signers = this.credentials(credentialSource, true)
+        .filter((c) => c.type === "hmac")
+        .map((c) => ({ id: c.id, material: c.material }));
+      if (signers.length === 0) return { kind: "unauthorized" };
     }
     const source = sourceHeader ?? credentialSource ?? "default";
     if (credentialSource !== null && credentialSource !== source) {
       return { kind: "forbidden", detail: `the credential belongs to source "${credentialSource}", not "${source}"` };
     }
-    if (meta.config.sources[source]?.disabled) return { kind: "forbidden", detail: `source "${source}" is disabled` };
+    if (sourceConfig(meta.config, source)?.disabled) return { kind: "forbidden", detail: `source "${source}" is disabled` };
+    return { kind: "ok", source, signers };
+  }
+
+  /**
+   * Starts (or resumes) a batch. A committed batch id returns its recorded
+   * outcome; a resumed one keeps the watermark it was first judged by, so a
+   * replay after a crash decides the same way.
+   */
+  begin(sourceHeader: string | null, batchId: string, body: { hash: string; bytes: number; rows: number }, auth: IngestAuth): BeginResult {
+    const meta = this.meta();
+    // Only the admin learns whether a stream exists.
+    if (!meta) return auth.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" };
+    const caller = this.caller(meta, sourceHeader, auth);
+    if (caller.kind !== "ok") return caller;
+    const source = caller.source;
     const row = this.sql
       .exec<{ body_hash: string; watermark: number; begun_at: number; config_version: number; seq: number | null; report: string | null }>(
         "SELECT body_hash, watermark, begun_at, config_version, seq, report FROM batches WHERE source = ? AND batch_id = ?", source, batchId,
       )
       .toArray()[0];
     if (row?.seq != null) {
-      return row.body_hash === body.hash ? { kind: "replay", source, outcome: recordedOutcome(row.report!) } : { kind: "conflict" };
+      return sameBody(row.body_hash, body.hash) ? { kind: "replay", source, outcome: recordedOutcome(row.report!) } : { kind: "conflict" };
     }
     const now = Date.now();
     const leaseKey = `${source}\n${batchId}`;
     if (row) {
       // Resumed after a failure: the same watermark, begin time and config as its first attempt,
       // so it is planned and judged exactly as before.
-      if (row.body_hash !== body.hash) return { kind: "conflict" };
+      if (!sameBody(row.body_hash, body.hash)) return { kind: "conflict" };
       const until = this.leases.get(leaseKey);
       if (until !== undefined && until > now) return { kind: "busy", retryAfterMs: until - now };
       this.leases.set(leaseKey, now + LEASE_MS);
@@ -244,41 +309,46 @@ export class Coordinator extends DurableObject<Env> {
     if (!row) throw new Error("commit of a batch that never began");
     if (row.seq !== null) return recordedOutcome(row.report!);
 
-    const now = Date.now();
-    const before: WatermarkState = { watermark: meta.watermark, sources: this.sourceProgress() };
-    const after = advanceWatermark(meta.config, before, req.source, req.maxEventTime, now);
-    const progress = after.sources[req.source];
-    this.sql.exec(
-      "INSERT OR REPLACE INTO sources (name, max_t, last_batch_at) VALUES (?, ?, ?)",
-      req.source, progress.maxEventTime, progress.lastBatchAt,
-    );
-    this.sql.exec("UPDATE meta SET watermark = ?", after.watermark);
-    for (const t of req.touched) this.recordPartition(t);
-    const totals = this.sql.exec<{ rows: number; bytes: number }>(
-      "SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes FROM partitions",
-    ).one();
-    const seq = this.lastSeq() + 1;
-    const outcome: BatchOutcome = {
-      batchId: req.batchId,
-      source: req.source,
-      replayed: false,
-      watermark: row.watermark,
-      watermarkAfter: after.watermark,
-      ...req.counts,
-    };
-    const report: ProgressReport = progressOf(outcome, {
-      commitSeq: seq,
-      committedAt: now,
-      durationMs: now - req.startedAt,
-      numRowsTotal: totals.rows,
-      numRowsUpdated: req.touched.reduce((a, t) => a + t.inserted, 0),
-      numRowsRemoved: req.touched.reduce((a, t) => a + t.removed, 0),
-      stateBytes: totals.bytes,
+    // One transaction: a failure half way must not leave the source's watermark
+    // advanced for a batch that never committed.
+    const { outcome, after } = this.ctx.storage.transactionSync(() => {
+      const now = Date.now();
+      const before: WatermarkState = { watermark: meta.watermark, sources: this.sourceProgress() };
+      const after = advanceWatermark(meta.config, before, req.source, req.maxEventTime, now);
+      const progress = own(after.sources, req.source)!;
+      this.sql.exec(
+        "INSERT OR REPLACE INTO sources (name, max_t, last_batch_at) VALUES (?, ?, ?)",
+        req.source, progress.maxEventTime, progress.lastBatchAt,
+      );
+      this.sql.exec("UPDATE meta SET watermark = ?", after.watermark);
+      for (const t of req.touched) this.recordPartition(t);
+      const totals = this.sql.exec<{ rows: number; bytes: number }>(
+        "SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes FROM partitions",
+      ).one();
+      const seq = this.lastSeq() + 1;
+      const outcome: BatchOutcome = {
+        batchId: req.batchId,
+        source: req.source,
+        replayed: false,
+        watermark: row.watermark,
+        watermarkAfter: after.watermark,
+        ...capRejected(req.counts),
+      };
+      const report: ProgressReport = progressOf(outcome, {
+        commitSeq: seq,
+        committedAt: now,
+        durationMs: now - req.startedAt,
+        numRowsTotal: totals.rows,
+        numRowsUpdated: req.touched.reduce((a, t) => a + t.inserted, 0),
+        numRowsRemoved: req.touched.reduce((a, t) => a + t.removed, 0),
+        stateBytes: totals.bytes,
+      });
+      this.sql.exec(
+        "UPDATE batches SET seq = ?, data_key = ?, late_key = ?, rejected_key = ?, report = ? WHERE source = ? AND batch_id = ?",
+        seq, req.objects.data, req.objects.late, req.objects.rejected, JSON.stringify({ outcome, progress: report } satisfies StoredReport), req.source, req.batchId,
+      );
+      return { outcome, after };
     });
-    this.sql.exec(
-      "UPDATE batches SET seq = ?, data_key = ?, late_key = ?, rejected_key = ?, report = ? WHERE source = ? AND batch_id = ?",
-      seq, req.objects.data, req.objects.late, req.objects.rejected, JSON.stringify({ outcome, progress: report } satisfies StoredReport), req.source, req.batchId,
-    );
     this.leases.delete(`${req.source}\n${req.batchId}`);
     if (after.watermark > meta.watermark) await this.scheduleEviction(meta.config);
     return outcome;
@@ -306,13 +376,26 @@ export class Coordinator extends DurableObject<Env> {
       .toArray();
   }
 
-  addCredential(c: StoredCredential): boolean {
-    if (!this.meta()) return false;
+  /**
+   * Stores a credential. A token already given to any source of this stream is
+   * refused: lookups go by its hash, so the second holder would be locked out.
+   */
+  addCredential(c: StoredCredential): "added" | "missing" | "duplicate" {
+    if (!this.meta()) return "missing";
+    if (c.type === "token" && this.sql.exec("SELECT 1 FROM credentials WHERE material = ? AND type = 'token'", c.material).toArray().length > 0) {
+      return "duplicate";
+    }
     this.sql.exec(
       "INSERT INTO credentials (id, source, type, label, created_at, material) VALUES (?, ?, ?, ?, ?, ?)",
       c.id, c.source, c.type, c.label, c.createdAt, c.material,
     );
-    return true;
+    return "added";
+  }
+
+  /** Re-seals a signing secret under the current CREDENTIALS_KEY, if it is still as it was read. */
+  resealCredential(id: string, from: string, to: string): void {
+    if (!this.exists) return;
+    this.sql.exec("UPDATE credentials SET material = ? WHERE id = ? AND material = ?", to, id, from);
   }
 
   /** A source's credentials, without their material when `withMaterial` is false. */

@@ -9,8 +9,12 @@ export interface Env {
   ADMIN_TOKEN?: string;
   /** accepted alongside ADMIN_TOKEN while rotating it */
   ADMIN_TOKEN_PREVIOUS?: string;
-  /** encrypts sources' signing secrets at rest; needed to create HMAC credentials */
+  /** encrypts sources' signing secrets at rest (at least 32 characters); needed for HMAC credentials */
   CREDENTIALS_KEY?: string;
+  /** still opens secrets sealed by the previous CREDENTIALS_KEY while rotating it */
+  CREDENTIALS_KEY_PREVIOUS?: string;
+  /** "false" refuses deprecated v1 X-Signatures (body-only); accepted otherwise */
+  ACCEPT_SIGNATURE_V1?: string;
   /** comma-separated origins allowed by CORS; none when unset */
   CORS_ORIGINS?: string;
 }

@@ -6,9 +6,10 @@ import { coordinatorStub, partitionStub, type Env } from "../env";
 import { InjectedFault } from "../faults";
 import { readObject } from "../sink";
 import { requireAdmin } from "./auth";
-import { hashToken, newSecret, sealSecret, type StoredCredential } from "./credentials";
+import { hashToken, newSecret, type StoredCredential } from "./credentials";
+import { sealSecret } from "./sealing";
 import { ingest } from "./ingest";
-import { badRequest, conflict, HttpError, notConfigured, notFound, problemResponse } from "./problem";
+import { badRequest, conflict, HttpError, notFound, problemResponse } from "./problem";
 
 type App = { Bindings: Env; Variables: { stream: string } };
 
@@ -88,8 +89,8 @@ app.delete(STREAM, async (c) => {
 });
 
 app.post(`${STREAM}/events`, async (c) => {
-  const { outcome, batchId } = await ingest(c.env, c.get("stream"), c.req.raw);
-  return c.json(outcome, 200, { "idempotency-key": batchId });
+  const { outcome, batchId, headers } = await ingest(c.env, c.get("stream"), c.req.raw);
+  return c.json(outcome, 200, { ...headers, "idempotency-key": batchId });
 });
 
 app.get(`${STREAM}/progress`, async (c) => {
@@ -132,18 +133,20 @@ app.post(CREDENTIALS, async (c) => {
   if (!parsed.success) throw badRequest("the credential is invalid", { errors: zodErrors(parsed.error) });
   const { type, label } = parsed.data;
   const secret = parsed.data.secret ?? newSecret(type);
-  if (type === "hmac" && !c.env.CREDENTIALS_KEY) {
-    throw notConfigured("signing secrets need the CREDENTIALS_KEY secret to be set");
-  }
+  const stream = c.get("stream");
+  const source = c.req.param("source")!;
+  const id = `cred_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
   const cred: StoredCredential = {
-    id: `cred_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`,
-    source: c.req.param("source")!,
+    id,
+    source,
     type,
     label: label ?? null,
     createdAt: Date.now(),
-    material: type === "token" ? await hashToken(secret) : await sealSecret(secret, c.env.CREDENTIALS_KEY!),
+    material: type === "token" ? await hashToken(secret) : await sealSecret(secret, c.env, { stream, source, id }),
   };
-  if (!(await coordinatorStub(c.env, c.get("stream")).addCredential(cred))) throw missing(c.get("stream"));
+  const added = await coordinatorStub(c.env, stream).addCredential(cred);
+  if (added === "missing") throw missing(stream);
+  if (added === "duplicate") throw conflict("credential-in-use", "this token is already a credential of this stream; choose another (or omit secret to get a generated one)");
   const { material: _m, ...shown } = cred;
   return c.json({ ...shown, secret }, 201);
 });

@@ -3,10 +3,15 @@ import { badRequest, HttpError } from "./problem";
 /** No stream may accept more than this; RPC payloads to a Durable Object top out at 32 MiB. */
 export const HARD_BODY_LIMIT = 32 * 1024 * 1024;
 
-/** Reads the body, refusing (413) past `limit` bytes without buffering the rest. */
-export async function readBody(req: Request, limit: number): Promise<Uint8Array> {
+/**
+ * Reads the body, refusing (413) past `limit` bytes without buffering the rest:
+ * a declared Content-Length over it is refused before reading anything. When
+ * the body turns out larger, `beyond()` may allow a larger limit (a batch that
+ * began under higher limits), or return null to refuse.
+ */
+export async function readBody(req: Request, limit: number, beyond: () => Promise<number | null> = async () => null): Promise<Uint8Array> {
   const declared = Number(req.headers.get("content-length") ?? NaN);
-  if (declared > limit) throw tooLarge(limit);
+  if (declared > limit) limit = await raise(limit, declared, beyond);
   if (!req.body) return new Uint8Array();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -16,8 +21,12 @@ export async function readBody(req: Request, limit: number): Promise<Uint8Array>
     if (done) break;
     size += value.byteLength;
     if (size > limit) {
-      await reader.cancel();
-      throw tooLarge(limit);
+      try {
+        limit = await raise(limit, size, beyond);
+      } catch (e) {
+        await reader.cancel();
+        throw e;
+      }
     }
     chunks.push(value);
   }
@@ -30,18 +39,46 @@ export async function readBody(req: Request, limit: number): Promise<Uint8Array>
   return out;
 }
 
-export function tooLarge(limit: number): HttpError {
-  return new HttpError(413, "body-too-large", "Payload too large", `the body is larger than ${limit} bytes; split the batch`);
+async function raise(limit: number, size: number, beyond: () => Promise<number | null>): Promise<number> {
+  const next = await beyond();
+  if (next === null || size > next) throw tooLarge(limit);
+  return next;
 }
 
-const isNdjson = (contentType: string | null) => /^application\/(x-ndjson|jsonl|x-jsonlines|ndjson)\b/i.test(contentType ?? "");
+export function tooLarge(limit: number): HttpError {
+  return new HttpError(413, "body-too-large", "Payload too large", `the body is larger than ${limit} bytes; this stream accepts at most ${limit}; split the batch`);
+}
+
+/** More rows than a stream accepts: parsing stopped there. */
+export class TooManyRows extends HttpError {
+  constructor(maxRows: number, counted: number | null) {
+    super(413, "batch-too-large", "Payload too large",
+      `the batch has ${counted ?? `more than ${maxRows}`} rows; this stream accepts at most ${maxRows}`);
+  }
+}
+
+/** The most rows any batch may have, whatever a stream's limits once were. */
+export const HARD_MAX_ROWS = 100_000;
+
+export type ParseMode = "json" | "ndjson";
+
+/** How a body parses follows its Content-Type, so the mode is part of a batch's identity. */
+export function parseMode(contentType: string | null): ParseMode {
+  return /^application\/(x-ndjson|jsonl|x-jsonlines|ndjson)\b/i.test(contentType ?? "") ? "ndjson" : "json";
+}
+
+/** A batch's identity: its parse mode and the SHA-256 of its bytes (JSON bodies keep the bare hash they always had). */
+export async function batchIdentity(bytes: Uint8Array, mode: ParseMode): Promise<string> {
+  const hash = await sha256Hex(bytes);
+  return mode === "json" ? hash : `${mode}:${hash}`;
+}
 
 /**
  * The rows of an ingest body: one JSON object, a JSON array, or NDJSON (one
  * value per line; blank lines are skipped). Anything else is a 400 that names
  * the problem, and nothing is applied.
  */
-export function parseRows(bytes: Uint8Array, contentType: string | null): unknown[] {
+export function parseRows(bytes: Uint8Array, contentType: string | null, maxRows = HARD_MAX_ROWS): unknown[] {
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
@@ -51,7 +88,7 @@ export function parseRows(bytes: Uint8Array, contentType: string | null): unknow
   if (text.trim() === "") throw badRequest("the body is empty; send a JSON object, a JSON array or NDJSON");
   const depth = nestingDepth(text);
   if (depth > MAX_DEPTH) throw badRequest(`the body nests ${depth} levels deep; at most ${MAX_DEPTH} are accepted`);
-  if (isNdjson(contentType)) return parseNdjson(text);
+  if (parseMode(contentType) === "ndjson") return parseNdjson(text, maxRows);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -60,6 +97,7 @@ export function parseRows(bytes: Uint8Array, contentType: string | null): unknow
   }
   if (Array.isArray(value)) {
     if (value.length === 0) throw badRequest("the batch has no rows");
+    if (value.length > maxRows) throw new TooManyRows(maxRows, value.length);
     return value;
   }
   if (value !== null && typeof value === "object") return [value];
@@ -86,12 +124,14 @@ export function nestingDepth(text: string): number {
   return max;
 }
 
-function parseNdjson(text: string): unknown[] {
+/** One value per line, stopping as soon as there are more than `maxRows`. */
+function parseNdjson(text: string, maxRows: number): unknown[] {
   const rows: unknown[] = [];
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i].trim();
     if (line === "") continue;
+    if (rows.length === maxRows) throw new TooManyRows(maxRows, null);
     try {
       rows.push(JSON.parse(line));
     } catch (e) {
@@ -105,7 +145,7 @@ function parseNdjson(text: string): unknown[] {
 }
 
 export async function sha256Hex(bytes: Uint8Array): Promise<string> {
-  return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
+  return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>)));
 }
 
 export function toHex(bytes: Uint8Array): string {

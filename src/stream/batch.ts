@@ -1,7 +1,7 @@
 import type { StreamConfig } from "./config";
 import type { DedupSettings, Decision } from "./dedup";
 import { partitionFor } from "./hash";
-import { isRejected, validateRow, type AcceptedRow, type RejectedRow, type Row } from "./schema";
+import { isRejected, validateRow, type AcceptedRow, type RejectedRow, type Row, type RowContext } from "./schema";
 
 /** One batch, validated and split by partition; nothing decided yet. */
 export interface BatchPlan {
@@ -13,12 +13,12 @@ export interface BatchPlan {
   maxEventTime: number | null;
 }
 
-export function planBatch(config: StreamConfig, rows: readonly unknown[], now: number): BatchPlan {
+export function planBatch(config: StreamConfig, rows: readonly unknown[], now: number, context?: RowContext): BatchPlan {
   const rejected: RejectedRow[] = [];
   const subBatches = new Map<number, AcceptedRow[]>();
   let maxEventTime: number | null = null;
   rows.forEach((raw, index) => {
-    const r = validateRow(config, raw, index, now);
+    const r = validateRow(config, raw, index, now, context);
     if (isRejected(r)) {
       rejected.push(r);
       return;

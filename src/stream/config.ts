@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { IntervalError, parseInterval } from "./interval";
+import { own } from "./own";
 
 export const MODES = ["within-watermark", "event-time-key", "global"] as const;
 export type Mode = (typeof MODES)[number];
@@ -18,9 +19,20 @@ const interval = z.union([z.string(), z.number()]).transform((v, ctx) => {
   }
 });
 
-const column = z.string().min(1).max(256);
+// "__proto__" would be swallowed by an object literal's prototype setter somewhere along the way.
+const column = z.string().min(1).max(256).refine((c) => c !== "__proto__", "\"__proto__\" cannot be a column name");
 
-const sourceSchema = z.strictObject({ watermarkDelay: interval.optional(), disabled: z.boolean().optional() });
+/**
+ * A source's own caps on its event times (they default to the stream's): how
+ * far ahead of the server clock, and how far ahead of what the watermark
+ * implies, so that one source cannot drag the watermark into the future.
+ */
+const sourceSchema = z.strictObject({
+  watermarkDelay: interval.optional(),
+  disabled: z.boolean().optional(),
+  maxEventTimeSkew: interval.optional(),
+  maxAheadOfWatermark: interval.optional(),
+});
 
 const limitsSchema = z.strictObject({
   // 32 MiB is the most a Durable Object RPC carries, and the Worker's hard cap.
@@ -40,6 +52,7 @@ export const streamBodySchema = z
     schema: z.record(column, z.enum(COLUMN_TYPES)).default({}),
     sources: z.record(z.string().regex(NAME_PATTERN, nameMessage), sourceSchema).default({}),
     maxEventTimeSkew: interval.default(86_400_000),
+    maxAheadOfWatermark: interval.optional(),
     limits: limitsSchema.default({}),
   })
   .superRefine((b, ctx) => {
@@ -52,7 +65,7 @@ export const streamBodySchema = z
     if (new Set(b.key).size !== b.key.length) {
       ctx.addIssue({ code: "custom", path: ["key"], message: "key columns must be distinct" });
     }
-    if (b.eventTime !== undefined && b.schema[b.eventTime] !== undefined && b.schema[b.eventTime] !== "timestamp") {
+    if (b.eventTime !== undefined && own(b.schema, b.eventTime) !== undefined && own(b.schema, b.eventTime) !== "timestamp") {
       ctx.addIssue({ code: "custom", path: ["schema", b.eventTime], message: "the event-time column must be a timestamp" });
     }
   });
@@ -66,11 +79,20 @@ export interface StreamConfig {
   partitions: number;
   watermarkPolicy: "min" | "max";
   schema: Record<string, ColumnType>;
-  /** declared sources: their own delay; a disabled source's batches are refused */
-  sources: Record<string, { watermarkDelay?: number; disabled?: boolean }>;
+  /** declared sources: their own delay and caps; a disabled source's batches are refused */
+  sources: Record<string, SourceConfig>;
   /** ms; rows whose event time is further ahead of now are rejected. */
   maxEventTimeSkew: number;
+  /** ms; rows further ahead of (watermark + delay) are rejected; defaults to maxEventTimeSkew */
+  maxAheadOfWatermark?: number;
   limits: { maxBodyBytes: number; maxRows: number };
+}
+
+export interface SourceConfig {
+  watermarkDelay?: number;
+  disabled?: boolean;
+  maxEventTimeSkew?: number;
+  maxAheadOfWatermark?: number;
 }
 
 export const DEFAULT_LIMITS = { maxBodyBytes: 10 * 1024 * 1024, maxRows: 10_000 };
@@ -79,6 +101,11 @@ export type FieldError = { path: string; message: string };
 export type ConfigResult = { ok: true; config: StreamConfig } | { ok: false; errors: FieldError[] };
 
 export function parseStreamConfig(body: unknown): ConfigResult {
+  // zod's record drops a "__proto__" entry without a word; say so instead.
+  const schema = (body as { schema?: unknown } | null)?.schema;
+  if (schema !== null && typeof schema === "object" && Object.hasOwn(schema, "__proto__")) {
+    return { ok: false, errors: [{ path: "schema.__proto__", message: '"__proto__" cannot be a column name' }] };
+  }
   const r = streamBodySchema.safeParse(body);
   if (!r.success) return { ok: false, errors: zodErrors(r.error) };
   const b = r.data;
@@ -94,6 +121,7 @@ export function parseStreamConfig(body: unknown): ConfigResult {
       schema: b.schema,
       sources: b.sources,
       maxEventTimeSkew: b.maxEventTimeSkew,
+      ...(b.maxAheadOfWatermark === undefined ? {} : { maxAheadOfWatermark: b.maxAheadOfWatermark }),
       limits: { ...DEFAULT_LIMITS, ...b.limits },
     },
   };
@@ -115,12 +143,28 @@ export function boundFieldChanges(old: StreamConfig, next: StreamConfig): string
   if (old.eventTime !== next.eventTime) changed.push("eventTime");
   if (old.partitions !== next.partitions) changed.push("partitions");
   for (const col of old.key) {
-    if (old.schema[col] !== next.schema[col]) changed.push(`schema.${col}`);
+    if (own(old.schema, col) !== own(next.schema, col)) changed.push(`schema.${col}`);
   }
   return changed;
 }
 
 /** The delay that turns a source's max event time into its watermark. */
 export function delayOf(config: StreamConfig, source: string): number {
-  return config.sources[source]?.watermarkDelay ?? config.watermarkDelay;
+  return sourceConfig(config, source)?.watermarkDelay ?? config.watermarkDelay;
+}
+
+/** A declared source's settings (own properties only: a source may be called "constructor"). */
+export function sourceConfig(config: StreamConfig, source: string): SourceConfig | undefined {
+  return own(config.sources, source);
+}
+
+/**
+ * How far ahead a source's event times may be: of the server clock (`skew`) and
+ * of the newest event time the watermark in force implies, watermark + delay
+ * (`ahead`). Each falls back to the stream's, and `ahead` to `skew`.
+ */
+export function eventTimeCaps(config: StreamConfig, source: string): { skew: number; ahead: number } {
+  const s = sourceConfig(config, source);
+  const skew = s?.maxEventTimeSkew ?? config.maxEventTimeSkew;
+  return { skew, ahead: s?.maxAheadOfWatermark ?? config.maxAheadOfWatermark ?? skew };
 }

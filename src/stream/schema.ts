@@ -1,5 +1,6 @@
-import type { ColumnType, StreamConfig } from "./config";
+import { delayOf, eventTimeCaps, type ColumnType, type StreamConfig } from "./config";
 import { encodeKey, MAX_KEY_BYTES, type KeyValue } from "./key";
+import { own } from "./own";
 
 export type Row = Record<string, unknown>;
 
@@ -72,25 +73,41 @@ function coerce(column: string, type: ColumnType, value: unknown): unknown {
 
 const encoder = new TextEncoder();
 
+/** Who sent a row and the watermark it is judged by: they set the caps on its event time. */
+export interface RowContext {
+  source: string;
+  /** the global watermark in force; 0 (none yet) applies no cap relative to it */
+  watermark: number;
+}
+
 /**
  * Validates one row against the stream: schema coercion, key and event time
- * present and well-typed, event time not too far ahead of `now`.
+ * present and well-typed, event time not too far ahead of `now` nor of the
+ * watermark (the source's caps, see eventTimeCaps).
  */
-export function validateRow(config: StreamConfig, raw: unknown, index: number, now: number): AcceptedRow | RejectedRow {
+export function validateRow(
+  config: StreamConfig,
+  raw: unknown,
+  index: number,
+  now: number,
+  context: RowContext = { source: "default", watermark: 0 },
+): AcceptedRow | RejectedRow {
   try {
     if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw new RowError("row is not a JSON object");
     const row: Row = { ...(raw as Row) };
     for (const [column, type] of Object.entries(config.schema)) {
-      const v = row[column];
+      const v = own(row, column);
       if (v === undefined || v === null) continue; // absence is checked only for key and event time
       row[column] = coerce(column, type, v);
     }
     const values: KeyValue[] = config.key.map((column) => {
-      const v = row[column];
+      const v = own(row, column);
       if (v === undefined || v === null) throw new RowError(`${column}: missing key column`);
       if (typeof v === "object") throw new RowError(`${column}: a key column must be a string, number or boolean`);
+      // JSON has no Infinity, but 1e999 parses to it, and the key encoding would turn it into null.
+      if (typeof v === "number" && !Number.isFinite(v)) throw new RowError(`${column}: a key value must be a finite number`);
       // A time in the key is compared as an instant: "…T10:00:00Z", "…T10:00:00.000Z" and its epoch ms are one key.
-      if (column === config.eventTime || config.schema[column] === "timestamp") {
+      if (column === config.eventTime || own(config.schema, column) === "timestamp") {
         const ms = parseTimestamp(v);
         if (ms === null) throw new RowError(`${column}: not a timestamp (ISO-8601 or epoch ms)`);
         return ms;
@@ -103,12 +120,19 @@ export function validateRow(config: StreamConfig, raw: unknown, index: number, n
     }
     let eventTime: number | null = null;
     if (config.eventTime !== null) {
-      const v = row[config.eventTime];
+      const v = own(row, config.eventTime);
       if (v === undefined || v === null) throw new RowError(`${config.eventTime}: missing event time`);
       eventTime = parseTimestamp(v);
       if (eventTime === null) throw new RowError(`${config.eventTime}: not a timestamp (ISO-8601 or epoch ms)`);
-      if (eventTime > now + config.maxEventTimeSkew) {
-        throw new RowError(`${config.eventTime}: more than ${config.maxEventTimeSkew} ms in the future (clock skew guard)`);
+      const caps = eventTimeCaps(config, context.source);
+      if (eventTime > now + caps.skew) {
+        throw new RowError(`${config.eventTime}: more than ${caps.skew} ms in the future (clock skew guard)`);
+      }
+      const implied = context.watermark + delayOf(config, context.source);
+      if (context.watermark > 0 && eventTime > implied + caps.ahead) {
+        throw new RowError(
+          `${config.eventTime}: more than ${caps.ahead} ms ahead of the watermark ${context.watermark} + delay (maxAheadOfWatermark)`,
+        );
       }
     }
     return { index, row, key, eventTime };

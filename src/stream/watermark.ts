@@ -1,4 +1,5 @@
-import { delayOf, type StreamConfig } from "./config";
+import { delayOf, sourceConfig, type StreamConfig } from "./config";
+import { own } from "./own";
 
 export interface SourceProgress {
   /** max event time accepted from this source, null until it first sends */
@@ -27,10 +28,10 @@ export function sourceWatermark(config: StreamConfig, source: string, progress: 
 export function globalWatermark(config: StreamConfig, sources: Record<string, SourceProgress>, previous: number): number {
   // An undeclared source joins once it has had a row accepted.
   // A disabled source is retired: it no longer holds the watermark back.
-  const spoken = Object.keys(sources).filter((s) => sources[s].maxEventTime !== null);
-  const names = new Set([...Object.keys(config.sources), ...spoken].filter((s) => !config.sources[s]?.disabled));
+  const spoken = Object.keys(sources).filter((s) => own(sources, s)!.maxEventTime !== null);
+  const names = new Set([...Object.keys(config.sources), ...spoken].filter((s) => !sourceConfig(config, s)?.disabled));
   if (config.eventTime === null || names.size === 0) return previous;
-  const marks = [...names].map((s) => sourceWatermark(config, s, sources[s]));
+  const marks = [...names].map((s) => sourceWatermark(config, s, own(sources, s)));
   const policy = config.watermarkPolicy === "min" ? Math.min(...marks) : Math.max(...marks);
   return Math.max(previous, policy);
 }
@@ -47,7 +48,7 @@ export function advanceWatermark(
   batchMaxEventTime: number | null,
   now: number,
 ): WatermarkState {
-  const before = state.sources[source];
+  const before = own(state.sources, source);
   const maxEventTime =
     batchMaxEventTime === null ? (before?.maxEventTime ?? null) : Math.max(before?.maxEventTime ?? -Infinity, batchMaxEventTime);
   const sources = { ...state.sources, [source]: { maxEventTime, lastBatchAt: now } };

@@ -80,6 +80,9 @@ export interface ServerOptions {
   faults?: boolean;
 }
 
+/** Seals signing secrets in the e2e servers; the same across restarts, as in production. */
+export const E2E_CREDENTIALS_KEY = "e2e-credentials-key-0123456789abcdef";
+
 export async function startServer(options: ServerOptions = {}): Promise<Server> {
   installExitHook();
   const token = options.token ?? `e2e-${Math.random().toString(36).slice(2)}`;
@@ -137,6 +140,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
         "--inspector-ip", "127.0.0.1",
         "--persist-to", persistDir,
         "--var", `ADMIN_TOKEN:${token}`,
+        "--var", `CREDENTIALS_KEY:${E2E_CREDENTIALS_KEY}`,
         "--show-interactive-dev-session=false",
         "--log-level", "warn",
         ...(options.faults ? ["--define", "__FAULTS__:true"] : []),

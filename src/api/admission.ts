@@ -1,0 +1,150 @@
+import type { Admission, CallerClaim, Coordinator, IngestAuth, SealedSigner } from "../coordinator";
+import type { StreamConfig } from "../stream/config";
+import type { Env } from "../env";
+import { bearerToken, isAdminToken } from "./auth";
+import { hashToken } from "./credentials";
+import { forbidden, notFound, unauthorized } from "./problem";
+import { openSecret, sealSecret } from "./sealing";
+import { parseSignature, SIGNATURE_TOLERANCE_S, verifySignature, withinReplayWindow, type ParsedSignature, type SignedRequest } from "./signature";
+import { TtlCache } from "./ttl-cache";
+
+/**
+ * Who may send, decided from the headers before any of the body is read: the
+ * admin token, a source's bearer token, or a signature whose timestamp is
+ * fresh. One cheap coordinator lookup (cached briefly, refusals never) says
+ * whether the caller is allowed in, as which source, and the stream's limits,
+ * which then bound how much of the body is read at all.
+ */
+export interface Caller {
+  claim: CallerClaim;
+  source: string;
+  limits: StreamConfig["limits"];
+  /** a signature claim: the header, checked against the body by proveCaller() */
+  signature: ParsedSignature | null;
+}
+
+interface Admitted {
+  source: string;
+  limits: StreamConfig["limits"];
+  signers: SealedSigner[];
+  /** the signers' secrets, opened once per cache entry */
+  secrets?: Promise<{ id: string; secret: string }[]>;
+}
+
+/** Positive admissions only, per isolate; begin() re-checks every credential, so this decides only what gets read. */
+const admissions = new TtlCache<Admitted>(1_000, 10_000);
+/** A signature that matches no cached secret refetches them (a credential just added), at most this often. */
+const REFETCH_MS = 1_000;
+
+export async function admitCaller(
+  env: Env,
+  stream: string,
+  coordinator: DurableObjectStub<Coordinator>,
+  headers: Headers,
+  sourceHeader: string | null,
+): Promise<Caller> {
+  const bearer = bearerToken(headers.get("authorization"));
+  const header = headers.get("x-signature");
+  let claim: CallerClaim;
+  let signature: ParsedSignature | null = null;
+  if (bearer !== null) {
+    claim = (await isAdminToken(bearer, env)) ? { kind: "admin" } : { kind: "token", hash: await hashToken(bearer) };
+  } else if (header !== null) {
+    signature = parseSignature(header);
+    // Refused before any round trip to the coordinator, on both sides of now.
+    if (!withinReplayWindow(signature.t, Date.now())) {
+      throw unauthorized(`the signature's timestamp is more than ${SIGNATURE_TOLERANCE_S} s from now`);
+    }
+    claim = { kind: "hmac" };
+  } else {
+    await isAdminToken("", env); // 503 when the service has no admin token at all
+    throw unauthorized("send Authorization: Bearer <token> (the admin token or a source token) or an X-Signature");
+  }
+  const admitted = await admission(coordinator, cacheKey(stream, claim, sourceHeader), sourceHeader, claim, stream);
+  return { claim, source: admitted.source, limits: admitted.limits, signature };
+}
+
+/**
+ * Turns the claim into proof once the body is here: a signature must match one
+ * of the source's signing secrets. Returns the auth that begin() re-checks and
+ * the signature version used (v1 is deprecated).
+ */
+export async function proveCaller(
+  env: Env,
+  stream: string,
+  coordinator: DurableObjectStub<Coordinator>,
+  caller: Caller,
+  sourceHeader: string | null,
+  body: Uint8Array,
+  bound: SignedRequest,
+): Promise<{ auth: IngestAuth; version: "v1" | "v2" | null }> {
+  if (caller.claim.kind !== "hmac") return { auth: caller.claim, version: null };
+  const sig = caller.signature!;
+  const key = cacheKey(stream, caller.claim, sourceHeader);
+  const acceptV1 = env.ACCEPT_SIGNATURE_V1 !== "false";
+  const now = Date.now();
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const admitted =
+      attempt === 0
+        ? await admission(coordinator, key, sourceHeader, caller.claim, stream)
+        : admissions.get(key, now, REFETCH_MS) ?? (await admission(coordinator, key, sourceHeader, caller.claim, stream, true));
+    const secrets = (admitted.secrets ??= openAll(env, stream, coordinator, admitted));
+    // A failure to open (a key problem, a 503) is not kept: the next request tries again.
+    secrets.catch(() => {
+      if (admitted.secrets === secrets) admitted.secrets = undefined;
+    });
+    for (const k of await secrets) {
+      const version = await verifySignature(k.secret, sig, body, now, bound, acceptV1);
+      if (version) return { auth: { kind: "hmac", credentialId: k.id }, version };
+    }
+  }
+  if (sig.v2.length === 0 && !acceptV1) throw unauthorized("X-Signature v1 is no longer accepted; sign with v2");
+  throw unauthorized(`the signature does not match any signing secret of source "${caller.source}"`);
+}
+
+async function admission(
+  coordinator: DurableObjectStub<Coordinator>,
+  key: string,
+  sourceHeader: string | null,
+  claim: CallerClaim,
+  stream: string,
+  fresh = false,
+): Promise<Admitted> {
+  const now = Date.now();
+  const cached = fresh ? undefined : admissions.get(key, now);
+  if (cached) return cached;
+  const r = await coordinator.admit(sourceHeader, claim);
+  if (r.kind !== "admitted") throw refusal(r, claim, stream, sourceHeader);
+  const admitted: Admitted = { source: r.source, limits: r.limits, signers: r.signers };
+  admissions.set(key, admitted, now);
+  return admitted;
+}
+
+function refusal(r: Exclude<Admission, { kind: "admitted" }>, claim: CallerClaim, stream: string, sourceHeader: string | null) {
+  switch (r.kind) {
+    case "missing":
+      return notFound(`stream "${stream}" does not exist; create it with PUT /v1/streams/${stream}`);
+    case "forbidden":
+      return forbidden(r.detail);
+    case "unauthorized":
+      return claim.kind === "hmac"
+        ? unauthorized(`the signature does not match any signing secret of source "${sourceHeader ?? "default"}"`)
+        : forbidden("the token is not valid for this stream");
+  }
+}
+
+function cacheKey(stream: string, claim: CallerClaim, sourceHeader: string | null): string {
+  return [stream, claim.kind, claim.kind === "token" ? claim.hash : "", sourceHeader ?? ""].join("\n");
+}
+
+/** Opens the signers' secrets; one sealed by the previous key (or the legacy format) is re-sealed under the current one. */
+async function openAll(env: Env, stream: string, coordinator: DurableObjectStub<Coordinator>, a: Admitted) {
+  return Promise.all(
+    a.signers.map(async (s) => {
+      const for_ = { stream, source: a.source, id: s.id };
+      const { secret, stale } = await openSecret(s.material, env, for_);
+      if (stale) await coordinator.resealCredential(s.id, s.material, await sealSecret(secret, env, for_));
+      return { id: s.id, secret };
+    }),
+  );
+}
