@@ -33,7 +33,7 @@ const isRefusal = (r: Signed | Refusal): r is Refusal => "ok" in r;
  * Whether a signed timestamp is within the window. Whole seconds of now, as
  * the providers' own libraries count, so that the edges agree with theirs.
  */
-export function fresh(label: string, t: number, nowMs: number): PrecheckResult {
+function fresh(label: string, t: number, nowMs: number): PrecheckResult {
   const age = Math.floor(nowMs / 1000) - t;
   if (age > TOLERANCE_S) return refuse(`${label}=${t} is ${age} s old; at most ${TOLERANCE_S} s are accepted (replay protection)`);
   if (-age > TOLERANCE_S) return refuse(`${label}=${t} is ${-age} s in the future; at most ${TOLERANCE_S} s of clock skew are accepted`);
