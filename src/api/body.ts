@@ -145,6 +145,7 @@ function parseNdjson(text: string, maxRows: number): unknown[] {
 }
 
 export async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  // The cast is for the DOM typings (Node-side tests of src/webhooks), which allow only ArrayBuffer-backed views; ours always are.
   return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>)));
 }
 

@@ -4,8 +4,14 @@ import { own } from "./own";
 
 export const MODES = ["within-watermark", "event-time-key", "global"] as const;
 export type Mode = (typeof MODES)[number];
-export const COLUMN_TYPES = ["string", "int", "long", "double", "boolean", "timestamp"] as const;
+export const TIMESTAMP_TYPES = ["timestamp", "timestamp:s", "timestamp:ms"] as const;
+export type TimestampType = (typeof TIMESTAMP_TYPES)[number];
+export const COLUMN_TYPES = ["string", "int", "long", "double", "boolean", ...TIMESTAMP_TYPES] as const;
 export type ColumnType = (typeof COLUMN_TYPES)[number];
+
+export function isTimestampType(type: ColumnType | undefined): type is TimestampType {
+  return type !== undefined && (TIMESTAMP_TYPES as readonly string[]).includes(type);
+}
 
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const nameMessage = "1-64 characters: letters, digits, '_', '.', '-', starting with a letter or digit";
@@ -65,8 +71,12 @@ export const streamBodySchema = z
     if (new Set(b.key).size !== b.key.length) {
       ctx.addIssue({ code: "custom", path: ["key"], message: "key columns must be distinct" });
     }
-    if (b.eventTime !== undefined && own(b.schema, b.eventTime) !== undefined && own(b.schema, b.eventTime) !== "timestamp") {
-      ctx.addIssue({ code: "custom", path: ["schema", b.eventTime], message: "the event-time column must be a timestamp" });
+    if (b.eventTime !== undefined && own(b.schema, b.eventTime) !== undefined && !isTimestampType(own(b.schema, b.eventTime))) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["schema", b.eventTime],
+        message: `the event-time column must be a timestamp (${TIMESTAMP_TYPES.map((t) => `"${t}"`).join(", ")})`,
+      });
     }
   });
 
@@ -133,8 +143,8 @@ export function zodErrors(error: z.ZodError): FieldError[] {
 
 /**
  * Fields bound at creation, like a Spark checkpoint's plan: changing them would
- * reinterpret state already stored. Key columns' schema types are bound too,
- * since they change the canonical key encoding.
+ * reinterpret state already stored. How each key column is encoded into the
+ * canonical key is bound too (its schema type, a time's unit).
  */
 export function boundFieldChanges(old: StreamConfig, next: StreamConfig): string[] {
   const changed: string[] = [];
@@ -143,9 +153,24 @@ export function boundFieldChanges(old: StreamConfig, next: StreamConfig): string
   if (old.eventTime !== next.eventTime) changed.push("eventTime");
   if (old.partitions !== next.partitions) changed.push("partitions");
   for (const col of old.key) {
-    if (own(old.schema, col) !== own(next.schema, col)) changed.push(`schema.${col}`);
+    if (keyEncoding(old, col) !== keyEncoding(next, col)) changed.push(`schema.${col}`);
   }
   return changed;
+}
+
+/**
+ * How a key column's value enters the canonical key. A time is keyed by its
+ * instant in ms; "timestamp" and "timestamp:ms" read every value they both
+ * accept alike (the former only refuses implausibly small numbers), so moving
+ * between them keeps stored keys valid, while "timestamp:s" reads 1700000000 as
+ * another instant. The event-time column's unit is bound only when it is a key
+ * column: elsewhere state holds ms already read, and switching a stream to
+ * "timestamp:s" is the fix the plausibility rule's message suggests.
+ */
+function keyEncoding(config: StreamConfig, column: string): string {
+  const type = own(config.schema, column);
+  if (column === config.eventTime || isTimestampType(type)) return type === "timestamp:s" ? "instant in s" : "instant in ms";
+  return type ?? "as sent";
 }
 
 /** The delay that turns a source's max event time into its watermark. */

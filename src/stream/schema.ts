@@ -1,4 +1,4 @@
-import { delayOf, eventTimeCaps, type ColumnType, type StreamConfig } from "./config";
+import { delayOf, eventTimeCaps, isTimestampType, type ColumnType, type StreamConfig } from "./config";
 import { encodeKey, MAX_KEY_BYTES, type KeyValue } from "./key";
 import { own } from "./own";
 
@@ -21,12 +21,28 @@ class RowError extends Error {}
 
 const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
-/** ISO-8601 strings or epoch milliseconds (number or digit string) → epoch ms. */
-export function parseTimestamp(value: unknown): number | null {
-  if (typeof value === "number") return Number.isFinite(value) ? Math.trunc(value) : null;
+/** What a bare number means in a timestamp column. */
+export type TimeUnit = "s" | "ms";
+
+/**
+ * ISO-8601 strings, or epoch numbers (number or digit string) in `unit` → epoch ms.
+ * Seconds may carry a fraction ("1700000000.25"); milliseconds may not as text.
+ */
+export function parseTimestamp(value: unknown, unit: TimeUnit = "ms"): number | null {
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) return null;
+    return unit === "s" ? (secondsToMs(String(value)) ?? Math.trunc(value * 1000)) : Math.trunc(value);
+  }
   if (typeof value !== "string") return null;
   const s = value.trim().toUpperCase().replace(" ", "T");
-  if (/^-?\d+$/.test(s)) return parseTimestamp(Number(s));
+  if (unit === "s" && DECIMAL.test(s)) return secondsToMs(s);
+  if (/^-?\d+$/.test(s)) return parseTimestamp(Number(s), unit);
+  return parseIsoTimestamp(s);
+}
+
+/** An ISO-8601 date or date-time → epoch ms; a date-time without an offset is UTC. */
+export function parseIsoTimestamp(text: string): number | null {
+  const s = text.trim().toUpperCase().replace(" ", "T");
   const m = ISO_8601.exec(s);
   if (!m) return null;
   // Date.parse rolls 2024-02-30 over into March: refuse dates that do not exist.
@@ -36,6 +52,51 @@ export function parseTimestamp(value: unknown): number | null {
   // A date-time without an offset is taken as UTC, not the runtime's zone.
   const ms = Date.parse(s.includes("T") && m[4] === undefined ? `${s}Z` : s);
   return Number.isNaN(ms) ? null : ms;
+}
+
+const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?$/;
+
+/** Decimal seconds → ms by digits, not by float multiplication (1.001 s is 1001 ms, not 1000.9999); below 1 ms truncates, as ISO fractions do. */
+function secondsToMs(text: string): number | null {
+  const m = DECIMAL.exec(text);
+  if (!m) return null; // exponent notation: the caller multiplies
+  const ms = Number(m[2]) * 1000 + Number((m[3] ?? "").padEnd(3, "0").slice(0, 3));
+  return m[1] === "-" && ms !== 0 ? -ms : ms;
+}
+
+/**
+ * Epoch ms below this (2001-09-09T01:46:40Z) are refused where the unit is not
+ * declared: such a number is almost always epoch seconds, which read as ms
+ * would silently land in January 1970.
+ */
+export const MIN_PLAUSIBLE_MS = 1e12;
+/** Epoch seconds at or above this (the year 5138) are milliseconds sent to a "timestamp:s" column. */
+export const MAX_PLAUSIBLE_S = 1e11;
+
+const asIso = (ms: number) => (Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : "outside the calendar");
+const isNumeric = (value: unknown) => typeof value === "number" || (typeof value === "string" && DECIMAL.test(value.trim()));
+
+/**
+ * Reads a time the engine works with (the event time, a time in the key) as
+ * epoch ms, by the column's declared type. Numbers where the unit is not
+ * declared must be plausible as ms; "timestamp:ms" declares that early dates
+ * are meant.
+ */
+function readInstant(column: string, type: ColumnType | undefined, value: unknown): number {
+  const unit: TimeUnit = type === "timestamp:s" ? "s" : "ms";
+  const ms = parseTimestamp(value, unit);
+  if (ms === null) throw new RowError(`${column}: not a timestamp (ISO-8601 or epoch ${unit === "s" ? "seconds" : "ms"})`);
+  if (!isNumeric(value)) return ms;
+  if (unit === "s" && Math.abs(ms / 1000) >= MAX_PLAUSIBLE_S) {
+    throw new RowError(`${column}: ${String(value).trim()} looks like epoch milliseconds, not seconds; declare the column "timestamp:ms" or send seconds`);
+  }
+  if (type !== "timestamp:s" && type !== "timestamp:ms" && ms < MIN_PLAUSIBLE_MS) {
+    throw new RowError(
+      `${column}: ${String(value).trim()} looks like epoch seconds, not milliseconds (as ms it is ${asIso(ms)}); ` +
+        `declare the column "timestamp:s" or send milliseconds (a column declared "timestamp:ms" accepts dates before 2001-09-09)`,
+    );
+  }
+  return ms;
 }
 
 /** Coerces one declared column; throws RowError with the user-facing reason. */
@@ -66,8 +127,12 @@ function coerce(column: string, type: ColumnType, value: unknown): unknown {
       if (value === "true" || value === "false") return value === "true";
       return fail("a boolean");
     case "timestamp":
-      if (parseTimestamp(value) === null) fail("a timestamp (ISO-8601 or epoch ms)");
-      return value; // kept as sent; the engine works on the parsed epoch ms
+    case "timestamp:ms":
+    case "timestamp:s": {
+      const unit = type === "timestamp:s" ? "seconds" : "ms";
+      if (parseTimestamp(value, type === "timestamp:s" ? "s" : "ms") === null) fail(`a timestamp (ISO-8601 or epoch ${unit})`);
+      return value; // kept as sent; the engine reads event times and times in the key with readInstant
+    }
   }
 }
 
@@ -107,11 +172,7 @@ export function validateRow(
       // JSON has no Infinity, but 1e999 parses to it, and the key encoding would turn it into null.
       if (typeof v === "number" && !Number.isFinite(v)) throw new RowError(`${column}: a key value must be a finite number`);
       // A time in the key is compared as an instant: "…T10:00:00Z", "…T10:00:00.000Z" and its epoch ms are one key.
-      if (column === config.eventTime || own(config.schema, column) === "timestamp") {
-        const ms = parseTimestamp(v);
-        if (ms === null) throw new RowError(`${column}: not a timestamp (ISO-8601 or epoch ms)`);
-        return ms;
-      }
+      if (column === config.eventTime || isTimestampType(own(config.schema, column))) return readInstant(column, own(config.schema, column), v);
       return v as KeyValue;
     });
     const key = encodeKey(values);
@@ -122,8 +183,7 @@ export function validateRow(
     if (config.eventTime !== null) {
       const v = own(row, config.eventTime);
       if (v === undefined || v === null) throw new RowError(`${config.eventTime}: missing event time`);
-      eventTime = parseTimestamp(v);
-      if (eventTime === null) throw new RowError(`${config.eventTime}: not a timestamp (ISO-8601 or epoch ms)`);
+      eventTime = readInstant(config.eventTime, own(config.schema, config.eventTime), v);
       const caps = eventTimeCaps(config, context.source);
       if (eventTime > now + caps.skew) {
         throw new RowError(`${config.eventTime}: more than ${caps.skew} ms in the future (clock skew guard)`);

@@ -119,9 +119,16 @@ describe("parseStreamConfig: event time and delay", () => {
 
   test("the event-time column must be a timestamp if typed", () => {
     expect(errors({ ...MINIMAL, schema: { event_ts: "string" } })).toEqual([
-      { path: "schema.event_ts", message: "the event-time column must be a timestamp" },
+      { path: "schema.event_ts", message: 'the event-time column must be a timestamp ("timestamp", "timestamp:s", "timestamp:ms")' },
     ]);
-    expect(ok({ ...MINIMAL, schema: { event_ts: "timestamp" } }).schema).toEqual({ event_ts: "timestamp" });
+    for (const type of ["timestamp", "timestamp:s", "timestamp:ms"]) {
+      expect(ok({ ...MINIMAL, schema: { event_ts: type } }).schema).toEqual({ event_ts: type });
+    }
+  });
+
+  test("any column may be declared with a time unit; unknown units are refused", () => {
+    expect(ok({ ...MINIMAL, schema: { created: "timestamp:s", updated: "timestamp:ms" } }).schema).toEqual({ created: "timestamp:s", updated: "timestamp:ms" });
+    expect(paths({ ...MINIMAL, schema: { created: "timestamp:us" } })).toEqual(["schema.created"]);
   });
 
   test("key columns may include the event-time column", () => {
@@ -258,6 +265,23 @@ describe("boundFieldChanges", () => {
     const untyped = ok({ ...MINIMAL });
     const typed = ok({ ...MINIMAL, schema: { event_id: "string" } });
     expect(boundFieldChanges(untyped, typed)).toEqual(["schema.event_id"]);
+  });
+
+  describe("a time in the key: how it is read is bound, not how it is spelled", () => {
+    const withKey = (key: string[], schema: Record<string, string>) => ok({ ...MINIMAL, key, schema });
+    test.each<[string, string[], Record<string, string>, Record<string, string>, string[]]>([
+      ["timestamp → timestamp:ms (same instants)", ["event_id", "created"], { created: "timestamp" }, { created: "timestamp:ms" }, []],
+      ["timestamp:ms → timestamp", ["event_id", "created"], { created: "timestamp:ms" }, { created: "timestamp" }, []],
+      ["timestamp → timestamp:s", ["event_id", "created"], { created: "timestamp" }, { created: "timestamp:s" }, ["schema.created"]],
+      ["timestamp:s → timestamp:ms", ["event_id", "created"], { created: "timestamp:s" }, { created: "timestamp:ms" }, ["schema.created"]],
+      ["timestamp → string", ["event_id", "created"], { created: "timestamp" }, { created: "string" }, ["schema.created"]],
+      ["event time in the key: undeclared → timestamp", ["event_id", "event_ts"], {}, { event_ts: "timestamp" }, []],
+      ["event time in the key: undeclared → timestamp:s", ["event_id", "event_ts"], {}, { event_ts: "timestamp:s" }, ["schema.event_ts"]],
+      ["event time outside the key: → timestamp:s", ["event_id"], {}, { event_ts: "timestamp:s" }, []],
+      ["event time outside the key: timestamp:s → timestamp:ms", ["event_id"], { event_ts: "timestamp:s" }, { event_ts: "timestamp:ms" }, []],
+    ])("%s", (_name, key, before, after, expected) => {
+      expect(boundFieldChanges(withKey(key, before), withKey(key, after))).toEqual(expected);
+    });
   });
 
   test("reports several changes together", () => {

@@ -102,7 +102,8 @@ describe("names from Object.prototype", () => {
     const c = config({ key: ["constructor"], eventTime: "valueOf" });
     expect(validateRow(c, {}, 0, 0)).toEqual({ index: 0, error: "constructor: missing key column" });
     expect(validateRow(c, { constructor: "k" }, 0, 0)).toEqual({ index: 0, error: "valueOf: missing event time" });
-    expect(validateRow(c, { constructor: "k", valueOf: 5 }, 0, 0)).toMatchObject({ key: '["k"]', eventTime: 5 });
+    const t = Date.UTC(2024, 0, 1);
+    expect(validateRow(c, { constructor: "k", valueOf: t }, 0, t)).toMatchObject({ key: '["k"]', eventTime: t });
   });
 
   test("non-finite numbers are no key value", () => {

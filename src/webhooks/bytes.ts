@@ -1,0 +1,59 @@
+/**
+ * Byte helpers for provider signatures, on Web Crypto only so that they run
+ * alike in Workers and in Node (tests, scripts).
+ */
+const encoder = new TextEncoder();
+
+export const utf8 = (text: string): Uint8Array => encoder.encode(text);
+
+/** A body given as text or bytes, as bytes. */
+export const bytesOf = (body: string | Uint8Array): Uint8Array => (typeof body === "string" ? utf8(body) : body);
+
+export function concat(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** The casts are for the DOM typings (Node-side tests), which allow only ArrayBuffer-backed views; ours always are. */
+export async function hmacSha256(key: Uint8Array, message: Uint8Array): Promise<Uint8Array> {
+  const k = await crypto.subtle.importKey("raw", key as Uint8Array<ArrayBuffer>, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  return new Uint8Array(await crypto.subtle.sign("HMAC", k, message as Uint8Array<ArrayBuffer>));
+}
+
+/**
+ * Compares in time that depends only on the length, which is public (a MAC's
+ * length is fixed). crypto.subtle.timingSafeEqual exists in Workers, not Node.
+ */
+export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
+  return diff === 0;
+}
+
+/** Hex (either case) → bytes, or null if it is not whole bytes of hex. */
+export function fromHex(text: string): Uint8Array | null {
+  if (!/^(?:[0-9a-fA-F]{2})+$/.test(text)) return null;
+  return Uint8Array.from(text.match(/../g)!, (b) => parseInt(b, 16));
+}
+
+export function toBase64(bytes: Uint8Array): string {
+  let binary = "";
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return btoa(binary);
+}
+
+/** Standard base64 (padding optional, as atob allows) → bytes, or null. */
+export function fromBase64(text: string): Uint8Array | null {
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text)) return null;
+  try {
+    return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+  } catch {
+    return null;
+  }
+}

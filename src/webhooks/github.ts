@@ -1,0 +1,52 @@
+import { toHex } from "../api/body";
+import { bytesOf, fromHex, hmacSha256, utf8 } from "./bytes";
+import { jsonObject, nonEmpty } from "./envelope";
+import { refuse, type EnvelopeResult, type Provider, type Refusal } from "./provider";
+import { checks, textKey, textSecretProblem, type Scheme, type Signed } from "./signature";
+
+/**
+ * GitHub: `X-Hub-Signature-256: sha256=<hex>`, HMAC-SHA256 of the body keyed
+ * by the secret's UTF-8. No timestamp is signed, so a captured delivery can be
+ * replayed; the batch id (the delivery GUID) makes a replay change nothing.
+ * The legacy SHA-1 `X-Hub-Signature` is not accepted.
+ */
+const HEADER = "X-Hub-Signature-256";
+
+function parse(headers: Headers): Signed | Refusal {
+  const value = headers.get(HEADER);
+  if (value === null) {
+    const sha1 = headers.has("X-Hub-Signature") ? " (the SHA-1 X-Hub-Signature is not accepted)" : "";
+    return refuse(`missing ${HEADER} header${sha1}`);
+  }
+  const mac = value.startsWith("sha256=") ? fromHex(value.slice(7).trim()) : null;
+  if (mac?.length !== 32) return refuse(`${HEADER} must look like sha256=<64 hex digits>`);
+  return { t: null, macs: [mac], signedText: (body) => body };
+}
+
+const scheme: Scheme = { header: HEADER, parse, key: textKey };
+
+/**
+ * id = X-GitHub-Delivery (kept by redeliveries), type = X-GitHub-Event, time =
+ * arrival: GitHub payloads carry no common event time. A webhook set to
+ * application/x-www-form-urlencoded sends the JSON in the `payload` field.
+ */
+function envelope(headers: Headers, body: Uint8Array, nowMs: number): EnvelopeResult {
+  const id = nonEmpty(headers.get("X-GitHub-Delivery"));
+  if (id === null) return refuse("missing X-GitHub-Delivery header");
+  const form = /^application\/x-www-form-urlencoded\b/i.test(headers.get("content-type") ?? "");
+  const json = jsonObject(form ? (new URLSearchParams(new TextDecoder().decode(body)).get("payload") ?? "") : body);
+  if (!json.ok) return json;
+  return { ok: true, row: { id, time: nowMs, type: nonEmpty(headers.get("X-GitHub-Event")), payload: json.value }, deliveryId: id };
+}
+
+/** The X-Hub-Signature-256 value GitHub would send for `body`: for tests, scripts and docs. */
+export async function signGithub(secret: string, body: string | Uint8Array): Promise<string> {
+  return `sha256=${toHex(await hmacSha256(utf8(secret), bytesOf(body)))}`;
+}
+
+export const github: Provider = {
+  type: "github",
+  ...checks(scheme),
+  envelope,
+  secretProblem: textSecretProblem,
+};

@@ -1,0 +1,40 @@
+/**
+ * What every provider module implements: its own signature scheme, checked
+ * before anything else, and the one envelope row a delivery becomes
+ * (DESIGN §6). Pure: no Cloudflare imports, no I/O.
+ */
+export type ProviderType = "stripe" | "github" | "shopify" | "standard-webhooks";
+
+export type Refusal = { ok: false; reason: string };
+export type VerifyResult = { ok: true; secretIndex: number } | Refusal;
+export type PrecheckResult = { ok: true } | Refusal;
+
+/** The row a delivery becomes; a webhook stream has `"key": ["id"], "eventTime": "time"`. */
+export interface EnvelopeRow {
+  id: string;
+  /** epoch ms */
+  time: number;
+  type: string | null;
+  payload: Record<string, unknown>;
+}
+
+/** `deliveryId` is what the batch id is derived from (batchIdFor), so a redelivery replays. */
+export type EnvelopeResult = { ok: true; row: EnvelopeRow; deliveryId: string } | Refusal;
+
+export interface Provider {
+  readonly type: ProviderType;
+  /** The header that carries the signature, for messages and docs. */
+  readonly signatureHeader: string;
+  /** The signed timestamp (epoch seconds) where the scheme has one in a header, else null. */
+  timestamp(headers: Headers): number | null;
+  /** Refuses a missing or malformed signature, or a stale timestamp, before the body is read. */
+  precheck(headers: Headers, nowMs: number): PrecheckResult;
+  /** The full check: precheck, then the signature against each secret (several are live during rotation). */
+  verify(headers: Headers, body: Uint8Array, secrets: string[], nowMs: number): Promise<VerifyResult>;
+  /** The envelope row of a verified delivery. */
+  envelope(headers: Headers, body: Uint8Array, nowMs: number): EnvelopeResult;
+  /** Why a secret cannot be used with this provider, or null: for checking a credential when it is stored. */
+  secretProblem(secret: string): string | null;
+}
+
+export const refuse = (reason: string): Refusal => ({ ok: false, reason });

@@ -1,0 +1,75 @@
+import { sign, verify } from "@octokit/webhooks-methods";
+import { describe, expect, test } from "vitest";
+import { batchIdFor, PROVIDERS, signGithub } from "../../../src/webhooks";
+import { conformance, enc, NOW_MS, ok, type Reference } from "./conformance";
+
+const provider = PROVIDERS.github;
+const headersOf = (value: string) => new Headers({ "X-Hub-Signature-256": value });
+
+conformance({
+  provider,
+  secret: (seed) => `It's a Secret to Everybody ${seed}`,
+  theirHeaders: async (secret, body) => headersOf(await sign(secret, body)),
+  theyAccept: async (secret, body, headers) => verify(secret, body, headers.get("X-Hub-Signature-256")!),
+  ourHeaders: async (secret, body) => headersOf(await signGithub(secret, body)),
+} satisfies Reference);
+
+describe("github: the X-Hub-Signature-256 header", () => {
+  const verifyWith = async (headers: Headers, body = "{}") => ok(await provider.verify(headers, enc(body), ["s3cret"], NOW_MS));
+
+  test("GitHub's documented example (docs.github.com, validating webhook deliveries)", async () => {
+    const expected = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
+    expect(await signGithub("It's a Secret to Everybody", "Hello, World!")).toBe(expected);
+    expect(ok(await provider.verify(headersOf(expected), enc("Hello, World!"), ["It's a Secret to Everybody"], NOW_MS))).toBe(0);
+  });
+
+  test("no timestamp is signed: any arrival time verifies, and there is none to read", async () => {
+    const headers = headersOf(await signGithub("s3cret", "{}"));
+    expect(ok(await provider.verify(headers, enc("{}"), ["s3cret"], 0))).toBe(0);
+    expect(provider.timestamp(headers)).toBeNull();
+  });
+
+  test("only the SHA-1 X-Hub-Signature is refused, and says why", async () => {
+    const reason = "missing X-Hub-Signature-256 header (the SHA-1 X-Hub-Signature is not accepted)";
+    expect(await verifyWith(new Headers({ "X-Hub-Signature": "sha1=0123" }))).toBe(reason);
+  });
+
+  test.each(["757107ea", "sha1=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17", "sha256=xyz", "sha256=", `sha256=${"a".repeat(66)}`])(
+    "malformed %j is refused before the body",
+    async (value) => {
+      const reason = "X-Hub-Signature-256 must look like sha256=<64 hex digits>";
+      expect(provider.precheck(headersOf(value), NOW_MS)).toEqual({ ok: false, reason });
+      expect(await verifyWith(headersOf(value))).toBe(reason);
+    },
+  );
+});
+
+describe("github: the envelope", () => {
+  const delivery = { "X-GitHub-Delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958", "X-GitHub-Event": "push" };
+  const payload = { ref: "refs/heads/main", commits: [{ id: "abc" }] };
+
+  test("id = X-GitHub-Delivery, type = X-GitHub-Event, time = arrival, payload = the body", () => {
+    expect(provider.envelope(new Headers(delivery), enc(JSON.stringify(payload)), NOW_MS)).toEqual({
+      ok: true,
+      row: { id: delivery["X-GitHub-Delivery"], time: NOW_MS, type: "push", payload },
+      deliveryId: delivery["X-GitHub-Delivery"],
+    });
+  });
+
+  test("a form-encoded delivery carries the JSON in its payload field", () => {
+    const form = `payload=${encodeURIComponent(JSON.stringify(payload))}`;
+    const headers = new Headers({ ...delivery, "content-type": "application/x-www-form-urlencoded" });
+    expect(provider.envelope(headers, enc(form), NOW_MS)).toMatchObject({ ok: true, row: { payload } });
+    expect(provider.envelope(headers, enc("other=1"), NOW_MS)).toMatchObject({ ok: false, reason: expect.stringMatching(/^the body is not valid JSON/) });
+  });
+
+  test("no X-GitHub-Delivery, or a body that is not a JSON object, is refused", () => {
+    expect(provider.envelope(new Headers({ "X-GitHub-Event": "push" }), enc("{}"), NOW_MS)).toEqual({ ok: false, reason: "missing X-GitHub-Delivery header" });
+    expect(provider.envelope(new Headers(delivery), enc("[]"), NOW_MS)).toEqual({ ok: false, reason: "the body is not a JSON object" });
+    expect(provider.envelope(new Headers(delivery), new Uint8Array([0xff, 0xfe]), NOW_MS)).toEqual({ ok: false, reason: "the body is not valid UTF-8" });
+  });
+
+  test("the batch id is the delivery GUID, which a redelivery keeps", async () => {
+    expect(await batchIdFor("github", delivery["X-GitHub-Delivery"])).toBe(`github:${delivery["X-GitHub-Delivery"]}`);
+  });
+});
