@@ -144,9 +144,10 @@ class Workload {
       id = this.recent[Math.floor(this.random() * this.recent.length)];
     } else {
       id = `${this.prefix}-${i}`;
+      // A ring of the last RECENT_IDS new ids.
+      if (this.recent.length < RECENT_IDS) this.recent.push(id);
+      else this.recent[this.distinct % RECENT_IDS] = id;
       this.distinct++;
-      this.recent.push(id);
-      if (this.recent.length > RECENT_IDS) this.recent.shift();
     }
     return { id, ts: this.base + i, v: i };
   }
@@ -499,7 +500,7 @@ function outDir(): string {
 const COLORS: Record<TargetName, string> = { "edge-dedup": "#f38020", redis: "#d82c20", ceiling: "#3b6ea5" };
 
 /** Grouped bars, one group per load, one bar per target, events/s on a log scale. */
-function chart(cells: Cell[], loads: Load[], targets: TargetName[]): string {
+function chart(cells: Cell[], loads: Load[], targets: TargetName[], subtitle: string): string {
   const W = 760, H = 420, left = 80, right = 20, top = 50, bottom = 80;
   const plotW = W - left - right, plotH = H - top - bottom;
   const values = cells.map((c) => c.eventsPerSec).filter((v) => v > 0);
@@ -511,6 +512,7 @@ function chart(cells: Cell[], loads: Load[], targets: TargetName[]): string {
   parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
   parts.push(`<rect width="${W}" height="${H}" fill="white"/>`);
   parts.push(`<text x="${W / 2}" y="22" text-anchor="middle" font-size="15">Throughput (events/s, log scale) by load and target — npm run bench</text>`);
+  parts.push(`<text x="${W / 2}" y="38" text-anchor="middle" fill="#555">${esc(subtitle)}</text>`);
   for (let d = lo; d <= hi; d *= 10) {
     parts.push(`<line x1="${left}" x2="${W - right}" y1="${y(d)}" y2="${y(d)}" stroke="#ddd"/>`);
     parts.push(`<text x="${left - 6}" y="${y(d) + 4}" text-anchor="end">${fmt(d)}</text>`);
@@ -585,12 +587,15 @@ async function main(): Promise<void> {
   const cell = (t: TargetName, l: string) => cells.find((c) => c.target === t && c.load === l);
   console.log("\nThroughput");
   table(
-    ["load", "target", "events/s", "requests/s", "p50 ms", "p99 ms", "requests", "bytes/key"],
+    ["load", "target", "events/s", "requests/s", "p50 ms", "p99 ms", "requests", "state bytes/key"],
     cells.map((c) => [
       c.load, c.target, fmt(c.eventsPerSec), fmt(c.requestsPerSec, 1), fmt(c.p50ms, 1), fmt(c.p99ms, 1), fmt(c.requests),
       c.state.bytesPerKey === null ? "" : fmt(c.state.bytesPerKey, 1),
     ]),
   );
+
+  console.log("  state bytes/key: edge-dedup and ceiling = SQLite size of the stream's 8 objects ÷ keys (edge-dedup's includes its");
+  console.log("  batch ledger and meta rows); redis = MEMORY STATS keys.bytes-per-key. Small key counts inflate it.");
 
   const ratio = (l: string, other: TargetName) => {
     const [a, b] = [cell("edge-dedup", l), cell(other, l)];
@@ -598,7 +603,7 @@ async function main(): Promise<void> {
   };
   const ratios: Record<string, { vsRedis: number | null; vsCeiling: number | null }> = {};
   for (const l of loads) ratios[l.name] = { vsRedis: ratio(l.name, "redis"), vsCeiling: ratio(l.name, "ceiling") };
-  console.log("\nRatios (edge-dedup events/s ÷ other)");
+  console.log("\nRatios (edge-dedup events/s ÷ other; the same for requests/s, since a load has one batch size)");
   table(["load", "edge-dedup/redis", "edge-dedup/ceiling"], loads.map((l) => [
     l.name, ratios[l.name].vsRedis === null ? "skipped" : fmt(ratios[l.name].vsRedis!, 3), ratios[l.name].vsCeiling === null ? "skipped" : fmt(ratios[l.name].vsCeiling!, 3),
   ]));
@@ -614,6 +619,8 @@ async function main(): Promise<void> {
         Object.entries(c.ops!.counts.doCalls).map(([k, v]) => `${k} ${fmt(v / c.requests, 2)}`).join(", "),
       ]),
     );
+    console.log("  DO calls are counted at the caller (Worker and Coordinator, so the eviction fan-out's PARTITION.advance counts);");
+    console.log("  alarm invocations are not. Every R2 put here writes an object (create-only; no batch is replayed).");
   }
 
   // ---- goals
@@ -657,7 +664,8 @@ async function main(): Promise<void> {
     failures,
   };
   writeFileSync(join(dir, "result.json"), JSON.stringify(result, null, 2) + "\n");
-  writeFileSync(join(dir, "chart.svg"), chart(cells, loads, targetNames));
+  const subtitle = `${result.startedAt.slice(0, 16).replace("T", " ")} UTC, ${CELL_MS / 1000} s per cell, ${cpus().length} CPUs, Node ${process.version}; requests/s = events/s ÷ batch size`;
+  writeFileSync(join(dir, "chart.svg"), chart(cells, loads, targetNames, subtitle));
   console.log(`\n  results: ${join(dir, "result.json")}\n  chart:   ${join(dir, "chart.svg")}`);
   console.log(`  finished in ${fmt((Date.now() - started) / 1000, 1)} s`);
   if (failures.length > 0 || (STRICT && verdicts.some((v) => v.pass === false))) process.exitCode = 1;
