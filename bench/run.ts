@@ -33,7 +33,8 @@
  *   BENCH_OUT=dir           where result.json and chart.svg go (created if
  *                           missing); default: a new directory under the system
  *                           temp dir, kept and printed at the end
- *   BENCH_CELL_SECONDS=8    timed seconds per (target, load) cell
+ *   BENCH_CELL_SECONDS=8    timed seconds per (target, load) cell, split into
+ *   BENCH_ROUNDS=2          interleaved rounds (targets A B C, then C B A)
  *   BENCH_TARGETS=edge-dedup,redis,ceiling   a subset, while developing
  *   BENCH_LOADS=batch500x4,webhook16,webhook64
  *   BENCH_STRICT=1
@@ -60,6 +61,7 @@ import {
 const TOKEN = "bench-token";
 const HOUR = 3_600_000;
 const CELL_MS = Math.round(1000 * Number(process.env.BENCH_CELL_SECONDS ?? 8));
+const ROUNDS = Math.max(1, Math.round(Number(process.env.BENCH_ROUNDS ?? 2)));
 const WARM_MS = 1_500;
 const DUPLICATE_SHARE = 0.2;
 const RECENT_IDS = 500;
@@ -131,6 +133,8 @@ class Workload {
   private readonly recent: string[] = [];
   sent = 0;
   distinct = 0;
+  /** requests made with this workload: numbers the Idempotency-Keys */
+  requests = 0;
 
   constructor(prefix: string, seed: number) {
     this.prefix = prefix;
@@ -210,20 +214,31 @@ interface Drive {
 }
 
 /** `load.clients` clients send `load.batch`-event requests for `ms`; every answer is tallied. */
-async function drive(target: Target, stream: string, load: Load, ms: number, seed: number): Promise<Drive> {
+const emptyDrive = (): Drive => ({
+  ms: 0, requests: 0, events: 0, distinct: 0, input: 0, emitted: 0, duplicates: 0, late: 0, rejected: 0, errors: 0, firstError: null, latencies: [],
+});
+
+/** Adds `b` (a later round on the same stream and workload) to `a`. */
+function mergeDrive(a: Drive, b: Drive): void {
+  for (const k of ["ms", "requests", "input", "emitted", "duplicates", "late", "rejected", "errors"] as const) a[k] += b[k];
+  a.events = b.events; // cumulative in the workload
+  a.distinct = b.distinct;
+  a.firstError ??= b.firstError;
+  a.latencies.push(...b.latencies);
+}
+
+async function drive(target: Target, stream: string, load: Load, ms: number, work: Workload): Promise<Drive> {
   const agent = new Agent({ keepAlive: true, maxSockets: load.clients });
   const url = new URL(`${target.url}/v1/streams/${stream}/events`);
-  const work = new Workload(stream, seed);
-  const d: Drive = {
-    ms: 0, requests: 0, events: 0, distinct: 0, input: 0, emitted: 0, duplicates: 0, late: 0, rejected: 0, errors: 0, firstError: null, latencies: [],
-  };
+  const d = emptyDrive();
   const t0 = performance.now();
   const deadline = t0 + ms;
   try {
     await Promise.all(
       Array.from({ length: load.clients }, async () => {
-        while (performance.now() < deadline && d.requests < MAX_REQUESTS_PER_CELL) {
-          const n = d.requests++;
+        while (performance.now() < deadline && work.requests < MAX_REQUESTS_PER_CELL) {
+          d.requests++;
+          const n = work.requests++;
           const body = work.body(load.batch);
           const headers = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "idempotency-key": `${stream}-${n}` };
           const s = performance.now();
@@ -391,7 +406,11 @@ async function startRedis(): Promise<Target> {
 }
 
 function cli(port: number, ...args: string[]): string {
-  return execFileSync("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args], { encoding: "utf8", timeout: 10_000 }).trim();
+  return execFileSync("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args], {
+    encoding: "utf8",
+    timeout: 10_000,
+    stdio: ["ignore", "pipe", "pipe"],
+  }).trim();
 }
 
 // ---------------------------------------------------------------------------
@@ -424,19 +443,53 @@ interface Cell {
 let streamSeq = 0;
 const runId = Date.now().toString(36);
 
-async function runCell(target: Target, load: Load, seed: number): Promise<Cell> {
+/** A (target, load) cell in progress: its stream and workload carry over from round to round. */
+interface Pending {
+  target: Target;
+  load: Load;
+  stream: string;
+  work: Workload;
+  d: Drive;
+  counts: OpCounts | null;
+}
+
+/** Warm-up (untimed, on its own stream), then a fresh stream for the timed rounds. */
+async function prepareCell(target: Target, load: Load, seed: number): Promise<Pending> {
   const warm = `warm-${target.name}-${load.name}-${runId}-${streamSeq++}`;
   await target.prepare(warm);
-  const w = await drive(target, warm, load, WARM_MS, seed + 1_000);
+  const w = await drive(target, warm, load, WARM_MS, new Workload(warm, seed + 1_000));
   check(w.errors === 0, `${target.name} ${load.name} warm-up: ${w.errors} failed requests (${w.firstError})`);
-
   const stream = `bench-${target.name}-${load.name}-${runId}-${streamSeq++}`;
   await target.prepare(stream);
-  await target.takeOpCounts?.();
-  const d = await drive(target, stream, load, CELL_MS, seed);
-  const counts = await target.takeOpCounts?.();
-  const state = await target.state(stream);
+  return { target, load, stream, work: new Workload(stream, seed), d: emptyDrive(), counts: null };
+}
 
+/** One timed round; operation counters are taken around it, so they see only its requests. */
+async function runRound(c: Pending, ms: number): Promise<void> {
+  await c.target.takeOpCounts?.();
+  const d = await drive(c.target, c.stream, c.load, ms, c.work);
+  const counts = await c.target.takeOpCounts?.();
+  mergeDrive(c.d, d);
+  if (counts) {
+    const what = `${c.target.name} ${c.load.name}`;
+    // The counters must have seen this round: the Worker's requests, the DOs' SQL (inside the DOs) and the begins.
+    check(counts.requests === d.requests, `${what}: the Worker counted ${counts.requests} requests, the bench sent ${d.requests}`);
+    check(sum(counts.sql) > 0 && (counts.doCalls["COORDINATOR.begin"] ?? 0) >= d.requests,
+      `${what}: the operation counters did not see the Durable Objects' work (${JSON.stringify(counts)})`);
+    if (!c.counts) c.counts = counts;
+    else {
+      c.counts.requests += counts.requests;
+      for (const k of ["doCalls", "sql", "r2"] as const) {
+        for (const [op, n] of Object.entries(counts[k])) c.counts[k][op] = (c.counts[k][op] ?? 0) + n;
+      }
+    }
+  }
+}
+
+/** Checks the cell's answers and the target's state against the data sent. */
+async function finishCell(c: Pending): Promise<Cell> {
+  const { d, target, load } = c;
+  const state = await target.state(c.stream);
   const what = `${target.name} ${load.name}`;
   check(d.errors === 0, `${what}: ${d.errors} of ${d.requests} requests failed (first: ${d.firstError})`);
   check(
@@ -464,11 +517,8 @@ async function runCell(target: Target, load: Load, seed: number): Promise<Cell> 
     errors: d.errors,
     state: { ...state, bytesPerKey: state.bytes !== null && state.rows > 0 ? state.bytes / state.rows : null },
   };
-  if (counts) {
-    // The counters must have seen this cell: the Worker's requests, the DOs' SQL (inside the DOs) and the markers.
-    check(counts.requests === d.requests, `${what}: the Worker counted ${counts.requests} requests, the bench sent ${d.requests}`);
-    check(sum(counts.sql) > 0 && (counts.doCalls["COORDINATOR.begin"] ?? 0) >= d.requests,
-      `${what}: the operation counters did not see the Durable Objects' work (${JSON.stringify(counts)})`);
+  if (c.counts) {
+    const counts = c.counts;
     const doCalls = sum(counts.doCalls);
     const sql = sum(counts.sql);
     const r2Puts = Object.entries(counts.r2).filter(([k]) => k.endsWith(".put")).reduce((a, [, v]) => a + v, 0);
@@ -556,7 +606,10 @@ async function main(): Promise<void> {
   const loads = ALL_LOADS.filter((l) => pick(process.env.BENCH_LOADS, ALL_LOADS.map((x) => x.name)).includes(l.name));
   let targetNames = pick(process.env.BENCH_TARGETS, ALL_TARGETS);
   console.log(`edge-dedup bench (Node ${process.version}, ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")})`);
-  console.log(`  ${CELL_MS / 1000} s per cell after ${WARM_MS / 1000} s of warm-up; ~${DUPLICATE_SHARE * 100}% duplicate ids; same load generator for every target`);
+  console.log(
+    `  ${CELL_MS / 1000} s per cell in ${ROUNDS} interleaved round(s), after ${WARM_MS / 1000} s of warm-up;` +
+      ` ~${DUPLICATE_SHARE * 100}% duplicate ids; the same load generator for every target`,
+  );
 
   const skipped: string[] = [];
   const redisVersion = targetNames.includes("redis") ? redisAvailable() : null;
@@ -572,12 +625,17 @@ async function main(): Promise<void> {
   try {
     console.log("\nStarting the targets");
     for (const name of targetNames) targets.push(await (name === "edge-dedup" ? startEdgeDedup() : name === "redis" ? startRedis() : startCeiling()));
-    // Cells of one load run back to back (rotating which target goes first), so
-    // each ratio compares runs made close together in time.
+    // The cells of one load run interleaved: ROUNDS rounds of CELL_MS / ROUNDS
+    // each, the targets' order reversed every round (A B C, C B A, …), so each
+    // ratio compares runs made close together in time on a shared machine.
     for (const [li, load] of loads.entries()) {
       console.log(`\n${load.label}`);
-      const order = targets.map((_, i) => targets[(i + li) % targets.length]);
-      for (const t of order) cells.push(await runCell(t, load, 100 * (li + 1)));
+      const pending: Pending[] = [];
+      for (const t of targets) pending.push(await prepareCell(t, load, 100 * (li + 1)));
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const c of round % 2 === 0 ? pending : [...pending].reverse()) await runRound(c, CELL_MS / ROUNDS);
+      }
+      for (const c of pending) cells.push(await finishCell(c));
     }
   } finally {
     for (const t of targets.reverse()) await t.stop().catch(() => undefined);
@@ -656,7 +714,7 @@ async function main(): Promise<void> {
     node: process.version,
     cpus: cpus().length,
     loadavg: loadavg(),
-    settings: { cellSeconds: CELL_MS / 1000, warmSeconds: WARM_MS / 1000, duplicateShare: DUPLICATE_SHARE, loads, targets: targetNames, redis: redisVersion },
+    settings: { cellSeconds: CELL_MS / 1000, rounds: ROUNDS, warmSeconds: WARM_MS / 1000, duplicateShare: DUPLICATE_SHARE, loads, targets: targetNames, redis: redisVersion },
     cells,
     ratios,
     verdicts,
