@@ -18,7 +18,7 @@
  *
  * The counters are module state. Locally `wrangler dev` runs the Worker and all
  * Durable Objects of the script in one workerd isolate, so one set of counters
- * sees everything (bench/compare.ts checks that SQL statements, which happen
+ * sees everything (bench/run.ts checks that SQL statements, which happen
  * only inside Durable Objects, show up in what the Worker returns).
  */
 declare const __OPCOUNT__: boolean;
