@@ -1,225 +1,109 @@
 /**
- * `npm run bench`: the performance claims behind edge-dedup's design, measured
- * as RATIOS of two workloads run side by side in one process on one machine
- * (absolute timings on a small, shared machine are noise; ratios mostly are not).
+ * `npm run bench`: edge-dedup against what a user could run instead, side by
+ * side on this machine in one run, every target driven by the SAME load
+ * generator (closed loop: N clients, each sends its next request when the last
+ * one answered; a time budget per cell):
  *
- *   1. Partition SQL strategy: one json_each lookup + one json_each insert per
- *      sub-batch (src/partition.ts) vs one SELECT and one INSERT per row, in a
- *      bench-only SQLite Durable Object (bench/sql-worker.ts, bench/wrangler.toml).
- *   2. End-to-end ingest through the real Worker: batches of 1, 100 and 1,000 rows.
- *   3. Replaying committed batches (same Idempotency-Key and body) vs ingesting them.
- *   4. 4 concurrent producers vs 1 producer, same rows, batches of 500.
+ *   edge-dedup   the real Worker under `wrangler dev --define __OPCOUNT__:true`
+ *                (a stream with 8 partitions, key ["id"], eventTime "ts",
+ *                watermarkDelay "1 hour"); its operation counters
+ *                (src/opcount.ts, GET /__opcount) give DO calls, SQL statements
+ *                and R2 operations per request and per event.
+ *   redis        "the Redis script" (bench/redis-script.ts): node:http + one
+ *                pipelined `SET key 1 NX PX` per row against a redis-server the
+ *                bench starts on 127.0.0.1, survivors + marker written as files.
+ *                Skipped, with a message, when redis-server is not installed.
+ *   ceiling      "the minimal ceiling" (bench/ceiling/worker.ts under wrangler
+ *                dev): parse, 8 SQLite DOs with one INSERT OR IGNORE … RETURNING
+ *                each, two R2 puts.
  *
- * Each `wrangler dev` runs on 127.0.0.1 from a snapshot of the code in a
- * temporary directory (so someone saving a file in src/ cannot reload the
- * Worker mid-run), in its own process group, killed at the end, on error and
- * on SIGINT/SIGTERM. Every loop is bounded in count and time. Nothing is written
- * outside the temporary directories; results are printed only.
+ * Loads: 500-event batches from 4 clients; 1 event per request from 16 and from
+ * 64 clients (the webhook case). Events are {id, ts, v} with ~20% of ids
+ * repeating one of the last 500 new ids (so ~20% duplicates), event times 1 ms
+ * apart starting two hours ago (never late, never evicted during a run).
  *
- * Exit code: 1 when the bench fails or a measured result is incorrect (counts
- * that do not match the data sent). Ratio verdicts are printed as PASS/WARN; set
- * BENCH_STRICT=1 to turn a WARN into exit code 1 too.
+ * Correctness: every answer must be a 200, and per cell emitted == distinct ids
+ * sent, duplicates == sent − distinct, no late or rejected rows; each target's
+ * state must hold exactly the distinct keys (edge-dedup: GET /v1/streams/{s};
+ * ceiling: its /state route; redis: DBSIZE) and have recorded every batch. A
+ * broken target fails the bench (exit code 1). Throughput goals print PASS/WARN;
+ * BENCH_STRICT=1 turns a WARN into exit code 1 too.
  *
- * Self-contained on purpose (no relative imports): tsconfig.node.json covers
- * bench/ and does not allow `.ts` import extensions, which Node needs.
+ * Environment:
+ *   BENCH_OUT=dir           where result.json and chart.svg go (created if
+ *                           missing); default: a new directory under the system
+ *                           temp dir, kept and printed at the end
+ *   BENCH_CELL_SECONDS=8    timed seconds per (target, load) cell, split into
+ *   BENCH_ROUNDS=2          interleaved rounds (targets A B C, then C B A)
+ *   BENCH_TARGETS=edge-dedup,redis,ceiling   a subset, while developing
+ *   BENCH_LOADS=batch500x4,webhook16,webhook64
+ *   BENCH_STRICT=1
+ *
+ * Safety: every server (wrangler dev ×2, redis-server, the Redis script) runs
+ * in its own process group on 127.0.0.1 and is killed at the end, on error and
+ * on SIGINT/SIGTERM (bench/harness.ts); temporary directories are removed;
+ * every loop is bounded by time and count; a watchdog ends the whole run.
+ *
+ * The older ratio benchmarks (SQL strategy, batch sizes, replay, producers)
+ * are `npm run bench:micro` (bench/micro.ts).
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { freePort, groupAlive, killGroup, wranglerEnv } from "../test/support/processes.ts";
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { Agent, request, type IncomingHttpHeaders } from "node:http";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { rng } from "../test/support/rng.ts";
+import {
+  BENCH_DIR, fmt, freePort, http, httpJson, killEverything, median, REQUEST_TIMEOUT_MS, ROOT,
+  startProcess, startWrangler, table, tempDir, removeTempDir, type Server,
+} from "./harness.ts";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
-const WRANGLER = join(ROOT, "node_modules/wrangler/bin/wrangler.js");
 const TOKEN = "bench-token";
-const READY_TIMEOUT_MS = 60_000;
-const STOP_TIMEOUT_MS = 10_000;
-const REQUEST_TIMEOUT_MS = 60_000;
-/** The whole bench is aborted past this; each part also has its own budget. */
-const TOTAL_BUDGET_MS = 240_000;
+const HOUR = 3_600_000;
+const CELL_MS = Math.round(1000 * Number(process.env.BENCH_CELL_SECONDS ?? 8));
+const ROUNDS = Math.max(1, Math.round(Number(process.env.BENCH_ROUNDS ?? 2)));
+const WARM_MS = 1_500;
+const DUPLICATE_SHARE = 0.2;
+const RECENT_IDS = 500;
+/** A cell stops sending at its time budget; this bounds the requests too. */
+const MAX_REQUESTS_PER_CELL = 200_000;
+const TOTAL_BUDGET_MS = 330_000;
 const STRICT = process.env.BENCH_STRICT === "1";
 
-const HOUR = 3_600_000;
-
-// ---------------------------------------------------------------------------
-// Sizes. Chosen so the whole bench takes about 2 minutes on a 2-core machine.
-
-const SQL = { batches: 40, rowsPerBatch: 500, reps: 9 };
-const INGEST = { rows: 6_000, duplicateShare: 0.2, batch1MaxRequests: 300, rounds: 3 };
-const REPLAY = { batches: 50, rowsPerBatch: 1_000 };
-const CONCURRENCY = { rows: 12_000, rowsPerBatch: 500, producers: 4, rounds: 6 };
-
-// ---------------------------------------------------------------------------
-// Child processes: every one in its own process group, all killed on the way out.
-
-const children = new Set<ChildProcess>();
-const tempDirs = new Set<string>();
-
-/** Last resort, synchronous: on exit, SIGINT, SIGTERM or a fatal error. */
-function killEverything(): void {
-  for (const child of children) killGroup(child, "SIGKILL");
-  children.clear();
-  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
-  tempDirs.clear();
-}
-
-process.on("exit", killEverything);
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.on(signal, () => {
-    console.error(`\nbench: ${signal}, stopping wrangler`);
-    killEverything();
-    process.exit(130);
-  });
-}
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-interface Wrangler {
-  readonly name: string;
-  readonly url: string;
-  log(): string;
-  stop(): Promise<void>;
-}
-
-/**
- * Starts `wrangler dev` on a snapshot: `files` maps a path in the snapshot to a
- * path to copy, node_modules is linked. `ready(url)` says whether the server that
- * answers is ours (another dev server could hold the port).
- */
-async function startWrangler(opts: {
+interface Load {
   name: string;
-  files: Record<string, string>;
-  vars?: Record<string, string>;
-  ready: (url: string) => Promise<boolean>;
-}): Promise<Wrangler> {
-  const base = mkdtempSync(join(tmpdir(), `edge-dedup-bench-${opts.name}-`));
-  tempDirs.add(base);
-  const app = join(base, "app");
-  const logFile = join(base, "wrangler.log");
-  for (const [to, from] of Object.entries(opts.files)) cpSync(from, join(app, to), { recursive: true });
-  symlinkSync(join(ROOT, "node_modules"), join(app, "node_modules"), "dir");
-
-  const [port, inspectorPort] = [await freePort(), await freePort()];
-  const args = [
-    WRANGLER, "dev",
-    "--ip", "127.0.0.1",
-    "--port", String(port),
-    "--inspector-ip", "127.0.0.1",
-    "--inspector-port", String(inspectorPort),
-    "--persist-to", join(base, "state"),
-    "--show-interactive-dev-session=false",
-    "--log-level", "warn",
-  ];
-  for (const [k, v] of Object.entries(opts.vars ?? {})) args.push("--var", `${k}:${v}`);
-  const fd = openSync(logFile, "a");
-  const child = spawn(process.execPath, args, {
-    cwd: app,
-    detached: true, // its own process group: wrangler, its helpers and workerd go together
-    stdio: ["ignore", fd, fd],
-    env: wranglerEnv(base),
-  });
-  closeSync(fd);
-  children.add(child);
-  let exited: string | null = null;
-  child.once("exit", (code, signal) => {
-    exited = `wrangler exited (code ${code}, signal ${signal})`;
-  });
-  const log = () => (existsSync(logFile) ? readFileSync(logFile, "utf8").slice(-3_000) : "(no log)");
-
-  const stop = async (): Promise<void> => {
-    if (child.pid === undefined || !children.has(child)) return;
-    const pid = child.pid;
-    killGroup(child, "SIGTERM");
-    const deadline = Date.now() + STOP_TIMEOUT_MS;
-    while (groupAlive(pid) && Date.now() < deadline + 5_000) {
-      if (Date.now() > deadline) killGroup(child, "SIGKILL");
-      await sleep(50);
-    }
-    children.delete(child);
-    rmSync(base, { recursive: true, force: true });
-    tempDirs.delete(base);
-  };
-
-  const url = `http://127.0.0.1:${port}`;
-  const started = Date.now();
-  for (let attempt = 0; ; attempt++) {
-    if (exited) {
-      const [why, tail] = [exited, log()];
-      await stop();
-      throw new Error(`${opts.name}: ${why} before it answered on ${url}\n--- wrangler log ---\n${tail}`);
-    }
-    if (await opts.ready(url).catch(() => false)) break;
-    if (Date.now() - started > READY_TIMEOUT_MS || attempt > 1_000) {
-      const tail = log();
-      await stop();
-      throw new Error(`${opts.name}: wrangler dev did not answer on ${url} within ${READY_TIMEOUT_MS / 1000} s\n--- wrangler log ---\n${tail}`);
-    }
-    await sleep(200);
-  }
-  console.log(`  ${opts.name}: wrangler dev ready on ${url} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  return { name: opts.name, url, log, stop };
+  label: string;
+  batch: number;
+  clients: number;
 }
+const ALL_LOADS: Load[] = [
+  { name: "batch500x4", label: "500-event batches, 4 clients", batch: 500, clients: 4 },
+  { name: "webhook16", label: "1 event/request, 16 clients", batch: 1, clients: 16 },
+  { name: "webhook64", label: "1 event/request, 64 clients", batch: 1, clients: 64 },
+];
+type TargetName = "edge-dedup" | "redis" | "ceiling";
+const ALL_TARGETS: TargetName[] = ["edge-dedup", "redis", "ceiling"];
 
-// ---------------------------------------------------------------------------
-// HTTP
-
-interface Answer {
-  status: number;
-  text: string;
-  ms: number;
-}
-
-async function http(method: string, url: string, init: { body?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
-  const t0 = performance.now();
-  const res = await fetch(url, { method, body: init.body, headers: init.headers, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
-  const text = await res.text();
-  return { status: res.status, text, ms: performance.now() - t0 };
-}
-
-async function httpJson<T>(method: string, url: string, init: { body?: string; headers?: Record<string, string> } = {}): Promise<T & { _ms: number }> {
-  const a = await http(method, url, init);
-  if (a.status !== 200 && a.status !== 201) throw new Error(`${method} ${url}: HTTP ${a.status} ${a.text.slice(0, 400)}`);
-  return { ...(JSON.parse(a.text) as T), _ms: a.ms };
-}
-
-// ---------------------------------------------------------------------------
-// Numbers and printing
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+const pick = <T extends string>(env: string | undefined, all: readonly T[]): T[] => {
+  if (!env) return [...all];
+  const want = env.split(",").map((s) => s.trim());
+  const bad = want.filter((w) => !all.includes(w as T));
+  if (bad.length > 0) throw new Error(`unknown ${bad.join(", ")}; choose from ${all.join(", ")}`);
+  return all.filter((a) => want.includes(a));
 };
-const fmt = (x: number, digits = 0) => x.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
-function table(header: string[], rows: (string | number)[][]): void {
-  const cells = [header, ...rows.map((r) => r.map(String))];
-  const widths = header.map((_, i) => Math.max(...cells.map((r) => r[i].length)));
-  const line = (r: string[]) => "  " + r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("   ");
-  console.log(line(cells[0]));
-  console.log("  " + widths.map((w) => "-".repeat(w)).join("   "));
-  for (const r of cells.slice(1)) console.log(line(r));
-}
+// ---------------------------------------------------------------------------
+// Verdicts and correctness
 
 interface Verdict {
   name: string;
-  ratio: number;
-  pass: boolean;
-  text: string;
+  value: number | null;
+  goal: string;
+  pass: boolean | null;
 }
 const verdicts: Verdict[] = [];
 const failures: string[] = [];
 
-function verdict(name: string, ratio: number, goal: number, text: string): void {
-  const pass = ratio >= goal;
-  verdicts.push({ name, ratio, pass, text });
-  console.log(`  ${pass ? "PASS" : "WARN"} ${name}: ${fmt(ratio, 2)}× (goal ≥ ${goal}×) ${text}`);
-}
-
-/** A correctness check: a failed one makes the bench exit 1. */
 function check(ok: boolean, what: string): void {
   if (!ok) {
     failures.push(what);
@@ -227,84 +111,14 @@ function check(ok: boolean, what: string): void {
   }
 }
 
-const benchStart = Date.now();
-function budget(part: string, ms: number): () => void {
-  const deadline = Date.now() + ms;
-  return () => {
-    if (Date.now() > deadline) throw new Error(`${part}: exceeded its time budget of ${ms / 1000} s`);
-    if (Date.now() - benchStart > TOTAL_BUDGET_MS) throw new Error(`the bench exceeded its total budget of ${TOTAL_BUDGET_MS / 1000} s`);
-  };
+function verdict(name: string, value: number | null, goal: { atLeast?: number; atMost?: number }, unit = "×"): void {
+  const pass = value === null || !Number.isFinite(value) ? null : goal.atLeast !== undefined ? value >= goal.atLeast : value <= goal.atMost!;
+  const goalText = goal.atLeast !== undefined ? `≥ ${goal.atLeast}${unit}` : `≤ ${goal.atMost}${unit}`;
+  verdicts.push({ name, value, goal: goalText, pass });
 }
 
 // ---------------------------------------------------------------------------
-// 1. Partition SQL strategy
-
-interface SqlRun {
-  strategy: string;
-  found: number;
-  inserted: number;
-  rows: number;
-}
-
-async function benchSql(): Promise<void> {
-  console.log(`\n1. Partition SQL strategy: ${SQL.batches} batches × ${SQL.rowsPerBatch} keys, half already stored, one transaction per batch`);
-  const server = await startWrangler({
-    name: "sql-worker",
-    files: { "sql-worker.ts": join(BENCH_DIR, "sql-worker.ts"), "wrangler.toml": join(BENCH_DIR, "wrangler.toml") },
-    ready: async (url) => (await http("GET", `${url}/ping`)).text === "edge-dedup-sql-bench",
-  });
-  try {
-    const over = budget("SQL strategy", 60_000);
-    const q = `batches=${SQL.batches}&n=${SQL.rowsPerBatch}`;
-    const half = Math.floor(SQL.rowsPerBatch / 2);
-    const expected = { found: SQL.batches * half, inserted: SQL.batches * (SQL.rowsPerBatch - half) };
-
-    // Warm-up (not timed): the isolate, both code paths and SQLite.
-    for (const strategy of ["json", "row"]) {
-      await httpJson("POST", `${server.url}/setup?do=warm-${strategy}&${q}`);
-      await httpJson("POST", `${server.url}/run?do=warm-${strategy}&strategy=${strategy}&${q}`);
-    }
-    const noop: number[] = [];
-    for (let i = 0; i < 10; i++) noop.push((await http("GET", `${server.url}/noop?do=warm-json`)).ms);
-
-    // Alternating ABBA order, each run on a fresh object set up (untimed) just before.
-    const times: Record<string, number[]> = { json: [], row: [] };
-    for (let rep = 0; rep < SQL.reps; rep++) {
-      over();
-      const order = rep % 2 === 0 ? ["json", "row"] : ["row", "json"];
-      for (const strategy of order) {
-        const name = `r${rep}-${strategy}`;
-        const setup = await httpJson<{ rows: number }>("POST", `${server.url}/setup?do=${name}&${q}`);
-        check(setup.rows === SQL.batches * half, `sql setup stored ${setup.rows} keys, expected ${SQL.batches * half}`);
-        const r = await httpJson<SqlRun>("POST", `${server.url}/run?do=${name}&strategy=${strategy}&${q}`);
-        check(
-          r.found === expected.found && r.inserted === expected.inserted && r.rows === expected.found + expected.inserted,
-          `sql ${strategy}: found ${r.found}, inserted ${r.inserted}, rows ${r.rows}; expected ${expected.found}, ${expected.inserted}, ${expected.found + expected.inserted}`,
-        );
-        times[strategy].push(r._ms);
-      }
-    }
-    const keys = SQL.batches * SQL.rowsPerBatch;
-    const rtt = median(noop);
-    const rowsOf = (s: string) => [
-      s === "json" ? "json_each (src/partition.ts)" : "one statement per row",
-      fmt(median(times[s]), 1),
-      fmt(Math.min(...times[s]), 1),
-      fmt(Math.max(...times[s]), 1),
-      fmt(keys / ((median(times[s]) - rtt) / 1000)),
-    ];
-    table(["strategy", "median ms", "min ms", "max ms", "keys/s (net of RTT)"], [rowsOf("json"), rowsOf("row")]);
-    console.log(`  (${SQL.reps} runs each, alternating; no-op round trip to the object: median ${fmt(rtt, 1)} ms)`);
-    const ratio = median(times.row) / median(times.json);
-    const net = (median(times.row) - rtt) / (median(times.json) - rtt);
-    verdict("per-row / json_each time", ratio, 2, `(net of round trip: ${fmt(net, 2)}×; the design cites ~3×)`);
-  } finally {
-    await server.stop();
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Workload for the real Worker
+// The workload: one generator per cell, shared by its clients.
 
 interface Event {
   id: string;
@@ -312,40 +126,71 @@ interface Event {
   v: number;
 }
 
-/**
- * `total` rows, about `duplicateShare` of them repeating an id seen in the last
- * 500 rows; event times increase 100 ms per row from two hours ago, so no row is
- * late (the watermark trails by one hour) and none is in the future.
- */
-function workload(prefix: string, total: number, duplicateShare: number, seed: number): { rows: Event[]; distinct: number } {
-  const random = rng(seed);
-  const base = Date.now() - 2 * HOUR;
-  const rows: Event[] = [];
-  const ids: string[] = [];
-  for (let i = 0; i < total; i++) {
-    let id: string;
-    if (ids.length > 0 && random() < duplicateShare) {
-      id = ids[Math.max(0, ids.length - 1 - Math.floor(random() * 500))];
-    } else {
-      id = `${prefix}-${i}`;
-      ids.push(id);
-    }
-    rows.push({ id, ts: base + i * 100, v: i });
+class Workload {
+  private readonly prefix: string;
+  private readonly random: () => number;
+  private readonly base = Date.now() - 2 * HOUR;
+  private readonly recent: string[] = [];
+  sent = 0;
+  distinct = 0;
+  /** requests made with this workload: numbers the Idempotency-Keys */
+  requests = 0;
+
+  constructor(prefix: string, seed: number) {
+    this.prefix = prefix;
+    this.random = rng(seed);
   }
-  return { rows, distinct: ids.length };
+
+  next(): Event {
+    const i = this.sent++;
+    let id: string;
+    if (this.recent.length > 0 && this.random() < DUPLICATE_SHARE) {
+      id = this.recent[Math.floor(this.random() * this.recent.length)];
+    } else {
+      id = `${this.prefix}-${i}`;
+      // A ring of the last RECENT_IDS new ids.
+      if (this.recent.length < RECENT_IDS) this.recent.push(id);
+      else this.recent[this.distinct % RECENT_IDS] = id;
+      this.distinct++;
+    }
+    return { id, ts: this.base + i, v: i };
+  }
+
+  body(n: number): string {
+    if (n === 1) return JSON.stringify(this.next()); // one JSON object, as a webhook sends it
+    const rows: Event[] = [];
+    for (let i = 0; i < n; i++) rows.push(this.next());
+    return JSON.stringify(rows);
+  }
 }
 
+// ---------------------------------------------------------------------------
+// The load generator's HTTP client: node:http with keep-alive, one socket per client.
 
-function chunks<T>(xs: T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < xs.length; i += size) out.push(xs.slice(i, i + size));
-  return out;
+interface Reply {
+  status: number;
+  text: string;
+}
+
+function post(agent: Agent, url: URL, body: string, headers: Record<string, string>): Promise<Reply> {
+  return new Promise((resolvePost, reject) => {
+    const req = request(
+      url,
+      { method: "POST", agent, headers: { ...headers, "content-length": String(Buffer.byteLength(body)) }, timeout: REQUEST_TIMEOUT_MS },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolvePost({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+        res.on("error", reject);
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)));
+    req.on("error", reject);
+    req.end(body);
+  });
 }
 
 interface Outcome {
-  batchId: string;
-  source: string;
-  replayed: boolean;
   input: number;
   emitted: number;
   duplicates: number;
@@ -353,265 +198,535 @@ interface Outcome {
   rejected: unknown[];
 }
 
-class Api {
-  readonly url: string;
-  constructor(url: string) {
-    this.url = url;
-  }
-
-  private headers(extra: Record<string, string> = {}): Record<string, string> {
-    return { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", ...extra };
-  }
-
-  async createStream(name: string): Promise<void> {
-    const body = { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 8 };
-    await httpJson("PUT", `${this.url}/v1/streams/${name}`, { body: JSON.stringify(body), headers: this.headers() });
-  }
-
-  async ingest(name: string, body: string, opts: { batchId?: string; source?: string } = {}): Promise<Outcome & { _ms: number }> {
-    const extra: Record<string, string> = {};
-    if (opts.batchId) extra["idempotency-key"] = opts.batchId;
-    if (opts.source) extra["x-source"] = opts.source;
-    return httpJson<Outcome>("POST", `${this.url}/v1/streams/${name}/events`, { body, headers: this.headers(extra) });
-  }
-
-  async stream(name: string): Promise<{ state: { rows: number }; batches: { committed: number }; _ms: number }> {
-    return httpJson("GET", `${this.url}/v1/streams/${name}`, { headers: this.headers() });
-  }
-}
-
-interface Totals {
+interface Drive {
+  ms: number;
+  requests: number;
+  events: number;
+  distinct: number;
   input: number;
   emitted: number;
   duplicates: number;
   late: number;
   rejected: number;
-  batches: number;
+  errors: number;
+  firstError: string | null;
+  latencies: number[];
 }
 
-const emptyTotals = (): Totals => ({ input: 0, emitted: 0, duplicates: 0, late: 0, rejected: 0, batches: 0 });
-function add(t: Totals, o: Outcome): void {
-  t.input += o.input;
-  t.emitted += o.emitted;
-  t.duplicates += o.duplicates;
-  t.late += o.late;
-  t.rejected += o.rejected.length;
-  t.batches++;
+/** `load.clients` clients send `load.batch`-event requests for `ms`; every answer is tallied. */
+const emptyDrive = (): Drive => ({
+  ms: 0, requests: 0, events: 0, distinct: 0, input: 0, emitted: 0, duplicates: 0, late: 0, rejected: 0, errors: 0, firstError: null, latencies: [],
+});
+
+/** Adds `b` (a later round on the same stream and workload) to `a`. */
+function mergeDrive(a: Drive, b: Drive): void {
+  for (const k of ["ms", "requests", "input", "emitted", "duplicates", "late", "rejected", "errors"] as const) a[k] += b[k];
+  a.events = b.events; // cumulative in the workload
+  a.distinct = b.distinct;
+  a.firstError ??= b.firstError;
+  a.latencies.push(...b.latencies);
 }
 
-/** The outcomes add up to the data sent, and the stream agrees. */
-async function verifyRun(api: Api, stream: string, label: string, t: Totals, sent: number, distinct: number, batches: number): Promise<void> {
-  check(
-    t.input === sent && t.emitted === distinct && t.duplicates === sent - distinct && t.late === 0 && t.rejected === 0 && t.batches === batches,
-    `${label}: input ${t.input}/${sent}, emitted ${t.emitted}/${distinct} distinct, duplicates ${t.duplicates}/${sent - distinct}, late ${t.late}, rejected ${t.rejected}, batches ${t.batches}/${batches}`,
-  );
-  const info = await api.stream(stream);
-  check(info.state.rows === distinct, `${label}: stream state holds ${info.state.rows} keys, expected ${distinct}`);
-  check(info.batches.committed === batches, `${label}: ${info.batches.committed} batches committed, expected ${batches}`);
-}
-
-let streamSeq = 0;
-const freshStream = (label: string) => `bench-${label}-${Date.now().toString(36)}-${streamSeq++}`;
-
-/** Sequentially ingests `rows` in batches of `size` into a fresh stream; returns rows/s. */
-async function ingestRun(api: Api, label: string, rows: Event[], distinct: number, size: number, over: () => void): Promise<{ rowsPerSec: number; ms: number; batches: number }> {
-  const stream = freshStream(label);
-  await api.createStream(stream);
-  const batches = chunks(rows, size).map((b) => JSON.stringify(b));
-  const totals = emptyTotals();
+async function drive(target: Target, stream: string, load: Load, ms: number, work: Workload): Promise<Drive> {
+  const agent = new Agent({ keepAlive: true, maxSockets: load.clients });
+  const url = new URL(`${target.url}/v1/streams/${stream}/events`);
+  const d = emptyDrive();
   const t0 = performance.now();
-  for (const body of batches) {
-    over();
-    add(totals, await api.ingest(stream, body));
+  const deadline = t0 + ms;
+  try {
+    await Promise.all(
+      Array.from({ length: load.clients }, async () => {
+        while (performance.now() < deadline && work.requests < MAX_REQUESTS_PER_CELL) {
+          d.requests++;
+          const n = work.requests++;
+          const body = work.body(load.batch);
+          const headers = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "idempotency-key": `${stream}-${n}` };
+          const s = performance.now();
+          let reply: Reply;
+          try {
+            reply = await post(agent, url, body, headers);
+          } catch (e) {
+            reply = { status: 0, text: e instanceof Error ? e.message : String(e) };
+          }
+          d.latencies.push(performance.now() - s);
+          if (reply.status !== 200) {
+            d.errors++;
+            d.firstError ??= `HTTP ${reply.status}: ${reply.text.slice(0, 300)}`;
+            continue;
+          }
+          const o = JSON.parse(reply.text) as Outcome;
+          d.input += o.input;
+          d.emitted += o.emitted;
+          d.duplicates += o.duplicates;
+          d.late += o.late;
+          d.rejected += o.rejected.length;
+        }
+      }),
+    );
+  } finally {
+    agent.destroy();
   }
-  const ms = performance.now() - t0;
-  await verifyRun(api, stream, label, totals, rows.length, distinct, batches.length);
-  return { rowsPerSec: rows.length / (ms / 1000), ms, batches: batches.length };
+  d.ms = performance.now() - t0;
+  d.events = work.sent;
+  d.distinct = work.distinct;
+  return d;
 }
 
 // ---------------------------------------------------------------------------
-// 2-4. The real Worker
+// Targets
 
-async function benchWorker(): Promise<void> {
-  console.log("\n2-4. The real Worker (wrangler dev on the project's wrangler.toml)");
+interface OpCounts {
+  requests: number;
+  doCalls: Record<string, number>;
+  sql: Record<string, number>;
+  r2: Record<string, number>;
+}
+
+interface Target {
+  name: TargetName;
+  url: string;
+  /** creates the stream when the target needs it */
+  prepare(stream: string): Promise<void>;
+  /** distinct keys held, state bytes when known, batches recorded */
+  state(stream: string): Promise<{ rows: number; bytes: number | null; batches: number | null }>;
+  takeOpCounts?(): Promise<OpCounts>;
+  stop(): Promise<void>;
+}
+
+const auth = { authorization: `Bearer ${TOKEN}` };
+const sum = (t: Record<string, number>) => Object.values(t).reduce((a, b) => a + b, 0);
+
+async function startEdgeDedup(): Promise<Target> {
   const files: Record<string, string> = {};
   for (const entry of ["src", "wrangler.toml", "package.json", "tsconfig.json"]) files[entry] = join(ROOT, entry);
   const server = await startWrangler({
     name: "edge-dedup",
     files,
     vars: { ADMIN_TOKEN: TOKEN },
-    // Only our server knows the token, so only it answers this with a 404 naming the path.
+    defines: { __OPCOUNT__: "true" },
+    // Only our server has the counters route (a 200 with its JSON shape).
     ready: async (url) => {
-      const probe = `/v1/__bench_ready_${Math.random().toString(36).slice(2)}`;
-      const a = await http("GET", url + probe, { headers: { authorization: `Bearer ${TOKEN}` } });
-      return a.status === 404 && a.text.includes(probe);
+      const a = await http("GET", `${url}/__opcount`);
+      return a.status === 200 && "doCalls" in JSON.parse(a.text);
     },
   });
-  const api = new Api(server.url);
+  return {
+    name: "edge-dedup",
+    url: server.url,
+    async prepare(stream) {
+      const body = { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 8 };
+      await httpJson("PUT", `${server.url}/v1/streams/${stream}`, { body: JSON.stringify(body), headers: { ...auth, "content-type": "application/json" } });
+    },
+    async state(stream) {
+      const s = await httpJson<{ state: { rows: number; bytes: number }; batches: { committed: number } }>("GET", `${server.url}/v1/streams/${stream}`, { headers: auth });
+      return { rows: s.state.rows, bytes: s.state.bytes, batches: s.batches.committed };
+    },
+    takeOpCounts: () => httpJson<OpCounts>("GET", `${server.url}/__opcount`),
+    stop: () => server.stop(),
+  };
+}
+
+async function startCeiling(): Promise<Target> {
+  const dir = join(BENCH_DIR, "ceiling");
+  const server = await startWrangler({
+    name: "ceiling",
+    files: { "worker.ts": join(dir, "worker.ts"), "wrangler.toml": join(dir, "wrangler.toml") },
+    ready: async (url) => (await http("GET", `${url}/ping`)).text === "edge-dedup-ceiling-bench",
+  });
+  return {
+    name: "ceiling",
+    url: server.url,
+    prepare: async () => undefined,
+    async state(stream) {
+      const s = await httpJson<{ rows: number; bytes: number }>("GET", `${server.url}/v1/streams/${stream}/state`, { headers: auth });
+      return { rows: s.rows, bytes: s.bytes, batches: null };
+    },
+    stop: () => server.stop(),
+  };
+}
+
+function redisAvailable(): string | null {
+  const r = spawnSync("redis-server", ["--version"], { encoding: "utf8" });
+  if (r.error || r.status !== 0) return null;
+  const cli = spawnSync("redis-cli", ["--version"], { encoding: "utf8" });
+  if (cli.error || cli.status !== 0) return null;
+  return r.stdout.trim();
+}
+
+async function startRedis(): Promise<Target> {
+  const base = tempDir("edge-dedup-bench-redis-");
+  const out = join(base, "out");
+  mkdirSync(out);
+  const redisPort = await freePort();
+  const redis = await startProcess({
+    name: "redis-server",
+    command: "redis-server",
+    args: ["--bind", "127.0.0.1", "--port", String(redisPort), "--save", "", "--appendonly", "no", "--dir", base, "--protected-mode", "yes"],
+    cwd: base,
+    env: process.env,
+    logFile: join(base, "redis.log"),
+    url: `redis://127.0.0.1:${redisPort}`,
+    ready: async () => cli(redisPort, "PING") === "PONG",
+  });
+  const port = await freePort();
+  let script: Server;
   try {
-    await warmUp(api);
-    await benchBatchSizes(api);
-    await benchReplay(api);
-    await benchConcurrency(api);
+    script = await startProcess({
+      name: "redis-script",
+      command: process.execPath,
+      args: ["--experimental-strip-types", join(BENCH_DIR, "redis-script.ts"), String(port), String(redisPort), out, TOKEN, String(HOUR)],
+      cwd: base,
+      env: process.env,
+      logFile: join(base, "script.log"),
+      url: `http://127.0.0.1:${port}`,
+      ready: async (url) => (await http("GET", `${url}/ping`)).text === "edge-dedup-redis-script",
+    });
   } catch (e) {
-    console.error(`--- wrangler log (tail) ---\n${server.log()}`);
+    await redis.stop();
     throw e;
-  } finally {
-    await server.stop();
+  }
+  return {
+    name: "redis",
+    url: script.url,
+    // The bench owns this redis-server: each cell starts from an empty one.
+    prepare: async () => void cli(redisPort, "FLUSHALL"),
+    async state(stream) {
+      const rows = Number(cli(redisPort, "DBSIZE"));
+      const files = readdirSync(join(out, stream));
+      const mem = cli(redisPort, "MEMORY", "STATS").split("\n");
+      const i = mem.indexOf("keys.bytes-per-key");
+      return { rows, bytes: i >= 0 ? Number(mem[i + 1]) * rows : null, batches: files.filter((f) => f.endsWith(".marker.json")).length };
+    },
+    async stop() {
+      await script.stop();
+      await redis.stop();
+      removeTempDir(base);
+    },
+  };
+}
+
+function cli(port: number, ...args: string[]): string {
+  return execFileSync("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args], {
+    encoding: "utf8",
+    timeout: 10_000,
+    stdio: ["ignore", "pipe", "pipe"],
+  }).trim();
+}
+
+// ---------------------------------------------------------------------------
+// One cell: a fresh stream, warm-up (untimed, its own stream), then the timed run.
+
+interface Cell {
+  target: TargetName;
+  load: string;
+  batch: number;
+  clients: number;
+  seconds: number;
+  requests: number;
+  events: number;
+  eventsPerSec: number;
+  requestsPerSec: number;
+  p50ms: number;
+  p99ms: number;
+  distinct: number;
+  emitted: number;
+  duplicates: number;
+  errors: number;
+  state: { rows: number; bytes: number | null; batches: number | null; bytesPerKey: number | null };
+  ops?: {
+    counts: OpCounts;
+    perRequest: { doCalls: number; sql: number; r2Puts: number };
+    perEvent: { doCalls: number; sql: number; r2Puts: number };
+  };
+}
+
+let streamSeq = 0;
+const runId = Date.now().toString(36);
+
+/** A (target, load) cell in progress: its stream and workload carry over from round to round. */
+interface Pending {
+  target: Target;
+  load: Load;
+  stream: string;
+  work: Workload;
+  d: Drive;
+  counts: OpCounts | null;
+}
+
+/** Warm-up (untimed, on its own stream), then a fresh stream for the timed rounds. */
+async function prepareCell(target: Target, load: Load, seed: number): Promise<Pending> {
+  const warm = `warm-${target.name}-${load.name}-${runId}-${streamSeq++}`;
+  await target.prepare(warm);
+  const w = await drive(target, warm, load, WARM_MS, new Workload(warm, seed + 1_000));
+  check(w.errors === 0, `${target.name} ${load.name} warm-up: ${w.errors} failed requests (${w.firstError})`);
+  const stream = `bench-${target.name}-${load.name}-${runId}-${streamSeq++}`;
+  await target.prepare(stream);
+  return { target, load, stream, work: new Workload(stream, seed), d: emptyDrive(), counts: null };
+}
+
+/** One timed round; operation counters are taken around it, so they see only its requests. */
+async function runRound(c: Pending, ms: number): Promise<void> {
+  await c.target.takeOpCounts?.();
+  const d = await drive(c.target, c.stream, c.load, ms, c.work);
+  const counts = await c.target.takeOpCounts?.();
+  mergeDrive(c.d, d);
+  if (counts) {
+    const what = `${c.target.name} ${c.load.name}`;
+    // The counters must have seen this round: the Worker's requests, the DOs' SQL (inside the DOs) and the begins.
+    check(counts.requests === d.requests, `${what}: the Worker counted ${counts.requests} requests, the bench sent ${d.requests}`);
+    check(sum(counts.sql) > 0 && (counts.doCalls["COORDINATOR.begin"] ?? 0) >= d.requests,
+      `${what}: the operation counters did not see the Durable Objects' work (${JSON.stringify(counts)})`);
+    if (!c.counts) c.counts = counts;
+    else {
+      c.counts.requests += counts.requests;
+      for (const k of ["doCalls", "sql", "r2"] as const) {
+        for (const [op, n] of Object.entries(counts[k])) c.counts[k][op] = (c.counts[k][op] ?? 0) + n;
+      }
+    }
   }
 }
 
-/** Not timed: compiles the Worker's code paths in workerd before anything is measured. */
-async function warmUp(api: Api): Promise<void> {
-  const over = budget("warm-up", 30_000);
-  const stream = freshStream("warmup");
-  await api.createStream(stream);
-  const { rows } = workload("warm", 2_300, 0.2, 1);
-  for (const b of [...chunks(rows.slice(0, 20), 1), ...chunks(rows.slice(20, 300), 140), ...chunks(rows.slice(300), 1_000)]) {
-    over();
-    await api.ingest(stream, JSON.stringify(b));
-  }
-}
+/** Checks the cell's answers and the target's state against the data sent. */
+async function finishCell(c: Pending): Promise<Cell> {
+  const { d, target, load } = c;
+  const state = await target.state(c.stream);
+  const what = `${target.name} ${load.name}`;
+  check(d.errors === 0, `${what}: ${d.errors} of ${d.requests} requests failed (first: ${d.firstError})`);
+  check(
+    d.input === d.events && d.emitted === d.distinct && d.duplicates === d.events - d.distinct && d.late === 0 && d.rejected === 0,
+    `${what}: input ${d.input}/${d.events}, emitted ${d.emitted}/${d.distinct} distinct, duplicates ${d.duplicates}/${d.events - d.distinct}, late ${d.late}, rejected ${d.rejected}`,
+  );
+  check(state.rows === d.distinct, `${what}: the target's state holds ${state.rows} keys, expected ${d.distinct}`);
+  if (state.batches !== null) check(state.batches === d.requests, `${what}: ${state.batches} batches recorded, expected ${d.requests}`);
 
-async function benchBatchSizes(api: Api): Promise<void> {
-  const { rows: total, duplicateShare, rounds, batch1MaxRequests } = INGEST;
+  const cell: Cell = {
+    target: target.name,
+    load: load.name,
+    batch: load.batch,
+    clients: load.clients,
+    seconds: d.ms / 1000,
+    requests: d.requests,
+    events: d.events,
+    eventsPerSec: d.events / (d.ms / 1000),
+    requestsPerSec: d.requests / (d.ms / 1000),
+    p50ms: median(d.latencies),
+    p99ms: [...d.latencies].sort((a, b) => a - b)[Math.floor(0.99 * (d.latencies.length - 1))] ?? NaN,
+    distinct: d.distinct,
+    emitted: d.emitted,
+    duplicates: d.duplicates,
+    errors: d.errors,
+    state: { ...state, bytesPerKey: state.bytes !== null && state.rows > 0 ? state.bytes / state.rows : null },
+  };
+  if (c.counts) {
+    const counts = c.counts;
+    const doCalls = sum(counts.doCalls);
+    const sql = sum(counts.sql);
+    const r2Puts = Object.entries(counts.r2).filter(([k]) => k.endsWith(".put")).reduce((a, [, v]) => a + v, 0);
+    cell.ops = {
+      counts,
+      perRequest: { doCalls: doCalls / d.requests, sql: sql / d.requests, r2Puts: r2Puts / d.requests },
+      perEvent: { doCalls: doCalls / d.events, sql: sql / d.events, r2Puts: r2Puts / d.events },
+    };
+  }
   console.log(
-    `\n2. Ingest throughput by batch size (${fmt(total)} rows, ~${duplicateShare * 100}% duplicate ids, a fresh stream per run;` +
-      ` batch 1 bounded to ${batch1MaxRequests} requests and run once, the others ${rounds} times)`,
+    `  ${target.name.padEnd(10)} ${fmt(cell.eventsPerSec).padStart(8)} events/s  ${fmt(cell.requestsPerSec, 1).padStart(8)} req/s` +
+      `  p50 ${fmt(cell.p50ms, 1)} ms  p99 ${fmt(cell.p99ms, 1)} ms  (${fmt(d.requests)} requests, ${fmt(d.events)} events, ${fmt(d.distinct)} distinct)`,
   );
-  const over = budget("batch sizes", 100_000);
-  const runs: Record<number, { rows: number; batches: number; ms: number; rowsPerSec: number }[]> = { 1_000: [], 100: [], 1: [] };
-  const one = async (size: number, round: number) => {
-    // rows/s is what is compared, so batch size 1 sends fewer rows.
-    const n = Math.min(total, size * batch1MaxRequests);
-    const label = `batch${size}-r${round}`;
-    const { rows, distinct } = workload(label, n, duplicateShare, 100 + size + round);
-    runs[size].push({ rows: n, ...(await ingestRun(api, label, rows, distinct, size, over)) });
-  };
-  // Alternating order; the slow batch-1 run sits in the middle.
-  for (let round = 0; round < rounds; round++) {
-    for (const size of round % 2 === 0 ? [1_000, 100] : [100, 1_000]) await one(size, round);
-    if (round === Math.floor((rounds - 1) / 2)) await one(1, round);
-  }
-  const row = (size: number) => {
-    const rs = runs[size];
-    const ms = median(rs.map((r) => r.ms));
-    return [fmt(size), rs.length, fmt(rs[0].rows), fmt(rs[0].batches), fmt(ms / 1000, 2), fmt(median(rs.map((r) => r.rowsPerSec))), fmt(ms / rs[0].batches, 1)];
-  };
-  table(["batch size", "runs", "rows", "requests", "seconds (median)", "rows/s (median)", "ms/request"], [row(1_000), row(100), row(1)]);
-  const by = (s: number) => median(runs[s].map((r) => r.rowsPerSec));
-  verdict("rows/s batch-1000 / batch-1", by(1_000) / by(1), 20, `(batch-100 / batch-1: ${fmt(by(100) / by(1), 1)}×; producers should batch)`);
+  return cell;
 }
 
-async function benchReplay(api: Api): Promise<void> {
-  console.log(`\n3. Replay: ${REPLAY.batches} committed ${fmt(REPLAY.rowsPerBatch)}-row batches sent again (same Idempotency-Key and body)`);
-  const over = budget("replay", 90_000);
-  const stream = freshStream("replay");
-  await api.createStream(stream);
-  const { rows, distinct } = workload("rp", REPLAY.batches * REPLAY.rowsPerBatch, INGEST.duplicateShare, 3);
-  const batches = chunks(rows, REPLAY.rowsPerBatch).map((b, i) => ({ id: `replay-${i}`, body: JSON.stringify(b) }));
+// ---------------------------------------------------------------------------
+// Output: a table, result.json and chart.svg
 
-  const first: Outcome[] = [];
-  const totals = emptyTotals();
-  const t0 = performance.now();
-  for (const b of batches) {
-    over();
-    const o = await api.ingest(stream, b.body, { batchId: b.id });
-    first.push(o);
-    add(totals, o);
+function outDir(): string {
+  if (process.env.BENCH_OUT) {
+    const dir = resolve(process.env.BENCH_OUT);
+    mkdirSync(dir, { recursive: true });
+    return dir;
   }
-  const originalMs = performance.now() - t0;
-  await verifyRun(api, stream, "replay (original)", totals, rows.length, distinct, batches.length);
-
-  let same = 0;
-  const t1 = performance.now();
-  for (const [i, b] of batches.entries()) {
-    over();
-    const o = await api.ingest(stream, b.body, { batchId: b.id });
-    const f = first[i];
-    if (o.replayed && o.batchId === f.batchId && o.emitted === f.emitted && o.duplicates === f.duplicates && o.late === f.late) same++;
-  }
-  const replayMs = performance.now() - t1;
-  check(same === batches.length, `replay: ${batches.length - same} of ${batches.length} replays were not marked replayed with the original outcome`);
-  const info = await api.stream(stream);
-  check(info.state.rows === distinct && info.batches.committed === batches.length,
-    `replay changed the stream: ${info.state.rows} keys (expected ${distinct}), ${info.batches.committed} batches (expected ${batches.length})`);
-
-  // The floor under any request through `wrangler dev` on this machine, for scale.
-  const floor: number[] = [];
-  for (let i = 0; i < 20; i++) floor.push((await api.stream(stream))._ms);
-
-  table(
-    ["run", "requests", "seconds", "ms/request"],
-    [
-      ["original ingest", batches.length, fmt(originalMs / 1000, 2), fmt(originalMs / batches.length, 1)],
-      ["replay", batches.length, fmt(replayMs / 1000, 2), fmt(replayMs / batches.length, 1)],
-      ["GET stream (floor, median)", floor.length, "", fmt(median(floor), 1)],
-    ],
-  );
-  verdict("time original / replay", originalMs / replayMs, 3, "(a replay reads the recorded outcome: no partition or R2 work)");
+  return mkdtempSync(join(tmpdir(), "edge-dedup-bench-results-")); // kept: it is the result
 }
 
-async function benchConcurrency(api: Api): Promise<void> {
-  const { rows: total, rowsPerBatch, producers, rounds } = CONCURRENCY;
-  console.log(`\n4. Concurrency: ${producers} producers vs 1, ${fmt(total)} rows in ${rowsPerBatch}-row batches, ${rounds} rounds alternating`);
-  const over = budget("concurrency", 100_000);
-  const run = async (n: number, round: number): Promise<number> => {
-    const label = `prod${n}-r${round}`;
-    const stream = freshStream(label);
-    await api.createStream(stream);
-    const { rows, distinct } = workload(label, total, INGEST.duplicateShare, 400 + round * 10 + n);
-    const batches = chunks(rows, rowsPerBatch).map((b) => JSON.stringify(b));
-    const totals = emptyTotals();
-    const t0 = performance.now();
-    // Producer j sends batches j, j+n, j+2n, ... in order, each as its own source.
-    await Promise.all(
-      Array.from({ length: n }, async (_, j) => {
-        for (let k = j; k < batches.length; k += n) {
-          over();
-          add(totals, await api.ingest(stream, batches[k], { source: `producer-${j}` }));
-        }
-      }),
-    );
-    const ms = performance.now() - t0;
-    await verifyRun(api, stream, label, totals, rows.length, distinct, batches.length);
-    return rows.length / (ms / 1000);
-  };
-  const rates: Record<number, number[]> = { 1: [], [producers]: [] };
-  for (let round = 0; round < rounds; round++) {
-    for (const n of round % 2 === 0 ? [1, producers] : [producers, 1]) rates[n].push(await run(n, round));
+const COLORS: Record<TargetName, string> = { "edge-dedup": "#f38020", redis: "#d82c20", ceiling: "#3b6ea5" };
+
+/** Grouped bars, one group per load, one bar per target, events/s on a log scale. */
+function chart(cells: Cell[], loads: Load[], targets: TargetName[], subtitle: string): string {
+  const W = 760, H = 420, left = 80, right = 20, top = 50, bottom = 80;
+  const plotW = W - left - right, plotH = H - top - bottom;
+  const values = cells.map((c) => c.eventsPerSec).filter((v) => v > 0);
+  const lo = Math.pow(10, Math.floor(Math.log10(Math.min(...values, 10))));
+  const hi = Math.pow(10, Math.ceil(Math.log10(Math.max(...values, 100))));
+  const y = (v: number) => top + plotH - ((Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * plotH;
+  const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;");
+  const parts: string[] = [];
+  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
+  parts.push(`<rect width="${W}" height="${H}" fill="white"/>`);
+  parts.push(`<text x="${W / 2}" y="22" text-anchor="middle" font-size="15">Throughput (events/s, log scale) by load and target — npm run bench</text>`);
+  parts.push(`<text x="${W / 2}" y="38" text-anchor="middle" fill="#555">${esc(subtitle)}</text>`);
+  for (let d = lo; d <= hi; d *= 10) {
+    parts.push(`<line x1="${left}" x2="${W - right}" y1="${y(d)}" y2="${y(d)}" stroke="#ddd"/>`);
+    parts.push(`<text x="${left - 6}" y="${y(d) + 4}" text-anchor="end">${fmt(d)}</text>`);
   }
-  // Each round's two runs are adjacent in time, so their ratio is less exposed to
-  // other load on the machine than a ratio of medians taken over the whole part.
-  const paired = rates[producers].map((r, i) => r / rates[1][i]);
-  table(
-    ["producers", "runs", "rows/s (median)", "rows/s (each round)"],
-    [1, producers].map((n) => [n, rates[n].length, fmt(median(rates[n])), rates[n].map((r) => fmt(r)).join(", ")]),
-  );
-  console.log(`  per-round ratios: ${paired.map((r) => fmt(r, 2)).join(", ")}; ratio of medians: ${fmt(median(rates[producers]) / median(rates[1]), 2)}×`);
-  verdict(`rows/s ${producers} producers / 1 (median of per-round ratios)`, median(paired), 1,
-    "(one local workerd on 2 cores can at best overlap I/O; in production the partitions run in parallel)");
+  const groupW = plotW / loads.length;
+  const barW = Math.min(50, (groupW * 0.8) / targets.length);
+  loads.forEach((load, g) => {
+    const x0 = left + g * groupW + (groupW - barW * targets.length) / 2;
+    targets.forEach((t, i) => {
+      const c = cells.find((c) => c.load === load.name && c.target === t);
+      const x = x0 + i * barW;
+      if (!c) {
+        parts.push(`<text x="${x + barW / 2}" y="${top + plotH - 4}" text-anchor="middle" fill="#999">n/a</text>`);
+        return;
+      }
+      parts.push(`<rect x="${x + 2}" y="${y(c.eventsPerSec)}" width="${barW - 4}" height="${top + plotH - y(c.eventsPerSec)}" fill="${COLORS[t]}"/>`);
+      parts.push(`<text x="${x + barW / 2}" y="${y(c.eventsPerSec) - 4}" text-anchor="middle" font-size="10">${fmt(c.eventsPerSec)}</text>`);
+    });
+    parts.push(`<text x="${left + g * groupW + groupW / 2}" y="${top + plotH + 18}" text-anchor="middle">${esc(load.label)}</text>`);
+  });
+  parts.push(`<line x1="${left}" x2="${W - right}" y1="${top + plotH}" y2="${top + plotH}" stroke="#333"/>`);
+  targets.forEach((t, i) => {
+    const x = left + i * 150;
+    parts.push(`<rect x="${x}" y="${H - 30}" width="12" height="12" fill="${COLORS[t]}"/><text x="${x + 18}" y="${H - 20}">${t}</text>`);
+  });
+  parts.push("</svg>");
+  return parts.join("\n") + "\n";
 }
 
 // ---------------------------------------------------------------------------
 
 async function main(): Promise<void> {
+  const started = Date.now();
   const watchdog = setTimeout(() => {
-    console.error(`bench: still running after ${(TOTAL_BUDGET_MS + 60_000) / 1000} s; giving up`);
+    console.error(`bench: still running after ${TOTAL_BUDGET_MS / 1000} s; giving up`);
     killEverything();
     process.exit(1);
-  }, TOTAL_BUDGET_MS + 60_000);
+  }, TOTAL_BUDGET_MS);
   watchdog.unref();
 
-  console.log(`edge-dedup bench (Node ${process.version}); ratios compare runs made side by side in this process`);
-  await benchSql();
-  await benchWorker();
+  const loads = ALL_LOADS.filter((l) => pick(process.env.BENCH_LOADS, ALL_LOADS.map((x) => x.name)).includes(l.name));
+  let targetNames = pick(process.env.BENCH_TARGETS, ALL_TARGETS);
+  console.log(`edge-dedup bench (Node ${process.version}, ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")})`);
+  console.log(
+    `  ${CELL_MS / 1000} s per cell in ${ROUNDS} interleaved round(s), after ${WARM_MS / 1000} s of warm-up;` +
+      ` ~${DUPLICATE_SHARE * 100}% duplicate ids; the same load generator for every target`,
+  );
 
-  console.log("\nSummary");
-  for (const v of verdicts) console.log(`  ${v.pass ? "PASS" : "WARN"}  ${v.name}: ${fmt(v.ratio, 2)}×`);
-  console.log(`  correctness: ${failures.length === 0 ? "all counts matched the data sent" : `${failures.length} check(s) FAILED`}`);
-  console.log(`  finished in ${fmt((Date.now() - benchStart) / 1000, 1)} s`);
-  if (failures.length > 0 || (STRICT && verdicts.some((v) => !v.pass))) process.exitCode = 1;
+  const skipped: string[] = [];
+  const redisVersion = targetNames.includes("redis") ? redisAvailable() : null;
+  if (targetNames.includes("redis") && !redisVersion) {
+    const msg = "redis-server or redis-cli not found on PATH (Debian: apt-get install redis-server): the Redis target is skipped";
+    console.log(`  SKIP: ${msg}`);
+    skipped.push(msg);
+    targetNames = targetNames.filter((t) => t !== "redis");
+  } else if (redisVersion) console.log(`  ${redisVersion}`);
+
+  const targets: Target[] = [];
+  const cells: Cell[] = [];
+  try {
+    console.log("\nStarting the targets");
+    for (const name of targetNames) targets.push(await (name === "edge-dedup" ? startEdgeDedup() : name === "redis" ? startRedis() : startCeiling()));
+    // The cells of one load run interleaved: ROUNDS rounds of CELL_MS / ROUNDS
+    // each, the targets' order reversed every round (A B C, C B A, …), so each
+    // ratio compares runs made close together in time on a shared machine.
+    for (const [li, load] of loads.entries()) {
+      console.log(`\n${load.label}`);
+      const pending: Pending[] = [];
+      for (const t of targets) pending.push(await prepareCell(t, load, 100 * (li + 1)));
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const c of round % 2 === 0 ? pending : [...pending].reverse()) await runRound(c, CELL_MS / ROUNDS);
+      }
+      for (const c of pending) cells.push(await finishCell(c));
+    }
+  } finally {
+    for (const t of targets.reverse()) await t.stop().catch(() => undefined);
+  }
+
+  // ---- the table
+  const cell = (t: TargetName, l: string) => cells.find((c) => c.target === t && c.load === l);
+  console.log("\nThroughput");
+  table(
+    ["load", "target", "events/s", "requests/s", "p50 ms", "p99 ms", "requests", "state bytes/key"],
+    cells.map((c) => [
+      c.load, c.target, fmt(c.eventsPerSec), fmt(c.requestsPerSec, 1), fmt(c.p50ms, 1), fmt(c.p99ms, 1), fmt(c.requests),
+      c.state.bytesPerKey === null ? "" : fmt(c.state.bytesPerKey, 1),
+    ]),
+  );
+
+  console.log("  state bytes/key: edge-dedup and ceiling = SQLite size of the stream's 8 objects ÷ keys (edge-dedup's includes its");
+  console.log("  batch ledger and meta rows); redis = MEMORY STATS keys.bytes-per-key. Small key counts inflate it.");
+
+  const ratio = (l: string, other: TargetName) => {
+    const [a, b] = [cell("edge-dedup", l), cell(other, l)];
+    return a && b ? a.eventsPerSec / b.eventsPerSec : null;
+  };
+  const ratios: Record<string, { vsRedis: number | null; vsCeiling: number | null }> = {};
+  for (const l of loads) ratios[l.name] = { vsRedis: ratio(l.name, "redis"), vsCeiling: ratio(l.name, "ceiling") };
+  console.log("\nRatios (edge-dedup events/s ÷ other; the same for requests/s, since a load has one batch size)");
+  table(["load", "edge-dedup/redis", "edge-dedup/ceiling"], loads.map((l) => [
+    l.name, ratios[l.name].vsRedis === null ? "skipped" : fmt(ratios[l.name].vsRedis!, 3), ratios[l.name].vsCeiling === null ? "skipped" : fmt(ratios[l.name].vsCeiling!, 3),
+  ]));
+
+  const edgeCells = cells.filter((c) => c.ops);
+  if (edgeCells.length > 0) {
+    console.log("\nedge-dedup operations (counted by src/opcount.ts under --define __OPCOUNT__:true)");
+    table(
+      ["load", "DO calls/req", "SQL/req", "R2 puts/req", "DO calls/event", "SQL/event", "R2 puts/event", "DO calls by method"],
+      edgeCells.map((c) => [
+        c.load, fmt(c.ops!.perRequest.doCalls, 2), fmt(c.ops!.perRequest.sql, 1), fmt(c.ops!.perRequest.r2Puts, 2),
+        fmt(c.ops!.perEvent.doCalls, 3), fmt(c.ops!.perEvent.sql, 3), fmt(c.ops!.perEvent.r2Puts, 3),
+        Object.entries(c.ops!.counts.doCalls).map(([k, v]) => `${k} ${fmt(v / c.requests, 2)}`).join(", "),
+      ]),
+    );
+    console.log("  DO calls are counted at the caller (Worker and Coordinator, so the eviction fan-out's PARTITION.advance counts);");
+    console.log("  alarm invocations are not. Every R2 put here writes an object (create-only; no batch is replayed).");
+  }
+
+  // ---- goals
+  for (const l of loads) {
+    if (l.batch > 1) {
+      verdict(`${l.name}: edge-dedup/redis events/s`, ratios[l.name].vsRedis, { atLeast: 1.0 });
+      verdict(`${l.name}: edge-dedup/ceiling events/s`, ratios[l.name].vsCeiling, { atLeast: 0.9 });
+    } else {
+      verdict(`${l.name}: edge-dedup/redis events/s`, ratios[l.name].vsRedis, { atLeast: 1.0 });
+    }
+  }
+  const wh16 = cell("edge-dedup", "webhook16");
+  if (wh16?.ops) {
+    verdict("webhook16: R2 objects written per event", wh16.ops.perEvent.r2Puts, { atMost: 0.1 }, "");
+    verdict("webhook16: DO calls per event", wh16.ops.perEvent.doCalls, { atMost: 1 }, "");
+  }
+  const keyCell = cells.filter((c) => c.target === "edge-dedup" && c.state.bytesPerKey !== null).sort((a, b) => b.state.rows - a.state.rows)[0];
+  if (keyCell) verdict(`bytes per remembered key (${keyCell.load}, ${fmt(keyCell.state.rows)} keys)`, keyCell.state.bytesPerKey, { atMost: 40 }, " B");
+
+  console.log("\nGoals");
+  for (const v of verdicts) {
+    const status = v.pass === null ? "SKIP" : v.pass ? "PASS" : "WARN";
+    console.log(`  ${status}  ${v.name}: ${v.value === null ? "not measured" : fmt(v.value, v.value < 10 ? 3 : 1)} (goal ${v.goal})`);
+  }
+  for (const s of skipped) console.log(`  SKIP  ${s}`);
+  console.log(`  correctness: ${failures.length === 0 ? "every target's answers and state matched the data sent" : `${failures.length} check(s) FAILED`}`);
+
+  // ---- files
+  const dir = outDir();
+  const result = {
+    startedAt: new Date(started).toISOString(),
+    seconds: (Date.now() - started) / 1000,
+    node: process.version,
+    cpus: cpus().length,
+    loadavg: loadavg(),
+    settings: { cellSeconds: CELL_MS / 1000, rounds: ROUNDS, warmSeconds: WARM_MS / 1000, duplicateShare: DUPLICATE_SHARE, loads, targets: targetNames, redis: redisVersion },
+    cells,
+    ratios,
+    verdicts,
+    skipped,
+    failures,
+  };
+  writeFileSync(join(dir, "result.json"), JSON.stringify(result, null, 2) + "\n");
+  const subtitle = `${result.startedAt.slice(0, 16).replace("T", " ")} UTC, ${CELL_MS / 1000} s per cell, ${cpus().length} CPUs, Node ${process.version}; requests/s = events/s ÷ batch size`;
+  writeFileSync(join(dir, "chart.svg"), chart(cells, loads, targetNames, subtitle));
+  console.log(`\n  results: ${join(dir, "result.json")}\n  chart:   ${join(dir, "chart.svg")}`);
+  console.log(`  finished in ${fmt((Date.now() - started) / 1000, 1)} s`);
+  if (failures.length > 0 || (STRICT && verdicts.some((v) => v.pass === false))) process.exitCode = 1;
 }
 
 main().catch((e: unknown) => {

@@ -1,7 +1,7 @@
 /**
- * Bench-only Worker for `npm run bench` (bench/wrangler.toml): runs the
+ * Bench-only Worker for `npm run bench:micro` (bench/wrangler.toml): runs the
  * Partition's key lookup + insert inside a SQLite Durable Object with two
- * strategies, so bench/run.ts can time them side by side.
+ * strategies, so bench/micro.ts can time them side by side.
  *
  *   json: one `SELECT ... WHERE k IN (SELECT value FROM json_each(?))` and one
  *         `INSERT ... SELECT ... FROM json_each(?)` per sub-batch, exactly as
@@ -10,7 +10,7 @@
  *
  * Each batch runs in its own transactionSync, like one Partition.apply call.
  * Date.now() does not advance inside workerd while code runs without I/O, so
- * nothing is timed here: bench/run.ts times each HTTP call from Node.
+ * nothing is timed here: bench/micro.ts times each HTTP call from Node.
  *
  * Written without `cloudflare:workers` types (tsconfig.node.json, which covers
  * bench/, has only Node's): the few storage APIs used are declared below.

@@ -8,6 +8,7 @@ import { partitionStub, type Env } from "./env";
 import type { PartitionStats } from "./partition";
 import { deleteStreamObjects, type Lane, type LaneKeys } from "./sink";
 import type { CredentialType, StoredCredential } from "./api/credentials";
+import { countedEnv, countedSql } from "./opcount";
 
 /** How long a begun batch holds its id against a concurrent request with the same id. */
 export const LEASE_MS = 30_000;
@@ -115,8 +116,8 @@ export class Coordinator extends DurableObject<Env> {
   private exists: boolean;
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.sql = ctx.storage.sql;
+    super(ctx, countedEnv(env));
+    this.sql = countedSql(ctx.storage.sql, "Coordinator");
     this.exists = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'").one().n > 0;
   }
 

@@ -1,6 +1,7 @@
 import { app } from "./api/app";
+import { withOpCount } from "./opcount";
 
 export { Coordinator } from "./coordinator";
 export { Partition } from "./partition";
 
-export default app;
+export default withOpCount(app);

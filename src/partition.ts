@@ -3,6 +3,7 @@ import { applyBatch, stateKeyFor, type Decision, type DedupInput, type DedupSett
 import type { Env } from "./env";
 import { decodeDecisions, encodeDecisions } from "./stream/ledger";
 import { failAt, faultsEnabled, type FaultPoint } from "./faults";
+import { countedSql } from "./opcount";
 
 export interface PartitionStats {
   rows: number;
@@ -64,7 +65,7 @@ export class Partition extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.sql = ctx.storage.sql;
+    this.sql = countedSql(ctx.storage.sql, "Partition");
     this.migrate();
   }
 

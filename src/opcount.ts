@@ -1,0 +1,140 @@
+/**
+ * Bench-only operation counters: Durable Object calls, SQL statements and R2
+ * operations, counted where they are made. `__OPCOUNT__` is a build-time
+ * constant: false in wrangler.toml, so a deployed Worker counts nothing and
+ * every wrapper below returns its argument unchanged; `npm run bench` starts
+ * `wrangler dev --define __OPCOUNT__:true`, and then `GET /__opcount` returns
+ * the counters and resets them (the route exists only with the flag on).
+ *
+ * Where counts are taken (so a rewrite of ingest, partition or coordinator
+ * keeps being counted without touching this file):
+ * - DO calls: on the caller's side. `countedEnv(env)` wraps every Durable Object
+ *   namespace in an env (stubs it hands out count each method call) and every
+ *   R2 bucket (each method call counts). The Worker's env is wrapped at the
+ *   entry (`withOpCount` in src/index.ts), a Durable Object's own env in its
+ *   constructor, so DO→DO calls (eviction fan-out) count too.
+ * - SQL statements: `countedSql(ctx.storage.sql, "Partition")` in each DO's
+ *   constructor counts every `exec` (a multi-statement string counts once).
+ *
+ * The counters are module state. Locally `wrangler dev` runs the Worker and all
+ * Durable Objects of the script in one workerd isolate, so one set of counters
+ * sees everything (bench/run.ts checks that SQL statements, which happen
+ * only inside Durable Objects, show up in what the Worker returns).
+ */
+declare const __OPCOUNT__: boolean;
+
+export function opcountEnabled(): boolean {
+  return typeof __OPCOUNT__ !== "undefined" && __OPCOUNT__;
+}
+
+export interface OpCounts {
+  /** HTTP requests the Worker's fetch handler served (the counters' own route excluded) */
+  requests: number;
+  /** `BINDING.method` → calls, e.g. `PARTITION.apply` */
+  doCalls: Record<string, number>;
+  /** DO class → `sql.exec` calls */
+  sql: Record<string, number>;
+  /** `BINDING.method` → calls, e.g. `SINK.put` */
+  r2: Record<string, number>;
+  /** ms since the last reset */
+  sinceMs: number;
+}
+
+let counts = fresh();
+let since = Date.now();
+
+function fresh(): OpCounts {
+  return { requests: 0, doCalls: {}, sql: {}, r2: {}, sinceMs: 0 };
+}
+
+function bump(table: Record<string, number>, key: string): void {
+  table[key] = (table[key] ?? 0) + 1;
+}
+
+/** Returns the counters and starts new ones. */
+export function takeOpCounts(): OpCounts {
+  const out = { ...counts, sinceMs: Date.now() - since };
+  counts = fresh();
+  since = Date.now();
+  return out;
+}
+
+/** A function property of a native object, called on that object, counted first. */
+function countedMethods<T extends object>(target: T, onCall: (method: string) => void, wrapResult?: (method: string, r: unknown) => unknown): T {
+  return new Proxy(target, {
+    get(t, prop) {
+      const v = Reflect.get(t, prop);
+      if (typeof v !== "function" || typeof prop !== "string") return v;
+      return (...args: unknown[]) => {
+        onCall(prop);
+        const r = Reflect.apply(v, t, args);
+        return wrapResult ? wrapResult(prop, r) : r;
+      };
+    },
+  });
+}
+
+/** Counts every statement run through this SqlStorage under `who` (the DO class). */
+export function countedSql(sql: SqlStorage, who: string): SqlStorage {
+  if (!opcountEnabled()) return sql;
+  return new Proxy(sql, {
+    get(t, prop) {
+      const v = Reflect.get(t, prop);
+      if (prop !== "exec" || typeof v !== "function") return typeof v === "function" ? v.bind(t) : v;
+      return (...args: unknown[]) => {
+        bump(counts.sql, who);
+        return Reflect.apply(v, t, args);
+      };
+    },
+  });
+}
+
+const isNamespace = (v: unknown): v is DurableObjectNamespace =>
+  typeof v === "object" && v !== null && typeof (v as DurableObjectNamespace).idFromName === "function";
+const isBucket = (v: unknown): v is R2Bucket =>
+  typeof v === "object" && v !== null && typeof (v as R2Bucket).put === "function" && typeof (v as R2Bucket).head === "function";
+
+/** The env with its DO namespaces and R2 buckets counted (unchanged when the flag is off). */
+export function countedEnv<E extends object>(env: E): E {
+  if (!opcountEnabled()) return env;
+  const wrapped = new Map<string | symbol, unknown>();
+  return new Proxy(env, {
+    get(t, prop) {
+      if (wrapped.has(prop)) return wrapped.get(prop);
+      const v = Reflect.get(t, prop);
+      const name = String(prop);
+      let w: unknown = v;
+      if (isNamespace(v)) {
+        // get/getByName hand out stubs; every method call on a stub is one DO call.
+        w = countedMethods(v, () => undefined, (method, stub) =>
+          (method === "get" || method === "getByName") && typeof stub === "object" && stub !== null
+            ? countedMethods(stub, (m) => bump(counts.doCalls, `${name}.${m}`))
+            : stub,
+        );
+      } else if (isBucket(v)) {
+        w = countedMethods(v, (m) => bump(counts.r2, `${name}.${m}`));
+      }
+      wrapped.set(prop, w);
+      return w;
+    },
+  });
+}
+
+type FetchHandler<E> = { fetch(req: Request, env: E, ctx: ExecutionContext): Response | Promise<Response> };
+
+/**
+ * The Worker's entry with counting: its env counted, `GET /__opcount` answered
+ * with the counters (then reset). With the flag off it returns `handler` itself.
+ */
+export function withOpCount<E extends object, H extends FetchHandler<E>>(handler: H): H {
+  if (!opcountEnabled()) return handler;
+  return {
+    fetch(req: Request, env: E, ctx: ExecutionContext) {
+      if (new URL(req.url).pathname === "/__opcount") {
+        return req.method === "GET" ? Response.json(takeOpCounts()) : new Response(null, { status: 405, headers: { allow: "GET" } });
+      }
+      counts.requests++;
+      return handler.fetch(req, countedEnv(env), ctx);
+    },
+  } as unknown as H;
+}
