@@ -9,11 +9,43 @@ import type { PartitionStats } from "./partition";
 import { deleteStreamObjects, type Lane, type LaneKeys } from "./sink";
 import type { CredentialType, StoredCredential } from "./api/credentials";
 import { countedEnv, countedSql } from "./opcount";
+import type { FaultPoint } from "./faults";
+import { MicroBatcher } from "./microbatch/batcher";
+import { runGroup, type BegunMember } from "./microbatch/run-group";
 
 /** How long a begun batch holds its id against a concurrent request with the same id. */
 export const LEASE_MS = 30_000;
 /** Eviction fan-out runs at most this often after the watermark moves. */
 export const EVICTION_DELAY_MS = 200;
+/** A micro-batch takes at most this many rows (more than any one request may have). */
+export const MICRO_BATCH_MAX_ROWS = 100_000;
+/** Committed ledgers remembered per partition for dropping at its next call. */
+const MAX_FORGET_PER_PARTITION = 10_000;
+
+/** A batch as received by the Worker: parsed, its caller proven, not yet begun. */
+export interface ReceivedBatch {
+  sourceHeader: string | null;
+  batchId: string;
+  auth: IngestAuth;
+  rows: unknown[];
+  /** the batch's identity: parse mode and body hash (batchIdentity) */
+  identity: string;
+  bytes: number;
+}
+
+export interface IngestRequest extends ReceivedBatch {
+  /** tests only (the fault switch): where the micro-batch it joins fails */
+  fault: FaultPoint | null;
+}
+
+export type IngestResult = Exclude<BeginResult, { kind: "run" }> | { kind: "done"; outcome: BatchOutcome };
+
+/** A batch id the caller may run: its first attempt, or a retry of one that failed before its commit. */
+type Runnable = { kind: "new" | "resumed"; source: string };
+const runnable = (a: { kind: string }): a is Runnable => a.kind === "new" || a.kind === "resumed";
+
+/** A request queued for the next micro-batch. */
+type Submission = Pick<BegunMember, "source" | "batchId" | "rows" | "fault"> & { identity: string };
 
 export type ConfigureResult =
   | { status: "created" | "updated" | "unchanged"; config: StreamConfig }
@@ -53,8 +85,10 @@ export type BeginResult =
   | { kind: "replay"; source: string; outcome: BatchOutcome }
   | { kind: "run"; source: string; watermark: number; begunAt: number; config: StreamConfig; epoch: string };
 
-export interface TouchedPartition extends PartitionStats {
+export interface TouchedPartition extends Omit<PartitionStats, "nextExpiry"> {
   p: number;
+  /** as PartitionStats; absent: not known, so the eviction fan-out visits it */
+  nextExpiry?: number | null;
   inserted: number;
   removed: number;
 }
@@ -108,6 +142,10 @@ export class Coordinator extends DurableObject<Env> {
   private sql: SqlStorage;
   /** In memory on purpose: a restarted coordinator means the holders crashed, so their leases end. */
   private leases = new Map<string, number>();
+  private batcher = new MicroBatcher<Submission, BatchOutcome>((items) => this.runMicroBatch(items), {
+    maxWeight: MICRO_BATCH_MAX_ROWS,
+    weigh: (s) => s.rows.length,
+  });
   /**
    * Whether this stream exists (its tables do). The schema is created only when
    * an admin creates the stream, so requests naming streams that do not exist
@@ -119,6 +157,17 @@ export class Coordinator extends DurableObject<Env> {
     super(ctx, countedEnv(env));
     this.sql = countedSql(ctx.storage.sql, "Coordinator");
     this.exists = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'").one().n > 0;
+    if (this.exists) this.upgrade();
+  }
+
+  /**
+   * Brings a stream's tables from an earlier layout up to this one. Added
+   * since the first: partitions.next_expiry (the eviction fan-out visits only
+   * partitions with something due; 0, "due", until a partition reports).
+   */
+  private upgrade(): void {
+    const columns = this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('partitions')").toArray();
+    if (!columns.some((c) => c.name === "next_expiry")) this.sql.exec("ALTER TABLE partitions ADD COLUMN next_expiry INTEGER DEFAULT 0");
   }
 
   private migrate(): void {
@@ -131,7 +180,8 @@ export class Coordinator extends DurableObject<Env> {
         watermark INTEGER NOT NULL, begun_at INTEGER NOT NULL, config_version INTEGER NOT NULL, seq INTEGER, data_key TEXT, late_key TEXT, rejected_key TEXT, report TEXT,
         PRIMARY KEY (source, batch_id)) WITHOUT ROWID;
       CREATE UNIQUE INDEX IF NOT EXISTS batches_by_seq ON batches (seq) WHERE seq IS NOT NULL;
-      CREATE TABLE IF NOT EXISTS partitions (p INTEGER PRIMARY KEY, rows INTEGER NOT NULL, bytes INTEGER NOT NULL, watermark INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS partitions (p INTEGER PRIMARY KEY, rows INTEGER NOT NULL, bytes INTEGER NOT NULL, watermark INTEGER NOT NULL,
+        next_expiry INTEGER DEFAULT 0);
       CREATE TABLE IF NOT EXISTS credentials (id TEXT PRIMARY KEY, source TEXT NOT NULL, type TEXT NOT NULL, label TEXT,
         created_at INTEGER NOT NULL, material TEXT NOT NULL) WITHOUT ROWID;
       CREATE INDEX IF NOT EXISTS credentials_by_material ON credentials (material);
@@ -247,46 +297,65 @@ export class Coordinator extends DurableObject<Env> {
   }
 
   /**
-   * Starts (or resumes) a batch. A committed batch id returns its recorded
-   * outcome; a resumed one keeps the watermark it was first judged by, so a
-   * replay after a crash decides the same way.
+   * Ingests one batch (POST …/events): refused, answered from the ledger
+   * (replay), or queued into the next micro-batch. Requests that arrive while
+   * a micro-batch runs are coalesced into the next one; each gets its own
+   * outcome. A `busy` answer means the same batch id is in flight.
+   */
+  async ingest(req: IngestRequest): Promise<IngestResult> {
+    const meta = this.meta();
+    if (!meta) return req.auth.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" };
+    const now = Date.now();
+    const a = this.admitBatch(meta, req.sourceHeader, req.batchId, { hash: req.identity, bytes: req.bytes, rows: req.rows.length }, req.auth, now);
+    if (!runnable(a)) return a;
+    const leaseKey = `${a.source}\n${req.batchId}`;
+    this.leases.set(leaseKey, now + LEASE_MS);
+    try {
+      const outcome = await this.batcher.submit({ source: a.source, batchId: req.batchId, identity: req.identity, rows: req.rows, fault: req.fault });
+      return { kind: "done", outcome };
+    } catch (e) {
+      // Let the producer's retry start at once; everything is safe to re-run.
+      this.leases.delete(leaseKey);
+      throw e;
+    }
+  }
+
+  /** Runs one micro-batch: begin every member, run the group (partitions, R2), commit them together. */
+  private async runMicroBatch(items: Submission[]): Promise<BatchOutcome[]> {
+    const meta = this.meta();
+    if (!meta) throw new Error("stream was deleted while the batch ran");
+    const now = Date.now();
+    // One transaction: a first attempt is recorded with the watermark in force now; a retry keeps its own.
+    const members = this.ctx.storage.transactionSync(() => items.map((it) => this.beginMember(meta, it, now)));
+    const commits = await runGroup(
+      {
+        stream: meta.name,
+        epoch: meta.epoch,
+        watermark: meta.watermark,
+        bucket: this.env.SINK,
+        applyGroup: (p, r) => partitionStub(this.env, meta.name, p).applyGroup(r),
+        takeForget: (p) => this.takeForget(p),
+      },
+      members,
+    );
+    return this.commitGroup(commits);
+  }
+
+  /**
+   * Starts (or resumes) a batch outside the micro-batcher (the direct RPC
+   * form). A committed batch id returns its recorded outcome; a resumed one
+   * keeps the watermark it was first judged by.
    */
   begin(sourceHeader: string | null, batchId: string, body: { hash: string; bytes: number; rows: number }, auth: IngestAuth): BeginResult {
     const meta = this.meta();
     // Only the admin learns whether a stream exists.
     if (!meta) return auth.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" };
-    const caller = this.caller(meta, sourceHeader, auth);
-    if (caller.kind !== "ok") return caller;
-    const source = caller.source;
-    const row = this.sql
-      .exec<{ body_hash: string; watermark: number; begun_at: number; config_version: number; seq: number | null; report: string | null }>(
-        "SELECT body_hash, watermark, begun_at, config_version, seq, report FROM batches WHERE source = ? AND batch_id = ?", source, batchId,
-      )
-      .toArray()[0];
-    if (row?.seq != null) {
-      return sameBody(row.body_hash, body.hash) ? { kind: "replay", source, outcome: recordedOutcome(row.report!) } : { kind: "conflict" };
-    }
     const now = Date.now();
-    const leaseKey = `${source}\n${batchId}`;
-    if (row) {
-      // Resumed after a failure: the same watermark, begin time and config as its first attempt,
-      // so it is planned and judged exactly as before.
-      if (!sameBody(row.body_hash, body.hash)) return { kind: "conflict" };
-      const until = this.leases.get(leaseKey);
-      if (until !== undefined && until > now) return { kind: "busy", retryAfterMs: until - now };
-      this.leases.set(leaseKey, now + LEASE_MS);
-      const config = row.config_version === meta.configVersion ? meta.config : this.configAt(row.config_version);
-      return { kind: "run", source, watermark: row.watermark, begunAt: row.begun_at, config, epoch: meta.epoch };
-    }
-    const { maxBodyBytes, maxRows } = meta.config.limits;
-    if (body.bytes > maxBodyBytes) return { kind: "too-large", detail: `the body is ${body.bytes} bytes; this stream accepts at most ${maxBodyBytes}` };
-    if (body.rows > maxRows) return { kind: "too-large", detail: `the batch has ${body.rows} rows; this stream accepts at most ${maxRows}` };
-    this.sql.exec(
-      "INSERT INTO batches (source, batch_id, body_hash, watermark, begun_at, config_version) VALUES (?, ?, ?, ?, ?, ?)",
-      source, batchId, body.hash, meta.watermark, now, meta.configVersion,
-    );
-    this.leases.set(leaseKey, now + LEASE_MS);
-    return { kind: "run", source, watermark: meta.watermark, begunAt: now, config: meta.config, epoch: meta.epoch };
+    const a = this.admitBatch(meta, sourceHeader, batchId, body, auth, now);
+    if (!runnable(a)) return a;
+    const m = this.beginMember(meta, { source: a.source, batchId, identity: body.hash, rows: [], fault: null }, now);
+    this.leases.set(`${a.source}\n${batchId}`, now + LEASE_MS);
+    return { kind: "run", source: a.source, watermark: m.watermark, begunAt: m.begunAt, config: m.config, epoch: meta.epoch };
   }
 
   /** Lets a failed attempt's retry start at once instead of waiting out the lease. */
@@ -294,65 +363,147 @@ export class Coordinator extends DurableObject<Env> {
     this.leases.delete(`${source}\n${batchId}`);
   }
 
-  /**
-   * Commits a batch: advances the source's max event time and the global
-   * watermark, records the outcome and progress report. Idempotent: a batch
-   * committed already returns its recorded outcome.
-   */
+  /** Commits one batch (the direct RPC form of commitGroup). Idempotent. */
   async commit(req: CommitRequest): Promise<BatchOutcome> {
-    const meta = this.meta();
-    if (!meta) throw new Error("stream was deleted while the batch ran");
-    const row = this.sql
-      .exec<{ watermark: number; seq: number | null; report: string | null }>(
-        "SELECT watermark, seq, report FROM batches WHERE source = ? AND batch_id = ?", req.source, req.batchId,
+    return (await this.commitGroup([req]))[0];
+  }
+
+  /**
+   * Who may run this batch id, and how: refused, answered from the ledger, or
+   * to run (new, or resumed after a failed attempt). Writes nothing.
+   */
+  private admitBatch(
+    meta: Meta,
+    sourceHeader: string | null,
+    batchId: string,
+    body: { hash: string; bytes: number; rows: number },
+    auth: IngestAuth,
+    now: number,
+  ): Exclude<BeginResult, { kind: "run" }> | Runnable {
+    const caller = this.caller(meta, sourceHeader, auth);
+    if (caller.kind !== "ok") return caller;
+    const source = caller.source;
+    const row = this.batchRow(source, batchId);
+    if (row?.seq != null) {
+      return sameBody(row.body_hash, body.hash) ? { kind: "replay", source, outcome: recordedOutcome(row.report!) } : { kind: "conflict" };
+    }
+    if (row && !sameBody(row.body_hash, body.hash)) return { kind: "conflict" };
+    const until = this.leases.get(`${source}\n${batchId}`);
+    if (until !== undefined && until > now) return { kind: "busy", retryAfterMs: until - now };
+    if (row) return { kind: "resumed", source };
+    // Limits bind new batches only: a batch begun under higher limits still completes.
+    const { maxBodyBytes, maxRows } = meta.config.limits;
+    if (body.bytes > maxBodyBytes) return { kind: "too-large", detail: `the body is ${body.bytes} bytes; this stream accepts at most ${maxBodyBytes}` };
+    if (body.rows > maxRows) return { kind: "too-large", detail: `the batch has ${body.rows} rows; this stream accepts at most ${maxRows}` };
+    return { kind: "new", source };
+  }
+
+  /**
+   * Records a batch's first attempt (the watermark, begin time and config it is
+   * judged by), or reads them back for a retry, so that it is planned and
+   * judged exactly as before.
+   */
+  private beginMember(meta: Meta, s: Submission, now: number): BegunMember {
+    const row = this.batchRow(s.source, s.batchId);
+    if (row) {
+      const config = row.config_version === meta.configVersion ? meta.config : this.configAt(row.config_version);
+      return { ...s, watermark: row.watermark, begunAt: row.begun_at, config, resumed: true };
+    }
+    this.sql.exec(
+      "INSERT INTO batches (source, batch_id, body_hash, watermark, begun_at, config_version) VALUES (?, ?, ?, ?, ?, ?)",
+      s.source, s.batchId, s.identity, meta.watermark, now, meta.configVersion,
+    );
+    return { ...s, watermark: meta.watermark, begunAt: now, config: meta.config, resumed: false };
+  }
+
+  private batchRow(source: string, batchId: string) {
+    return this.sql
+      .exec<{ body_hash: string; watermark: number; begun_at: number; config_version: number; seq: number | null; report: string | null }>(
+        "SELECT body_hash, watermark, begun_at, config_version, seq, report FROM batches WHERE source = ? AND batch_id = ?", source, batchId,
       )
       .toArray()[0];
-    if (!row) throw new Error("commit of a batch that never began");
-    if (row.seq !== null) return recordedOutcome(row.report!);
+  }
 
-    // One transaction: a failure half way must not leave the source's watermark
-    // advanced for a batch that never committed.
-    const { outcome, after } = this.ctx.storage.transactionSync(() => {
+  /**
+   * Commits a micro-batch in one storage transaction: every member's source
+   * max event time, the global watermark (once, over all of them), each
+   * member's outcome and progress report with its own commit number. A member
+   * committed already returns its recorded outcome. A failure half way leaves
+   * nothing behind.
+   */
+  private async commitGroup(reqs: CommitRequest[]): Promise<BatchOutcome[]> {
+    const meta = this.meta();
+    if (!meta) throw new Error("stream was deleted while the batch ran");
+    const { outcomes, watermark } = this.ctx.storage.transactionSync(() => {
       const now = Date.now();
-      const before: WatermarkState = { watermark: meta.watermark, sources: this.sourceProgress() };
-      const after = advanceWatermark(meta.config, before, req.source, req.maxEventTime, now);
-      const progress = own(after.sources, req.source)!;
-      this.sql.exec(
-        "INSERT OR REPLACE INTO sources (name, max_t, last_batch_at) VALUES (?, ?, ?)",
-        req.source, progress.maxEventTime, progress.lastBatchAt,
-      );
-      this.sql.exec("UPDATE meta SET watermark = ?", after.watermark);
-      for (const t of req.touched) this.recordPartition(t);
+      const rows = reqs.map((r) => {
+        const row = this.batchRow(r.source, r.batchId);
+        if (!row) throw new Error("commit of a batch that never began");
+        return row;
+      });
+      let state: WatermarkState = { watermark: meta.watermark, sources: this.sourceProgress() };
+      const fresh = reqs.filter((_, i) => rows[i].seq === null);
+      for (const r of fresh) state = advanceWatermark(meta.config, state, r.source, r.maxEventTime, now);
+      for (const name of new Set(fresh.map((r) => r.source))) {
+        const progress = own(state.sources, name)!;
+        this.sql.exec("INSERT OR REPLACE INTO sources (name, max_t, last_batch_at) VALUES (?, ?, ?)", name, progress.maxEventTime, progress.lastBatchAt);
+      }
+      if (fresh.length > 0) this.sql.exec("UPDATE meta SET watermark = ?", state.watermark);
+      for (const r of fresh) for (const t of r.touched) this.recordPartition(t);
       const totals = this.sql.exec<{ rows: number; bytes: number }>(
         "SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes FROM partitions",
       ).one();
-      const seq = this.lastSeq() + 1;
-      const outcome: BatchOutcome = {
-        batchId: req.batchId,
-        source: req.source,
-        replayed: false,
-        watermark: row.watermark,
-        watermarkAfter: after.watermark,
-        ...capRejected(req.counts),
-      };
-      const report: ProgressReport = progressOf(outcome, {
-        commitSeq: seq,
-        committedAt: now,
-        durationMs: now - req.startedAt,
-        numRowsTotal: totals.rows,
-        numRowsUpdated: req.touched.reduce((a, t) => a + t.inserted, 0),
-        numRowsRemoved: req.touched.reduce((a, t) => a + t.removed, 0),
-        stateBytes: totals.bytes,
+      let seq = this.lastSeq();
+      const outcomes = reqs.map((req, i): BatchOutcome => {
+        if (rows[i].seq !== null) return recordedOutcome(rows[i].report!);
+        seq += 1;
+        const outcome: BatchOutcome = {
+          batchId: req.batchId,
+          source: req.source,
+          replayed: false,
+          watermark: rows[i].watermark,
+          watermarkAfter: state.watermark,
+          ...capRejected(req.counts),
+        };
+        const report: ProgressReport = progressOf(outcome, {
+          commitSeq: seq,
+          committedAt: now,
+          durationMs: now - req.startedAt,
+          numRowsTotal: totals.rows,
+          numRowsUpdated: req.touched.reduce((a, t) => a + t.inserted, 0),
+          numRowsRemoved: req.touched.reduce((a, t) => a + t.removed, 0),
+          stateBytes: totals.bytes,
+        });
+        this.sql.exec(
+          "UPDATE batches SET seq = ?, data_key = ?, late_key = ?, rejected_key = ?, report = ? WHERE source = ? AND batch_id = ?",
+          seq, req.objects.data, req.objects.late, req.objects.rejected, JSON.stringify({ outcome, progress: report } satisfies StoredReport), req.source, req.batchId,
+        );
+        return outcome;
       });
-      this.sql.exec(
-        "UPDATE batches SET seq = ?, data_key = ?, late_key = ?, rejected_key = ?, report = ? WHERE source = ? AND batch_id = ?",
-        seq, req.objects.data, req.objects.late, req.objects.rejected, JSON.stringify({ outcome, progress: report } satisfies StoredReport), req.source, req.batchId,
-      );
-      return { outcome, after };
+      return { outcomes, watermark: state.watermark };
     });
-    this.leases.delete(`${req.source}\n${req.batchId}`);
-    if (after.watermark > meta.watermark) await this.scheduleEviction(meta.config);
-    return outcome;
+    for (const r of reqs) {
+      this.leases.delete(`${r.source}\n${r.batchId}`);
+      // Its decisions in the partitions are no longer needed: a retry is answered here.
+      for (const t of r.touched) this.forgetLater(t.p, `${r.source}\n${r.batchId}`);
+    }
+    if (watermark > meta.watermark) await this.scheduleEviction(meta.config);
+    return outcomes;
+  }
+
+  /** Committed ledgers a partition may drop, carried by the next call to it (in memory: the 7-day prune is the backstop). */
+  private forgetLists = new Map<number, string[]>();
+
+  private forgetLater(p: number, ledger: string): void {
+    let list = this.forgetLists.get(p);
+    if (!list) this.forgetLists.set(p, (list = []));
+    if (list.length < MAX_FORGET_PER_PARTITION) list.push(ledger);
+  }
+
+  private takeForget(p: number): string[] {
+    const list = this.forgetLists.get(p) ?? [];
+    this.forgetLists.delete(p);
+    return list;
   }
 
   /** The most recent `limit` progress reports, oldest first. */
@@ -437,15 +588,16 @@ export class Coordinator extends DurableObject<Env> {
 
   /**
    * Prompt eviction: pushes the global watermark to every partition that has
-   * held state and is behind it (by the last figures it reported; a stale
-   * figure costs one extra call, never a missed eviction).
+   * a key due to expire under it.
    */
   async alarm(): Promise<void> {
     const meta = this.meta();
     if (!meta || meta.config.mode === "global") return;
     const watermark = meta.watermark;
+    // Only partitions with a key due (by the last figures they reported; every
+    // apply evicts first anyway, so a stale figure delays clean-up, never a decision).
     const behind = this.sql
-      .exec<{ p: number }>("SELECT p FROM partitions WHERE watermark < ?", watermark)
+      .exec<{ p: number }>("SELECT p FROM partitions WHERE next_expiry IS NOT NULL AND next_expiry <= ?", watermark)
       .toArray();
     const results = await Promise.all(
       behind.map(async ({ p }) => ({ p, ...(await partitionStub(this.env, meta.name, p).advance(meta.epoch, watermark)) })),
@@ -482,8 +634,11 @@ export class Coordinator extends DurableObject<Env> {
   }
 
   /** The last figures a partition reported: they steer the eviction fan-out and numRowsTotal. */
-  private recordPartition(s: PartitionStats & { p: number }): void {
-    this.sql.exec("INSERT OR REPLACE INTO partitions (p, rows, bytes, watermark) VALUES (?, ?, ?, ?)", s.p, s.rows, s.bytes, s.watermark);
+  private recordPartition(s: TouchedPartition | (PartitionStats & { p: number })): void {
+    this.sql.exec(
+      "INSERT OR REPLACE INTO partitions (p, rows, bytes, watermark, next_expiry) VALUES (?, ?, ?, ?, ?)",
+      s.p, s.rows, s.bytes, s.watermark, s.nextExpiry === undefined ? 0 : s.nextExpiry,
+    );
   }
 
   /** The last commit number (0 before the first commit). */

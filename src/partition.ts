@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { applyBatch, stateKeyFor, type Decision, type DedupInput, type DedupSettings } from "./stream/dedup";
+import { decideByInsert, type Decision, type DedupInput, type DedupSettings, type StateInsert } from "./stream/dedup";
 import type { Env } from "./env";
 import { decodeDecisions, encodeDecisions } from "./stream/ledger";
 import { failAt, faultsEnabled, type FaultPoint } from "./faults";
@@ -9,8 +9,11 @@ export interface PartitionStats {
   rows: number;
   bytes: number;
   watermark: number;
+  /** the earliest expiry among the remembered keys (null: none expires): eviction visits only partitions due */
+  nextExpiry: number | null;
 }
 
+/** One batch's rows for this partition (the single-batch form of applyGroup). */
 export interface ApplyRequest {
   /** the stream's incarnation: state from an older one (a deleted stream) is dropped */
   epoch: string;
@@ -21,6 +24,25 @@ export interface ApplyRequest {
   rows: PartitionRow[];
   /** tests only: store the first half of the sub-batch, then fail */
   fault?: FaultPoint;
+}
+
+/** A micro-batch's rows for this partition: an entry per request, judged in order. */
+export interface GroupApplyRequest {
+  epoch: string;
+  watermark: number;
+  entries: GroupEntry[];
+  /** ledgers of batches that have committed: a retry of them never reaches a partition again */
+  forget?: string[];
+  /** tests only: store the first half of the first entry, then fail */
+  fault?: FaultPoint;
+}
+
+export interface GroupEntry {
+  batch: string;
+  settings: DedupSettings;
+  rows: PartitionRow[];
+  /** false for a batch's first attempt: it can have no recorded decisions, so none are looked up */
+  resumed?: boolean;
 }
 
 /** A row as a partition sees it: where it stood in the batch, its key and event time. */
@@ -36,17 +58,25 @@ export interface ApplyResult extends PartitionStats {
   removed: number;
 }
 
+export interface GroupApplyResult extends PartitionStats {
+  /** per entry, one character per row */
+  decisions: string[];
+  inserted: number;
+  removed: number;
+}
+
 export interface StateEntry {
   key: string;
   eventTime: number | null;
   expiresAt: number | null;
 }
 
-/** The partition's own row: which incarnation of the stream it holds, its watermark, its key count. */
+/** The partition's own row: which incarnation of the stream it holds, its watermark, its key count, its earliest expiry. */
 type PartitionMeta = {
   epoch: string;
   watermark: number;
   rows: number;
+  next_expiry: number | null;
 };
 
 /** How long a batch's decisions are kept for a replay of a batch that crashed before its commit. */
@@ -62,6 +92,8 @@ const LEDGER_PRUNE_EVERY_MS = 3_600_000;
 export class Partition extends DurableObject<Env> {
   private sql: SqlStorage;
   private lastPrune = 0;
+  /** the meta row as stored: only this object writes it, so it is read once */
+  private cached: PartitionMeta | null | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -76,53 +108,77 @@ export class Partition extends DurableObject<Env> {
       CREATE INDEX IF NOT EXISTS keys_by_expiry ON keys (expires) WHERE expires IS NOT NULL;
       CREATE TABLE IF NOT EXISTS ledger (batch TEXT PRIMARY KEY, at INTEGER NOT NULL, decisions TEXT NOT NULL) WITHOUT ROWID;
     `);
+    // Added after the first layout: the earliest expiry, so that eviction runs only when something is due.
+    const columns = this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray();
+    if (!columns.some((c) => c.name === "next_expiry")) {
+      this.sql.exec("ALTER TABLE meta ADD COLUMN next_expiry INTEGER");
+      this.sql.exec("UPDATE meta SET next_expiry = (SELECT min(expires) FROM keys)");
+    }
   }
 
+  /** One batch: applyGroup with a single entry whose earlier decisions, if any, are replayed. */
   apply(req: ApplyRequest): ApplyResult {
+    const { decisions, ...r } = this.applyGroup({
+      epoch: req.epoch,
+      watermark: req.watermark,
+      entries: [{ batch: req.batch, settings: req.settings, rows: req.rows, resumed: true }],
+      fault: req.fault,
+    });
+    return { ...r, decisions: decisions[0] };
+  }
+
+  applyGroup(req: GroupApplyRequest): GroupApplyResult & { replayed: boolean } {
     if (faultsEnabled() && req.fault === "partition-midway") {
-      this.apply({ ...req, rows: req.rows.slice(0, Math.ceil(req.rows.length / 2)), fault: undefined });
+      const [first, ...rest] = req.entries;
+      this.applyGroup({ ...req, entries: [{ ...first, rows: first.rows.slice(0, Math.ceil(first.rows.length / 2)) }, ...rest].slice(0, 1), fault: undefined });
       failAt(req.fault, "partition-midway");
     }
-    return this.ctx.storage.transactionSync(() => {
+    return this.atomically(() => {
       const meta = this.meta(req.epoch);
-      const recorded = this.recordedDecisions(req.batch);
-      // Rows this batch already had decided here (an attempt that crashed before
-      // its commit) keep their decision; only rows new to this partition are judged.
-      const fresh = req.rows.filter((r) => !recorded.has(r.index));
-      let inserted = 0;
-      let removed = 0;
-      if (fresh.length > 0 || recorded.size === 0) {
-        removed = this.evict(meta, Math.max(meta.watermark, req.watermark));
-        const remembered = this.lookup(req.settings, fresh);
-        const { decisions, inserts } = applyBatch(req.settings, meta.watermark, fresh, (k) => remembered.has(k));
-        if (inserts.length > 0) {
-          this.sql.exec(
-            `INSERT INTO keys (k, t, expires)
-             SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)`,
-            JSON.stringify(inserts.map((i) => [i.stateKey, i.eventTime, i.expiresAt])),
-          );
-        }
-        fresh.forEach((r, i) => recorded.set(r.index, decisions[i]));
-        this.sql.exec(
-          "INSERT OR REPLACE INTO ledger (batch, at, decisions) VALUES (?, ?, ?)",
-          req.batch, Date.now(), encodeDecisions(recorded),
-        );
-        inserted = inserts.length;
-        meta.rows += inserted;
-        this.saveMeta(meta);
-        this.maybePruneLedger();
+      if (req.forget && req.forget.length > 0) {
+        this.sql.exec("DELETE FROM ledger WHERE batch IN (SELECT value FROM json_each(?))", JSON.stringify(req.forget));
       }
-      const decisions = req.rows.map((r) => recorded.get(r.index)!).join("");
-      return { decisions, replayed: fresh.length === 0 && req.rows.length > 0, inserted, removed, ...this.stats(meta) };
+      const recorded = this.recordedDecisions(req.entries.filter((e) => e.resumed).map((e) => e.batch));
+      const removed = this.evict(meta, req.watermark);
+      let inserted = 0;
+      let judged = 0;
+      const ledger: [string, string][] = [];
+      const decisions = req.entries.map((entry) => {
+        // Rows this batch already had decided here (an attempt that crashed before
+        // its commit) keep their decision; only rows new to this partition are judged.
+        const known = recorded.get(entry.batch) ?? new Map<number, Decision>();
+        const fresh = entry.rows.filter((r) => !known.has(r.index));
+        if (fresh.length > 0 || known.size === 0) {
+          const r = decideByInsert(entry.settings, meta.watermark, fresh, (candidates) => this.insertNew(candidates, meta));
+          fresh.forEach((row, i) => known.set(row.index, r.decisions[i]));
+          inserted += r.inserted;
+          judged += fresh.length;
+          ledger.push([entry.batch, encodeDecisions(known)]);
+        }
+        return entry.rows.map((r) => known.get(r.index)!).join("");
+      });
+      if (ledger.length > 0) {
+        this.sql.exec(
+          `INSERT OR REPLACE INTO ledger (batch, at, decisions)
+           SELECT json_extract(value, '$[0]'), ?, json_extract(value, '$[1]') FROM json_each(?)`,
+          Date.now(), JSON.stringify(ledger),
+        );
+      }
+      meta.rows += inserted;
+      if (inserted > 0 || removed > 0 || ledger.length > 0) this.saveMeta(meta);
+      this.maybePruneLedger();
+      const replayed = judged === 0 && req.entries.some((e) => e.rows.length > 0);
+      return { decisions, replayed, inserted, removed, ...this.stats(meta) };
     });
   }
 
   /** Raises the partition watermark and evicts: prompt eviction without new rows. */
   advance(epoch: string, watermark: number): PartitionStats & { removed: number } {
-    return this.ctx.storage.transactionSync(() => {
+    return this.atomically(() => {
       const meta = this.meta(epoch);
-      const removed = this.evict(meta, Math.max(meta.watermark, watermark));
-      this.saveMeta(meta);
+      const before = meta.watermark;
+      const removed = this.evict(meta, watermark);
+      if (removed > 0 || meta.watermark !== before) this.saveMeta(meta);
       this.maybePruneLedger();
       return { removed, ...this.stats(meta) };
     });
@@ -131,7 +187,7 @@ export class Partition extends DurableObject<Env> {
   /** Read-only: a partition that never held state for this epoch reports zeros and stays unwritten. */
   describe(epoch: string): PartitionStats {
     const meta = this.currentMeta(epoch);
-    return meta ? this.stats(meta) : { rows: 0, bytes: 0, watermark: 0 };
+    return meta ? this.stats(meta) : { rows: 0, bytes: 0, watermark: 0, nextExpiry: null };
   }
 
   /** The remembered keys in key order, `limit` at a time after `after` (like Spark's state reader). */
@@ -145,18 +201,46 @@ export class Partition extends DurableObject<Env> {
 
   async drop(): Promise<void> {
     await this.ctx.storage.deleteAll();
+    this.cached = undefined;
     this.migrate(); // the instance may serve again (the stream created anew)
   }
 
-  /** input index → decision, for rows of this batch decided here before */
-  private recordedDecisions(batch: string): Map<number, Decision> {
-    const row = this.sql.exec<{ decisions: string }>("SELECT decisions FROM ledger WHERE batch = ?", batch).toArray()[0];
-    return row ? decodeDecisions(row.decisions) : new Map();
+  /** batch → (input index → decision), for the given batches' rows decided here before: one statement for all. */
+  private recordedDecisions(batches: string[]): Map<string, Map<number, Decision>> {
+    const out = new Map<string, Map<number, Decision>>();
+    if (batches.length === 0) return out;
+    const rows = this.sql
+      .exec<{ batch: string; decisions: string }>("SELECT batch, decisions FROM ledger WHERE batch IN (SELECT value FROM json_each(?))", JSON.stringify(batches))
+      .toArray();
+    for (const r of rows) out.set(r.batch, decodeDecisions(r.decisions));
+    return out;
+  }
+
+  /**
+   * Lookup and insert in one statement: the candidates whose key is not
+   * remembered are stored (the first copy of a key in order wins), and the
+   * stored keys come back.
+   */
+  private insertNew(candidates: StateInsert[], meta: PartitionMeta): Set<string> {
+    const stored = this.sql
+      .exec<{ k: string; expires: number | null }>(
+        `INSERT OR IGNORE INTO keys (k, t, expires)
+         SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)
+         RETURNING k, expires`,
+        JSON.stringify(candidates.map((c) => [c.stateKey, c.eventTime, c.expiresAt])),
+      )
+      .toArray();
+    for (const s of stored) {
+      if (s.expires !== null && (meta.next_expiry === null || s.expires < meta.next_expiry)) meta.next_expiry = s.expires;
+    }
+    return new Set(stored.map((s) => s.k));
   }
 
   private currentMeta(epoch: string): PartitionMeta | null {
-    const row = this.sql.exec<PartitionMeta>("SELECT epoch, watermark, rows FROM meta").toArray()[0];
-    return row && row.epoch === epoch ? row : null;
+    if (this.cached === undefined) {
+      this.cached = this.sql.exec<PartitionMeta>("SELECT epoch, watermark, rows, next_expiry FROM meta").toArray()[0] ?? null;
+    }
+    return this.cached && this.cached.epoch === epoch ? { ...this.cached } : null;
   }
 
   private meta(epoch: string): PartitionMeta {
@@ -164,40 +248,46 @@ export class Partition extends DurableObject<Env> {
     if (current) return current;
     // First use, or state left by a deleted incarnation of the stream: start clean.
     this.sql.exec("DELETE FROM keys; DELETE FROM ledger;");
-    const fresh = { epoch, watermark: 0, rows: 0 };
+    const fresh = { epoch, watermark: 0, rows: 0, next_expiry: null };
     this.saveMeta(fresh);
-    return fresh;
+    return { ...fresh };
   }
 
   private saveMeta(m: PartitionMeta): void {
-    this.sql.exec("INSERT OR REPLACE INTO meta (id, epoch, watermark, rows) VALUES (1, ?, ?, ?)", m.epoch, m.watermark, m.rows);
+    this.sql.exec(
+      "INSERT OR REPLACE INTO meta (id, epoch, watermark, rows, next_expiry) VALUES (1, ?, ?, ?, ?)",
+      m.epoch, m.watermark, m.rows, m.next_expiry,
+    );
+    this.cached = { ...m };
+  }
+
+  /** One storage transaction; if it rolls back, so does the cached meta row (read again next time). */
+  private atomically<T>(fn: () => T): T {
+    try {
+      return this.ctx.storage.transactionSync(fn);
+    } catch (e) {
+      this.cached = undefined;
+      throw e;
+    }
   }
 
   /**
-   * Sets the partition watermark to `watermark` (never lower) and forgets expired
-   * keys: `expires <= wm`, the rule of isExpired() in src/stream/dedup.ts, in SQL
-   * so that the expiry index does the work.
+   * Sets the partition watermark to max(itself, `watermark`) and forgets
+   * expired keys: `expires <= wm`, the rule of isExpired() in
+   * src/stream/dedup.ts, in SQL so that the expiry index does the work. Runs
+   * only when the earliest expiry is due.
    */
   private evict(meta: PartitionMeta, watermark: number): number {
     meta.watermark = Math.max(meta.watermark, watermark);
-    const n = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM keys WHERE expires <= ?", meta.watermark).one().n;
-    if (n > 0) {
-      this.sql.exec("DELETE FROM keys WHERE expires <= ?", meta.watermark);
-      meta.rows -= n;
-    }
-    return n;
-  }
-
-  private lookup(settings: DedupSettings, rows: readonly DedupInput[]): Set<string> {
-    const probe = new Set(rows.map((r) => stateKeyFor(settings, r)));
-    const found = this.sql
-      .exec<{ k: string }>("SELECT k FROM keys WHERE k IN (SELECT value FROM json_each(?))", JSON.stringify([...probe]))
-      .toArray();
-    return new Set(found.map((r) => r.k));
+    if (meta.next_expiry === null || meta.next_expiry > meta.watermark) return 0;
+    const removed = this.sql.exec("DELETE FROM keys WHERE expires <= ? RETURNING 1", meta.watermark).toArray().length;
+    meta.rows -= removed;
+    meta.next_expiry = this.sql.exec<{ e: number | null }>("SELECT min(expires) AS e FROM keys").one().e;
+    return removed;
   }
 
   private stats(meta: PartitionMeta): PartitionStats {
-    return { rows: meta.rows, bytes: this.sql.databaseSize, watermark: meta.watermark };
+    return { rows: meta.rows, bytes: this.sql.databaseSize, watermark: meta.watermark, nextExpiry: meta.next_expiry };
   }
 
   private maybePruneLedger(): void {

@@ -1,36 +1,34 @@
 import { failAt, type FaultPoint } from "./faults";
+import type { ObjectRef } from "./microbatch/group";
 
 /**
- * The R2 sink. A batch writes up to three NDJSON objects — its output
- * (`data`), its late rows and its rejected rows — and then a commit marker for
- * (source, batch id). Every put is create-only, so a replayed batch never
- * overwrites: it finds its objects (same bytes, by construction) and skips
- * them. Keys carry the stream's epoch, so a stream deleted and created again
- * never meets its predecessor's objects.
+ * The R2 sink. A micro-batch (a group of requests) writes up to three NDJSON
+ * objects — its output (`data`), its late rows and its rejected rows — and
+ * then one commit marker. Each request's rows are a byte range of the group's
+ * objects; the commit index records `key#offset+length` per request and lane.
+ * Every put is create-only and every group has a fresh id, so nothing is ever
+ * overwritten. Keys carry the stream's epoch, so a stream deleted and created
+ * again never meets its predecessor's objects.
  */
 export const LANES = ["data", "late", "rejected"] as const;
 export type Lane = (typeof LANES)[number];
 export type LaneKeys = Record<Lane, string | null>;
 
-export function objectKey(stream: string, epoch: string, source: string, batchId: string, lane: Lane | "_commits"): string {
-  const id = `${encodeURIComponent(source)}/${encodeURIComponent(batchId)}`;
-  return `streams/${stream}/${lane}/${epoch}/${id}.${lane === "_commits" ? "json" : "ndjson"}`;
+export function groupObjectKey(stream: string, epoch: string, group: string, lane: Lane | "_commits"): string {
+  return `streams/${stream}/${lane}/${epoch}/${group}.${lane === "_commits" ? "json" : "ndjson"}`;
 }
 
 const CREATE_ONLY = { onlyIf: { etagDoesNotMatch: "*" } } as const;
 
-/**
- * Writes the batch's non-empty lanes, then its marker. Idempotent. Returns the
- * key of each lane written (null for an empty lane), which the commit records.
- */
-export async function writeBatch(
+/** Writes the group's non-empty lanes, then its marker. Returns the key of each lane written (null when empty). */
+export async function writeGroup(
   bucket: R2Bucket,
-  where: { stream: string; epoch: string; source: string; batchId: string },
-  lanes: Record<Lane, string>,
+  where: { stream: string; epoch: string; group: string },
+  lanes: Record<Lane, Uint8Array>,
   marker: Record<string, unknown>,
   fault?: FaultPoint | null,
 ): Promise<LaneKeys> {
-  const keyOf = (lane: Lane | "_commits") => objectKey(where.stream, where.epoch, where.source, where.batchId, lane);
+  const keyOf = (lane: Lane | "_commits") => groupObjectKey(where.stream, where.epoch, where.group, lane);
   const keys = {} as LaneKeys;
   await Promise.all(
     LANES.map(async (lane) => {
@@ -46,8 +44,8 @@ export async function writeBatch(
   return keys;
 }
 
-export async function readObject(bucket: R2Bucket, key: string): Promise<ReadableStream | null> {
-  return (await bucket.get(key))?.body ?? null;
+export async function readObject(bucket: R2Bucket, ref: ObjectRef): Promise<ReadableStream | null> {
+  return (await bucket.get(ref.key, ref.range ? { range: ref.range } : undefined))?.body ?? null;
 }
 
 /** Deletes every object of a stream (all lanes and markers), 1,000 at a time. */

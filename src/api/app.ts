@@ -4,6 +4,7 @@ import { z } from "zod";
 import { NAME_PATTERN, parseStreamConfig, zodErrors } from "../stream/config";
 import { coordinatorStub, partitionStub, type Env } from "../env";
 import { InjectedFault } from "../faults";
+import { coalesceRefs, parseRef } from "../microbatch/group";
 import { readObject } from "../sink";
 import { requireAdmin } from "./auth";
 import { hashToken, newSecret, type StoredCredential } from "./credentials";
@@ -179,13 +180,14 @@ for (const [path, lane] of [["output", "data"], ["late", "late"], ["rejected", "
       async pull(controller) {
         const page = await coordinator.commits(lane, after, upTo, 100);
         if (page.length === 0) return controller.close();
-        for (const { seq, key } of page) {
-          const obj = await readObject(bucket, key);
-          if (!obj) return controller.error(new Error(`object ${key} of commit ${seq} is missing`));
+        // The requests of one micro-batch are back to back in its objects: one read for the run.
+        for (const ref of coalesceRefs(page.map((c) => parseRef(c.key)))) {
+          const obj = await readObject(bucket, ref);
+          if (!obj) return controller.error(new Error(`object ${ref.key} is missing`));
           const reader = obj.getReader();
           for (let r = await reader.read(); !r.done; r = await reader.read()) controller.enqueue(r.value);
-          after = seq;
         }
+        after = page[page.length - 1].seq;
       },
     });
     return new Response(body, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "x-commit-seq": String(upTo) } });

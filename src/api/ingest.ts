@@ -1,10 +1,8 @@
-import { dedupSettings, encodeLate, encodeOutput, encodeRejected, mergeDecisions, planBatch } from "../stream/batch";
 import { NAME_PATTERN } from "../stream/config";
-import { capRejected, type BatchOutcome } from "../stream/report";
-import { coordinatorStub, partitionStub, type Env } from "../env";
-import type { BeginResult, IngestAuth, TouchedPartition } from "../coordinator";
-import { failAt, requestedFault, type FaultPoint } from "../faults";
-import { writeBatch } from "../sink";
+import type { BatchOutcome } from "../stream/report";
+import { coordinatorStub, type Env } from "../env";
+import type { IngestResult, ReceivedBatch } from "../coordinator";
+import { requestedFault, type FaultPoint } from "../faults";
 import { admitCaller, proveCaller } from "./admission";
 import { batchIdentity, HARD_BODY_LIMIT, HARD_MAX_ROWS, parseMode, parseRows, readBody, TooManyRows } from "./body";
 import { badRequest, conflict, forbidden, HttpError, notFound } from "./problem";
@@ -61,101 +59,45 @@ export async function ingest(
   return { outcome, batchId, headers };
 }
 
-/** A batch as received: parsed, its caller proven, not yet begun. */
-export interface ReceivedBatch {
-  sourceHeader: string | null;
-  batchId: string;
-  auth: IngestAuth;
-  rows: unknown[];
-  /** the batch's identity: parse mode and body hash (batchIdentity) */
-  identity: string;
-  bytes: number;
-}
+export type { ReceivedBatch };
 
 /**
- * Runs a received batch exactly once: begin (ledger, watermark) → route by key
- * hash → one apply per partition → output and marker to R2 → commit. Every
- * step is idempotent per batch id, so a retry after a failure anywhere re-runs
- * to the same result.
+ * Runs a received batch exactly once, in the stream's Coordinator: it joins
+ * the next micro-batch (begin, one call per touched partition, output and
+ * marker to R2, commit). Every step is idempotent per batch id, so a retry
+ * after a failure anywhere re-runs to the same result.
  */
 export async function processBatch(env: Env, stream: string, received: ReceivedBatch, fault: FaultPoint | null = null): Promise<BatchOutcome> {
-  const { sourceHeader, batchId, auth, rows } = received;
+  const { sourceHeader, batchId } = received;
   const coordinator = coordinatorStub(env, stream);
-  const begun = await beginOrWait(() =>
-    coordinator.begin(sourceHeader, batchId, { hash: received.identity, bytes: received.bytes, rows: rows.length }, auth),
-  );
-  const source = "source" in begun ? begun.source : sourceHeader ?? "default";
-  switch (begun.kind) {
+  const r = await ingestOrWait(() => coordinator.ingest({ ...received, fault }));
+  const source = "source" in r ? r.source : sourceHeader ?? "default";
+  switch (r.kind) {
+    case "done":
+    case "replay":
+      return r.outcome;
     case "missing":
       throw notFound(`stream "${stream}" does not exist; create it with PUT /v1/streams/${stream}`);
     case "unauthorized":
       throw forbidden("the token is not valid for this stream");
     case "forbidden":
-      throw forbidden(begun.detail);
+      throw forbidden(r.detail);
     case "too-large":
-      throw new HttpError(413, "batch-too-large", "Payload too large", begun.detail);
+      throw new HttpError(413, "batch-too-large", "Payload too large", r.detail);
     case "conflict":
       throw new HttpError(422, "idempotency-key-reused", "Idempotency key reused",
         `batch id "${batchId}" from source "${source}" was already used with a different body`);
     case "busy":
       throw conflict("batch-in-flight", `batch id "${batchId}" is being processed by another request; retry later`,
-        {}, { "retry-after": String(Math.max(1, Math.ceil(begun.retryAfterMs / 1000))) });
-    case "replay":
-      return begun.outcome;
-  }
-
-  const { config, epoch, watermark } = begun;
-  const startedAt = Date.now();
-  try {
-    // Planned against the batch's first begin time, so a retry validates the same way.
-    const plan = planBatch(config, rows, begun.begunAt, { source, watermark });
-    const settings = dedupSettings(config);
-    const ledgerKey = `${source}\n${batchId}`;
-    const touched: TouchedPartition[] = [];
-    const decisions = new Map<number, string>();
-    await Promise.all(
-      [...plan.subBatches].map(async ([p, sub], i) => {
-        const r = await partitionStub(env, stream, p).apply({
-          epoch,
-          batch: ledgerKey,
-          watermark,
-          settings,
-          rows: sub.map((a) => ({ index: a.index, key: a.key, eventTime: a.eventTime })),
-          ...(fault === "partition-midway" && i === 0 ? { fault } : {}),
-        });
-        decisions.set(p, r.decisions);
-        touched.push({ p, rows: r.rows, bytes: r.bytes, watermark: r.watermark, inserted: r.inserted, removed: r.removed });
-      }),
-    );
-    const { emitted, late, counts } = mergeDecisions(plan, decisions);
-    failAt(fault, "after-decide");
-    const judgedBy = new Map(touched.map((t) => [t.p, t.watermark]));
-    const objects = await writeBatch(
-      env.SINK,
-      { stream, epoch, source, batchId },
-      {
-        data: encodeOutput(emitted),
-        late: encodeLate({ source, batchId }, late, (p) => judgedBy.get(p)!),
-        rejected: encodeRejected({ source, batchId }, counts.rejected, rows),
-      },
-      { stream, source, batchId, watermark, emitted: counts.emitted, late: counts.late, rejected: counts.rejected.length },
-      fault,
-    );
-    failAt(fault, "after-marker");
-    return await coordinator.commit({
-      source, batchId, maxEventTime: plan.maxEventTime, counts: capRejected(counts), touched, objects, startedAt,
-    });
-  } catch (e) {
-    // Let the producer's retry start at once; everything above is safe to re-run.
-    await coordinator.release(source, batchId).catch(() => undefined);
-    throw e;
+        {}, { "retry-after": String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))) });
   }
 }
 
-async function beginOrWait(begin: () => Promise<BeginResult>): Promise<BeginResult> {
+/** A request for a batch id that is in flight waits for it (polling), up to WAIT_FOR_INFLIGHT_MS. */
+async function ingestOrWait(ingest: () => Promise<IngestResult>): Promise<IngestResult> {
   const deadline = Date.now() + WAIT_FOR_INFLIGHT_MS;
   for (;;) {
-    const r = await begin();
+    const r = await ingest();
     if (r.kind !== "busy" || Date.now() + POLL_MS > deadline) return r;
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }

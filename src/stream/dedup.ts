@@ -77,3 +77,35 @@ export function applyBatch(
   }
   return { decisions, inserts };
 }
+
+/**
+ * The dedup step with lookup and insert in one storage call (SQLite's
+ * `INSERT OR IGNORE … RETURNING`): late rows are dropped first; every other row
+ * is offered in order, and `insertNew` stores the candidates whose state key is
+ * not remembered (the first copy of each key wins the insert) and returns the
+ * state keys it stored. The first copy of a stored key is emitted; every other
+ * row is a duplicate. Decides exactly as applyBatch does.
+ */
+export function decideByInsert(
+  settings: DedupSettings,
+  watermark: number,
+  rows: readonly DedupInput[],
+  insertNew: (candidates: StateInsert[]) => Set<string>,
+): { decisions: Decision[]; inserted: number } {
+  const isLate = (row: DedupInput) => settings.hasEventTime && row.eventTime !== null && row.eventTime <= watermark;
+  const candidates: StateInsert[] = [];
+  for (const row of rows) {
+    if (!isLate(row)) candidates.push({ stateKey: stateKeyFor(settings, row), eventTime: row.eventTime, expiresAt: expiryOf(settings, row.eventTime) });
+  }
+  const stored = candidates.length > 0 ? insertNew(candidates) : new Set<string>();
+  const claimed = new Set<string>();
+  let next = 0;
+  const decisions = rows.map((row): Decision => {
+    if (isLate(row)) return "l";
+    const k = candidates[next++].stateKey;
+    if (!stored.has(k) || claimed.has(k)) return "d";
+    claimed.add(k);
+    return "e";
+  });
+  return { decisions, inserted: claimed.size };
+}

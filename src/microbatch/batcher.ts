@@ -1,0 +1,76 @@
+/**
+ * Spark's trigger at the edge: one run at a time per stream, and whatever is
+ * submitted while a run is going becomes the next run, as one group. A lone
+ * request runs at once, alone; under load, requests coalesce, so the fixed
+ * cost of a run (a call per partition, the R2 objects, the commit) is paid per
+ * group instead of per request.
+ *
+ * No Cloudflare imports: the Coordinator drives it, the tests drive it with
+ * fake runs.
+ */
+export interface BatcherOptions<In> {
+  /** the most weight (rows) one run takes; a single heavier item runs alone */
+  maxWeight: number;
+  weigh: (item: In) => number;
+}
+
+interface Pending<In, Out> {
+  item: In;
+  resolve: (out: Out) => void;
+  reject: (err: unknown) => void;
+}
+
+export class MicroBatcher<In, Out> {
+  private queue: Pending<In, Out>[] = [];
+  private running = false;
+
+  /**
+   * `run` gets a group in submission order and answers each item, in order. A
+   * throw fails the whole group: every item in it is rejected with the error.
+   */
+  constructor(
+    private readonly run: (items: In[]) => Promise<Out[]>,
+    private readonly options: BatcherOptions<In>,
+  ) {}
+
+  submit(item: In): Promise<Out> {
+    return new Promise<Out>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      if (!this.running) void this.drain();
+    });
+  }
+
+  /** Items waiting for the next run. */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.queue.length > 0) {
+        const group = this.nextGroup();
+        try {
+          const outs = await this.run(group.map((p) => p.item));
+          group.forEach((p, i) => p.resolve(outs[i]));
+        } catch (err) {
+          for (const p of group) p.reject(err);
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private nextGroup(): Pending<In, Out>[] {
+    let weight = 0;
+    let n = 0;
+    while (n < this.queue.length) {
+      const w = this.options.weigh(this.queue[n].item);
+      if (n > 0 && weight + w > this.options.maxWeight) break;
+      weight += w;
+      n++;
+    }
+    return this.queue.splice(0, n);
+  }
+}

@@ -1,0 +1,102 @@
+import type { BatchPlan } from "../stream/batch";
+
+/**
+ * A micro-batch's shape, with no I/O: each member (one request) is planned on
+ * its own; the group sends every partition one payload with an entry per
+ * member that has rows there, then hands each member its own decisions back,
+ * and writes one object per lane with a byte range per member.
+ */
+export interface Member {
+  /** `{source}\n{batchId}`: the member's decision ledger in each partition */
+  ledger: string;
+  plan: BatchPlan;
+}
+
+export interface PartitionEntry {
+  batch: string;
+  rows: { index: number; key: string; eventTime: number | null }[];
+}
+
+/** Per partition, an entry per member with rows there, in member order. */
+export function partitionPayloads(members: readonly Member[]): Map<number, PartitionEntry[]> {
+  const out = new Map<number, PartitionEntry[]>();
+  for (const m of members) {
+    for (const [p, rows] of m.plan.subBatches) {
+      let entries = out.get(p);
+      if (!entries) out.set(p, (entries = []));
+      entries.push({ batch: m.ledger, rows: rows.map((r) => ({ index: r.index, key: r.key, eventTime: r.eventTime })) });
+    }
+  }
+  return out;
+}
+
+/**
+ * Splits the partitions' answers (decision strings per entry, in payload
+ * order) back into each member's partition → decisions map.
+ */
+export function memberDecisions(members: readonly Member[], answers: ReadonlyMap<number, readonly string[]>): Map<number, string>[] {
+  const cursor = new Map<number, number>();
+  return members.map((m) => {
+    const mine = new Map<number, string>();
+    for (const p of m.plan.subBatches.keys()) {
+      const at = cursor.get(p) ?? 0;
+      const decided = answers.get(p)?.[at];
+      if (decided === undefined) throw new Error(`partition ${p} returned no decisions for ${m.ledger}`);
+      mine.set(p, decided);
+      cursor.set(p, at + 1);
+    }
+    return mine;
+  });
+}
+
+export interface ByteRange {
+  offset: number;
+  length: number;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * One body from the members' texts, in order, with where each member's part
+ * lies (null for an empty part), so a reader of one member reads its range.
+ */
+export function concatParts(parts: readonly string[]): { body: Uint8Array; ranges: (ByteRange | null)[] } {
+  const encoded = parts.map((p) => encoder.encode(p));
+  const body = new Uint8Array(encoded.reduce((n, e) => n + e.length, 0));
+  let offset = 0;
+  const ranges = encoded.map((e) => {
+    if (e.length === 0) return null;
+    body.set(e, offset);
+    const range = { offset, length: e.length };
+    offset += e.length;
+    return range;
+  });
+  return { body, ranges };
+}
+
+/** Where a request's rows of one lane are: an object, or a byte range of one (`key#offset+length`). */
+export interface ObjectRef {
+  key: string;
+  range?: { offset: number; length: number };
+}
+
+export function formatRef(ref: ObjectRef): string {
+  return ref.range ? `${ref.key}#${ref.range.offset}+${ref.range.length}` : ref.key;
+}
+
+export function parseRef(ref: string): ObjectRef {
+  const m = /^(.*)#(\d+)\+(\d+)$/.exec(ref);
+  return m ? { key: m[1], range: { offset: Number(m[2]), length: Number(m[3]) } } : { key: ref };
+}
+
+/** Adjacent ranges of one object become one read (the requests of a group are laid out back to back). */
+export function coalesceRefs(refs: readonly ObjectRef[]): ObjectRef[] {
+  const out: ObjectRef[] = [];
+  for (const r of refs) {
+    const last = out[out.length - 1];
+    if (last?.range && r.range && last.key === r.key && last.range.offset + last.range.length === r.range.offset) {
+      out[out.length - 1] = { key: last.key, range: { offset: last.range.offset, length: last.range.length + r.range.length } };
+    } else out.push(r);
+  }
+  return out;
+}

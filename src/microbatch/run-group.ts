@@ -1,0 +1,123 @@
+import type { CommitRequest, TouchedPartition } from "../coordinator";
+import { failAt, type FaultPoint } from "../faults";
+import type { GroupApplyRequest, GroupApplyResult } from "../partition";
+import { LANES, writeGroup, type LaneKeys } from "../sink";
+import { dedupSettings, encodeLate, encodeOutput, encodeRejected, mergeDecisions, planBatch } from "../stream/batch";
+import type { StreamConfig } from "../stream/config";
+import { capRejected } from "../stream/report";
+import { concatParts, formatRef, memberDecisions, partitionPayloads } from "./group";
+
+/** A request in a micro-batch, begun: what it was judged by is fixed at its first attempt. */
+export interface BegunMember {
+  source: string;
+  batchId: string;
+  rows: readonly unknown[];
+  fault: FaultPoint | null;
+  /** the watermark, begin time and config of its first attempt (a retry keeps them) */
+  watermark: number;
+  begunAt: number;
+  config: StreamConfig;
+  /** a retry of an attempt that failed before its commit: partitions may hold some of its decisions */
+  resumed: boolean;
+}
+
+export interface GroupContext {
+  stream: string;
+  epoch: string;
+  /** the global watermark in force when the group began */
+  watermark: number;
+  applyGroup(p: number, req: GroupApplyRequest): Promise<GroupApplyResult>;
+  bucket: R2Bucket;
+  /** ledgers of committed batches that partition p may drop, taken (the next call to p carries them) */
+  takeForget(p: number): string[];
+}
+
+/**
+ * Runs a micro-batch up to its commit: plans each member, makes one call per
+ * touched partition for the whole group, writes one object per lane and one
+ * marker, and returns each member's commit request. Any failure fails the
+ * group; every member's retry resumes on its own, in whatever group it lands.
+ */
+export async function runGroup(ctx: GroupContext, members: readonly BegunMember[]): Promise<CommitRequest[]> {
+  const startedAt = Date.now();
+  const planned = members.map((m) => ({
+    ...m,
+    ledger: `${m.source}\n${m.batchId}`,
+    plan: planBatch(m.config, m.rows, m.begunAt, { source: m.source, watermark: m.watermark }),
+  }));
+  const byLedger = new Map(planned.map((m) => [m.ledger, m]));
+  const fault = members.find((m) => m.fault)?.fault ?? null;
+
+  const results = new Map<number, GroupApplyResult>();
+  await Promise.all(
+    [...partitionPayloads(planned)].map(async ([p, entries], i) => {
+      const forget = ctx.takeForget(p);
+      const r = await ctx.applyGroup(p, {
+        epoch: ctx.epoch,
+        watermark: ctx.watermark,
+        entries: entries.map((e) => {
+          const m = byLedger.get(e.batch)!;
+          return { ...e, settings: dedupSettings(m.config), resumed: m.resumed };
+        }),
+        ...(forget.length > 0 ? { forget } : {}),
+        ...(fault === "partition-midway" && i === 0 ? { fault } : {}),
+      });
+      results.set(p, r);
+    }),
+  );
+  const decided = memberDecisions(planned, new Map([...results].map(([p, r]) => [p, r.decisions])));
+  const merged = planned.map((m, i) => mergeDecisions(m.plan, decided[i]));
+  failAt(fault, "after-decide");
+
+  const judgedBy = (p: number) => results.get(p)!.watermark;
+  const parts = {
+    data: merged.map((x) => encodeOutput(x.emitted)),
+    late: merged.map((x, i) => encodeLate({ source: planned[i].source, batchId: planned[i].batchId }, x.late, judgedBy)),
+    rejected: merged.map((x, i) => encodeRejected({ source: planned[i].source, batchId: planned[i].batchId }, x.counts.rejected, planned[i].rows)),
+  };
+  const lanes = { data: concatParts(parts.data), late: concatParts(parts.late), rejected: concatParts(parts.rejected) };
+  const group = `g-${crypto.randomUUID()}`;
+  const objects = await writeGroup(
+    ctx.bucket,
+    { stream: ctx.stream, epoch: ctx.epoch, group },
+    { data: lanes.data.body, late: lanes.late.body, rejected: lanes.rejected.body },
+    {
+      stream: ctx.stream,
+      group,
+      watermark: ctx.watermark,
+      batches: planned.map((m, i) => ({
+        source: m.source, batchId: m.batchId, watermark: m.watermark,
+        emitted: merged[i].counts.emitted, late: merged[i].counts.late, rejected: merged[i].counts.rejected.length,
+      })),
+    },
+    fault,
+  );
+  failAt(fault, "after-marker");
+
+  // A partition's removals are reported once, with the first member that touched it.
+  const reported = new Set<number>();
+  return planned.map((m, i): CommitRequest => {
+    const touched: TouchedPartition[] = [...m.plan.subBatches.keys()].map((p) => {
+      const r = results.get(p)!;
+      const first = !reported.has(p);
+      reported.add(p);
+      const inserted = [...decided[i].get(p)!].filter((d) => d === "e").length;
+      return { p, rows: r.rows, bytes: r.bytes, watermark: r.watermark, nextExpiry: r.nextExpiry, inserted, removed: first ? r.removed : 0 };
+    });
+    const refs = {} as LaneKeys;
+    for (const lane of LANES) {
+      const key = objects[lane];
+      const range = lanes[lane].ranges[i];
+      refs[lane] = key && range ? formatRef({ key, range }) : null;
+    }
+    return {
+      source: m.source,
+      batchId: m.batchId,
+      maxEventTime: m.plan.maxEventTime,
+      counts: capRejected(merged[i].counts),
+      touched,
+      objects: refs,
+      startedAt,
+    };
+  });
+}

@@ -1,0 +1,253 @@
+/**
+ * The micro-batcher (src/microbatch): requests that arrive while a
+ * micro-batch runs are coalesced into the next one. Properties:
+ *
+ *  a. The queue itself: one run at a time, every request answered once with
+ *     its own answer, groups in arrival order and within the weight cap, a
+ *     lone request runs at once, a failed run fails only its own group.
+ *  b. Concurrent requests driven through the batcher and the real pure pieces
+ *     of a group run (planBatch, partitionPayloads, decideByInsert per entry,
+ *     memberDecisions, mergeDecisions, advanceWatermark) decide exactly as the
+ *     reference model does when it judges each group's members in order under
+ *     the watermark committed before the group, then commits them together;
+ *     and DESIGN §2.8 holds over the union of what was emitted.
+ */
+import fc from "fast-check";
+import { describe, expect, test } from "vitest";
+import { MicroBatcher } from "../../src/microbatch/batcher";
+import { coalesceRefs, concatParts, formatRef, memberDecisions, parseRef, partitionPayloads } from "../../src/microbatch/group";
+import { dedupSettings, mergeDecisions, planBatch, type BatchCounts } from "../../src/stream/batch";
+import { parseStreamConfig, type StreamConfig } from "../../src/stream/config";
+import { applyBatch, decideByInsert, isExpired, type DedupInput } from "../../src/stream/dedup";
+import type { Row } from "../../src/stream/schema";
+import { advanceWatermark, INITIAL_WATERMARK, type WatermarkState } from "../../src/stream/watermark";
+import { ReferenceModel, type ModelDecision } from "./model";
+import { configBody, expectGuarantees, materialize, modelSpec, NOW, scenarioArb, type Emitted } from "./scenarios";
+
+/** Lets `n` microtask turns pass: how the tests interleave producers and runs. */
+async function turns(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await Promise.resolve();
+}
+
+// ---------------------------------------------------------------- a. the queue
+
+describe("MicroBatcher", () => {
+  test("one run at a time; each item answered once, in order, groups within the cap (property)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ weight: fc.integer({ min: 1, max: 5 }), wait: fc.nat(6) }), { minLength: 1, maxLength: 40 }),
+        fc.array(fc.nat(6), { minLength: 40, maxLength: 40 }),
+        fc.integer({ min: 1, max: 12 }),
+        async (items, runTurns, maxWeight) => {
+          const groups: number[][] = [];
+          let running = 0;
+          let r = 0;
+          const batcher = new MicroBatcher<{ n: number; weight: number }, string>(
+            async (group) => {
+              running++;
+              expect(running).toBe(1);
+              groups.push(group.map((g) => g.n));
+              await turns(runTurns[r++ % runTurns.length]);
+              running--;
+              return group.map((g) => `answer ${g.n}`);
+            },
+            { maxWeight, weigh: (x) => x.weight },
+          );
+          const answers = await Promise.all(
+            items.map(async (it, n) => {
+              await turns(it.wait);
+              return batcher.submit({ n, weight: it.weight });
+            }),
+          );
+          expect(answers).toEqual(items.map((_, n) => `answer ${n}`));
+          // every item in exactly one group
+          expect(groups.flat().sort((a, b) => a - b)).toEqual(items.map((_, n) => n));
+          for (const g of groups) {
+            const weight = g.reduce((a, n) => a + items[n].weight, 0);
+            if (g.length > 1) expect(weight).toBeLessThanOrEqual(maxWeight);
+          }
+          // arrival order: each group's items arrived after every item of earlier groups was queued
+          expect(groups[0].length).toBe(1); // the first request runs at once, alone
+          expect(batcher.waiting).toBe(0);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  test("a failed run fails its own group only", async () => {
+    let runs = 0;
+    const batcher = new MicroBatcher<number, number>(
+      async (group) => {
+        runs++;
+        await turns(3);
+        if (group.includes(13)) throw new Error("crash");
+        return group;
+      },
+      { maxWeight: 100, weigh: () => 1 },
+    );
+    const first = batcher.submit(1);
+    const second = [batcher.submit(12), batcher.submit(13)];
+    const third = (async () => {
+      await turns(5); // after the second group has started
+      return batcher.submit(14);
+    })();
+    const settled = await Promise.allSettled([first, ...second, third]);
+    expect(settled.map((r) => (r.status === "fulfilled" ? r.value : (r.reason as Error).message))).toEqual([1, "crash", "crash", 14]);
+    expect(runs).toBe(3);
+    expect(await batcher.submit(2)).toBe(2); // and it goes on
+  });
+});
+
+// ---------------------------------------------------------------- pieces
+
+describe("decideByInsert", () => {
+  test("decides exactly as applyBatch (property)", () => {
+    const settingsArb = fc.record({
+      mode: fc.constantFrom("within-watermark" as const, "event-time-key" as const, "global" as const),
+      delay: fc.nat(5),
+      hasEventTime: fc.boolean(),
+    });
+    const rowArb = fc.record({ key: fc.constantFrom("a", "b", "c"), eventTime: fc.option(fc.nat(10), { nil: null }) });
+    fc.assert(
+      fc.property(settingsArb, fc.nat(8), fc.array(rowArb, { maxLength: 12 }), fc.uniqueArray(fc.constantFrom<string>("a", "b", "c", "a@3", "b@4")), (settings, wm, rows, remembered) => {
+        const inputs: DedupInput[] = rows;
+        const want = applyBatch(settings, wm, inputs, (k) => remembered.includes(k));
+        const store = new Set(remembered);
+        const got = decideByInsert(settings, wm, inputs, (candidates) => {
+          const stored = new Set<string>();
+          for (const c of candidates) if (!store.has(c.stateKey)) store.add(c.stateKey), stored.add(c.stateKey);
+          return stored;
+        });
+        expect(got.decisions).toEqual(want.decisions);
+        expect(got.inserted).toBe(want.inserts.length);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe("group objects", () => {
+  test("each member's part is its byte range, and adjacent ranges read as one", () => {
+    const parts = ["a\n", "", "ü\n", "c\n"];
+    const { body, ranges } = concatParts(parts);
+    const text = (r: { offset: number; length: number }) => new TextDecoder().decode(body.slice(r.offset, r.offset + r.length));
+    expect(ranges[1]).toBeNull();
+    expect(ranges.map((r) => (r ? text(r) : ""))).toEqual(parts);
+    const refs = ranges.filter((r) => r !== null).map((range) => parseRef(formatRef({ key: "k", range: range! })));
+    expect(coalesceRefs(refs)).toEqual([{ key: "k", range: { offset: 0, length: body.length } }]);
+    expect(coalesceRefs([{ key: "a" }, { key: "b", range: { offset: 0, length: 1 } }, { key: "b", range: { offset: 2, length: 1 } }])).toHaveLength(3);
+  });
+});
+
+// ---------------------------------------------------------------- b. against the model
+
+interface Answer {
+  source: string;
+  watermark: number;
+  watermarkAfter: number;
+  decisions: ModelDecision[];
+  emitted: Row[];
+  counts: BatchCounts;
+  group: number;
+  /** its place in the group: the order in which it arrived */
+  position: number;
+}
+
+/** Partitions as plain maps, and a group run built from the real pure pieces, as the Coordinator runs it. */
+class GroupedStream {
+  readonly config: StreamConfig;
+  readonly partitions: { watermark: number; keys: Map<string, number | null> }[];
+  wm: WatermarkState = INITIAL_WATERMARK;
+  groups = 0;
+  readonly batcher: MicroBatcher<{ source: string; rows: unknown[] }, Answer>;
+
+  constructor(body: unknown, runTurns: () => number) {
+    const r = parseStreamConfig(body);
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    this.config = r.config;
+    this.partitions = Array.from({ length: this.config.partitions }, () => ({ watermark: 0, keys: new Map() }));
+    this.batcher = new MicroBatcher(async (items) => {
+      const group = this.groups++;
+      const watermark = this.wm.watermark; // committed before this group
+      const members = items.map((it, i) => ({ ledger: `${it.source}\n${group}.${i}`, plan: planBatch(this.config, it.rows, NOW, { source: it.source, watermark }) }));
+      await turns(runTurns());
+      const answers = new Map<number, string[]>();
+      for (const [p, entries] of partitionPayloads(members)) {
+        const part = this.partitions[p];
+        part.watermark = Math.max(part.watermark, watermark);
+        for (const [k, exp] of [...part.keys]) if (isExpired(exp, part.watermark)) part.keys.delete(k);
+        answers.set(
+          p,
+          entries.map((e) =>
+            decideByInsert(dedupSettings(this.config), part.watermark, e.rows, (candidates) => {
+              const stored = new Set<string>();
+              for (const c of candidates) if (!part.keys.has(c.stateKey)) part.keys.set(c.stateKey, c.expiresAt), stored.add(c.stateKey);
+              return stored;
+            }).decisions.join(""),
+          ),
+        );
+      }
+      await turns(runTurns());
+      const decided = memberDecisions(members, answers);
+      const merged = members.map((m, i) => mergeDecisions(m.plan, decided[i]));
+      for (const [i, it] of items.entries()) this.wm = advanceWatermark(this.config, this.wm, it.source, members[i].plan.maxEventTime, NOW);
+      return merged.map((m, i): Answer => {
+        const decisions: ModelDecision[] = Array.from({ length: m.counts.input }, () => "r");
+        for (const [p, rows] of members[i].plan.subBatches) rows.forEach((r, j) => (decisions[r.index] = decided[i].get(p)![j] as ModelDecision));
+        return { source: items[i].source, watermark, watermarkAfter: this.wm.watermark, decisions, emitted: m.emitted, counts: m.counts, group, position: i };
+      });
+    }, { maxWeight: 1_000, weigh: (x) => x.rows.length });
+  }
+}
+
+describe("concurrent requests through the micro-batcher", () => {
+  test("decide as the model judging each group under the watermark committed before it (property)", async () => {
+    let coalesced = 0;
+    await fc.assert(
+      fc.asyncProperty(scenarioArb(10, 6), fc.array(fc.nat(5), { minLength: 60, maxLength: 60 }), async (s, choices) => {
+        let c = 0;
+        const pick = () => choices[c++ % choices.length];
+        const stream = new GroupedStream(configBody(s), pick);
+        const batches = materialize(s);
+        // Producers send at staggered moments: some while a micro-batch runs.
+        const answers = await Promise.all(
+          batches.map(async (b, i) => {
+            await turns(choices[i % choices.length] * 2);
+            return stream.batcher.submit(b);
+          }),
+        );
+        // Replay the groups, in the order they ran, through the model.
+        const model = new ReferenceModel(modelSpec(s));
+        const byGroup = new Map<number, number[]>();
+        answers.forEach((a, i) => byGroup.set(a.group, [...(byGroup.get(a.group) ?? []), i]));
+        for (const members of byGroup.values()) members.sort((x, y) => answers[x].position - answers[y].position);
+        const emitted: Emitted[] = [];
+        for (const g of [...byGroup.keys()].sort((a, b) => a - b)) {
+          const members = byGroup.get(g)!;
+          if (members.length > 1) coalesced++;
+          const watermark = model.watermark;
+          const accepted = members.map((i) => batches[i].rows.map((raw, j) => model.validate(raw, j)).filter((r) => r !== null));
+          for (const [k, i] of members.entries()) {
+            const judged = model.judge(accepted[k], watermark, 0);
+            const want: ModelDecision[] = batches[i].rows.map(() => "r");
+            accepted[k].forEach((r, j) => (want[r.index] = judged[j]));
+            expect(answers[i].decisions.join(""), `batch ${i} in group ${g}`).toBe(want.join(""));
+            expect(answers[i].watermark).toBe(watermark);
+            accepted[k].forEach((r, j) => judged[j] === "e" && emitted.push({ key: r.key, t: r.t }));
+          }
+          for (const [k, i] of members.entries()) model.commit(batches[i].source, accepted[k]);
+          for (const i of members) expect(answers[i].watermarkAfter, `group ${g}`).toBe(model.watermark);
+        }
+        for (const a of answers) {
+          expect(a.counts.emitted + a.counts.duplicates + a.counts.late + a.counts.rejected.length).toBe(a.counts.input);
+          expect(a.emitted).toHaveLength(a.counts.emitted);
+        }
+        expectGuarantees(s, emitted);
+      }),
+      { numRuns: 300 },
+    );
+    // The schedules do coalesce requests into groups.
+    expect(coalesced).toBeGreaterThan(50);
+  });
+});
