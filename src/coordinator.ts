@@ -8,6 +8,7 @@ import { partitionStub, type Env } from "./env";
 import type { PartitionStats } from "./partition";
 import { deleteStreamObjects, type Lane, type LaneKeys } from "./sink";
 import type { CredentialType, StoredCredential } from "./api/credentials";
+import { isProviderType } from "./webhooks";
 import { countedEnv, countedSql } from "./opcount";
 import type { FaultPoint } from "./faults";
 import { MicroBatcher } from "./microbatch/batcher";
@@ -53,11 +54,12 @@ export type ConfigureResult =
 
 /** How an ingest request proved itself; the coordinator holds the credentials. */
 export type IngestAuth = { kind: "admin" } | { kind: "token"; hash: string } | { kind: "hmac"; credentialId: string };
-/** What the headers claim before the body is read (a signature is checked against the body later). */
-export type CallerClaim = { kind: "admin" } | { kind: "token"; hash: string } | { kind: "hmac" };
+/** What the headers claim before the body is read (a signature is checked against the body later); "provider": a webhook's. */
+export type CallerClaim = { kind: "admin" } | { kind: "token"; hash: string } | { kind: "hmac" } | { kind: "provider" };
 export interface SealedSigner {
   id: string;
   material: string;
+  type: CredentialType;
 }
 
 export type Admission =
@@ -275,17 +277,17 @@ export class Coordinator extends DurableObject<Env> {
     if (auth.kind === "token" || (auth.kind === "hmac" && "credentialId" in auth)) {
       const cred = this.sql
         .exec<{ source: string }>(
-          auth.kind === "token" ? "SELECT source FROM credentials WHERE material = ? AND type = 'token'" : "SELECT source FROM credentials WHERE id = ? AND type = 'hmac'",
+          auth.kind === "token" ? "SELECT source FROM credentials WHERE material = ? AND type = 'token'" : "SELECT source FROM credentials WHERE id = ? AND type <> 'token'",
           auth.kind === "token" ? auth.hash : auth.credentialId,
         )
         .toArray()[0];
       if (!cred) return { kind: "unauthorized" };
       credentialSource = cred.source;
-    } else if (auth.kind === "hmac") {
+    } else if (auth.kind === "hmac" || auth.kind === "provider") {
       credentialSource = sourceHeader ?? "default";
       signers = this.credentials(credentialSource, true)
-        .filter((c) => c.type === "hmac")
-        .map((c) => ({ id: c.id, material: c.material }));
+        .filter((c) => (auth.kind === "hmac" ? c.type === "hmac" : isProviderType(c.type)))
+        .map((c) => ({ id: c.id, material: c.material, type: c.type }));
       if (signers.length === 0) return { kind: "unauthorized" };
     }
     const source = sourceHeader ?? credentialSource ?? "default";
@@ -532,8 +534,10 @@ export class Coordinator extends DurableObject<Env> {
    * Stores a credential. A token already given to any source of this stream is
    * refused: lookups go by its hash, so the second holder would be locked out.
    */
-  addCredential(c: StoredCredential): "added" | "missing" | "duplicate" {
+  addCredential(c: StoredCredential): "added" | "missing" | "duplicate" | "other-provider" {
     if (!this.meta()) return "missing";
+    // A source's webhook credentials are of one provider, so that its endpoint knows the scheme.
+    if (isProviderType(c.type) && this.credentials(c.source).some((o) => isProviderType(o.type) && o.type !== c.type)) return "other-provider";
     if (c.type === "token" && this.sql.exec("SELECT 1 FROM credentials WHERE material = ? AND type = 'token'", c.material).toArray().length > 0) {
       return "duplicate";
     }

@@ -1,9 +1,10 @@
 import type { Admission, CallerClaim, Coordinator, IngestAuth, SealedSigner } from "../coordinator";
 import type { StreamConfig } from "../stream/config";
 import type { Env } from "../env";
+import { isProviderType, type ProviderType } from "../webhooks";
 import { bearerToken, isAdminToken } from "./auth";
 import { hashToken } from "./credentials";
-import { forbidden, notFound, unauthorized } from "./problem";
+import { forbidden, notFound, unauthorized, webhookUnauthorized } from "./problem";
 import { openSecret, sealSecret } from "./sealing";
 import { parseSignature, SIGNATURE_TOLERANCE_S, verifySignature, withinReplayWindow, type ParsedSignature, type SignedRequest } from "./signature";
 import { TtlCache } from "./ttl-cache";
@@ -16,7 +17,7 @@ import { TtlCache } from "./ttl-cache";
  * which then bound how much of the body is read at all.
  */
 export interface Caller {
-  claim: CallerClaim;
+  claim: Exclude<CallerClaim, { kind: "provider" }>;
   source: string;
   limits: StreamConfig["limits"];
   /** a signature claim: the header, checked against the body by proveCaller() */
@@ -28,7 +29,13 @@ interface Admitted {
   limits: StreamConfig["limits"];
   signers: SealedSigner[];
   /** the signers' secrets, opened once per cache entry */
-  secrets?: Promise<{ id: string; secret: string }[]>;
+  secrets?: Promise<OpenedSecret[]>;
+}
+
+interface OpenedSecret {
+  id: string;
+  type: SealedSigner["type"];
+  secret: string;
 }
 
 /** Positive admissions only, per isolate; begin() re-checks every credential, so this decides only what gets read. */
@@ -45,7 +52,7 @@ export async function admitCaller(
 ): Promise<Caller> {
   const bearer = bearerToken(headers.get("authorization"));
   const header = headers.get("x-signature");
-  let claim: CallerClaim;
+  let claim: Caller["claim"];
   let signature: ParsedSignature | null = null;
   if (bearer !== null) {
     claim = (await isAdminToken(bearer, env)) ? { kind: "admin" } : { kind: "token", hash: await hashToken(bearer) };
@@ -80,26 +87,91 @@ export async function proveCaller(
 ): Promise<{ auth: IngestAuth; version: "v1" | "v2" | null }> {
   if (caller.claim.kind !== "hmac") return { auth: caller.claim, version: null };
   const sig = caller.signature!;
-  const key = cacheKey(stream, caller.claim, sourceHeader);
   const acceptV1 = env.ACCEPT_SIGNATURE_V1 !== "false";
+  const now = Date.now();
+  const proven = await firstMatch(env, stream, coordinator, caller.claim, sourceHeader, async (secrets) => {
+    for (const k of secrets) {
+      const version = await verifySignature(k.secret, sig, body, now, bound, acceptV1);
+      if (version) return { auth: { kind: "hmac", credentialId: k.id } as const, version };
+    }
+    return null;
+  });
+  if (proven) return proven;
+  if (sig.v2.length === 0 && !acceptV1) throw unauthorized("X-Signature v1 is no longer accepted; sign with v2");
+  throw unauthorized(`the signature does not match any signing secret of source "${caller.source}"`);
+}
+
+/**
+ * Runs `match` over the source's opened secrets; when nothing matches, once
+ * more over freshly fetched ones (a credential just added), at most every REFETCH_MS.
+ */
+async function firstMatch<T>(
+  env: Env,
+  stream: string,
+  coordinator: DurableObjectStub<Coordinator>,
+  claim: CallerClaim,
+  sourceHeader: string | null,
+  match: (secrets: OpenedSecret[]) => Promise<T | null>,
+): Promise<T | null> {
+  const key = cacheKey(stream, claim, sourceHeader);
   const now = Date.now();
   for (let attempt = 0; attempt < 2; attempt++) {
     const admitted =
       attempt === 0
-        ? await admission(coordinator, key, sourceHeader, caller.claim, stream)
-        : admissions.get(key, now, REFETCH_MS) ?? (await admission(coordinator, key, sourceHeader, caller.claim, stream, true));
+        ? await admission(coordinator, key, sourceHeader, claim, stream)
+        : admissions.get(key, now, REFETCH_MS) ?? (await admission(coordinator, key, sourceHeader, claim, stream, true));
     const secrets = (admitted.secrets ??= openAll(env, stream, coordinator, admitted));
     // A failure to open (a key problem, a 503) is not kept: the next request tries again.
     secrets.catch(() => {
       if (admitted.secrets === secrets) admitted.secrets = undefined;
     });
-    for (const k of await secrets) {
-      const version = await verifySignature(k.secret, sig, body, now, bound, acceptV1);
-      if (version) return { auth: { kind: "hmac", credentialId: k.id }, version };
-    }
+    const found = await match(await secrets);
+    if (found !== null) return found;
   }
-  if (sig.v2.length === 0 && !acceptV1) throw unauthorized("X-Signature v1 is no longer accepted; sign with v2");
-  throw unauthorized(`the signature does not match any signing secret of source "${caller.source}"`);
+  return null;
+}
+
+/** A webhook's source: who it is, its stream's limits, and the provider whose scheme its credentials verify. */
+export interface WebhookCaller {
+  source: string;
+  limits: StreamConfig["limits"];
+  provider: ProviderType;
+}
+
+const PROVIDER_CLAIM: CallerClaim = { kind: "provider" };
+
+/** The same refusal whether the stream is missing, the source has no such credential, or the signature does not match. */
+export const webhookRefused = (source: string) =>
+  webhookUnauthorized(`the signature does not match any webhook signing secret of source "${source}"; sign the raw body exactly as sent`);
+
+/**
+ * Admits a webhook from its URL alone, before the body is read: one cheap
+ * lookup (cached like admitCaller's) of the source's provider credentials.
+ * A stream that does not exist and a source without one are the same 401.
+ */
+export async function admitWebhook(stream: string, coordinator: DurableObjectStub<Coordinator>, source: string): Promise<WebhookCaller> {
+  const admitted = await admission(coordinator, cacheKey(stream, PROVIDER_CLAIM, source), source, PROVIDER_CLAIM, stream);
+  // One provider per source (addCredential refuses a second); the oldest decides should that ever not hold.
+  const provider = admitted.signers[0].type;
+  if (!isProviderType(provider)) throw webhookRefused(source);
+  return { source: admitted.source, limits: admitted.limits, provider };
+}
+
+/** The auth that begin() re-checks: the provider credential whose secret `verify` accepts, else a 401. */
+export async function proveWebhook(
+  env: Env,
+  stream: string,
+  coordinator: DurableObjectStub<Coordinator>,
+  caller: WebhookCaller,
+  verify: (secrets: string[]) => Promise<{ ok: true; secretIndex: number } | { ok: false }>,
+): Promise<IngestAuth> {
+  const auth = await firstMatch(env, stream, coordinator, PROVIDER_CLAIM, caller.source, async (opened) => {
+    const live = opened.filter((k) => k.type === caller.provider);
+    const r = await verify(live.map((k) => k.secret));
+    return r.ok ? ({ kind: "hmac", credentialId: live[r.secretIndex].id } as const) : null;
+  });
+  if (auth === null) throw webhookRefused(caller.source);
+  return auth;
 }
 
 async function admission(
@@ -127,6 +199,7 @@ function refusal(r: Exclude<Admission, { kind: "admitted" }>, claim: CallerClaim
     case "forbidden":
       return forbidden(r.detail);
     case "unauthorized":
+      if (claim.kind === "provider") return webhookRefused(sourceHeader ?? "default");
       return claim.kind === "hmac"
         ? unauthorized(`the signature does not match any signing secret of source "${sourceHeader ?? "default"}"`)
         : forbidden("the token is not valid for this stream");
@@ -144,7 +217,7 @@ async function openAll(env: Env, stream: string, coordinator: DurableObjectStub<
       const for_ = { stream, source: a.source, id: s.id };
       const { secret, stale } = await openSecret(s.material, env, for_);
       if (stale) await coordinator.resealCredential(s.id, s.material, await sealSecret(secret, env, for_));
-      return { id: s.id, secret };
+      return { id: s.id, type: s.type, secret };
     }),
   );
 }

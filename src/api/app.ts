@@ -7,9 +7,11 @@ import { InjectedFault } from "../faults";
 import { coalesceRefs, parseRef } from "../microbatch/group";
 import { readObject } from "../sink";
 import { requireAdmin } from "./auth";
-import { hashToken, newSecret, type StoredCredential } from "./credentials";
+import { CREDENTIAL_TYPES, hashToken, newSecret, type StoredCredential } from "./credentials";
 import { sealSecret } from "./sealing";
 import { ingest } from "./ingest";
+import { webhook } from "./webhook";
+import { isProviderType, PROVIDERS } from "../webhooks";
 import { badRequest, conflict, HttpError, notFound, problemResponse } from "./problem";
 
 type App = { Bindings: Env; Variables: { stream: string } };
@@ -17,6 +19,7 @@ type App = { Bindings: Env; Variables: { stream: string } };
 export const app = new Hono<App>();
 
 const STREAM = "/v1/streams/:stream";
+const WEBHOOK = `${STREAM}/sources/:source/webhook`;
 
 app.onError((err, c) => {
   if (err instanceof HttpError) return problemResponse(err, new URL(c.req.url).pathname);
@@ -43,11 +46,12 @@ app.use("*", async (c, next) => {
 app.notFound((c) => problemResponse(notFound(`no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
 
 // Every /v1 call: a valid stream name, then the admin token — except ingest,
-// which also takes a source's credential (checked in ingest()).
+// which also takes a source's credential (checked in ingest()), and webhooks,
+// which take a provider's signature (checked in webhook()).
 app.use(`${STREAM}/*`, streamName);
 app.use(STREAM, streamName);
 app.use("/v1/*", async (c, next) => {
-  const isIngest = c.req.method === "POST" && /^\/v1\/streams\/[^/]+\/events$/.test(c.req.path);
+  const isIngest = c.req.method === "POST" && /^\/v1\/streams\/[^/]+\/(events|sources\/[^/]+\/webhook)$/.test(c.req.path);
   if (!isIngest) await requireAdmin(c.req.header("authorization"), c.env);
   await next();
 });
@@ -94,6 +98,11 @@ app.post(`${STREAM}/events`, async (c) => {
   return c.json(outcome, 200, { ...headers, "idempotency-key": batchId });
 });
 
+app.post(WEBHOOK, sourceParam, async (c) => {
+  const { outcome, batchId } = await webhook(c.env, c.get("stream"), c.req.param("source")!, c.req.raw);
+  return c.json(outcome, 200, { "idempotency-key": batchId });
+});
+
 app.get(`${STREAM}/progress`, async (c) => {
   const limit = intParam(c.req.query("limit"), "limit", 100, 1, 1000);
   const coordinator = coordinatorStub(c.env, c.get("stream"));
@@ -113,13 +122,25 @@ app.get(`${STREAM}/state`, async (c) => {
   return c.json({ partition, watermark: stats.watermark, rows: stats.rows, bytes: stats.bytes, keys });
 });
 
-// Per-source ingest credentials: a bearer token or an HMAC signing secret, shown
-// once at creation and never again. Several may be live at once, for rotation.
-const credentialBody = z.strictObject({
-  type: z.enum(["token", "hmac"]),
-  secret: z.string().min(24, "at least 24 characters").max(256).optional(),
-  label: z.string().max(200).optional(),
-});
+// Per-source ingest credentials: a bearer token, an HMAC signing secret or a
+// webhook provider's signing secret, shown once at creation and never again.
+// Several may be live at once, for rotation.
+const credentialBody = z
+  .strictObject({
+    type: z.enum(CREDENTIAL_TYPES),
+    secret: z.string().max(256).optional(),
+    label: z.string().max(200).optional(),
+  })
+  .superRefine(({ type, secret }, ctx) => {
+    const problem = isProviderType(type)
+      ? secret === undefined
+        ? `a ${type} credential needs the provider's signing secret`
+        : PROVIDERS[type].secretProblem(secret)
+      : secret !== undefined && secret.length < 24
+        ? "at least 24 characters"
+        : null;
+    if (problem) ctx.addIssue({ code: "custom", path: ["secret"], message: problem });
+  });
 const CREDENTIALS = `${STREAM}/sources/:source/credentials`;
 
 async function sourceParam(c: Context<App>, next: () => Promise<void>) {
@@ -133,7 +154,7 @@ app.post(CREDENTIALS, async (c) => {
   const parsed = credentialBody.safeParse(await c.req.json().catch(() => undefined));
   if (!parsed.success) throw badRequest("the credential is invalid", { errors: zodErrors(parsed.error) });
   const { type, label } = parsed.data;
-  const secret = parsed.data.secret ?? newSecret(type);
+  const secret = parsed.data.secret ?? newSecret(type === "token" ? "token" : "hmac");
   const stream = c.get("stream");
   const source = c.req.param("source")!;
   const id = `cred_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
@@ -148,6 +169,10 @@ app.post(CREDENTIALS, async (c) => {
   const added = await coordinatorStub(c.env, stream).addCredential(cred);
   if (added === "missing") throw missing(stream);
   if (added === "duplicate") throw conflict("credential-in-use", "this token is already a credential of this stream; choose another (or omit secret to get a generated one)");
+  if (added === "other-provider") {
+    throw conflict("credential-provider-mismatch",
+      `source "${source}" already verifies another provider's webhooks; a source's webhook credentials are all of one provider: use another source for ${type}`);
+  }
   const { material: _m, ...shown } = cred;
   return c.json({ ...shown, secret }, 201);
 });
@@ -203,6 +228,7 @@ for (const [path, allow] of [
   [`${STREAM}/output`, "GET"],
   [CREDENTIALS, "GET, POST"],
   [`${CREDENTIALS}/:id`, "DELETE"],
+  [WEBHOOK, "POST"],
   [`${STREAM}/late`, "GET"],
   [`${STREAM}/rejected`, "GET"],
 ] as const) {

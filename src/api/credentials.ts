@@ -1,4 +1,5 @@
 import { sha256Hex } from "./body";
+import type { ProviderType } from "../webhooks";
 
 /**
  * Per-source ingest credentials. Bearer tokens are stored only as SHA-256
@@ -7,7 +8,10 @@ import { sha256Hex } from "./body";
  */
 const encoder = new TextEncoder();
 
-export type CredentialType = "token" | "hmac";
+/** token and hmac sign our API; a provider type verifies that provider's webhooks (DESIGN §6). */
+export type CredentialType = "token" | "hmac" | ProviderType;
+
+export const CREDENTIAL_TYPES = ["token", "hmac", "stripe", "github", "shopify", "standard-webhooks"] as const satisfies readonly CredentialType[];
 
 export interface StoredCredential {
   id: string;
@@ -15,11 +19,11 @@ export interface StoredCredential {
   type: CredentialType;
   label: string | null;
   createdAt: number;
-  /** token: hex SHA-256 of the token; hmac: the sealed secret */
+  /** token: hex SHA-256 of the token; hmac and provider types: the sealed secret */
   material: string;
 }
 
-export function newSecret(type: CredentialType): string {
+export function newSecret(type: "token" | "hmac"): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   return `${type === "token" ? "edt" : "eds"}_${base64url(bytes)}`;
 }

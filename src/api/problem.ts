@@ -41,3 +41,5 @@ export const unauthorized = (detail: string) =>
   new HttpError(401, "unauthorized", "Unauthorized", detail, {}, { "www-authenticate": 'Bearer realm="edge-dedup"' });
 export const forbidden = (detail: string) => new HttpError(403, "forbidden", "Forbidden", detail);
 export const notConfigured = (detail: string) => new HttpError(503, "not-configured", "Service not configured", detail);
+/** A webhook whose provider signature is missing, malformed, stale or does not match: providers retry it. */
+export const webhookUnauthorized = (detail: string) => new HttpError(401, "invalid-webhook-signature", "Webhook signature refused", detail);

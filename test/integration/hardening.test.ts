@@ -9,27 +9,12 @@ import { describe, expect, it } from "vitest";
 import { app } from "../../src/api/app";
 import { signBody } from "../../src/api/credentials";
 import { signRequest } from "../../src/api/signature";
-import { at, call, createStream, json, post } from "./helpers";
+import { at, call, countingBody, createStream, json, post } from "./helpers";
 
 const base = { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 };
 const row = (id: string, ts = at(10, 0)) => JSON.stringify({ id, ts });
 const url = (stream: string) => `http://edge-dedup.test/v1/streams/${stream}/events`;
 const nowS = () => Math.floor(Date.now() / 1000);
-
-/** A request body that counts how many bytes the service pulled from it. */
-function countingBody(chunk: string, chunks: number) {
-  const bytes = new TextEncoder().encode(chunk);
-  const seen = { pulled: 0 };
-  let left = chunks;
-  const body = new ReadableStream<Uint8Array>({
-    pull(c) {
-      if (left-- <= 0) return c.close();
-      seen.pulled += bytes.length;
-      c.enqueue(bytes);
-    },
-  });
-  return { body, seen };
-}
 
 function direct(stream: string, init: RequestInit, overrides: Record<string, string> = {}) {
   const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;

@@ -33,3 +33,18 @@ export async function output(stream: string): Promise<any[]> {
 
 /** 2024-01-01 at hh:mm UTC, epoch ms */
 export const at = (hh: number, mm: number) => Date.UTC(2024, 0, 1, hh, mm);
+
+/** A request body that counts how many bytes the service pulled from it. */
+export function countingBody(chunk: string, chunks: number) {
+  const bytes = new TextEncoder().encode(chunk);
+  const seen = { pulled: 0 };
+  let left = chunks;
+  const body = new ReadableStream<Uint8Array>({
+    pull(c) {
+      if (left-- <= 0) return c.close();
+      seen.pulled += bytes.length;
+      c.enqueue(bytes);
+    },
+  });
+  return { body, seen };
+}

@@ -1,0 +1,66 @@
+import { coordinatorStub, type Env } from "../env";
+import type { BatchOutcome } from "../stream/report";
+import { batchIdFor, precheck, PROVIDER_TYPES, PROVIDERS, type ProviderType } from "../webhooks";
+import { admitWebhook, proveWebhook, webhookRefused } from "./admission";
+import { readBody } from "./body";
+import { processBatch } from "./ingest";
+import { HttpError, webhookUnauthorized } from "./problem";
+
+/** The headers by which a delivery says which provider signed it (GitHub's SHA-1 one only to say it is not accepted). */
+const SIGNED_BY: Record<ProviderType, string[]> = {
+  stripe: ["stripe-signature"],
+  github: ["x-hub-signature-256", "x-hub-signature"],
+  shopify: ["x-shopify-hmac-sha256"],
+  "standard-webhooks": ["webhook-signature", "svix-signature"],
+};
+
+const EXPECTED = PROVIDER_TYPES.map((t) => PROVIDERS[t].signatureHeader).join(", ");
+
+/**
+ * POST /v1/streams/{stream}/sources/{source}/webhook (DESIGN §6): a provider's
+ * delivery, verified with the provider's own scheme, becomes one envelope row,
+ * under a batch id derived from the provider's event id so that a redelivery
+ * is a replay or a duplicate. In order, and refused at the first failure:
+ *
+ * 1. the headers alone: a provider's signature header, well-formed, and for
+ *    schemes that sign a timestamp, within 300 s of now either way (401);
+ * 2. one cheap lookup of the source's provider credentials (401 whether the
+ *    stream is missing, the source has none, or they are another provider's;
+ *    403 for a disabled source), which also yields the stream's limits;
+ * 3. the body, within limits.maxBodyBytes (413), then the signature against
+ *    every live secret of the source (401);
+ * 4. the envelope (400), then processBatch().
+ */
+export async function webhook(env: Env, stream: string, source: string, req: Request): Promise<{ outcome: BatchOutcome; batchId: string }> {
+  const now = Date.now();
+  const claimed = PROVIDER_TYPES.filter((t) => SIGNED_BY[t].some((h) => req.headers.has(h)));
+  if (claimed.length === 0) throw webhookUnauthorized(`no provider signature: send one of ${EXPECTED}`);
+  const checked = claimed.map((t) => ({ type: t, r: precheck(t, req.headers, now) }));
+  const fit = checked.filter((c) => c.r.ok).map((c) => c.type);
+  if (fit.length === 0) throw webhookUnauthorized(checked.map((c) => (c.r.ok ? "" : c.r.reason)).join("; "));
+
+  const coordinator = coordinatorStub(env, stream);
+  const caller = await admitWebhook(stream, coordinator, source);
+  // Signed as another provider than the source's credentials: the same 401 as a wrong secret.
+  if (!fit.includes(caller.provider)) throw webhookRefused(source);
+  const provider = PROVIDERS[caller.provider];
+
+  const body = await readBody(req, caller.limits.maxBodyBytes);
+  const auth = await proveWebhook(env, stream, coordinator, caller, (secrets) => provider.verify(req.headers, body, secrets, now));
+  const envelope = provider.envelope(req.headers, body, now);
+  if (!envelope.ok) {
+    throw new HttpError(400, "invalid-webhook", "Invalid webhook", `the ${provider.type} delivery cannot become a row: ${envelope.reason}`);
+  }
+  const batchId = await batchIdFor(provider.type, envelope.deliveryId);
+  // The identity is the batch id, not the body: a redelivery's bytes may differ
+  // (Stripe's pending_webhooks, a new timestamp) and must replay, never be a 422.
+  const outcome = await processBatch(env, stream, {
+    sourceHeader: source,
+    batchId,
+    auth,
+    rows: [envelope.row],
+    identity: `webhook:${batchId}`,
+    bytes: body.byteLength,
+  });
+  return { outcome, batchId };
+}
