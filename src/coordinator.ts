@@ -42,11 +42,17 @@ export interface IngestRequest extends ReceivedBatch {
 export type IngestResult = Exclude<BeginResult, { kind: "run" }> | { kind: "done"; outcome: BatchOutcome };
 
 /** A batch id the caller may run: its first attempt, or a retry of one that failed before its commit. */
-type Runnable = { kind: "new" | "resumed"; source: string };
+type Runnable = { kind: "new"; source: string } | { kind: "resumed"; source: string; row: BatchRow };
 const runnable = (a: { kind: string }): a is Runnable => a.kind === "new" || a.kind === "resumed";
 
 /** A request queued for the next micro-batch. */
-type Submission = Pick<BegunMember, "source" | "batchId" | "rows" | "fault"> & { identity: string };
+type Submission = Pick<BegunMember, "source" | "batchId" | "rows" | "fault"> & {
+  identity: string;
+  /** its ledger row as admission read it (null: a first attempt); the lease keeps it so until the group begins */
+  row?: BatchRow | null;
+};
+
+type BatchRow = { body_hash: string; watermark: number; begun_at: number; config_version: number; seq: number | null; report: string | null };
 
 export type ConfigureResult =
   | { status: "created" | "updated" | "unchanged"; config: StreamConfig }
@@ -200,6 +206,7 @@ export class Coordinator extends DurableObject<Env> {
         name, JSON.stringify(config), crypto.randomUUID(), Date.now(),
       );
       this.sql.exec("INSERT INTO configs (version, config) VALUES (1, ?)", JSON.stringify(config));
+      this.forgetCaches();
       return { status: "created", config };
     }
     const changed = boundFieldChanges(meta.config, config);
@@ -210,6 +217,7 @@ export class Coordinator extends DurableObject<Env> {
     const version = meta.configVersion + 1;
     this.sql.exec("UPDATE meta SET config = ?, config_version = ?, watermark = ?", JSON.stringify(config), version, watermark);
     this.sql.exec("INSERT INTO configs (version, config) VALUES (?, ?)", version, JSON.stringify(config));
+    this.forgetCaches();
     if (watermark > meta.watermark) await this.scheduleEviction(config);
     return { status: "updated", config };
   }
@@ -305,21 +313,54 @@ export class Coordinator extends DurableObject<Env> {
    * outcome. A `busy` answer means the same batch id is in flight.
    */
   async ingest(req: IngestRequest): Promise<IngestResult> {
+    const [r] = await this.ingestMany([req]);
+    if (r.kind === "failed") throw new Error(r.message);
+    return r;
+  }
+
+  /**
+   * Several requests in one call: a Worker coalesces the requests for this
+   * stream that it holds at once, and they join the same micro-batch. A
+   * micro-batch that fails answers its members `failed` (safe to retry).
+   */
+  async ingestMany(reqs: IngestRequest[]): Promise<(IngestResult | { kind: "failed"; message: string })[]> {
     const meta = this.meta();
-    if (!meta) return req.auth.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" };
     const now = Date.now();
-    const a = this.admitBatch(meta, req.sourceHeader, req.batchId, { hash: req.identity, bytes: req.bytes, rows: req.rows.length }, req.auth, now);
-    if (!runnable(a)) return a;
-    const leaseKey = `${a.source}\n${req.batchId}`;
-    this.leases.set(leaseKey, now + LEASE_MS);
-    try {
-      const outcome = await this.batcher.submit({ source: a.source, batchId: req.batchId, identity: req.identity, rows: req.rows, fault: req.fault });
-      return { kind: "done", outcome };
-    } catch (e) {
-      // Let the producer's retry start at once; everything is safe to re-run.
-      this.leases.delete(leaseKey);
-      throw e;
+    const answers: (IngestResult | Promise<IngestResult> | null)[] = [];
+    const queued: Submission[] = [];
+    for (const req of reqs) {
+      if (!meta) {
+        answers.push(req.auth.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" });
+        continue;
+      }
+      const a = this.admitBatch(meta, req.sourceHeader, req.batchId, { hash: req.identity, bytes: req.bytes, rows: req.rows.length }, req.auth, now);
+      if (!runnable(a)) {
+        answers.push(a);
+        continue;
+      }
+      // The lease also keeps a second copy of this batch id in the same call out.
+      this.leases.set(`${a.source}\n${req.batchId}`, now + LEASE_MS);
+      answers.push(null);
+      queued.push({
+        source: a.source, batchId: req.batchId, identity: req.identity, rows: req.rows, fault: req.fault, row: a.kind === "resumed" ? a.row : null,
+      });
     }
+    const outcomes = this.batcher.submitAll(queued);
+    let next = 0;
+    return Promise.all(
+      answers.map(async (a) => {
+        if (a !== null) return a;
+        const s = queued[next];
+        const outcome = outcomes[next++];
+        try {
+          return { kind: "done" as const, outcome: await outcome };
+        } catch (e) {
+          // Let the producer's retry start at once; everything is safe to re-run.
+          this.leases.delete(`${s.source}\n${s.batchId}`);
+          return { kind: "failed" as const, message: e instanceof Error ? e.message : String(e) };
+        }
+      }),
+    );
   }
 
   /** Runs one micro-batch: begin every member, run the group (partitions, R2), commit them together. */
@@ -340,7 +381,7 @@ export class Coordinator extends DurableObject<Env> {
       },
       members,
     );
-    return this.commitGroup(commits);
+    return this.commitGroup(commits, members);
   }
 
   /**
@@ -392,7 +433,7 @@ export class Coordinator extends DurableObject<Env> {
     if (row && !sameBody(row.body_hash, body.hash)) return { kind: "conflict" };
     const until = this.leases.get(`${source}\n${batchId}`);
     if (until !== undefined && until > now) return { kind: "busy", retryAfterMs: until - now };
-    if (row) return { kind: "resumed", source };
+    if (row) return { kind: "resumed", source, row };
     // Limits bind new batches only: a batch begun under higher limits still completes.
     const { maxBodyBytes, maxRows } = meta.config.limits;
     if (body.bytes > maxBodyBytes) return { kind: "too-large", detail: `the body is ${body.bytes} bytes; this stream accepts at most ${maxBodyBytes}` };
@@ -406,7 +447,7 @@ export class Coordinator extends DurableObject<Env> {
    * judged exactly as before.
    */
   private beginMember(meta: Meta, s: Submission, now: number): BegunMember {
-    const row = this.batchRow(s.source, s.batchId);
+    const row = s.row !== undefined ? s.row : this.batchRow(s.source, s.batchId);
     if (row) {
       const config = row.config_version === meta.configVersion ? meta.config : this.configAt(row.config_version);
       return { ...s, watermark: row.watermark, begunAt: row.begun_at, config, resumed: true };
@@ -418,9 +459,9 @@ export class Coordinator extends DurableObject<Env> {
     return { ...s, watermark: meta.watermark, begunAt: now, config: meta.config, resumed: false };
   }
 
-  private batchRow(source: string, batchId: string) {
+  private batchRow(source: string, batchId: string): BatchRow | undefined {
     return this.sql
-      .exec<{ body_hash: string; watermark: number; begun_at: number; config_version: number; seq: number | null; report: string | null }>(
+      .exec<BatchRow>(
         "SELECT body_hash, watermark, begun_at, config_version, seq, report FROM batches WHERE source = ? AND batch_id = ?", source, batchId,
       )
       .toArray()[0];
@@ -433,16 +474,19 @@ export class Coordinator extends DurableObject<Env> {
    * committed already returns its recorded outcome. A failure half way leaves
    * nothing behind.
    */
-  private async commitGroup(reqs: CommitRequest[]): Promise<BatchOutcome[]> {
+  private async commitGroup(reqs: CommitRequest[], begun?: readonly { watermark: number }[]): Promise<BatchOutcome[]> {
     const meta = this.meta();
     if (!meta) throw new Error("stream was deleted while the batch ran");
     const { outcomes, watermark } = this.ctx.storage.transactionSync(() => {
       const now = Date.now();
-      const rows = reqs.map((r) => {
-        const row = this.batchRow(r.source, r.batchId);
-        if (!row) throw new Error("commit of a batch that never began");
-        return row;
-      });
+      // A micro-batch's members hold their leases since they began: none can have committed meanwhile.
+      const rows = begun
+        ? begun.map((b) => ({ watermark: b.watermark, seq: null, report: null }))
+        : reqs.map((r) => {
+            const row = this.batchRow(r.source, r.batchId);
+            if (!row) throw new Error("commit of a batch that never began");
+            return row;
+          });
       let state: WatermarkState = { watermark: meta.watermark, sources: this.sourceProgress() };
       const fresh = reqs.filter((_, i) => rows[i].seq === null);
       for (const r of fresh) state = advanceWatermark(meta.config, state, r.source, r.maxEventTime, now);
@@ -451,7 +495,9 @@ export class Coordinator extends DurableObject<Env> {
         this.sql.exec("INSERT OR REPLACE INTO sources (name, max_t, last_batch_at) VALUES (?, ?, ?)", name, progress.maxEventTime, progress.lastBatchAt);
       }
       if (fresh.length > 0) this.sql.exec("UPDATE meta SET watermark = ?", state.watermark);
-      for (const r of fresh) for (const t of r.touched) this.recordPartition(t);
+      // The group's last figures per partition (members list them in the order they were decided).
+      const latest = new Map(fresh.flatMap((r) => r.touched.map((t) => [t.p, t] as const)));
+      for (const t of latest.values()) this.recordPartition(t);
       const totals = this.sql.exec<{ rows: number; bytes: number }>(
         "SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes FROM partitions",
       ).one();
@@ -484,6 +530,7 @@ export class Coordinator extends DurableObject<Env> {
       });
       return { outcomes, watermark: state.watermark };
     });
+    this.forgetCaches();
     for (const r of reqs) {
       this.leases.delete(`${r.source}\n${r.batchId}`);
       // Its decisions in the partitions are no longer needed: a retry is answered here.
@@ -585,6 +632,7 @@ export class Coordinator extends DurableObject<Env> {
     await deleteStreamObjects(this.env.SINK, meta.name);
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
+    this.forgetCaches();
     this.exists = false; // until an admin creates the stream anew
     this.leases.clear();
     return true;
@@ -619,22 +667,39 @@ export class Coordinator extends DurableObject<Env> {
     if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + EVICTION_DELAY_MS);
   }
 
+  /**
+   * The stream's meta row. Only this object writes it, so it is read once and
+   * kept; every write of meta (or of the commit numbers) calls forgetCaches()
+   * after its transaction, and a transaction that rolls back leaves the cache as
+   * storage is.
+   */
   private meta(): Meta | null {
     if (!this.exists) return null;
+    if (this.cachedMeta !== undefined) return this.cachedMeta;
     const row = this.sql
       .exec<{ name: string; config: string; config_version: number; epoch: string; created_at: number; watermark: number }>(
         "SELECT name, config, config_version, epoch, created_at, watermark FROM meta",
       )
       .toArray()[0];
-    if (!row) return null;
-    return {
-      name: row.name,
-      config: JSON.parse(row.config),
-      configVersion: row.config_version,
-      epoch: row.epoch,
-      createdAt: row.created_at,
-      watermark: row.watermark,
-    };
+    this.cachedMeta = row
+      ? {
+          name: row.name,
+          config: JSON.parse(row.config),
+          configVersion: row.config_version,
+          epoch: row.epoch,
+          createdAt: row.created_at,
+          watermark: row.watermark,
+        }
+      : null;
+    return this.cachedMeta;
+  }
+
+  private cachedMeta: Meta | null | undefined;
+  private cachedSeq: number | undefined;
+
+  private forgetCaches(): void {
+    this.cachedMeta = undefined;
+    this.cachedSeq = undefined;
   }
 
   /** The last figures a partition reported: they steer the eviction fan-out and numRowsTotal. */
@@ -647,7 +712,8 @@ export class Coordinator extends DurableObject<Env> {
 
   /** The last commit number (0 before the first commit). */
   private lastSeq(): number {
-    return this.sql.exec<{ s: number }>("SELECT coalesce(max(seq), 0) AS s FROM batches WHERE seq IS NOT NULL").one().s;
+    this.cachedSeq ??= this.sql.exec<{ s: number }>("SELECT coalesce(max(seq), 0) AS s FROM batches WHERE seq IS NOT NULL").one().s;
+    return this.cachedSeq;
   }
 
   private configAt(version: number): StreamConfig {

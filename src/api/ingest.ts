@@ -70,6 +70,8 @@ export type { ReceivedBatch };
 export async function processBatch(env: Env, stream: string, received: ReceivedBatch, fault: FaultPoint | null = null): Promise<BatchOutcome> {
   const { sourceHeader, batchId } = received;
   const coordinator = coordinatorStub(env, stream);
+  // One call per request: coalescing happens in the Coordinator (a Worker can't share a
+  // pending call between requests: each request's I/O belongs to that request).
   const r = await ingestOrWait(() => coordinator.ingest({ ...received, fault }));
   const source = "source" in r ? r.source : sourceHeader ?? "default";
   switch (r.kind) {

@@ -34,10 +34,14 @@ export class MicroBatcher<In, Out> {
   ) {}
 
   submit(item: In): Promise<Out> {
-    return new Promise<Out>((resolve, reject) => {
-      this.queue.push({ item, resolve, reject });
-      if (!this.running) void this.drain();
-    });
+    return this.submitAll([item])[0];
+  }
+
+  /** Items that arrive together (one call carrying several requests) queue together, so they share a run. */
+  submitAll(items: readonly In[]): Promise<Out>[] {
+    const answers = items.map((item) => new Promise<Out>((resolve, reject) => this.queue.push({ item, resolve, reject })));
+    if (!this.running && items.length > 0) void this.drain();
+    return answers;
   }
 
   /** Items waiting for the next run. */

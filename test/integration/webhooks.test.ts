@@ -177,8 +177,19 @@ describe.each(CASES)("$type webhooks", (p) => {
     expect((await output(stream)).some((row) => row.id === e.id)).toBe(false);
   });
 
-  it.runIf(p.timestamped)("a stale signature is refused on both sides of now (300 s)", async () => {
+  it(p.timestamped ? "a stale signature is refused on both sides of now (300 s)" : "no signed timestamp: an old signature still verifies, and the delivery id makes it a replay", async () => {
     await setUp();
+    if (!p.timestamped) {
+      // GitHub and Shopify sign no time: a captured delivery verifies whenever it is re-sent,
+      // so what protects the stream is its batch id, derived from the delivery id.
+      const e = event();
+      const body = p.body(e);
+      const signature = await p.sign(A, body, e, nowS() - 3600);
+      expect(await (await deliver(stream, "main", body, signature)).json()).toMatchObject({ replayed: false, emitted: 1 });
+      expect(await (await deliver(stream, "main", body, signature)).json()).toMatchObject({ replayed: true, emitted: 1 });
+      expect((await output(stream)).filter((row) => row.id === e.id)).toHaveLength(1);
+      return;
+    }
     const e = event();
     const body = p.body(e);
     const old = await deliver(stream, "main", body, await p.sign(A, body, e, nowS() - 301));
