@@ -19,7 +19,10 @@ Options:
                         keeps it out of the process list)
   --batch-rows N        rows per batch at most (default ${DEFAULT_LIMITS.maxRows})
   --max-body-bytes N    bytes per batch at most (default ${DEFAULT_LIMITS.maxBytes})
-  --concurrency N       batches in flight at once (default 4; 1 sends in file order)
+  --concurrency N       batches in flight at once (default 1: in file order, so
+                        event time moves the watermark as the files have it;
+                        more can make rows late when the batches in flight
+                        span more event time than the watermark delay)
   --max-attempts N      attempts per batch before it is reported failed (default ${DEFAULT_RETRY.maxAttempts})
   --timeout SECONDS     per attempt (default ${DEFAULT_RETRY.timeoutMs / 1000})
   --json                print the summary as JSON instead of a table
@@ -107,7 +110,7 @@ export function parseCli(argv: readonly string[], env: Record<string, string | u
           maxAttempts: positiveInt("max-attempts", v["max-attempts"], DEFAULT_RETRY.maxAttempts, 100),
           timeoutMs: positiveInt("timeout", v.timeout, DEFAULT_RETRY.timeoutMs / 1000, 3600) * 1000,
         },
-        concurrency: positiveInt("concurrency", v.concurrency, 4, 64),
+        concurrency: positiveInt("concurrency", v.concurrency, 1, 64),
         json: v.json ?? false,
         quiet: v.quiet ?? false,
       },
