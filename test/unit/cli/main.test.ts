@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, test } from "vitest";
 import { main } from "../../../src/cli/main.ts";
-import { bar, describeProgress } from "../../../src/cli/progress.ts";
+import { bar, createProgress, describeProgress } from "../../../src/cli/progress.ts";
 import type { Summary } from "../../../src/cli/summary.ts";
 
 const base = mkdtempSync(join(tmpdir(), "edge-dedup-main-"));
@@ -143,6 +143,44 @@ describe("main", () => {
       .toBe("files 1/3, rows 1,500/4,000, 1,500 rows/s, 2 failed");
     expect(bar(0.5, 10)).toBe("[#####.....]  50%");
     expect(bar(2, 4)).toBe("[####] 100%");
+  });
+
+  test("on a terminal: a bar redrawn in place at most every 100 ms; notes go above it", () => {
+    let t = 0;
+    let out = "";
+    const state = { filesDone: 0, filesTotal: 2, rowsDone: 0, rowsTotal: 100, batchesFailed: 0 };
+    const p = createProgress(state, { write: (s: string) => (out += s), isTTY: true, columns: 200 }, { quiet: false, now: () => t });
+    t = 1000;
+    state.rowsDone = 50;
+    p.update();
+    expect(out).toBe("\r\x1b[2K[############............]  50% files 0/2, rows 50/100, 50 rows/s");
+    t = 1050;
+    p.update(); // too soon: not redrawn
+    expect(out.split("\r").length).toBe(2);
+    p.note("a.json batch 1: HTTP 503; attempt 2 in 0.3 s");
+    expect(out).toContain("\r\x1b[2Ka.json batch 1: HTTP 503; attempt 2 in 0.3 s\n\r\x1b[2K[");
+    state.rowsDone = 100;
+    state.filesDone = 2;
+    p.finish();
+    expect(out.endsWith("[########################] 100% files 2/2, rows 100/100, 95 rows/s\n")).toBe(true);
+  });
+
+  test("elsewhere: a plain line at the interval; --quiet: nothing", () => {
+    let t = 0;
+    let out = "";
+    const state = { filesDone: 1, filesTotal: 2, rowsDone: 10, rowsTotal: 20, batchesFailed: 0 };
+    const p = createProgress(state, { write: (s: string) => (out += s), isTTY: false }, { quiet: false, now: () => t, intervalMs: 5000 });
+    t = 4000;
+    p.update();
+    expect(out).toBe("");
+    t = 5000;
+    p.update();
+    expect(out).toBe("edge-dedup: files 1/2, rows 10/20, 2 rows/s\n");
+    const q = createProgress(state, { write: (s: string) => (out += s), isTTY: true }, { quiet: true });
+    q.update();
+    q.note("x");
+    q.finish();
+    expect(out).toBe("edge-dedup: files 1/2, rows 10/20, 2 rows/s\n");
   });
 });
 
