@@ -1,0 +1,159 @@
+/**
+ * `edge-dedup send`: walk the inputs, cut each file into batches with stable
+ * ids, send them with a few in flight, and print what happened. No Cloudflare
+ * imports: this runs in plain Node (bin/edge-dedup.mjs).
+ */
+import { readFileSync } from "node:fs";
+import { parseCli, USAGE, type SendOptions } from "./args.ts";
+import { chunkRows, FileError, rowsOf, type Batch } from "./chunk.ts";
+import { createProgress, type ProgressSink, type ProgressState } from "./progress.ts";
+import { realDeps, sendBatch, type SendDeps } from "./sender.ts";
+import { addOutcome, emptyCounts, renderJson, renderTable, summarize, type FileReport, type Summary } from "./summary.ts";
+import { UsageError, walkInputs, type InputFile } from "./walk.ts";
+
+export interface Io {
+  stdout: { write(text: string): unknown };
+  stderr: ProgressSink;
+  env: Record<string, string | undefined>;
+  /** replaces fetch, sleep, random or the clock (tests) */
+  deps?: Partial<SendDeps>;
+}
+
+export async function main(argv: readonly string[], io: Io): Promise<number> {
+  const parsed = parseCli(argv, io.env);
+  if (parsed.kind === "help") {
+    io.stdout.write(USAGE + "\n");
+    return 0;
+  }
+  if (parsed.kind === "error") {
+    io.stderr.write(`edge-dedup: ${parsed.message}\n(edge-dedup --help for usage)\n`);
+    return 2;
+  }
+  try {
+    const summary = await send(parsed.options, io);
+    io.stdout.write(parsed.options.json ? renderJson(summary) : renderTable(summary));
+    return summary.ok ? 0 : 1;
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.stderr.write(`edge-dedup: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+}
+
+function readRows(file: InputFile): string[] {
+  let text: string;
+  try {
+    text = readFileSync(file.abs, "utf8");
+  } catch (e) {
+    throw new FileError(`cannot read: ${(e as Error).message}`);
+  }
+  return rowsOf(text, file.kind);
+}
+
+export async function send(options: SendOptions, io: Io): Promise<Summary> {
+  const started = Date.now();
+  const { files, skipped } = walkInputs(options.paths);
+  const deps: SendDeps = { ...realDeps(), ...io.deps };
+
+  // First pass: count rows for the progress totals, and find the files that cannot be read.
+  const reports = new Map<string, FileReport>();
+  const readable: InputFile[] = [];
+  const state: ProgressState = { filesDone: 0, filesTotal: files.length, rowsDone: 0, rowsTotal: 0, batchesFailed: 0 };
+  for (const f of files) {
+    const report: FileReport = { path: f.rel, ...emptyCounts(), errors: [] };
+    reports.set(f.rel, report);
+    try {
+      state.rowsTotal += readRows(f).length;
+      readable.push(f);
+    } catch (e) {
+      if (!(e instanceof FileError)) throw e;
+      report.failed++;
+      report.errors.push(e.message);
+      state.filesDone++;
+      state.batchesFailed++;
+    }
+  }
+
+  const progress = createProgress(state, io.stderr, { quiet: options.quiet });
+  const ticker = setInterval(() => progress.update(), 1_000);
+  ticker.unref();
+  deps.onRetry ??= (b, attempt, reason, delay) => progress.note(`${b.file} batch ${b.index}: ${reason}; attempt ${attempt + 1} in ${(delay / 1000).toFixed(1)} s`);
+
+  // Second pass, lazily: one file's batches in memory at a time (and the ones in flight).
+  const left = new Map<string, number>(); // batches not finished yet, per file
+  const fileFinished = () => {
+    state.filesDone++;
+    progress.update();
+  };
+  function* batches(): Generator<Batch> {
+    for (const f of readable) {
+      const report = reports.get(f.rel)!;
+      let list: Batch[];
+      try {
+        const rows = readRows(f);
+        list = chunkRows(f.rel, rows, options.limits);
+        report.rows = rows.length;
+        report.batches = list.length;
+      } catch (e) {
+        if (!(e instanceof FileError)) throw e;
+        report.failed++;
+        report.errors.push(`${e.message} (changed while sending?)`);
+        state.batchesFailed++;
+        fileFinished();
+        continue;
+      }
+      if (list.length === 0) fileFinished();
+      left.set(f.rel, list.length);
+      yield* list;
+    }
+  }
+
+  let stopped: string | null = null;
+  const queue = batches();
+  const next = (): Batch | undefined => {
+    if (stopped !== null) return undefined;
+    const r = queue.next();
+    return r.done ? undefined : r.value;
+  };
+  const worker = async () => {
+    for (let b = next(); b !== undefined; b = next()) {
+      const report = reports.get(b.file)!;
+      const result = await sendBatch(b, options.target, options.retry, deps);
+      if (result.ok) {
+        addOutcome(report, result.outcome);
+      } else {
+        report.failed++;
+        report.errors.push(`batch ${b.index} (${b.id}): ${result.error}`);
+        state.batchesFailed++;
+        progress.note(`${b.file} batch ${b.index} failed: ${result.error}`);
+        if (result.fatal && stopped === null) stopped = result.error;
+      }
+      state.rowsDone += b.rows;
+      const remaining = left.get(b.file)! - 1;
+      left.set(b.file, remaining);
+      if (remaining === 0) fileFinished();
+      else progress.update();
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: options.concurrency }, worker));
+  } finally {
+    clearInterval(ticker);
+  }
+
+  // After a fatal answer (bad token, no such stream) the rest is not sent: count it as failed.
+  if (stopped !== null) {
+    const unsent = new Map<string, number>();
+    for (let r = queue.next(); !r.done; r = queue.next()) unsent.set(r.value.file, (unsent.get(r.value.file) ?? 0) + 1);
+    for (const [file, n] of unsent) {
+      const report = reports.get(file)!;
+      report.failed += n;
+      report.errors.push(`${n} batch${n === 1 ? "" : "es"} not sent: the run stopped at "${stopped}"`);
+      state.batchesFailed += n;
+    }
+  }
+  progress.finish();
+  return summarize(options.target.stream, options.target.source ?? "default", [...reports.values()], skipped, Date.now() - started);
+}

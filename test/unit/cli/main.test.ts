@@ -1,0 +1,201 @@
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, test } from "vitest";
+import { main } from "../../../src/cli/main.ts";
+import { bar, createProgress, describeProgress } from "../../../src/cli/progress.ts";
+import type { Summary } from "../../../src/cli/summary.ts";
+
+const base = mkdtempSync(join(tmpdir(), "edge-dedup-main-"));
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+const dir = join(base, "in");
+mkdirSync(join(dir, "sub"), { recursive: true });
+writeFileSync(join(dir, "a.json"), JSON.stringify([{ id: 1 }, { id: 2 }, { id: 1 }]));
+writeFileSync(join(dir, "sub", "b.ndjson"), '{"id":3}\n{"id":2}\n');
+writeFileSync(join(dir, "readme.md"), "hi");
+
+/** A fake service: dedups on `id` over the whole run, replays known batch ids, answers 503 to the ids in `flaky` once. */
+function fakeService(opts: { status?: number; flaky?: boolean } = {}) {
+  const seen = new Set<unknown>();
+  const committed = new Map<string, string>();
+  const failedOnce = new Set<string>();
+  let calls = 0;
+  const fetch = (async (_url: string, init: RequestInit) => {
+    calls++;
+    const h = init.headers as Record<string, string>;
+    if (opts.status) return new Response(JSON.stringify({ type: "https://edge-dedup.dev/problems/x", status: opts.status, detail: "nope" }), { status: opts.status });
+    const id = h["idempotency-key"];
+    if (opts.flaky && !failedOnce.has(id)) {
+      failedOnce.add(id);
+      return new Response("{}", { status: 503, headers: { "retry-after": "0" } });
+    }
+    const prior = committed.get(id);
+    if (prior) return new Response(JSON.stringify({ ...JSON.parse(prior), replayed: true }), { status: 200 });
+    const rows = Buffer.from(init.body as Uint8Array).toString("utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    let emitted = 0;
+    for (const r of rows) if (!seen.has(r.id)) (seen.add(r.id), emitted++);
+    const out = JSON.stringify({ batchId: id, replayed: false, input: rows.length, emitted, duplicates: rows.length - emitted, late: 0, rejected: [] });
+    committed.set(id, out);
+    return new Response(out, { status: 200 });
+  }) as typeof globalThis.fetch;
+  return { fetch, calls: () => calls };
+}
+
+async function run(args: string[], service: ReturnType<typeof fakeService>, env: Record<string, string> = { EDGE_DEDUP_TOKEN: "t" }) {
+  let stdout = "";
+  let stderr = "";
+  const code = await main(args, {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s), isTTY: false },
+    env,
+    deps: { fetch: service.fetch, sleep: async () => {} },
+  });
+  return { code, stdout, stderr };
+}
+
+const SEND = ["send", dir, "--url", "http://127.0.0.1:9", "--stream", "s", "--batch-rows", "2"];
+
+describe("main", () => {
+  test("sends every file, sums per file; a re-run replays every batch and counts the same", async () => {
+    const svc = fakeService();
+    const first = await run([...SEND, "--json"], svc);
+    expect(first.code).toBe(0);
+    const s = JSON.parse(first.stdout) as Summary;
+    expect(s.files.map((f) => [f.path, f.batches, f.rows, f.emitted, f.duplicates, f.replayed, f.failed])).toEqual([
+      ["a.json", 2, 3, 2, 1, 0, 0],
+      ["sub/b.ndjson", 1, 2, 1, 1, 0, 0],
+    ]);
+    expect(s.skipped).toEqual([{ rel: "readme.md", reason: "not .json, .ndjson or .jsonl" }]);
+    expect(s.totals).toMatchObject({ files: 2, batches: 3, rows: 5, emitted: 3, duplicates: 2, replayed: 0, failed: 0 });
+    expect(first.stderr).toMatch(/^edge-dedup: files 2\/2, rows 5\/5, [\d,]+ rows\/s\n$/m);
+
+    const second = await run([...SEND, "--json", "--quiet"], svc);
+    const t = JSON.parse(second.stdout) as Summary;
+    expect(second.stderr).toBe("");
+    expect(t.totals).toEqual({ ...s.totals, replayed: 3 });
+    expect(svc.calls()).toBe(6);
+  });
+
+  test("the table lists files, totals, skipped files and the outcome", async () => {
+    const { code, stdout } = await run([...SEND, "--quiet"], fakeService());
+    expect(code).toBe(0);
+    const lines = stdout.split("\n");
+    expect(lines[0]).toMatch(/^file\s+batches\s+rows\s+emitted\s+duplicates\s+late\s+rejected\s+replayed\s+failed$/);
+    expect(lines.find((l) => l.startsWith("a.json"))).toMatch(/^a\.json\s+2\s+3\s+2\s+1\s+0\s+0\s+0\s+0$/);
+    expect(lines.find((l) => l.startsWith("total"))).toMatch(/^total \(2 files\)\s+3\s+5\s+3\s+2\s+0\s+0\s+0\s+0$/);
+    expect(stdout).toContain("  readme.md (not .json, .ndjson or .jsonl)");
+    expect(stdout).toMatch(/all 3 batches committed \(0 replayed\) to stream s in/);
+  });
+
+  test("retried failures still end in one commit per batch; retries are noted on stderr", async () => {
+    const svc = fakeService({ flaky: true });
+    const { code, stdout, stderr } = await run([...SEND, "--json"], svc);
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout).totals).toMatchObject({ batches: 3, emitted: 3, replayed: 0, failed: 0 });
+    expect(svc.calls()).toBe(6);
+    expect(stderr).toMatch(/a\.json batch 0: HTTP 503; attempt 2 in 0\.\d s/);
+  });
+
+  test("a fatal answer stops the run: exit 1, the rest counted as not sent", async () => {
+    const svc = fakeService({ status: 404 });
+    const { code, stdout } = await run([...SEND, "--json", "--concurrency", "1", "--quiet"], svc);
+    expect(code).toBe(1);
+    const s = JSON.parse(stdout) as Summary;
+    expect(svc.calls()).toBe(1);
+    expect(s.ok).toBe(false);
+    expect(s.totals.failed).toBe(3);
+    expect(s.files[0].errors[0]).toMatch(/^batch 0 \(cli:[0-9a-f]{16}:0:[0-9a-f]{16}\): HTTP 404 x: nope$/);
+    expect(s.files[0].errors[1]).toMatch(/^1 batch not sent/);
+  });
+
+  test("an unreadable file fails alone; the others are sent", async () => {
+    const d = join(base, "bad");
+    mkdirSync(d, { recursive: true });
+    writeFileSync(join(d, "bad.json"), "[1,");
+    writeFileSync(join(d, "good.jsonl"), '{"id":1}\n');
+    const { code, stdout } = await run(["send", d, "--url", "http://x", "--stream", "s", "--json", "--quiet"], fakeService());
+    expect(code).toBe(1);
+    const s = JSON.parse(stdout) as Summary;
+    expect(s.files.map((f) => [f.path, f.failed, f.emitted])).toEqual([["bad.json", 1, 0], ["good.jsonl", 0, 1]]);
+    expect(s.files[0].errors[0]).toMatch(/^not valid JSON/);
+  });
+
+  test("usage errors exit 2 without sending", async () => {
+    const svc = fakeService();
+    expect((await run(["send", dir, "--stream", "s"], svc)).code).toBe(2);
+    expect((await run(["send", dir, "--url", "http://x", "--stream", "s"], svc, {})).stderr).toMatch(/no token/);
+    expect((await run(["send", dir, "--url", "ftp://x", "--stream", "s"], svc)).code).toBe(2);
+    expect((await run(["send", dir, "--url", "http://x", "--stream", "s", "--batch-rows", "0"], svc)).stderr).toMatch(/--batch-rows/);
+    expect((await run(["send", dir, "--url", "http://x", "--stream", "s", "--bogus"], svc)).code).toBe(2);
+    expect((await run(["push", dir], svc)).stderr).toMatch(/unknown command "push"/);
+    expect((await run(["send", join(base, "nope"), "--url", "http://x", "--stream", "s"], svc)).code).toBe(2);
+    expect(svc.calls()).toBe(0);
+    const help = await run(["--help"], svc);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: edge-dedup send/);
+  });
+
+  test("progress text and bar", () => {
+    expect(describeProgress({ filesDone: 1, filesTotal: 3, rowsDone: 1500, rowsTotal: 4000, batchesFailed: 2 }, 1000))
+      .toBe("files 1/3, rows 1,500/4,000, 1,500 rows/s, 2 failed");
+    expect(bar(0.5, 10)).toBe("[#####.....]  50%");
+    expect(bar(2, 4)).toBe("[####] 100%");
+  });
+
+  test("on a terminal: a bar redrawn in place at most every 100 ms; notes go above it", () => {
+    let t = 0;
+    let out = "";
+    const state = { filesDone: 0, filesTotal: 2, rowsDone: 0, rowsTotal: 100, batchesFailed: 0 };
+    const p = createProgress(state, { write: (s: string) => (out += s), isTTY: true, columns: 200 }, { quiet: false, now: () => t });
+    t = 1000;
+    state.rowsDone = 50;
+    p.update();
+    expect(out).toBe("\r\x1b[2K[############............]  50% files 0/2, rows 50/100, 50 rows/s");
+    t = 1050;
+    p.update(); // too soon: not redrawn
+    expect(out.split("\r").length).toBe(2);
+    p.note("a.json batch 1: HTTP 503; attempt 2 in 0.3 s");
+    expect(out).toContain("\r\x1b[2Ka.json batch 1: HTTP 503; attempt 2 in 0.3 s\n\r\x1b[2K[");
+    state.rowsDone = 100;
+    state.filesDone = 2;
+    p.finish();
+    expect(out.endsWith("[########################] 100% files 2/2, rows 100/100, 95 rows/s\n")).toBe(true);
+  });
+
+  test("elsewhere: a plain line at the interval; --quiet: nothing", () => {
+    let t = 0;
+    let out = "";
+    const state = { filesDone: 1, filesTotal: 2, rowsDone: 10, rowsTotal: 20, batchesFailed: 0 };
+    const p = createProgress(state, { write: (s: string) => (out += s), isTTY: false }, { quiet: false, now: () => t, intervalMs: 5000 });
+    t = 4000;
+    p.update();
+    expect(out).toBe("");
+    t = 5000;
+    p.update();
+    expect(out).toBe("edge-dedup: files 1/2, rows 10/20, 2 rows/s\n");
+    const q = createProgress(state, { write: (s: string) => (out += s), isTTY: true }, { quiet: true });
+    q.update();
+    q.note("x");
+    q.finish();
+    expect(out).toBe("edge-dedup: files 1/2, rows 10/20, 2 rows/s\n");
+  });
+});
+
+describe("bin/edge-dedup.mjs", () => {
+  const bin = fileURLToPath(new URL("../../../bin/edge-dedup.mjs", import.meta.url));
+  test("runs on this Node with no flags", () => {
+    const r = spawnSync(process.execPath, [bin, "--help"], { encoding: "utf8", timeout: 20_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^Usage: edge-dedup send/);
+    expect(r.stderr).toBe("");
+  });
+
+  test("without type stripping (Node 22.12–22.17) it runs itself again with --experimental-strip-types", () => {
+    const r = spawnSync(process.execPath, ["--no-experimental-strip-types", bin, "send"], { encoding: "utf8", timeout: 20_000 });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^edge-dedup: name at least one folder or file/);
+  });
+});
