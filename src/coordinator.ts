@@ -6,13 +6,14 @@ import { capRejected, progressOf, type BatchOutcome, type ProgressReport } from 
 import { advanceWatermark, globalWatermark, sourceWatermark, type SourceProgress, type WatermarkState } from "./stream/watermark";
 import { partitionStub, type Env } from "./env";
 import type { PartitionStats } from "./partition";
-import { deleteStreamObjects, type Lane, type LaneKeys } from "./sink";
+import { deleteStreamObjects, LANES, type Lane, type LaneKeys } from "./sink";
+import { FLUSH_AFTER_MS, FLUSH_BYTES, Outbox, OUTBOX_TABLES } from "./outbox";
 import type { CredentialType, StoredCredential } from "./api/credentials";
 import { isProviderType } from "./webhooks";
 import { countedEnv, countedSql } from "./opcount";
 import type { FaultPoint } from "./faults";
 import { MicroBatcher } from "./microbatch/batcher";
-import { runGroup, type BegunMember } from "./microbatch/run-group";
+import { runGroup, type BegunMember, type GroupResult } from "./microbatch/run-group";
 
 /** How long a begun batch holds its id against a concurrent request with the same id. */
 export const LEASE_MS = 30_000;
@@ -150,6 +151,7 @@ export class Coordinator extends DurableObject<Env> {
   private sql: SqlStorage;
   /** In memory on purpose: a restarted coordinator means the holders crashed, so their leases end. */
   private leases = new Map<string, number>();
+  private outbox: Outbox;
   private batcher = new MicroBatcher<Submission, BatchOutcome>((items) => this.runMicroBatch(items), {
     maxWeight: MICRO_BATCH_MAX_ROWS,
     weigh: (s) => s.rows.length,
@@ -164,16 +166,19 @@ export class Coordinator extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, countedEnv(env));
     this.sql = countedSql(ctx.storage.sql, "Coordinator");
+    this.outbox = new Outbox(this.sql);
     this.exists = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'").one().n > 0;
     if (this.exists) this.upgrade();
   }
 
   /**
    * Brings a stream's tables from an earlier layout up to this one. Added
-   * since the first: partitions.next_expiry (the eviction fan-out visits only
-   * partitions with something due; 0, "due", until a partition reports).
+   * since the first: the outbox tables, and partitions.next_expiry (the
+   * eviction fan-out visits only partitions with something due; 0, "due",
+   * until a partition reports).
    */
   private upgrade(): void {
+    this.sql.exec(OUTBOX_TABLES);
     const columns = this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('partitions')").toArray();
     if (!columns.some((c) => c.name === "next_expiry")) this.sql.exec("ALTER TABLE partitions ADD COLUMN next_expiry INTEGER DEFAULT 0");
   }
@@ -194,6 +199,7 @@ export class Coordinator extends DurableObject<Env> {
         created_at INTEGER NOT NULL, material TEXT NOT NULL) WITHOUT ROWID;
       CREATE INDEX IF NOT EXISTS credentials_by_material ON credentials (material);
     `);
+    this.sql.exec(OUTBOX_TABLES);
   }
 
   async configure(name: string, config: StreamConfig): Promise<ConfigureResult> {
@@ -370,7 +376,7 @@ export class Coordinator extends DurableObject<Env> {
     const now = Date.now();
     // One transaction: a first attempt is recorded with the watermark in force now; a retry keeps its own.
     const members = this.ctx.storage.transactionSync(() => items.map((it) => this.beginMember(meta, it, now)));
-    const commits = await runGroup(
+    const { commits, outbox } = await runGroup(
       {
         stream: meta.name,
         epoch: meta.epoch,
@@ -381,7 +387,7 @@ export class Coordinator extends DurableObject<Env> {
       },
       members,
     );
-    return this.commitGroup(commits, members);
+    return this.commitGroup(commits, members, outbox);
   }
 
   /**
@@ -474,7 +480,11 @@ export class Coordinator extends DurableObject<Env> {
    * committed already returns its recorded outcome. A failure half way leaves
    * nothing behind.
    */
-  private async commitGroup(reqs: CommitRequest[], begun?: readonly { watermark: number }[]): Promise<BatchOutcome[]> {
+  private async commitGroup(
+    reqs: CommitRequest[],
+    begun?: readonly { watermark: number }[],
+    outbox?: GroupResult["outbox"],
+  ): Promise<BatchOutcome[]> {
     const meta = this.meta();
     if (!meta) throw new Error("stream was deleted while the batch ran");
     const { outcomes, watermark } = this.ctx.storage.transactionSync(() => {
@@ -501,6 +511,18 @@ export class Coordinator extends DurableObject<Env> {
       const totals = this.sql.exec<{ rows: number; bytes: number }>(
         "SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes FROM partitions",
       ).one();
+      // A small micro-batch's lanes join the outbox here, in the commit itself.
+      if (outbox) {
+        const entry = this.outbox.append(outbox.lanes, reqs, now);
+        reqs = reqs.map((r, i) => {
+          const objects = {} as LaneKeys;
+          for (const lane of LANES) {
+            const range = outbox.ranges[lane][i];
+            objects[lane] = range ? Outbox.ref(entry, lane, range) : null;
+          }
+          return { ...r, objects };
+        });
+      }
       let seq = this.lastSeq();
       const outcomes = reqs.map((req, i): BatchOutcome => {
         if (rows[i].seq !== null) return recordedOutcome(rows[i].report!);
@@ -537,6 +559,7 @@ export class Coordinator extends DurableObject<Env> {
       for (const t of r.touched) this.forgetLater(t.p, `${r.source}\n${r.batchId}`);
     }
     if (watermark > meta.watermark) await this.scheduleEviction(meta.config);
+    if (outbox) await this.scheduleFlush();
     return outcomes;
   }
 
@@ -555,6 +578,17 @@ export class Coordinator extends DurableObject<Env> {
     return list;
   }
 
+  /** Flushes everything waiting in the outbox now (the alarm does it when due); returns the entries flushed. */
+  async flush(): Promise<number> {
+    const meta = this.meta();
+    if (!meta) return 0;
+    let flushed = 0;
+    for (let n = -1; n !== 0; flushed += n) {
+      n = await this.outbox.flush(this.env.SINK, { stream: meta.name, epoch: meta.epoch }, (fn) => this.ctx.storage.transactionSync(fn));
+    }
+    return flushed;
+  }
+
   /** The most recent `limit` progress reports, oldest first. */
   progress(limit: number): ProgressReport[] {
     if (!this.exists) return [];
@@ -566,7 +600,7 @@ export class Coordinator extends DurableObject<Env> {
   }
 
   /** Committed batches that wrote to `lane`, in commit order, after commit number `afterSeq`. */
-  commits(lane: Lane, afterSeq: number, upToSeq: number, limit: number): { seq: number; key: string }[] {
+  commits(lane: Lane, afterSeq: number, upToSeq: number, limit: number): ({ seq: number } & ({ ref: string } | { bytes: Uint8Array }))[] {
     const column = { data: "data_key", late: "late_key", rejected: "rejected_key" }[lane];
     if (!this.exists) return [];
     return this.sql
@@ -574,7 +608,9 @@ export class Coordinator extends DurableObject<Env> {
         `SELECT seq, ${column} AS key FROM batches WHERE seq > ? AND seq <= ? AND ${column} IS NOT NULL ORDER BY seq LIMIT ?`,
         afterSeq, upToSeq, limit,
       )
-      .toArray();
+      .toArray()
+      // Rows still in the outbox come back as bytes; flushed ones as their object range.
+      .map((c) => ({ seq: c.seq, ...this.outbox.resolve(c.key) }));
   }
 
   /**
@@ -639,12 +675,26 @@ export class Coordinator extends DurableObject<Env> {
   }
 
   /**
-   * Prompt eviction: pushes the global watermark to every partition that has
-   * a key due to expire under it.
+   * The one alarm does two jobs. Outbox: flush when it holds FLUSH_BYTES or
+   * its oldest entry is FLUSH_AFTER_MS old. Prompt eviction: push the global
+   * watermark to every partition that has a key due to expire under it.
    */
   async alarm(): Promise<void> {
     const meta = this.meta();
-    if (!meta || meta.config.mode === "global") return;
+    if (!meta) return;
+    const due = this.outbox.pending();
+    if (due.oldest !== null && (due.bytes >= FLUSH_BYTES || Date.now() - due.oldest >= FLUSH_AFTER_MS)) {
+      await this.outbox.flush(this.env.SINK, { stream: meta.name, epoch: meta.epoch }, (fn) => this.ctx.storage.transactionSync(fn));
+    }
+    if (meta.config.mode !== "global") await this.evictDue(meta);
+    const now = this.meta();
+    if (!now || now.epoch !== meta.epoch) return; // dropped meanwhile
+    await this.scheduleFlush();
+    // Commits that landed during the fan-out may have moved the watermark again.
+    if (now.config.mode !== "global" && now.watermark > meta.watermark) await this.scheduleEviction(now.config);
+  }
+
+  private async evictDue(meta: Meta): Promise<void> {
     const watermark = meta.watermark;
     // Only partitions with a key due (by the last figures they reported; every
     // apply evicts first anyway, so a stale figure delays clean-up, never a decision).
@@ -655,16 +705,29 @@ export class Coordinator extends DurableObject<Env> {
       behind.map(async ({ p }) => ({ p, ...(await partitionStub(this.env, meta.name, p).advance(meta.epoch, watermark)) })),
     );
     const now = this.meta();
-    if (!now || now.epoch !== meta.epoch) return; // dropped meanwhile
+    if (!now || now.epoch !== meta.epoch) return;
     for (const r of results) this.recordPartition(r);
-    // Commits that landed during the fan-out may have moved the watermark again.
-    if (now.watermark > watermark) await this.scheduleEviction(now.config);
+  }
+
+  /** An alarm for the outbox's next flush (now, when it is full), unless an earlier one is set. */
+  private async scheduleFlush(): Promise<void> {
+    const { bytes, oldest } = this.outbox.pending();
+    if (oldest === null) return;
+    await this.alarmBy(bytes >= FLUSH_BYTES ? Date.now() : oldest + FLUSH_AFTER_MS);
   }
 
   private async scheduleEviction(config: StreamConfig): Promise<void> {
-    if (config.mode === "global") return;
-    // Keep a pending alarm: pushing it later on every commit would starve eviction under steady load.
-    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + EVICTION_DELAY_MS);
+    if (config.mode !== "global") await this.alarmBy(Date.now() + EVICTION_DELAY_MS);
+  }
+
+  /**
+   * Makes sure the alarm fires by `at`: an earlier pending alarm stays (pushing
+   * it later on every commit would starve eviction under steady load), a later
+   * one (the outbox's) is brought forward.
+   */
+  private async alarmBy(at: number): Promise<void> {
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > at) await this.ctx.storage.setAlarm(at);
   }
 
   /**

@@ -1,11 +1,12 @@
 import type { CommitRequest, TouchedPartition } from "../coordinator";
 import { failAt, type FaultPoint } from "../faults";
 import type { GroupApplyRequest, GroupApplyResult } from "../partition";
-import { LANES, writeGroup, type LaneKeys } from "../sink";
+import { OUTBOX_MAX_ENTRY_BYTES } from "../outbox";
+import { LANES, writeGroup, type Lane, type LaneKeys } from "../sink";
 import { dedupSettings, encodeLate, encodeOutput, encodeRejected, mergeDecisions, planBatch } from "../stream/batch";
 import type { StreamConfig } from "../stream/config";
 import { capRejected } from "../stream/report";
-import { concatParts, formatRef, memberDecisions, partitionPayloads } from "./group";
+import { concatParts, formatRef, memberDecisions, partitionPayloads, type ByteRange } from "./group";
 
 /** A request in a micro-batch, begun: what it was judged by is fixed at its first attempt. */
 export interface BegunMember {
@@ -38,7 +39,14 @@ export interface GroupContext {
  * marker, and returns each member's commit request. Any failure fails the
  * group; every member's retry resumes on its own, in whatever group it lands.
  */
-export async function runGroup(ctx: GroupContext, members: readonly BegunMember[]): Promise<CommitRequest[]> {
+/** What a micro-batch hands to its commit: each member's commit request and, for a small group, its lanes for the outbox. */
+export interface GroupResult {
+  commits: CommitRequest[];
+  /** set when the group wrote no objects: its lanes and each member's byte range per lane (the commit appends them to the outbox) */
+  outbox: { lanes: Record<Lane, Uint8Array>; ranges: Record<Lane, (ByteRange | null)[]> } | null;
+}
+
+export async function runGroup(ctx: GroupContext, members: readonly BegunMember[]): Promise<GroupResult> {
   const startedAt = Date.now();
   const planned = members.map((m) => ({
     ...m,
@@ -76,11 +84,16 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
     rejected: merged.map((x, i) => encodeRejected({ source: planned[i].source, batchId: planned[i].batchId }, x.counts.rejected, planned[i].rows)),
   };
   const lanes = { data: concatParts(parts.data), late: concatParts(parts.late), rejected: concatParts(parts.rejected) };
+  const bodies = { data: lanes.data.body, late: lanes.late.body, rejected: lanes.rejected.body };
+  const size = bodies.data.length + bodies.late.length + bodies.rejected.length;
+  const direct = size > OUTBOX_MAX_ENTRY_BYTES;
   const group = `g-${crypto.randomUUID()}`;
-  const objects = await writeGroup(
+  // A small group writes nothing to R2 here: its lanes go into the outbox in the commit's transaction,
+  // so the crash points before the commit all leave the same thing behind: nothing.
+  const objects: LaneKeys = !direct ? { data: null, late: null, rejected: null } : await writeGroup(
     ctx.bucket,
     { stream: ctx.stream, epoch: ctx.epoch, group },
-    { data: lanes.data.body, late: lanes.late.body, rejected: lanes.rejected.body },
+    bodies,
     {
       stream: ctx.stream,
       group,
@@ -92,11 +105,12 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
     },
     fault,
   );
+  if (!direct) failAt(fault, "after-data");
   failAt(fault, "after-marker");
 
   // A partition's removals are reported once, with the first member that touched it.
   const reported = new Set<number>();
-  return planned.map((m, i): CommitRequest => {
+  const commits = planned.map((m, i): CommitRequest => {
     const touched: TouchedPartition[] = [...m.plan.subBatches.keys()].map((p) => {
       const r = results.get(p)!;
       const first = !reported.has(p);
@@ -120,4 +134,6 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
       startedAt,
     };
   });
+  const ranges = { data: lanes.data.ranges, late: lanes.late.ranges, rejected: lanes.rejected.ranges };
+  return { commits, outbox: direct ? null : { lanes: bodies, ranges } };
 }

@@ -1,0 +1,142 @@
+import { formatRef, parseRef } from "./microbatch/group";
+import { LANES, writeGroup, type Lane } from "./sink";
+
+/**
+ * Small micro-batches don't each write R2 objects: their lanes go into the
+ * Coordinator's outbox (SQLite, in the commit's own transaction), and a flush
+ * writes many of them as one object per lane and one marker. So a webhook
+ * costs a sliver of an R2 write, and readers get objects of a useful size.
+ *
+ * A request's rows are at `outbox:<entry>/<lane>#offset+length` until the
+ * flush, and at `<object>#offset+length` after it (the flush records where
+ * each entry landed). A flush is planned first (its entries fixed in
+ * `flushes`), so one retried after a crash writes the same bytes to the same
+ * keys (create-only) and then records them: nothing is lost or written twice.
+ */
+
+/** A micro-batch whose lanes are larger than this writes its own objects. */
+export const OUTBOX_MAX_ENTRY_BYTES = 256 * 1024;
+/** A flush is due when the outbox holds this much, */
+export const FLUSH_BYTES = 1024 * 1024;
+/** or when its oldest entry is this old. */
+export const FLUSH_AFTER_MS = 10_000;
+/** One flush writes at most this much (more waits for the next). */
+const FLUSH_MAX_BYTES = 8 * FLUSH_BYTES;
+
+const PREFIX = "outbox:";
+
+// AUTOINCREMENT: entry ids are never reused, so a flushed entry's record stays unambiguous.
+export const OUTBOX_TABLES = `
+  CREATE TABLE IF NOT EXISTS outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, data BLOB NOT NULL,
+    late BLOB NOT NULL, rejected BLOB NOT NULL, batches TEXT NOT NULL);
+  CREATE TABLE IF NOT EXISTS outbox_flushed (id INTEGER PRIMARY KEY, data TEXT, late TEXT, rejected TEXT);
+  CREATE TABLE IF NOT EXISTS flushes (first INTEGER PRIMARY KEY, last INTEGER NOT NULL);
+`;
+
+type Transact = <T>(fn: () => T) => T;
+
+export class Outbox {
+  constructor(private readonly sql: SqlStorage) {}
+
+  /** Stores one micro-batch's lanes (call inside the commit's transaction); returns its entry id. */
+  append(lanes: Record<Lane, Uint8Array>, batches: readonly { source: string; batchId: string }[], now: number): number {
+    return this.sql
+      .exec<{ id: number }>(
+        "INSERT INTO outbox (at, data, late, rejected, batches) VALUES (?, ?, ?, ?, ?) RETURNING id",
+        now, blob(lanes.data), blob(lanes.late), blob(lanes.rejected), JSON.stringify(batches.map((b) => [b.source, b.batchId])),
+      )
+      .one().id;
+  }
+
+  /** The commit-index reference to a member's range of an entry's lane. */
+  static ref(entry: number, lane: Lane, range: { offset: number; length: number }): string {
+    return formatRef({ key: `${PREFIX}${entry}/${lane}`, range });
+  }
+
+  /** Where a commit-index reference points now: an R2 object (range), or the outbox (its bytes). */
+  resolve(ref: string): { ref: string } | { bytes: Uint8Array } {
+    const r = parseRef(ref);
+    const m = /^outbox:(\d+)\/(data|late|rejected)$/.exec(r.key);
+    if (!m || !r.range) return { ref };
+    const [entry, lane] = [Number(m[1]), m[2] as Lane];
+    const landed = this.sql.exec<{ at: string | null }>(`SELECT ${lane} AS at FROM outbox_flushed WHERE id = ?`, entry).toArray()[0]?.at;
+    if (landed) {
+      const base = parseRef(landed);
+      return { ref: formatRef({ key: base.key, range: { offset: base.range!.offset + r.range.offset, length: r.range.length } }) };
+    }
+    const row = this.sql
+      .exec<{ b: ArrayBuffer }>(`SELECT substr(${lane}, ?, ?) AS b FROM outbox WHERE id = ?`, r.range.offset + 1, r.range.length, entry)
+      .toArray()[0];
+    if (!row) throw new Error(`outbox entry ${entry} is neither waiting nor flushed`);
+    return { bytes: new Uint8Array(row.b) };
+  }
+
+  /** Bytes waiting and the oldest entry's time (null: nothing waits). */
+  pending(): { bytes: number; oldest: number | null } {
+    return this.sql
+      .exec<{ bytes: number; oldest: number | null }>(
+        "SELECT coalesce(sum(length(data) + length(late) + length(rejected)), 0) AS bytes, min(at) AS oldest FROM outbox",
+      )
+      .one();
+  }
+
+  /**
+   * Writes the waiting entries (the planned flush first) as one object per
+   * lane and one marker, then, in one transaction, records where each entry
+   * landed and drops them. Returns how many entries it flushed.
+   */
+  async flush(bucket: R2Bucket, where: { stream: string; epoch: string }, transact: Transact): Promise<number> {
+    const plan = transact(() => this.plan());
+    if (!plan) return 0;
+    const rows = this.sql
+      .exec<{ id: number; data: ArrayBuffer; late: ArrayBuffer; rejected: ArrayBuffer; batches: string }>(
+        "SELECT id, data, late, rejected, batches FROM outbox WHERE id BETWEEN ? AND ? ORDER BY id", plan.first, plan.last,
+      )
+      .toArray();
+    const lanes = {} as Record<Lane, Uint8Array>;
+    const offsets = rows.map(() => ({}) as Record<Lane, number>);
+    for (const lane of LANES) {
+      lanes[lane] = new Uint8Array(rows.reduce((n, r) => n + r[lane].byteLength, 0));
+      let offset = 0;
+      rows.forEach((r, i) => {
+        lanes[lane].set(new Uint8Array(r[lane]), offset);
+        offsets[i][lane] = offset;
+        offset += r[lane].byteLength;
+      });
+    }
+    const batches = rows.flatMap((r) => (JSON.parse(r.batches) as [string, string][]).map(([source, batchId]) => ({ source, batchId })));
+    const keys = await writeGroup(bucket, { ...where, group: `f-${plan.first}` }, lanes, { stream: where.stream, flush: plan.first, batches });
+    transact(() => {
+      rows.forEach((r, i) => {
+        const at = (lane: Lane) =>
+          keys[lane] && r[lane].byteLength > 0 ? formatRef({ key: keys[lane]!, range: { offset: offsets[i][lane], length: r[lane].byteLength } }) : null;
+        this.sql.exec("INSERT OR REPLACE INTO outbox_flushed (id, data, late, rejected) VALUES (?, ?, ?, ?)", r.id, at("data"), at("late"), at("rejected"));
+      });
+      this.sql.exec("DELETE FROM outbox WHERE id BETWEEN ? AND ?", plan.first, plan.last);
+      this.sql.exec("DELETE FROM flushes WHERE first = ?", plan.first);
+    });
+    return rows.length;
+  }
+
+  /** The planned flush, or a new plan over the oldest entries up to FLUSH_MAX_BYTES (at least one). */
+  private plan(): { first: number; last: number } | null {
+    const planned = this.sql.exec<{ first: number; last: number }>("SELECT first, last FROM flushes ORDER BY first LIMIT 1").toArray()[0];
+    if (planned) return planned;
+    const entries = this.sql
+      .exec<{ id: number; size: number }>("SELECT id, length(data) + length(late) + length(rejected) AS size FROM outbox ORDER BY id LIMIT 10000")
+      .toArray();
+    if (entries.length === 0) return null;
+    let size = 0;
+    let last = entries[0].id;
+    for (const e of entries) {
+      if (size > 0 && size + e.size > FLUSH_MAX_BYTES) break;
+      size += e.size;
+      last = e.id;
+    }
+    this.sql.exec("INSERT INTO flushes (first, last) VALUES (?, ?)", entries[0].id, last);
+    return { first: entries[0].id, last };
+  }
+}
+
+/** SQLite stores ArrayBuffers as BLOBs: exactly the view's bytes. */
+const blob = (u: Uint8Array): ArrayBuffer => u.buffer.slice(u.byteOffset, u.byteOffset + u.byteLength) as ArrayBuffer;
