@@ -1,0 +1,157 @@
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { appendToTable, type AppendInput } from "../../src/table/append";
+import { decodeAvroFile } from "../../src/table/avro-file";
+import { loadTable } from "../../src/table/commit";
+import { memoryStore } from "../../src/table/memory-store";
+import { readTableSnapshot } from "../../src/table/read-snapshot";
+import type { TableStore } from "../../src/table/store";
+import { serveBucket, type ServedBucket } from "../support/iceberg-reader";
+
+const T0 = Date.UTC(2026, 0, 1);
+const SCHEMA = { id: "string", n: "long", at: "timestamp", secs: "timestamp:s", price: "double", ok: "boolean", qty: "int" } as const;
+
+let served: ServedBucket;
+let store: ReturnType<typeof memoryStore>;
+beforeAll(async () => {
+  store = memoryStore();
+  served = await serveBucket(store);
+});
+afterAll(() => served.close());
+
+const append = (s: TableStore, stream: string, commitSeq: number, rows: Record<string, unknown>[], schema: AppendInput["schema"] = SCHEMA) =>
+  appendToTable(s, { stream, schema, rows, commitSeq, now: T0 + commitSeq, baseUri: served.baseUri });
+
+describe("appendToTable, read back by icebird", () => {
+  test("declared columns by type, undeclared as strings, in commit order", async () => {
+    await append(store, "typed", 1, [
+      { id: "a", n: 2 ** 40, at: "2026-01-01T10:00:00.123Z", secs: 1_700_000_000, price: 9.5, ok: true, qty: 3, meta: { tags: ["x"] } },
+      { id: "b", n: "7", at: T0, secs: "1700000000.25", price: "1e3", ok: "false", qty: "-4", note: "plain" },
+    ]);
+    await append(store, "typed", 2, [{ id: "c" }]);
+    const rows = await served.read("typed");
+    expect(rows).toEqual([
+      { id: "a", n: 2n ** 40n, at: new Date("2026-01-01T10:00:00.123Z"), secs: new Date(1_700_000_000_000), price: 9.5, ok: true, qty: 3, meta: '{"tags":["x"]}', note: null },
+      { id: "b", n: 7n, at: new Date(T0), secs: new Date(1_700_000_000_250), price: 1000, ok: false, qty: -4, meta: null, note: "plain" },
+      { id: "c", n: null, at: null, secs: null, price: null, ok: null, qty: null, meta: null, note: null },
+    ]);
+  });
+
+  test("a commit sequence already recorded is skipped and writes nothing", async () => {
+    const first = await append(store, "once", 5, [{ id: "a" }]);
+    const objects = store.objects.size;
+    const again = await append(store, "once", 5, [{ id: "a" }]);
+    const older = await append(store, "once", 3, [{ id: "z" }]);
+    expect(first.skipped).toBe(false);
+    expect(again).toEqual({ ...first, skipped: true });
+    expect(older).toEqual({ ...first, skipped: true });
+    expect(store.objects.size).toBe(objects);
+    expect(await served.read("once")).toEqual([{ id: "a", n: null, at: null, secs: null, price: null, ok: null, qty: null }]);
+  });
+
+  test("no rows: nothing written, nothing recorded", async () => {
+    expect(await append(store, "empty", 1, [])).toEqual({ snapshotId: null, sequenceNumber: 0, skipped: true, metadataLocation: null });
+    expect(await store.list("tables/empty/")).toEqual([]);
+  });
+
+  test("readTableSnapshot: the current snapshot as Iceberg writes it", async () => {
+    await append(store, "snap", 10, [{ id: "a" }, { id: "b" }]);
+    const second = await append(store, "snap", 11, [{ id: "c" }]);
+    const read = await readTableSnapshot(store, "snap");
+    expect(read?.metadataLocation).toBe(`${served.baseUri}/tables/snap/metadata/v2.metadata.json`);
+    expect(second.metadataLocation).toBe(read?.metadataLocation);
+    expect(read?.snapshot).toMatchObject({
+      "snapshot-id": second.snapshotId,
+      "sequence-number": 2,
+      "timestamp-ms": T0 + 11,
+      summary: { operation: "append", "added-records": "1", "total-records": "3", "total-data-files": "2", "edge-dedup.commit-seq": "11" },
+    });
+    expect(await readTableSnapshot(store, "nothing-here")).toBeNull();
+  });
+
+  test("new columns evolve the schema with new field ids; an int column widens to long", async () => {
+    await append(store, "evolve", 1, [{ id: "a", k: 1 }], { id: "string", k: "int" });
+    await append(store, "evolve", 2, [{ id: "b", k: 2 ** 33, extra: 5 }], { id: "string", k: "long" });
+    const { table } = (await loadTable(store, "evolve"))!;
+    expect(table.schemas.map((s) => [s["schema-id"], s.fields.map((f) => `${f.id}:${f.name}:${f.type}`)])).toEqual([
+      [0, ["1:id:string", "2:k:int"]],
+      [1, ["1:id:string", "2:k:long", "3:extra:string"]],
+    ]);
+    expect(table["current-schema-id"]).toBe(1);
+    expect(table["last-column-id"]).toBe(3);
+    // icebird maps by the data file's `iceberg.schema`; the int file's values come back as numbers.
+    expect((await served.read("evolve")).map((r) => [r.id, Number(r.k), r.extra])).toEqual([
+      ["a", 1, undefined],
+      ["b", 2 ** 33, "5"],
+    ]);
+  });
+
+  test("a value that does not fit the table's type fails the append and commits nothing", async () => {
+    await append(store, "strict", 1, [{ id: "a", k: 1 }], { id: "string", k: "long" });
+    await expect(append(store, "strict", 2, [{ id: "b", k: "not a number" }], { id: "string" })).rejects.toThrow(/k: "not a number" does not fit the table's long column/);
+    expect((await readTableSnapshot(store, "strict"))?.snapshot.summary["edge-dedup.commit-seq"]).toBe("1");
+  });
+
+  test("a commit that loses the race to another writer re-reads, then retries or skips", async () => {
+    const s = memoryStore();
+    let competitor: (() => Promise<unknown>) | null = null;
+    // The next metadata commit finds its version already created by the competitor.
+    const racy: TableStore = {
+      ...s,
+      async put(key, body, options) {
+        if (competitor && key.endsWith(".metadata.json")) {
+          const run = competitor;
+          competitor = null;
+          await run();
+        }
+        return s.put(key, body, options);
+      },
+    };
+    await append(s, "race", 1, [{ id: "a" }]);
+    competitor = () => append(s, "race", 2, [{ id: "same commit" }]);
+    expect((await append(racy, "race", 2, [{ id: "same commit" }])).skipped).toBe(true);
+    competitor = () => append(s, "race", 3, [{ id: "other commit" }]);
+    expect(await append(racy, "race", 4, [{ id: "b" }])).toMatchObject({ skipped: false, sequenceNumber: 4 });
+    const { table, version } = (await loadTable(s, "race"))!;
+    expect([version, table.snapshots.map((x) => x.summary["edge-dedup.commit-seq"])]).toEqual([4, ["1", "2", "3", "4"]]);
+  });
+
+  test("a crash between the data write and the commit leaves only a file the retry reuses", async () => {
+    const s = memoryStore();
+    const crashing: TableStore = {
+      ...s,
+      async put(key, body, options) {
+        if (key.includes("/metadata/")) throw new Error("crash");
+        return s.put(key, body, options);
+      },
+    };
+    await expect(append(crashing, "crash", 1, [{ id: "a" }])).rejects.toThrow("crash");
+    const orphan = await s.list("tables/crash/");
+    expect(orphan).toEqual([expect.stringMatching(/^tables\/crash\/data\/c0{19}1-[0-9a-f]{16}\.parquet$/)]);
+    await append(s, "crash", 1, [{ id: "a" }]);
+    expect((await s.list("tables/crash/data/")).length).toBe(1);
+    expect(await s.list("tables/crash/metadata/")).toEqual(expect.arrayContaining(["tables/crash/metadata/v1.metadata.json", "tables/crash/metadata/version-hint.text"]));
+  });
+
+  test("a lagging version hint is probed past", async () => {
+    const s = memoryStore();
+    await append(s, "hint", 1, [{ id: "a" }]);
+    await append(s, "hint", 2, [{ id: "b" }]);
+    await s.put("tables/hint/metadata/version-hint.text", "1");
+    expect((await loadTable(s, "hint"))?.version).toBe(2);
+    expect((await append(s, "hint", 2, [{ id: "b" }])).skipped).toBe(true);
+  });
+
+  test("manifests carry the Avro metadata and field ids Iceberg requires", async () => {
+    const s = memoryStore();
+    await append(s, "avro", 1, [{ id: "a" }]);
+    const keys = await s.list("tables/avro/metadata/");
+    const manifest = decodeAvroFile((await s.get(keys.find((k) => k.endsWith("-m0.avro"))!))!);
+    expect(manifest.metadata).toMatchObject({ "partition-spec": "[]", "partition-spec-id": "0", "format-version": "2", content: "data" });
+    expect(JSON.parse(manifest.metadata.schema).fields[0]).toMatchObject({ id: 1, name: "id", type: "string" });
+    expect(JSON.stringify(manifest.schema)).toContain('"field-id":134');
+    expect(manifest.records[0]).toMatchObject({ status: 1, sequence_number: null, data_file: { content: 0, file_format: "PARQUET", record_count: 1 } });
+    const list = decodeAvroFile((await s.get(keys.find((k) => k.includes("/snap-"))!))!);
+    expect(JSON.stringify(list.schema)).toContain('"field-id":517');
+    expect(list.records[0]).toMatchObject({ content: 0, sequence_number: 1, added_files_count: 1, added_rows_count: 1 });
+  });
+});
