@@ -1,20 +1,11 @@
 import type { ColumnType } from "../stream/config";
 import { own } from "../stream/own";
-import { commitVersion, loadTable, metadataLocation } from "./commit";
-import { dataPath, DEFAULT_BASE_URI, digestOf, keyOf, manifestListPath, manifestPath, tableLocation, uriOf } from "./layout";
-import { encodeManifest, encodeManifestList, manifestFileOf, STATUS, type DataFileEntry } from "./manifest";
-import {
-  COMMIT_SEQ_KEY,
-  currentSchema,
-  currentSnapshot,
-  emptyTable,
-  newSnapshotId,
-  recordedCommitSeq,
-  totals,
-  withSnapshot,
-  type Snapshot,
-} from "./metadata";
+import { loadTable, MAX_COMMIT_ATTEMPTS, metadataLocation } from "./commit";
+import { dataPath, DEFAULT_BASE_URI, digestOf, keyOf, tableLocation, uriOf } from "./layout";
+import { STATUS, type DataFileEntry } from "./manifest";
+import { COMMIT_SEQ_KEY, currentSchema, currentSnapshot, emptyTable, newSnapshotId, recordedCommitSeq, totals } from "./metadata";
 import { encodeDataFile } from "./parquet";
+import { commitSnapshot } from "./snapshot-commit";
 import { hasLiveFiles, manifestsOf } from "./snapshot-files";
 import type { TableStore } from "./store";
 import { evolveSchema } from "./table-schema";
@@ -39,8 +30,6 @@ export interface CommitResult {
   skipped: boolean;
   metadataLocation: string | null;
 }
-
-export const MAX_COMMIT_ATTEMPTS = 8;
 
 /**
  * Appends one commit's rows as one snapshot, exactly once: a commit sequence
@@ -81,7 +70,6 @@ export async function appendToTable(store: TableStore, input: AppendInput): Prom
 
     const snapshotId = newSnapshotId(table);
     const sequenceNumber = table["last-sequence-number"] + 1;
-    const commitId = crypto.randomUUID();
     const entry: DataFileEntry = {
       status: STATUS.added,
       snapshotId,
@@ -91,21 +79,16 @@ export async function appendToTable(store: TableStore, input: AppendInput): Prom
       recordCount: rows.length,
       sizeInBytes: data.length,
     };
-    const manifest = encodeManifest(schema, [entry]);
-    await store.put(keyOf(stream, manifestPath(commitId, 0)), manifest, { createOnly: true });
-    // Earlier manifests first, so a reader that follows the list reads the rows in commit order.
-    const carried = parent ? (await manifestsOf(store, stream, location, parent)).filter(hasLiveFiles) : [];
-    const manifests = [...carried, manifestFileOf(uriOf(location, manifestPath(commitId, 0)), manifest.length, snapshotId, sequenceNumber, [entry])];
-    const listPath = manifestListPath(snapshotId, commitId);
-    const parentId = parent?.["snapshot-id"] ?? null;
-    await store.put(keyOf(stream, listPath), encodeManifestList({ snapshotId, parentSnapshotId: parentId, sequenceNumber }, manifests), { createOnly: true });
-
-    const snapshot: Snapshot = {
-      "snapshot-id": snapshotId,
-      ...(parentId === null ? {} : { "parent-snapshot-id": parentId }),
-      "sequence-number": sequenceNumber,
-      "timestamp-ms": now,
-      "manifest-list": uriOf(location, listPath),
+    const committed = await commitSnapshot(store, stream, {
+      loaded,
+      table,
+      schema,
+      lastColumnId,
+      snapshotId,
+      sequenceNumber,
+      now,
+      carried: parent ? (await manifestsOf(store, stream, location, parent)).filter(hasLiveFiles) : [],
+      written: [[entry]],
       summary: {
         operation: "append",
         "added-data-files": "1",
@@ -115,13 +98,8 @@ export async function appendToTable(store: TableStore, input: AppendInput): Prom
         ...totals(parent, { records: rows.length, files: 1, bytes: data.length }),
         [COMMIT_SEQ_KEY]: String(commitSeq),
       },
-      "schema-id": schema["schema-id"],
-    };
-    const version = (loaded?.version ?? 0) + 1;
-    const next = withSnapshot(table, snapshot, schema, lastColumnId, loaded ? metadataLocation(loaded.table, loaded.version) : null);
-    if (await commitVersion(store, stream, version, next)) {
-      return { snapshotId, sequenceNumber, skipped: false, metadataLocation: metadataLocation(next, version) };
-    }
+    });
+    if (committed) return { snapshotId, sequenceNumber, skipped: false, ...committed };
   }
   throw new Error(`table ${input.stream}: lost the metadata commit race ${MAX_COMMIT_ATTEMPTS} times`);
 }

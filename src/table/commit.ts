@@ -10,6 +10,9 @@ import { getText, type TableStore } from "./store";
  * hint landing last), so the current version is the hint's, then probed
  * forward until a version is missing.
  */
+/** How many times a writer re-reads and tries again after losing a commit race before it gives up. */
+export const MAX_COMMIT_ATTEMPTS = 8;
+
 export interface LoadedTable {
   version: number;
   table: TableMetadata;

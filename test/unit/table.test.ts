@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { appendToTable, type AppendInput } from "../../src/table/append";
+import { compactTable } from "../../src/table/compact";
 import { decodeAvroFile } from "../../src/table/avro-file";
 import { loadTable } from "../../src/table/commit";
 import { memoryStore } from "../../src/table/memory-store";
@@ -153,5 +154,63 @@ describe("appendToTable, read back by icebird", () => {
     const list = decodeAvroFile((await s.get(keys.find((k) => k.includes("/snap-"))!))!);
     expect(JSON.stringify(list.schema)).toContain('"field-id":517');
     expect(list.records[0]).toMatchObject({ content: 0, sequence_number: 1, added_files_count: 1, added_rows_count: 1 });
+  });
+});
+
+describe("compactTable", () => {
+  test("rewrites the small files into one replace snapshot: same rows, one live file, commit sequence kept", async () => {
+    const s = memoryStore();
+    const reader = await serveBucket(s);
+    try {
+      const put = (seq: number, rows: Record<string, unknown>[], schema: AppendInput["schema"] = { id: "string", k: "int" }) =>
+        appendToTable(s, { stream: "c", schema, rows, commitSeq: seq, now: T0 + seq, baseUri: reader.baseUri });
+      await put(1, [{ id: "a", k: 1 }, { id: "b", k: 2 }]);
+      await put(2, [{ id: "c", k: 3, extra: true }]);
+      await put(3, [{ id: "d", k: 2 ** 40, at: "2026-01-01T00:00:00Z" }], { id: "string", k: "long", at: "timestamp" });
+      const before = await reader.read("c");
+      const result = await compactTable(s, "c", { minFiles: 2, targetBytes: 1 << 20, now: T0 + 100 });
+      expect(result).toMatchObject({ compacted: true, filesRewritten: 3, sequenceNumber: 4 });
+      const after = await reader.read("c");
+      // Before, icebird reads the older files by their own schema (k as int, later columns absent); after, all by the current one.
+      const asCurrent = (v: unknown) => (v === undefined ? null : typeof v === "number" ? BigInt(v) : v);
+      expect(after).toEqual(before.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, asCurrent(v)]))));
+      expect(after.map((r) => [r.id, r.k, r.extra, r.at])).toEqual([
+        ["a", 1n, null, null],
+        ["b", 2n, null, null],
+        ["c", 3n, "true", null],
+        ["d", 2n ** 40n, null, new Date(T0)],
+      ]);
+      const snap = (await readTableSnapshot(s, "c"))!.snapshot;
+      expect(snap.summary).toMatchObject({
+        operation: "replace",
+        "added-data-files": "1",
+        "deleted-data-files": "3",
+        "added-records": "4",
+        "deleted-records": "4",
+        "total-records": "4",
+        "total-data-files": "1",
+        "edge-dedup.commit-seq": "3",
+      });
+      // Time travel still reads the version before compaction.
+      expect(await reader.read("c", "v3.metadata.json")).toEqual(before);
+      expect(await s.list("tables/c/data/")).toHaveLength(4);
+      // Exactly once across compaction; the next append drops the deletions-only manifest.
+      expect((await put(3, [{ id: "d" }])).skipped).toBe(true);
+      await put(4, [{ id: "e" }]);
+      expect((await reader.read("c")).map((r) => r.id)).toEqual(["a", "b", "c", "d", "e"]);
+      expect((await readTableSnapshot(s, "c"))!.snapshot.summary).toMatchObject({ "total-records": "5", "total-data-files": "2" });
+    } finally {
+      await reader.close();
+    }
+  });
+
+  test("leaves the table alone when fewer than minFiles files are small", async () => {
+    const s = memoryStore();
+    await appendToTable(s, { stream: "few", schema: {}, rows: [{ id: "a" }], commitSeq: 1, now: T0 });
+    await appendToTable(s, { stream: "few", schema: {}, rows: [{ id: "b" }], commitSeq: 2, now: T0 });
+    expect(await compactTable(s, "few", { minFiles: 3, targetBytes: 1 << 20, now: T0 })).toMatchObject({ compacted: false, filesRewritten: 0 });
+    expect(await compactTable(s, "few", { minFiles: 2, targetBytes: 10, now: T0 })).toMatchObject({ compacted: false });
+    expect(await compactTable(s, "none", { minFiles: 2, targetBytes: 10, now: T0 })).toMatchObject({ compacted: false, snapshotId: null });
+    expect((await loadTable(s, "few"))?.version).toBe(2);
   });
 });
