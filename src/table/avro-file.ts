@@ -1,67 +1,59 @@
-import { Buffer } from "node:buffer";
-import avro from "avsc";
+import { AvroReader, AvroWriter, type AvroSchema } from "./avro-binary";
 
 /**
  * Avro object container files (the format of Iceberg manifests and manifest
- * lists), encoded and decoded with avsc's types. The framing is the spec's:
- * magic, a metadata map, a sync marker, then blocks of (count, size, records,
- * sync). One block, no compression: manifests are small. The schema JSON goes
- * into `avro.schema` exactly as given, so Iceberg's `field-id` attributes
- * (which avsc would not keep) reach readers.
+ * lists). The framing is the spec's: magic, a metadata map, a sync marker,
+ * then blocks of (count, size, records, sync). One block, no compression:
+ * manifests are small. The schema JSON goes into `avro.schema` exactly as
+ * given, with Iceberg's `field-id` attributes.
  */
-const MAGIC = Buffer.from("Obj\x01", "latin1");
-const HEADER = avro.Type.forSchema({
-  type: "record",
-  name: "org.apache.avro.file.Header",
-  fields: [
-    { name: "magic", type: { type: "fixed", name: "Magic", size: 4 } },
-    { name: "meta", type: { type: "map", values: "bytes" } },
-    { name: "sync", type: { type: "fixed", name: "Sync", size: 16 } },
-  ],
-});
-const LONG = avro.Type.forSchema("long");
+const MAGIC = [0x4f, 0x62, 0x6a, 0x01]; // "Obj" 1
+const META: AvroSchema = { type: "map", values: "bytes" };
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 
 export interface AvroFile {
   /** the writer's schema, as stored in `avro.schema` */
-  schema: unknown;
+  schema: AvroSchema;
   /** the file's metadata, other than the `avro.*` keys */
   metadata: Record<string, string>;
   records: Record<string, unknown>[];
 }
 
-export function encodeAvroFile(schema: object, metadata: Record<string, string>, records: readonly Record<string, unknown>[]): Uint8Array {
-  const type = avro.Type.forSchema(schema as avro.Schema);
-  const sync = Buffer.from(crypto.getRandomValues(new Uint8Array(16)));
-  const meta: Record<string, Buffer> = { "avro.schema": Buffer.from(JSON.stringify(schema)), "avro.codec": Buffer.from("null") };
-  for (const [k, v] of Object.entries(metadata)) meta[k] = Buffer.from(v);
-  const body = Buffer.concat(records.map((r) => type.toBuffer(r)));
-  const parts = [HEADER.toBuffer({ magic: MAGIC, meta, sync })];
-  if (records.length > 0) parts.push(LONG.toBuffer(records.length), LONG.toBuffer(body.length), body, sync);
-  return new Uint8Array(Buffer.concat(parts));
+export function encodeAvroFile(schema: AvroSchema, metadata: Record<string, string>, records: readonly Record<string, unknown>[]): Uint8Array {
+  const sync = crypto.getRandomValues(new Uint8Array(16));
+  const meta = { ...metadata, "avro.schema": JSON.stringify(schema), "avro.codec": "null" };
+  const out = new AvroWriter();
+  out.raw(Uint8Array.from(MAGIC));
+  out.write(META, Object.fromEntries(Object.entries(meta).map(([k, v]) => [k, encoder.encode(v)])));
+  out.raw(sync);
+  if (records.length > 0) {
+    const block = new AvroWriter();
+    for (const r of records) block.write(schema, r);
+    const body = block.finish();
+    out.long(records.length);
+    out.bytes(body);
+    out.raw(sync);
+  }
+  return out.finish();
 }
 
 export function decodeAvroFile(bytes: Uint8Array): AvroFile {
-  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (!buf.subarray(0, 4).equals(MAGIC)) throw new Error("not an Avro object container file");
-  const header = HEADER.decode(buf, 0);
-  const meta = header.value.meta as Record<string, Buffer>;
-  const codec = meta["avro.codec"]?.toString() ?? "null";
+  const input = new AvroReader(bytes);
+  const magic = input.raw(4);
+  if (!MAGIC.every((b, i) => magic[i] === b)) throw new Error("not an Avro object container file");
+  const meta = Object.fromEntries(Object.entries(input.read(META) as Record<string, Uint8Array>).map(([k, v]) => [k, decoder.decode(v)]));
+  const codec = meta["avro.codec"] ?? "null";
   if (codec !== "null") throw new Error(`Avro codec ${codec} is not supported`);
-  const schema = JSON.parse(meta["avro.schema"].toString());
-  const type = avro.Type.forSchema(schema);
+  const schema = JSON.parse(meta["avro.schema"]) as AvroSchema;
+  const sync = input.raw(16).slice();
   const records: Record<string, unknown>[] = [];
-  let offset = header.offset;
-  while (offset < buf.length) {
-    const count = LONG.decode(buf, offset);
-    const size = LONG.decode(buf, count.offset);
-    let at = size.offset;
-    for (let i = 0; i < count.value; i++) {
-      const record = type.decode(buf, at);
-      records.push(record.value);
-      at = record.offset;
-    }
-    offset = size.offset + size.value + 16;
+  while (!input.done) {
+    const count = input.long();
+    input.long(); // the block's byte size
+    for (let i = 0; i < count; i++) records.push(input.read(schema) as Record<string, unknown>);
+    if (!input.raw(16).every((b, i) => b === sync[i])) throw new Error("Avro: sync marker mismatch");
   }
-  const metadata = Object.fromEntries(Object.entries(meta).filter(([k]) => !k.startsWith("avro.")).map(([k, v]) => [k, v.toString()]));
+  const metadata = Object.fromEntries(Object.entries(meta).filter(([k]) => !k.startsWith("avro.")));
   return { schema, metadata, records };
 }

@@ -1,3 +1,4 @@
+import type { AvroField, AvroSchema } from "./avro-binary";
 import { decodeAvroFile, encodeAvroFile } from "./avro-file";
 import type { IcebergSchema } from "./table-schema";
 
@@ -8,9 +9,10 @@ import type { IcebergSchema } from "./table-schema";
  * is `[]` with id 0. Optional metrics are left null: readers then scan every
  * file, which is what an unpartitioned table of small appends wants anyway.
  */
-const optional = (name: string, type: unknown, id: number) => ({ name, type: ["null", type], default: null, "field-id": id });
-const required = (name: string, type: unknown, id: number) => ({ name, type, "field-id": id });
-const intMap = (name: string, id: number, keyId: number, valueId: number, value: string) =>
+const optional = (name: string, type: AvroSchema, id: number): AvroField => ({ name, type: ["null", type], default: null, "field-id": id });
+const required = (name: string, type: AvroSchema, id: number): AvroField => ({ name, type, "field-id": id });
+/** Iceberg writes a map with int keys as an Avro array of key/value records. */
+const intMap = (name: string, id: number, keyId: number, valueId: number, value: AvroSchema) =>
   optional(
     name,
     {
@@ -25,7 +27,7 @@ const intMap = (name: string, id: number, keyId: number, valueId: number, value:
     id,
   );
 
-const MANIFEST_ENTRY_SCHEMA = {
+const MANIFEST_ENTRY_SCHEMA: AvroSchema = {
   type: "record",
   name: "manifest_entry",
   fields: [
@@ -62,7 +64,7 @@ const MANIFEST_ENTRY_SCHEMA = {
   ],
 };
 
-const MANIFEST_FILE_SCHEMA = {
+const MANIFEST_FILE_SCHEMA: AvroSchema = {
   type: "record",
   name: "manifest_file",
   fields: [
