@@ -1,6 +1,10 @@
 import { Buffer } from "node:buffer";
 import { Readable } from "node:stream";
 import avro from "avsc";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { appendToTable, type AppendInput } from "../../src/table/append";
 import { compactTable } from "../../src/table/compact";
@@ -171,6 +175,47 @@ async function decodeWithAvsc(bytes: Uint8Array): Promise<{ schema: string; meta
   const meta = Object.fromEntries(Object.entries(header!.meta).map(([k, v]) => [k, v.toString()]));
   return { schema: meta["avro.schema"], metadata: meta, records };
 }
+
+describe("DuckDB", () => {
+  // DuckDB's iceberg extension needs the network to install (`INSTALL iceberg` fails offline), so DuckDB
+  // reads the Parquet files the current snapshot lists (found through avsc-decoded manifests) by itself.
+  test("reads the current snapshot's data files: field ids, types, rows", async () => {
+    const s = memoryStore();
+    const dir = await mkdtemp(join(tmpdir(), "iceberg-"));
+    const baseUri = `file://${dir}`;
+    await appendToTable(s, { stream: "d", schema: SCHEMA, rows: [{ id: "a", n: 1, at: "2026-01-01T10:00:00Z", price: 2.5, ok: true, qty: 7, meta: [1] }], commitSeq: 1, now: T0, baseUri });
+    await appendToTable(s, { stream: "d", schema: SCHEMA, rows: [{ id: "b", n: 2 }], commitSeq: 2, now: T0, baseUri });
+    await compactTable(s, "d", { minFiles: 2, targetBytes: 1 << 20, now: T0 });
+    await appendToTable(s, { stream: "d", schema: SCHEMA, rows: [{ id: "c", secs: 1_700_000_000 }], commitSeq: 3, now: T0, baseUri });
+    for (const [key, bytes] of s.objects) {
+      await mkdir(dirname(join(dir, key)), { recursive: true });
+      await writeFile(join(dir, key), bytes);
+    }
+    const snapshot = (await readTableSnapshot(s, "d"))!.snapshot;
+    const fromUri = (uri: string) => s.get(uri.slice(baseUri.length + 1));
+    const list = await decodeWithAvsc((await fromUri(snapshot["manifest-list"]))!);
+    const files: string[] = [];
+    for (const m of list.records) {
+      for (const e of (await decodeWithAvsc((await fromUri(m.manifest_path as string))!)).records) {
+        if (e.status !== 2) files.push(((e.data_file as Record<string, unknown>).file_path as string).slice("file://".length));
+      }
+    }
+    expect(files).toHaveLength(2);
+    const db = await (await DuckDBInstance.create(":memory:")).connect();
+    const query = async (sql: string) => (await db.runAndReadAll(sql)).getRowObjectsJson();
+    const paths = `[${files.map((f) => `'${f}'`).join(",")}]`;
+    expect(await query(`SELECT name, field_id FROM parquet_schema('${files[0]}') WHERE field_id IS NOT NULL`)).toEqual(
+      ["id", "n", "at", "secs", "price", "ok", "qty", "meta"].map((name, i) => ({ name, field_id: String(i + 1) })),
+    );
+    expect(await query(`SELECT id, n, epoch_ms("at") AS at, typeof("at") AS at_type, epoch("secs") AS secs, price, ok, qty, meta FROM read_parquet(${paths}, union_by_name=true) ORDER BY id`)).toEqual([
+      { id: "a", n: "1", at: String(Date.UTC(2026, 0, 1, 10)), at_type: "TIMESTAMP WITH TIME ZONE", secs: null, price: 2.5, ok: true, qty: 7, meta: "[1]" },
+      { id: "b", n: "2", at: null, at_type: "TIMESTAMP WITH TIME ZONE", secs: null, price: null, ok: null, qty: null, meta: null },
+      { id: "c", n: null, at: null, at_type: "TIMESTAMP WITH TIME ZONE", secs: 1_700_000_000, price: null, ok: null, qty: null, meta: null },
+    ]);
+    db.closeSync();
+    await rm(dir, { recursive: true });
+  });
+});
 
 describe("compactTable", () => {
   test("rewrites the small files into one replace snapshot: same rows, one live file, commit sequence kept", async () => {
