@@ -115,11 +115,14 @@ export function withSnapshot(
   };
 }
 
-/** A fresh positive snapshot id within JSON's and avsc's safe integers, unused in this table. */
+/**
+ * A fresh positive snapshot id, unused in this table, below 2^52: JSON
+ * readers and JS Avro readers with double longs (avsc) read it exactly.
+ */
 export function newSnapshotId(table: TableMetadata): number {
   for (;;) {
     const [hi, lo] = crypto.getRandomValues(new Uint32Array(2));
-    const id = (hi & 0x1fffff) * 2 ** 32 + lo;
+    const id = (hi & 0xfffff) * 2 ** 32 + lo;
     if (id > 0 && !table.snapshots.some((s) => s["snapshot-id"] === id)) return id;
   }
 }

@@ -46,7 +46,8 @@ export async function commitSnapshot(store: TableStore, stream: string, s: NewSn
     "snapshot-id": snapshotId,
     ...(parentId === null ? {} : { "parent-snapshot-id": parentId }),
     "sequence-number": sequenceNumber,
-    "timestamp-ms": s.now,
+    // Iceberg's Java reader refuses a version whose time is well before the previous one's: never go back.
+    "timestamp-ms": Math.max(s.now, table["last-updated-ms"]),
     "manifest-list": uriOf(table.location, listPath),
     summary: s.summary,
     "schema-id": s.schema["schema-id"],
