@@ -8,6 +8,7 @@ import { partitionStub, type Env } from "./env";
 import type { PartitionStats } from "./partition";
 import { deleteStreamObjects, LANES, type Lane, type LaneKeys } from "./sink";
 import { FLUSH_AFTER_MS, FLUSH_BYTES, Outbox, OUTBOX_TABLES } from "./outbox";
+import { PUBLISHED_TABLE, publishManifest, publishTable, type PublishContext } from "./publisher";
 import type { CredentialType, StoredCredential } from "./api/credentials";
 import { isProviderType } from "./webhooks";
 import { countedEnv, countedSql } from "./opcount";
@@ -19,6 +20,8 @@ import { runGroup, type BegunMember, type GroupResult } from "./microbatch/run-g
 export const LEASE_MS = 30_000;
 /** Eviction fan-out runs at most this often after the watermark moves. */
 export const EVICTION_DELAY_MS = 200;
+/** Commits are published (manifest, table) by an alarm about this long after them. */
+export const PUBLISH_AFTER_MS = 2_000;
 /** A micro-batch takes at most this many rows (more than any one request may have). */
 export const MICRO_BATCH_MAX_ROWS = 100_000;
 /** Committed ledgers remembered per partition for dropping at its next call. */
@@ -178,7 +181,7 @@ export class Coordinator extends DurableObject<Env> {
    * until a partition reports).
    */
   private upgrade(): void {
-    this.sql.exec(OUTBOX_TABLES);
+    this.sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE);
     const columns = this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('partitions')").toArray();
     if (!columns.some((c) => c.name === "next_expiry")) this.sql.exec("ALTER TABLE partitions ADD COLUMN next_expiry INTEGER DEFAULT 0");
   }
@@ -199,7 +202,7 @@ export class Coordinator extends DurableObject<Env> {
         created_at INTEGER NOT NULL, material TEXT NOT NULL) WITHOUT ROWID;
       CREATE INDEX IF NOT EXISTS credentials_by_material ON credentials (material);
     `);
-    this.sql.exec(OUTBOX_TABLES);
+    this.sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE);
   }
 
   async configure(name: string, config: StreamConfig): Promise<ConfigureResult> {
@@ -560,6 +563,7 @@ export class Coordinator extends DurableObject<Env> {
     }
     if (watermark > meta.watermark) await this.scheduleEviction(meta.config);
     if (outbox) await this.scheduleFlush();
+    await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
     return outcomes;
   }
 
@@ -686,12 +690,35 @@ export class Coordinator extends DurableObject<Env> {
     if (due.oldest !== null && (due.bytes >= FLUSH_BYTES || Date.now() - due.oldest >= FLUSH_AFTER_MS)) {
       await this.outbox.flush(this.env.SINK, { stream: meta.name, epoch: meta.epoch }, (fn) => this.ctx.storage.transactionSync(fn));
     }
+    await this.publish(meta);
     if (meta.config.mode !== "global") await this.evictDue(meta);
     const now = this.meta();
     if (!now || now.epoch !== meta.epoch) return; // dropped meanwhile
     await this.scheduleFlush();
+    // The table catches up in steps; the manifest follows flushes (each flush's alarm publishes it).
+    if (now.config.table && this.lastSeq() > this.published("table")) await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
     // Commits that landed during the fan-out may have moved the watermark again.
     if (now.config.mode !== "global" && now.watermark > meta.watermark) await this.scheduleEviction(now.config);
+  }
+
+  /** The committed manifest and, when configured, the Iceberg table catch up with the commits (src/publisher.ts). */
+  private async publish(meta: Meta): Promise<void> {
+    const ctx: PublishContext = {
+      stream: meta.name,
+      epoch: meta.epoch,
+      config: meta.config,
+      bucket: this.env.SINK,
+      lastSeq: this.lastSeq(),
+      commits: (after, upTo, limit) => this.commits("data", after, upTo, limit),
+      progress: (what) => this.published(what),
+      setProgress: (what, seq) => void this.sql.exec("INSERT OR REPLACE INTO published (what, seq) VALUES (?, ?)", what, seq),
+    };
+    await publishManifest(ctx);
+    await publishTable(ctx, Date.now());
+  }
+
+  private published(what: "table" | "manifest"): number {
+    return this.sql.exec<{ seq: number }>("SELECT seq FROM published WHERE what = ?", what).toArray()[0]?.seq ?? 0;
   }
 
   private async evictDue(meta: Meta): Promise<void> {

@@ -48,12 +48,14 @@ export async function readObject(bucket: R2Bucket, ref: ObjectRef): Promise<Read
   return (await bucket.get(ref.key, ref.range ? { range: ref.range } : undefined))?.body ?? null;
 }
 
-/** Deletes every object of a stream (all lanes and markers), 1,000 at a time. */
+/** Deletes every object of a stream (all lanes, markers, manifest entries and its table), 1,000 at a time. */
 export async function deleteStreamObjects(bucket: R2Bucket, stream: string): Promise<void> {
-  let cursor: string | undefined;
-  do {
-    const page = await bucket.list({ prefix: `streams/${stream}/`, cursor, limit: 1000 });
-    if (page.objects.length > 0) await bucket.delete(page.objects.map((o) => o.key));
-    cursor = page.truncated ? page.cursor : undefined;
-  } while (cursor);
+  for (const prefix of [`streams/${stream}/`, `tables/${stream}/`]) {
+    let cursor: string | undefined;
+    do {
+      const page = await bucket.list({ prefix, cursor, limit: 1000 });
+      if (page.objects.length > 0) await bucket.delete(page.objects.map((o) => o.key));
+      cursor = page.truncated ? page.cursor : undefined;
+    } while (cursor);
+  }
 }

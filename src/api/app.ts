@@ -4,8 +4,8 @@ import { z } from "zod";
 import { NAME_PATTERN, parseStreamConfig, zodErrors } from "../stream/config";
 import { coordinatorStub, partitionStub, type Env } from "../env";
 import { InjectedFault } from "../faults";
-import { coalesceRefs, parseRef, type ObjectRef } from "../microbatch/group";
-import { readObject } from "../sink";
+import { readParts } from "../output-reader";
+import { r2Store, readTableSnapshot } from "../table";
 import { requireAdmin } from "./auth";
 import { CREDENTIAL_TYPES, hashToken, newSecret, type StoredCredential } from "./credentials";
 import { sealSecret } from "./sealing";
@@ -206,30 +206,24 @@ for (const [path, lane] of [["output", "data"], ["late", "late"], ["rejected", "
       async pull(controller) {
         const page = await coordinator.commits(lane, after, upTo, 100);
         if (page.length === 0) return controller.close();
-        // The requests of one micro-batch (or one outbox flush) are back to back in its objects: one read for the run.
-        const parts: (ObjectRef | Uint8Array)[] = [];
-        for (const c of page) {
-          const last = parts[parts.length - 1];
-          if ("bytes" in c) parts.push(c.bytes);
-          else if (last && !(last instanceof Uint8Array)) parts.splice(-1, 1, ...coalesceRefs([last, parseRef(c.ref)]));
-          else parts.push(parseRef(c.ref));
-        }
-        for (const part of parts) {
-          if (part instanceof Uint8Array) {
-            controller.enqueue(part); // still in the outbox
-            continue;
-          }
-          const obj = await readObject(bucket, part);
-          if (!obj) return controller.error(new Error(`object ${part.key} is missing`));
-          const reader = obj.getReader();
-          for (let r = await reader.read(); !r.done; r = await reader.read()) controller.enqueue(r.value);
-        }
+        for await (const bytes of readParts(bucket, page)) controller.enqueue(bytes);
         after = page[page.length - 1].seq;
       },
     });
     return new Response(body, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "x-commit-seq": String(upTo) } });
   });
 }
+
+// The Iceberg table's current snapshot, as Iceberg writes it, and where its metadata is.
+app.get(`${STREAM}/table`, async (c) => {
+  const stream = c.get("stream");
+  const d = await coordinatorStub(c.env, stream).describe();
+  if (!d) throw missing(stream);
+  if (!d.config.table) throw notFound(`stream "${stream}" has no table; set "table": {"format": "iceberg"} in its config`);
+  const current = await readTableSnapshot(r2Store(c.env.SINK), stream);
+  if (!current) throw notFound(`the table of stream "${stream}" has no snapshot yet: committed output is appended within seconds`);
+  return c.json({ stream, metadataLocation: current.metadataLocation, snapshot: current.snapshot });
+});
 
 // A known path with the wrong method is a 405 that says what is allowed.
 for (const [path, allow] of [
@@ -243,6 +237,7 @@ for (const [path, allow] of [
   [WEBHOOK, "POST"],
   [`${STREAM}/late`, "GET"],
   [`${STREAM}/rejected`, "GET"],
+  [`${STREAM}/table`, "GET"],
 ] as const) {
   app.all(path, () => {
     throw new HttpError(405, "method-not-allowed", "Method not allowed", `allowed: ${allow}`, {}, { allow });

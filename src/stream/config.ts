@@ -60,6 +60,8 @@ export const streamBodySchema = z
     maxEventTimeSkew: interval.default(86_400_000),
     maxAheadOfWatermark: interval.optional(),
     limits: limitsSchema.default({}),
+    // Committed output appended to an Iceberg table in R2; location: the base URI external readers use.
+    table: z.strictObject({ format: z.literal("iceberg"), location: z.string().min(1).max(1024).optional() }).optional(),
   })
   .superRefine((b, ctx) => {
     if (b.mode !== "global" && b.eventTime === undefined) {
@@ -96,6 +98,8 @@ export interface StreamConfig {
   /** ms; rows further ahead of (watermark + delay) are rejected; defaults to maxEventTimeSkew */
   maxAheadOfWatermark?: number;
   limits: { maxBodyBytes: number; maxRows: number };
+  /** committed output also goes to an Iceberg table (src/table) */
+  table?: { format: "iceberg"; location?: string };
 }
 
 export interface SourceConfig {
@@ -133,6 +137,7 @@ export function parseStreamConfig(body: unknown): ConfigResult {
       maxEventTimeSkew: b.maxEventTimeSkew,
       ...(b.maxAheadOfWatermark === undefined ? {} : { maxAheadOfWatermark: b.maxAheadOfWatermark }),
       limits: { ...DEFAULT_LIMITS, ...b.limits },
+      ...(b.table ? { table: b.table } : {}),
     },
   };
 }

@@ -1,0 +1,103 @@
+import { parseRef } from "./microbatch/group";
+import { readParts, type CommitPart } from "./output-reader";
+import type { StreamConfig } from "./stream/config";
+import { appendToTable, compactTable, r2Store } from "./table";
+
+/**
+ * What external readers get of the committed output, published by the
+ * Coordinator's alarm after commits (never on a request's path):
+ *
+ * - the Iceberg table (`"table": {"format": "iceberg"}`): committed rows
+ *   appended in commit order; each snapshot records the last commit it holds,
+ *   so an append retried after a crash is skipped by the table itself;
+ * - the committed manifest of the NDJSON output: one entry per published
+ *   range of commits, `streams/{stream}/_manifest/{epoch}/{last seq}.json`,
+ *   listing the object ranges that hold exactly those commits' rows. Only
+ *   what is committed and in R2 (not still in the outbox) is listed, so a
+ *   reader that follows the manifest never sees an uncommitted object.
+ */
+export interface PublishContext {
+  stream: string;
+  epoch: string;
+  config: StreamConfig;
+  bucket: R2Bucket;
+  lastSeq: number;
+  /** committed parts of the data lane with seq in (after, upTo], at most `limit` */
+  commits(after: number, upTo: number, limit: number): CommitPart[];
+  /** how far a publication has got (0: not started), kept by the Coordinator */
+  progress(what: "table" | "manifest"): number;
+  setProgress(what: "table" | "manifest", seq: number): void;
+}
+
+/** How far each publication has got, in the Coordinator's SQLite. */
+export const PUBLISHED_TABLE = "CREATE TABLE IF NOT EXISTS published (what TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;";
+
+/** Commits per table append (one Parquet file each). */
+const COMMITS_PER_APPEND = 2_000;
+/** Compaction rewrites the small data files once there are this many. */
+const COMPACT_MIN_FILES = 8;
+
+export async function publishTable(ctx: PublishContext, now: number): Promise<{ appended: number }> {
+  const table = ctx.config.table;
+  if (!table) return { appended: 0 };
+  const store = r2Store(ctx.bucket);
+  let done = ctx.progress("table");
+  let appended = 0;
+  while (done < ctx.lastSeq) {
+    const page = ctx.commits(done, ctx.lastSeq, COMMITS_PER_APPEND);
+    // Commits without output rows have no part: the append covers them too.
+    const upTo = page.length === COMMITS_PER_APPEND ? page[page.length - 1].seq : ctx.lastSeq;
+    const rows = await rowsOf(ctx.bucket, page);
+    await appendToTable(store, { stream: ctx.stream, schema: ctx.config.schema, rows, commitSeq: upTo, now, baseUri: table.location });
+    ctx.setProgress("table", upTo);
+    done = upTo;
+    appended++;
+  }
+  // Small files are rewritten once enough of them pile up (compactTable decides; a no-op otherwise).
+  if (appended > 0) await compactTable(store, ctx.stream, { minFiles: COMPACT_MIN_FILES, targetBytes: 8 * 1024 * 1024, now });
+  return { appended };
+}
+
+export async function publishManifest(ctx: PublishContext): Promise<{ entries: number }> {
+  let done = ctx.progress("manifest");
+  let entries = 0;
+  while (done < ctx.lastSeq) {
+    const page = ctx.commits(done, ctx.lastSeq, COMMITS_PER_APPEND);
+    // Stop before the first part still in the outbox: it is listed once flushed.
+    const waiting = page.findIndex((p) => "bytes" in p);
+    const listed = waiting < 0 ? page : page.slice(0, waiting);
+    const upTo = waiting >= 0 ? page[waiting].seq - 1 : page.length === COMMITS_PER_APPEND ? page[page.length - 1].seq : ctx.lastSeq;
+    if (upTo <= done) break;
+    const entry = {
+      stream: ctx.stream,
+      fromSeq: done + 1,
+      toSeq: upTo,
+      objects: listed.flatMap((p) => {
+        if (!("ref" in p)) return [];
+        const r = parseRef(p.ref);
+        return [{ seq: p.seq, key: r.key, offset: r.range?.offset ?? 0, length: r.range?.length ?? null }];
+      }),
+    };
+    await ctx.bucket.put(manifestKey(ctx.stream, ctx.epoch, upTo), JSON.stringify(entry), {
+      onlyIf: { etagDoesNotMatch: "*" },
+      httpMetadata: { contentType: "application/json" },
+    });
+    ctx.setProgress("manifest", upTo);
+    done = upTo;
+    entries++;
+  }
+  return { entries };
+}
+
+/** Zero-padded so that listing the prefix returns entries in commit order. */
+export function manifestKey(stream: string, epoch: string, toSeq: number): string {
+  return `streams/${stream}/_manifest/${epoch}/${String(toSeq).padStart(12, "0")}.json`;
+}
+
+async function rowsOf(bucket: R2Bucket, page: readonly CommitPart[]): Promise<Record<string, unknown>[]> {
+  const decoder = new TextDecoder();
+  let text = "";
+  for await (const bytes of readParts(bucket, page)) text += decoder.decode(bytes, { stream: true });
+  text += decoder.decode();
+  return text.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as Record<string, unknown>);
+}
