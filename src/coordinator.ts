@@ -563,7 +563,8 @@ export class Coordinator extends DurableObject<Env> {
     }
     if (watermark > meta.watermark) await this.scheduleEviction(meta.config);
     if (outbox) await this.scheduleFlush();
-    await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
+    // Published soon: objects written now (the outbox's are published after their flush), and the table.
+    if (!outbox || meta.config.table) await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
     return outcomes;
   }
 
@@ -607,14 +608,15 @@ export class Coordinator extends DurableObject<Env> {
   commits(lane: Lane, afterSeq: number, upToSeq: number, limit: number): ({ seq: number } & ({ ref: string } | { bytes: Uint8Array }))[] {
     const column = { data: "data_key", late: "late_key", rejected: "rejected_key" }[lane];
     if (!this.exists) return [];
-    return this.sql
+    const rows = this.sql
       .exec<{ seq: number; key: string }>(
         `SELECT seq, ${column} AS key FROM batches WHERE seq > ? AND seq <= ? AND ${column} IS NOT NULL ORDER BY seq LIMIT ?`,
         afterSeq, upToSeq, limit,
       )
-      .toArray()
-      // Rows still in the outbox come back as bytes; flushed ones as their object range.
-      .map((c) => ({ seq: c.seq, ...this.outbox.resolve(c.key) }));
+      .toArray();
+    // Rows still in the outbox come back as bytes; flushed ones as their object range.
+    const resolved = this.outbox.resolve(rows.map((c) => c.key));
+    return rows.map((c, i) => ({ seq: c.seq, ...resolved[i] }));
   }
 
   /**

@@ -53,22 +53,46 @@ export class Outbox {
     return formatRef({ key: `${PREFIX}${entry}/${lane}`, range });
   }
 
-  /** Where a commit-index reference points now: an R2 object (range), or the outbox (its bytes). */
-  resolve(ref: string): { ref: string } | { bytes: Uint8Array } {
-    const r = parseRef(ref);
-    const m = /^outbox:(\d+)\/(data|late|rejected)$/.exec(r.key);
-    if (!m || !r.range) return { ref };
-    const [entry, lane] = [Number(m[1]), m[2] as Lane];
-    const landed = this.sql.exec<{ at: string | null }>(`SELECT ${lane} AS at FROM outbox_flushed WHERE id = ?`, entry).toArray()[0]?.at;
-    if (landed) {
-      const base = parseRef(landed);
-      return { ref: formatRef({ key: base.key, range: { offset: base.range!.offset + r.range.offset, length: r.range.length } }) };
-    }
-    const row = this.sql
-      .exec<{ b: ArrayBuffer }>(`SELECT substr(${lane}, ?, ?) AS b FROM outbox WHERE id = ?`, r.range.offset + 1, r.range.length, entry)
-      .toArray()[0];
-    if (!row) throw new Error(`outbox entry ${entry} is neither waiting nor flushed`);
-    return { bytes: new Uint8Array(row.b) };
+  /**
+   * Where commit-index references point now: an R2 object range, or the
+   * outbox (their bytes). Two statements for any number of references.
+   */
+  resolve(refs: readonly string[]): ({ ref: string } | { bytes: Uint8Array })[] {
+    const parsed = refs.map((ref) => {
+      const r = parseRef(ref);
+      const m = /^outbox:(\d+)\/(data|late|rejected)$/.exec(r.key);
+      return m && r.range ? { entry: Number(m[1]), lane: m[2] as Lane, range: r.range } : null;
+    });
+    const entries = JSON.stringify([...new Set(parsed.flatMap((p) => (p ? [p.entry] : [])))]);
+    if (entries === "[]") return refs.map((ref) => ({ ref }));
+    const landed = new Map(
+      this.sql
+        .exec<{ id: number; data: string | null; late: string | null; rejected: string | null }>(
+          "SELECT id, data, late, rejected FROM outbox_flushed WHERE id IN (SELECT value FROM json_each(?))", entries,
+        )
+        .toArray()
+        .map((r) => [r.id, r]),
+    );
+    const waiting = new Map(
+      this.sql
+        .exec<{ id: number; data: ArrayBuffer; late: ArrayBuffer; rejected: ArrayBuffer }>(
+          "SELECT id, data, late, rejected FROM outbox WHERE id IN (SELECT value FROM json_each(?))", entries,
+        )
+        .toArray()
+        .map((r) => [r.id, r]),
+    );
+    return refs.map((ref, i) => {
+      const p = parsed[i];
+      if (!p) return { ref };
+      const at = landed.get(p.entry)?.[p.lane];
+      if (at) {
+        const base = parseRef(at);
+        return { ref: formatRef({ key: base.key, range: { offset: base.range!.offset + p.range.offset, length: p.range.length } }) };
+      }
+      const row = waiting.get(p.entry);
+      if (!row) throw new Error(`outbox entry ${p.entry} is neither waiting nor flushed`);
+      return { bytes: new Uint8Array(row[p.lane], p.range.offset, p.range.length) };
+    });
   }
 
   /** Bytes waiting and the oldest entry's time (null: nothing waits). */
