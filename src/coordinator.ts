@@ -390,6 +390,7 @@ export class Coordinator extends DurableObject<Env> {
       },
       members,
     );
+    if (this.meta()?.epoch !== meta.epoch) throw new Error("stream was deleted while the batch ran");
     return this.commitGroup(commits, members, outbox);
   }
 
