@@ -511,7 +511,7 @@ export class Coordinator extends DurableObject<Env> {
       if (fresh.length > 0) this.sql.exec("UPDATE meta SET watermark = ?", state.watermark);
       // The group's last figures per partition (members list them in the order they were decided).
       const latest = new Map(fresh.flatMap((r) => r.touched.map((t) => [t.p, t] as const)));
-      for (const t of latest.values()) this.recordPartition(t);
+      this.recordPartitions(latest.values());
       const totals = this.sql.exec<{ rows: number; bytes: number }>(
         "SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes FROM partitions",
       ).one();
@@ -736,7 +736,7 @@ export class Coordinator extends DurableObject<Env> {
     );
     const now = this.meta();
     if (!now || now.epoch !== meta.epoch) return;
-    for (const r of results) this.recordPartition(r);
+    this.recordPartitions(results);
   }
 
   /** An alarm for the outbox's next flush (now, when it is full), unless an earlier one is set. */
@@ -795,11 +795,15 @@ export class Coordinator extends DurableObject<Env> {
     this.cachedSeq = undefined;
   }
 
-  /** The last figures a partition reported: they steer the eviction fan-out and numRowsTotal. */
-  private recordPartition(s: TouchedPartition | (PartitionStats & { p: number })): void {
+  /** The last figures partitions reported (one statement for all): they steer the eviction fan-out and numRowsTotal. */
+  private recordPartitions(stats: Iterable<TouchedPartition | (PartitionStats & { p: number })>): void {
+    const rows = [...stats].map((s) => [s.p, s.rows, s.bytes, s.watermark, s.nextExpiry === undefined ? 0 : s.nextExpiry]);
+    if (rows.length === 0) return;
     this.sql.exec(
-      "INSERT OR REPLACE INTO partitions (p, rows, bytes, watermark, next_expiry) VALUES (?, ?, ?, ?, ?)",
-      s.p, s.rows, s.bytes, s.watermark, s.nextExpiry === undefined ? 0 : s.nextExpiry,
+      `INSERT OR REPLACE INTO partitions (p, rows, bytes, watermark, next_expiry)
+       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
+         json_extract(value, '$[4]') FROM json_each(?)`,
+      JSON.stringify(rows),
     );
   }
 

@@ -131,11 +131,16 @@ export class Outbox {
     const batches = rows.flatMap((r) => (JSON.parse(r.batches) as [string, string][]).map(([source, batchId]) => ({ source, batchId })));
     const keys = await writeGroup(bucket, { ...where, group: `f-${plan.first}` }, lanes, { stream: where.stream, flush: plan.first, batches });
     transact(() => {
-      rows.forEach((r, i) => {
+      const landed = rows.map((r, i) => {
         const at = (lane: Lane) =>
           keys[lane] && r[lane].byteLength > 0 ? formatRef({ key: keys[lane]!, range: { offset: offsets[i][lane], length: r[lane].byteLength } }) : null;
-        this.sql.exec("INSERT OR REPLACE INTO outbox_flushed (id, data, late, rejected) VALUES (?, ?, ?, ?)", r.id, at("data"), at("late"), at("rejected"));
+        return [r.id, at("data"), at("late"), at("rejected")];
       });
+      this.sql.exec(
+        `INSERT OR REPLACE INTO outbox_flushed (id, data, late, rejected)
+         SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each(?)`,
+        JSON.stringify(landed),
+      );
       this.sql.exec("DELETE FROM outbox WHERE id BETWEEN ? AND ?", plan.first, plan.last);
       this.sql.exec("DELETE FROM flushes WHERE first = ?", plan.first);
     });
