@@ -83,10 +83,12 @@ export class Runner extends DurableObject<Env> {
     return id;
   }
 
-  view(id: string): RunView | null {
+  async view(id: string): Promise<RunView | null> {
     if (!this.ready) return null;
     const run = this.run(id);
     if (!run) return null;
+    // Self-healing: a running run always has an alarm coming (should one ever be lost, a look brings it back).
+    if (run.status === "running" && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now());
     const left = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM run_files WHERE run_id = ?", id).one().n;
     const { totals: t } = run;
     return {
