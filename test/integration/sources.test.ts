@@ -133,6 +133,21 @@ describe("file runs", () => {
     expect(await ids("runs4")).toEqual([1, 2]);
   });
 
+  it("fails a run whose stream is deleted; the stream created again ingests everything again", async () => {
+    await createStream("runs6", base);
+    const expected = await putFiles("in/runs6/", 5);
+    expect(await drive("runs6", await startRun("runs6", { prefix: "in/runs6/" }))).toMatchObject({ status: "done", files: { done: 5 } });
+    await putFiles("in/runs6/", 40, 5);
+    const id = await startRun("runs6", { prefix: "in/runs6/" });
+    expect((await call("DELETE", "/v1/streams/runs6")).status).toBe(204);
+    const v = await drive("runs6", id);
+    expect(v.status).toBe("failed");
+    expect(v.errors.at(-1).detail).toMatch(/was deleted/);
+    await createStream("runs6", base);
+    expect(await drive("runs6", await startRun("runs6", { prefix: "in/runs6/" }))).toMatchObject({ status: "done", files: { done: 45, skipped: 0 } });
+    expect((await ids("runs6")).length).toBe(new Set([...expected, ...Array.from({ length: 91 }, (_, i) => i)]).size);
+  });
+
   it("answers 404 for unknown streams and runs, 400 for a bad body, 405 otherwise", async () => {
     expect((await call("POST", "/v1/streams/nope/runs", { prefix: "x" })).status).toBe(404);
     await createStream("runs5", base);
@@ -196,8 +211,13 @@ describe("queue consumer", () => {
     await createStream("q2", base);
     const broken = { ...env, COORDINATOR: { getByName: () => ({ ingestMany: async () => { throw new Error("overloaded"); } }) } } as unknown as typeof env;
     const batch = createMessageBatch("edge-dedup-events", [msg("r", { stream: "q2", rows: [row(1)] }, 3)]);
+    const delays: (number | undefined)[] = [];
+    const m = batch.messages[0];
+    const retry = m.retry.bind(m);
+    Object.defineProperty(m, "retry", { value: (o?: QueueRetryOptions) => (delays.push(o?.delaySeconds), retry(o)) });
     const ctx = createExecutionContext();
     await worker.queue!(batch, broken, ctx);
+    expect(delays).toEqual([8]); // 2^attempts
     const result = await getQueueResult(batch, ctx);
     expect(result.explicitAcks).toEqual([]);
     // (the test harness records retries without their delay: retryDelaySeconds is unit-tested)

@@ -76,9 +76,9 @@ export class Runner extends DurableObject<Env> {
        VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM runs), ?, ?, ?, 'running', NULL, 0, ?, '[]', 0, ?, NULL)`,
       id, prefix, source, epoch, JSON.stringify(emptyTotals()), now,
     );
-    this.sql.exec(
-      "DELETE FROM runs WHERE status <> 'running' AND seq <= (SELECT max(seq) FROM runs) - ?", KEEP_RUNS,
-    );
+    this.sql.exec("DELETE FROM runs WHERE status <> 'running' AND seq <= (SELECT max(seq) FROM runs) - ?", KEEP_RUNS);
+    // Records of an earlier incarnation of the stream (deleted and created again) are of no use.
+    this.sql.exec("DELETE FROM done_files WHERE epoch <> ?", epoch);
     if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(now);
     return id;
   }
