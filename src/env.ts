@@ -1,11 +1,22 @@
 import type { Coordinator } from "./coordinator";
 import type { Partition } from "./partition";
+import type { Runner } from "./sources/files/runner";
 
 /** The Worker's bindings (wrangler.toml) and secrets (.dev.vars / wrangler secret). */
 export interface Env {
   COORDINATOR: DurableObjectNamespace<Coordinator>;
   PARTITION: DurableObjectNamespace<Partition>;
   SINK: R2Bucket;
+  /** file runs and the record of ingested input objects, one per stream (src/sources/files) */
+  RUNNER: DurableObjectNamespace<Runner>;
+  /** the input bucket that runs and R2 event notifications read (src/sources) */
+  INPUT: R2Bucket;
+  /** the name of INPUT's bucket: event notifications from any other bucket are refused */
+  INPUT_BUCKET?: string;
+  /** producer of the edge-dedup-events queue (this Worker consumes it: src/sources/queue) */
+  EVENTS: Queue;
+  /** the dead-letter queue: poison messages go there with their reason */
+  DLQ: Queue;
   ADMIN_TOKEN?: string;
   /** accepted alongside ADMIN_TOKEN while rotating it */
   ADMIN_TOKEN_PREVIOUS?: string;
@@ -26,4 +37,8 @@ export function partitionStub(env: Env, stream: string, p: number): DurableObjec
 
 export function coordinatorStub(env: Env, stream: string): DurableObjectStub<Coordinator> {
   return env.COORDINATOR.getByName(stream);
+}
+
+export function runnerStub(env: Env, stream: string): DurableObjectStub<Runner> {
+  return env.RUNNER.getByName(stream);
 }

@@ -1,7 +1,16 @@
 import { app } from "./api/app";
+import type { Env } from "./env";
 import { withOpCount } from "./opcount";
+import { consumeQueue } from "./sources/queue/consumer";
 
 export { Coordinator } from "./coordinator";
 export { Partition } from "./partition";
+export { Runner } from "./sources/files/runner";
 
-export default withOpCount(app);
+const http = withOpCount(app);
+
+/** HTTP (the Hono app, counted under the bench flag) and the edge-dedup-events queue consumer (src/sources/queue). */
+export default {
+  fetch: (req, env, ctx) => http.fetch(req, env, ctx),
+  queue: (batch, env) => consumeQueue(batch, env),
+} satisfies ExportedHandler<Env>;

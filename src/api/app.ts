@@ -11,6 +11,7 @@ import { CREDENTIAL_TYPES, hashToken, newSecret, type StoredCredential } from ".
 import { sealSecret } from "./sealing";
 import { ingest } from "./ingest";
 import { webhook } from "./webhook";
+import { runRoutes } from "../sources/files/routes";
 import { isProviderType, PROVIDERS } from "../webhooks";
 import { badRequest, conflict, HttpError, notFound, problemResponse } from "./problem";
 
@@ -103,6 +104,9 @@ app.post(WEBHOOK, sourceParam, async (c) => {
   const { outcome, batchId } = await webhook(c.env, c.get("stream"), c.req.param("source")!, c.req.raw);
   return c.json(outcome, 200, { "idempotency-key": batchId });
 });
+
+// File runs (DESIGN §7): POST/GET …/runs, in src/sources/files.
+app.route("/", runRoutes);
 
 app.get(`${STREAM}/progress`, async (c) => {
   const limit = intParam(c.req.query("limit"), "limit", 100, 1, 1000);

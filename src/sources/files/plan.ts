@@ -1,0 +1,146 @@
+/**
+ * "Files, once each" (DESIGN §7): the pure part of a run, no Cloudflare
+ * imports. A run lists its prefix page by page, skips the object versions
+ * this stream has ingested already, and ingests the rest a bounded slice per
+ * Durable Object alarm; these functions decide what each step does.
+ */
+import { HttpError } from "../../api/problem";
+import { rejectedTotal, type BatchOutcome } from "../../stream/report";
+import { fileMode } from "../ids";
+
+/** At most this many objects, or this many bytes of them, per alarm (at least one object). */
+export const FILES_PER_ALARM = 20;
+export const BYTES_PER_ALARM = 8 * 1024 * 1024;
+/** An alarm stops taking objects after this long, and schedules the next one. */
+export const ALARM_BUDGET_MS = 15_000;
+/** R2 lists at most 1,000 keys per call. */
+export const LIST_PAGE = 1000;
+/** A run keeps the first few errors (the count of failed files is exact). */
+export const MAX_ERRORS = 10;
+/** An object that keeps failing for a reason that may pass (5xx, busy) fails the run after this many tries. */
+export const MAX_TRANSIENT_ATTEMPTS = 8;
+
+export interface Listed {
+  key: string;
+  etag: string;
+  size: number;
+}
+
+export interface RunTotals {
+  files: { done: number; skipped: number; failed: number; replayed: number };
+  input: number;
+  emitted: number;
+  duplicates: number;
+  late: number;
+  rejected: number;
+}
+
+export const emptyTotals = (): RunTotals => ({
+  files: { done: 0, skipped: 0, failed: 0, replayed: 0 },
+  input: 0,
+  emitted: 0,
+  duplicates: 0,
+  late: 0,
+  rejected: 0,
+});
+
+/**
+ * One listing page: the objects to ingest (in key order, as R2 lists them),
+ * how many are skipped (this stream ingested that key at that etag already),
+ * and how many are not ours to read (not .json / .ndjson / .jsonl; not counted).
+ */
+export function planPage(objects: readonly Listed[], isDone: (key: string, etag: string) => boolean): { pending: Listed[]; skipped: Listed[]; ignored: number } {
+  const pending: Listed[] = [];
+  const skipped: Listed[] = [];
+  let ignored = 0;
+  for (const o of objects) {
+    if (fileMode(o.key) === null) ignored++;
+    else if (isDone(o.key, o.etag)) skipped.push(o);
+    else pending.push(o);
+  }
+  return { pending, skipped, ignored };
+}
+
+/** How many of the next pending objects one alarm takes: up to FILES_PER_ALARM and BYTES_PER_ALARM, never none. */
+export function takeSlice(pending: readonly { size: number }[], maxFiles = FILES_PER_ALARM, maxBytes = BYTES_PER_ALARM): number {
+  let n = 0;
+  let bytes = 0;
+  while (n < pending.length && n < maxFiles) {
+    bytes += pending[n].size;
+    if (n > 0 && bytes > maxBytes) break;
+    n++;
+  }
+  return n;
+}
+
+/** Whether a run lists another page before this alarm's slice: when it has fewer pending than a slice and the listing is not complete. */
+export function needsListing(pendingCount: number, listed: boolean): boolean {
+  return !listed && pendingCount < FILES_PER_ALARM;
+}
+
+/** A file ingested (or replayed: its recorded outcome counts, so a resumed run reports what an uninterrupted one would). */
+export function addOutcome(t: RunTotals, o: BatchOutcome): RunTotals {
+  return {
+    files: { ...t.files, done: t.files.done + 1, replayed: t.files.replayed + (o.replayed ? 1 : 0) },
+    input: t.input + o.input,
+    emitted: t.emitted + o.emitted,
+    duplicates: t.duplicates + o.duplicates,
+    late: t.late + o.late,
+    rejected: t.rejected + rejectedTotal(o),
+  };
+}
+
+export function addFailed(t: RunTotals): RunTotals {
+  return { ...t, files: { ...t.files, failed: t.files.failed + 1 } };
+}
+
+export function addSkipped(t: RunTotals, n: number): RunTotals {
+  return { ...t, files: { ...t.files, skipped: t.files.skipped + n } };
+}
+
+/**
+ * What an error while ingesting one object means for the run:
+ * - `file`: this object can never go in as it is (400 unparsable, 413 over the
+ *   stream's limits, 422 batch id reused with other bytes, 403 source
+ *   disabled): recorded against the file, the run goes on;
+ * - `run`: the stream is gone (404): the run fails;
+ * - `transient`: anything else (5xx, 409 busy, a dropped connection): the
+ *   same object is tried again at a later alarm, as a replay if it committed.
+ */
+export function judgeError(e: unknown): { kind: "file" | "run" | "transient"; detail: string } {
+  const detail = e instanceof Error ? e.message : String(e);
+  if (e instanceof HttpError) {
+    if (e.status === 404) return { kind: "run", detail };
+    if (e.status >= 400 && e.status < 500 && e.status !== 409 && e.status !== 429) return { kind: "file", detail };
+  }
+  return { kind: "transient", detail };
+}
+
+/** The wait before retrying after a transient error: 1 s, 2 s, 4 s, … up to a minute. */
+export function retryDelayMs(attempts: number): number {
+  return Math.min(60_000, 1000 * 2 ** Math.max(0, attempts - 1));
+}
+
+export function keepError(errors: readonly { key: string; detail: string }[], key: string, detail: string): { key: string; detail: string }[] {
+  return errors.length >= MAX_ERRORS ? [...errors] : [...errors, { key, detail: detail.slice(0, 500) }];
+}
+
+export type RunStatus = "running" | "done" | "failed";
+
+/** GET …/runs/{id}. `files.left`: listed and not yet taken (while `listed` is false, more may come). */
+export interface RunView {
+  id: string;
+  status: RunStatus;
+  prefix: string;
+  source: string;
+  listed: boolean;
+  files: { done: number; left: number; skipped: number; failed: number; replayed: number };
+  input: number;
+  emitted: number;
+  duplicates: number;
+  late: number;
+  rejected: number;
+  errors: { key: string; detail: string }[];
+  startedAt: number;
+  finishedAt: number | null;
+}

@@ -1,0 +1,58 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import { requireAdmin } from "../../api/auth";
+import { badRequest, HttpError, notFound } from "../../api/problem";
+import { coordinatorStub, runnerStub, type Env } from "../../env";
+import { faultsEnabled } from "../../faults";
+import { NAME_PATTERN, zodErrors } from "../../stream/config";
+
+/**
+ * POST /v1/streams/{stream}/runs and GET …/runs/{id} (admin; the stream name
+ * and the admin token are checked by the app's /v1 middleware). Mounted by
+ * src/api/app.ts; the work itself is the Runner's (./runner.ts).
+ */
+export const runRoutes = new Hono<{ Bindings: Env; Variables: { stream: string } }>();
+
+const RUNS = "/v1/streams/:stream/runs";
+/** The default source of file runs, and of R2 event notifications: both name an object's batch alike, so they replay each other. */
+export const FILES_SOURCE = "files";
+
+const runBody = z.strictObject({
+  prefix: z.string().max(1024),
+  source: z.string().regex(NAME_PATTERN, "1-64 characters: letters, digits, '_', '.', '-'").optional(),
+});
+
+runRoutes.post(RUNS, async (c) => {
+  const parsed = runBody.safeParse(await c.req.json().catch(() => undefined));
+  if (!parsed.success) throw badRequest('the run is invalid: send {"prefix": "…", "source": "…"}', { errors: zodErrors(parsed.error) });
+  const stream = c.get("stream");
+  const where = await coordinatorStub(c.env, stream).locate();
+  if (!where) throw notFound(`stream "${stream}" does not exist`);
+  const { prefix, source = FILES_SOURCE } = parsed.data;
+  const id = await runnerStub(c.env, stream).start(stream, where.epoch, prefix, source);
+  return c.json({ id, stream, prefix, source }, 202, { location: `/v1/streams/${stream}/runs/${id}` });
+});
+
+runRoutes.get(`${RUNS}/:id`, async (c) => {
+  const run = await runnerStub(c.env, c.get("stream")).view(c.req.param("id"));
+  if (!run) throw notFound(`no run ${c.req.param("id")} for stream "${c.get("stream")}"`);
+  return c.json(run);
+});
+
+for (const [path, allow] of [[RUNS, "POST"], [`${RUNS}/:id`, "GET"]] as const) {
+  runRoutes.all(path, () => {
+    throw new HttpError(405, "method-not-allowed", "Method not allowed", `allowed: ${allow}`, {}, { allow });
+  });
+}
+
+// Test builds only (__FAULTS__, like src/faults.ts): the end-to-end tests put
+// input objects into the local INPUT bucket of a running `wrangler dev` with
+// PUT /__test/input/{key} (admin). A deployed Worker has no such route.
+if (faultsEnabled()) {
+  runRoutes.put("/__test/input/*", async (c) => {
+    await requireAdmin(c.req.header("authorization"), c.env);
+    const key = decodeURIComponent(new URL(c.req.url).pathname.slice("/__test/input/".length));
+    const obj = await c.env.INPUT.put(key, await c.req.arrayBuffer());
+    return c.json({ key, etag: obj?.etag }, 201);
+  });
+}

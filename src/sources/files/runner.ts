@@ -1,0 +1,256 @@
+import { DurableObject } from "cloudflare:workers";
+import { processBatch } from "../../api/ingest";
+import { coordinatorStub, type Env } from "../../env";
+import { countedEnv, countedSql } from "../../opcount";
+import type { BatchOutcome } from "../../stream/report";
+import { readObjectBatch } from "./object";
+import {
+  addFailed, addOutcome, addSkipped, ALARM_BUDGET_MS, emptyTotals, FILES_PER_ALARM, judgeError, keepError, LIST_PAGE,
+  MAX_TRANSIENT_ATTEMPTS, needsListing, planPage, retryDelayMs, takeSlice, type RunStatus, type RunTotals, type RunView,
+} from "./plan";
+
+type RunRow = {
+  id: string;
+  prefix: string;
+  source: string;
+  epoch: string;
+  status: RunStatus;
+  cursor: string | null;
+  listed: number;
+  totals: string;
+  errors: string;
+  attempts: number;
+  started_at: number;
+  finished_at: number | null;
+};
+type Run = Omit<RunRow, "totals" | "errors"> & { totals: RunTotals; errors: { key: string; detail: string }[] };
+
+/** Finished runs kept for GET …/runs/{id}. */
+const KEEP_RUNS = 100;
+
+/**
+ * One per stream (named after it): its file runs (POST …/runs) and the record
+ * of the input object versions it has ingested. Alarm-driven: each alarm lists
+ * at most one page of the oldest running run's prefix and ingests a bounded
+ * slice of its pending objects through processBatch, recording each object's
+ * result durably before the next, so a crash anywhere resumes where it left
+ * off and re-processes at most the object in hand (a replay: same batch id).
+ * The planning is in ./plan.ts.
+ */
+export class Runner extends DurableObject<Env> {
+  private sql: SqlStorage;
+  private ready: boolean;
+  private stepping = false;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, countedEnv(env));
+    this.sql = countedSql(ctx.storage.sql, "Runner");
+    // Tables only once a run or a record exists: GETs of made-up run ids leave nothing behind.
+    this.ready = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'runs'").one().n > 0;
+  }
+
+  private migrate(stream: string): void {
+    if (!this.ready) {
+      this.sql.exec(`
+        CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), stream TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, prefix TEXT NOT NULL, source TEXT NOT NULL, epoch TEXT NOT NULL,
+          status TEXT NOT NULL, cursor TEXT, listed INTEGER NOT NULL, totals TEXT NOT NULL, errors TEXT NOT NULL, attempts INTEGER NOT NULL,
+          started_at INTEGER NOT NULL, finished_at INTEGER);
+        CREATE TABLE IF NOT EXISTS run_files (run_id TEXT NOT NULL, n INTEGER NOT NULL, key TEXT NOT NULL, etag TEXT NOT NULL, size INTEGER NOT NULL,
+          PRIMARY KEY (run_id, n)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS done_files (epoch TEXT NOT NULL, key TEXT NOT NULL, etag TEXT NOT NULL, at INTEGER NOT NULL,
+          PRIMARY KEY (epoch, key, etag)) WITHOUT ROWID;
+      `);
+      this.ready = true;
+    }
+    this.sql.exec("INSERT OR REPLACE INTO meta (id, stream) VALUES (1, ?)", stream);
+  }
+
+  /** Starts a run over `prefix` (its stream at `epoch`); runs of one stream go one after another, oldest first. */
+  async start(stream: string, epoch: string, prefix: string, source: string): Promise<string> {
+    this.migrate(stream);
+    const id = `run_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
+    const now = Date.now();
+    this.sql.exec(
+      `INSERT INTO runs (id, seq, prefix, source, epoch, status, cursor, listed, totals, errors, attempts, started_at, finished_at)
+       VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM runs), ?, ?, ?, 'running', NULL, 0, ?, '[]', 0, ?, NULL)`,
+      id, prefix, source, epoch, JSON.stringify(emptyTotals()), now,
+    );
+    this.sql.exec("DELETE FROM runs WHERE status <> 'running' AND seq <= (SELECT max(seq) FROM runs) - ?", KEEP_RUNS);
+    // Records of an earlier incarnation of the stream (deleted and created again) are of no use.
+    this.sql.exec("DELETE FROM done_files WHERE epoch <> ?", epoch);
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(now);
+    return id;
+  }
+
+  async view(id: string): Promise<RunView | null> {
+    if (!this.ready) return null;
+    const run = this.run(id);
+    if (!run) return null;
+    // Self-healing: a running run always has an alarm coming (should one ever be lost, a look brings it back).
+    if (run.status === "running" && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now());
+    const left = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM run_files WHERE run_id = ?", id).one().n;
+    const { totals: t } = run;
+    return {
+      id: run.id, status: run.status, prefix: run.prefix, source: run.source, listed: run.listed === 1,
+      files: { done: t.files.done, left, skipped: t.files.skipped, failed: t.files.failed, replayed: t.files.replayed },
+      input: t.input, emitted: t.emitted, duplicates: t.duplicates, late: t.late, rejected: t.rejected,
+      errors: run.errors, startedAt: run.started_at, finishedAt: run.finished_at,
+    };
+  }
+
+  /** Object versions ingested another way (an R2 event notification): a later run skips them. */
+  async recordDone(stream: string, files: { key: string; etag: string }[]): Promise<void> {
+    const where = await coordinatorStub(this.env, stream).locate();
+    if (!where || files.length === 0) return;
+    this.migrate(stream);
+    const now = Date.now();
+    this.sql.exec(
+      "INSERT OR IGNORE INTO done_files (epoch, key, etag, at) SELECT ?, value ->> 'key', value ->> 'etag', ? FROM json_each(?)",
+      where.epoch, now, JSON.stringify(files),
+    );
+  }
+
+  async alarm(): Promise<void> {
+    // One step at a time (a test's runDurableObjectAlarm may meet the scheduled one); the running step reschedules.
+    if (!this.ready || this.stepping) return;
+    this.stepping = true;
+    try {
+      await this.alarmStep();
+    } finally {
+      this.stepping = false;
+    }
+  }
+
+  private async alarmStep(): Promise<void> {
+    const row = this.sql.exec<RunRow>("SELECT * FROM runs WHERE status = 'running' ORDER BY seq LIMIT 1").toArray()[0];
+    if (!row) return;
+    const next = await this.step(parse(row));
+    const more = next ?? (this.sql.exec("SELECT 1 FROM runs WHERE status = 'running' LIMIT 1").toArray().length > 0 ? Date.now() : null);
+    if (more !== null) await this.ctx.storage.setAlarm(more);
+  }
+
+  /** One alarm's work on a run; returns when the next alarm should come for it (null: the run ended). */
+  private async step(run: Run): Promise<number | null> {
+    const stream = this.sql.exec<{ stream: string }>("SELECT stream FROM meta").one().stream;
+    const coordinator = coordinatorStub(this.env, stream);
+    const deadline = Date.now() + ALARM_BUDGET_MS;
+    let limits;
+    try {
+      const [where, admission] = await Promise.all([coordinator.locate(), coordinator.admit(run.source, { kind: "admin" })]);
+      if (!where || where.epoch !== run.epoch) return this.finish(run, "failed", { key: "", detail: `stream "${stream}" was deleted` });
+      if (admission.kind !== "admitted") {
+        return this.finish(run, "failed", { key: "", detail: admission.kind === "forbidden" ? admission.detail : `stream "${stream}" refused the run` });
+      }
+      limits = admission.limits;
+      if (needsListing(this.pendingCount(run.id), run.listed === 1)) await this.listPage(run);
+    } catch (e) {
+      return this.transient(run, "", e);
+    }
+    const files = this.sql
+      .exec<{ n: number; key: string; etag: string; size: number }>("SELECT n, key, etag, size FROM run_files WHERE run_id = ? ORDER BY n LIMIT ?", run.id, FILES_PER_ALARM)
+      .toArray();
+    const take = takeSlice(files);
+    for (let i = 0; i < take && (i === 0 || Date.now() < deadline); i++) {
+      const f = files[i];
+      try {
+        const r = await readObjectBatch(this.env.INPUT, f.key, run.source, limits, (s, b) => coordinator.knownBatch(s, b));
+        if (r.kind === "gone") this.fileFailed(run, f.n, f.key, "the object was deleted before the run read it");
+        else this.fileDone(run, f.n, f.key, r.etag, await processBatch(this.env, stream, r.batch));
+      } catch (e) {
+        const j = judgeError(e);
+        if (j.kind === "file") this.fileFailed(run, f.n, f.key, j.detail);
+        else if (j.kind === "run") return this.finish(run, "failed", { key: f.key, detail: j.detail });
+        else return this.transient(run, f.key, e);
+      }
+    }
+    if (run.listed === 1 && this.pendingCount(run.id) === 0) return this.finish(run, "done");
+    return Date.now();
+  }
+
+  private pendingCount(runId: string): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM run_files WHERE run_id = ?", runId).one().n;
+  }
+
+  /** Lists the next page into the run's pending files; versions this stream has ingested count as skipped. */
+  private async listPage(run: Run): Promise<void> {
+    const page = await this.env.INPUT.list({ prefix: run.prefix, cursor: run.cursor ?? undefined, limit: LIST_PAGE });
+    const isDone = (key: string, etag: string) =>
+      this.sql.exec("SELECT 1 FROM done_files WHERE epoch = ? AND key = ? AND etag = ?", run.epoch, key, etag).toArray().length > 0;
+    const { pending, skipped } = planPage(page.objects.map((o) => ({ key: o.key, etag: o.etag, size: o.size })), isDone);
+    run.totals = addSkipped(run.totals, skipped.length);
+    run.cursor = page.truncated ? page.cursor : null;
+    run.listed = page.truncated ? 0 : 1;
+    this.ctx.storage.transactionSync(() => {
+      const first = this.sql.exec<{ n: number }>("SELECT coalesce(max(n), 0) AS n FROM run_files WHERE run_id = ?", run.id).one().n + 1;
+      if (pending.length > 0) {
+        this.sql.exec(
+          "INSERT OR IGNORE INTO run_files (run_id, n, key, etag, size) SELECT ?, ? + key, value ->> 'key', value ->> 'etag', value ->> 'size' FROM json_each(?)",
+          run.id, first, JSON.stringify(pending),
+        );
+      }
+      this.sql.exec("UPDATE runs SET cursor = ?, listed = ?, totals = ? WHERE id = ?", run.cursor, run.listed, JSON.stringify(run.totals), run.id);
+    });
+  }
+
+  /**
+   * One transaction per object: its result, the run's totals, and (ingested)
+   * the stream's record of it. Totals are read back inside it, and an object
+   * already settled adds nothing (alarms are at-least-once).
+   */
+  private fileDone(run: Run, n: number, key: string, etag: string, outcome: BatchOutcome): void {
+    this.settleFile(run, n, (t) => addOutcome(t, outcome), () => {
+      this.sql.exec("INSERT OR IGNORE INTO done_files (epoch, key, etag, at) VALUES (?, ?, ?, ?)", run.epoch, key, etag, Date.now());
+    });
+  }
+
+  private fileFailed(run: Run, n: number, key: string, detail: string): void {
+    this.settleFile(run, n, addFailed, undefined, (errors) => keepError(errors, key, detail));
+  }
+
+  private settleFile(
+    run: Run,
+    n: number,
+    add: (t: RunTotals) => RunTotals,
+    also?: () => void,
+    errors?: (e: Run["errors"]) => Run["errors"],
+  ): void {
+    this.ctx.storage.transactionSync(() => {
+      if (this.sql.exec("DELETE FROM run_files WHERE run_id = ? AND n = ? RETURNING n", run.id, n).toArray().length === 0) return;
+      const now = parse(this.sql.exec<RunRow>("SELECT * FROM runs WHERE id = ?", run.id).one());
+      run.totals = add(now.totals);
+      run.errors = errors ? errors(now.errors) : now.errors;
+      run.attempts = 0;
+      also?.();
+      this.sql.exec("UPDATE runs SET totals = ?, errors = ?, attempts = 0 WHERE id = ?", JSON.stringify(run.totals), JSON.stringify(run.errors), run.id);
+    });
+  }
+
+  /** A failure that may pass: the same object again later, with backoff; the run fails after MAX_TRANSIENT_ATTEMPTS. */
+  private transient(run: Run, key: string, e: unknown): number | null {
+    const detail = e instanceof Error ? e.message : String(e);
+    const attempts = run.attempts + 1;
+    if (attempts >= MAX_TRANSIENT_ATTEMPTS) return this.finish(run, "failed", { key, detail: `gave up after ${attempts} attempts: ${detail}` });
+    console.warn(`run ${run.id}: ${key || "listing"}: ${detail}; retrying`);
+    this.sql.exec("UPDATE runs SET attempts = ? WHERE id = ?", attempts, run.id);
+    return Date.now() + retryDelayMs(attempts);
+  }
+
+  private finish(run: Run, status: "done" | "failed", error?: { key: string; detail: string }): null {
+    const errors = error ? keepError(run.errors, error.key, error.detail) : run.errors;
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec("DELETE FROM run_files WHERE run_id = ?", run.id);
+      this.sql.exec("UPDATE runs SET status = ?, errors = ?, finished_at = ?, cursor = NULL WHERE id = ?", status, JSON.stringify(errors), Date.now(), run.id);
+    });
+    return null;
+  }
+
+  private run(id: string): Run | null {
+    const row = this.sql.exec<RunRow>("SELECT * FROM runs WHERE id = ?", id).toArray()[0];
+    return row ? parse(row) : null;
+  }
+}
+
+function parse(row: RunRow): Run {
+  return { ...row, totals: JSON.parse(row.totals) as RunTotals, errors: JSON.parse(row.errors) as Run["errors"] };
+}
