@@ -47,8 +47,16 @@ for (const [path, allow] of [[RUNS, "POST"], [`${RUNS}/:id`, "GET"]] as const) {
 
 // Test builds only (__FAULTS__, like src/faults.ts): the end-to-end tests put
 // input objects into the local INPUT bucket of a running `wrangler dev` with
-// PUT /__test/input/{key} (admin). A deployed Worker has no such route.
+// PUT /__test/input/{key}, and read what the service wrote to its SINK bucket
+// (the Iceberg table, for an independent reader) with GET /__test/sink/{key}
+// (admin). A deployed Worker has no such routes.
 if (faultsEnabled()) {
+  runRoutes.get("/__test/sink/*", async (c) => {
+    await requireAdmin(c.req.header("authorization"), c.env);
+    const key = decodeURIComponent(new URL(c.req.url).pathname.slice("/__test/sink/".length));
+    const obj = await c.env.SINK.get(key);
+    return obj ? new Response(obj.body) : c.body(null, 404);
+  });
   runRoutes.put("/__test/input/*", async (c) => {
     await requireAdmin(c.req.header("authorization"), c.env);
     const key = decodeURIComponent(new URL(c.req.url).pathname.slice("/__test/input/".length));
