@@ -4,6 +4,7 @@ import type { Env } from "./env";
 import { decodeDecisions, encodeDecisions } from "./stream/ledger";
 import { failAt, faultsEnabled, type FaultPoint } from "./faults";
 import { countedSql } from "./opcount";
+import { migrate, type Migration } from "./storage/migrations";
 
 export interface PartitionStats {
   rows: number;
@@ -79,6 +80,31 @@ type PartitionMeta = {
   next_expiry: number | null;
 };
 
+/** The Partition's storage layouts, oldest first (src/storage/migrations.ts). */
+export const PARTITION_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    does: "keys with their expiry (and an expiry index), the partition's meta row, the decision ledger",
+    up: (sql) =>
+      sql.exec(`
+        CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), epoch TEXT NOT NULL, watermark INTEGER NOT NULL, rows INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS keys (k TEXT PRIMARY KEY, t INTEGER, expires INTEGER) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS keys_by_expiry ON keys (expires) WHERE expires IS NOT NULL;
+        CREATE TABLE IF NOT EXISTS ledger (batch TEXT PRIMARY KEY, at INTEGER NOT NULL, decisions TEXT NOT NULL) WITHOUT ROWID;
+      `),
+  },
+  {
+    version: 2,
+    does: "meta.next_expiry: the earliest expiry, so that eviction runs only when something is due",
+    up: (sql) => {
+      // Guarded: storage from before versions were recorded may have it already.
+      const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray();
+      if (!columns.some((c) => c.name === "next_expiry")) sql.exec("ALTER TABLE meta ADD COLUMN next_expiry INTEGER");
+      sql.exec("UPDATE meta SET next_expiry = (SELECT min(expires) FROM keys)");
+    },
+  },
+];
+
 /** How long a batch's decisions are kept for a replay of a batch that crashed before its commit. */
 export const LEDGER_RETENTION_MS = 7 * 86_400_000;
 const LEDGER_PRUNE_EVERY_MS = 3_600_000;
@@ -102,18 +128,7 @@ export class Partition extends DurableObject<Env> {
   }
 
   private migrate(): void {
-    this.sql.exec(`
-      CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), epoch TEXT NOT NULL, watermark INTEGER NOT NULL, rows INTEGER NOT NULL);
-      CREATE TABLE IF NOT EXISTS keys (k TEXT PRIMARY KEY, t INTEGER, expires INTEGER) WITHOUT ROWID;
-      CREATE INDEX IF NOT EXISTS keys_by_expiry ON keys (expires) WHERE expires IS NOT NULL;
-      CREATE TABLE IF NOT EXISTS ledger (batch TEXT PRIMARY KEY, at INTEGER NOT NULL, decisions TEXT NOT NULL) WITHOUT ROWID;
-    `);
-    // Added after the first layout: the earliest expiry, so that eviction runs only when something is due.
-    const columns = this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray();
-    if (!columns.some((c) => c.name === "next_expiry")) {
-      this.sql.exec("ALTER TABLE meta ADD COLUMN next_expiry INTEGER");
-      this.sql.exec("UPDATE meta SET next_expiry = (SELECT min(expires) FROM keys)");
-    }
+    migrate(this.sql, PARTITION_MIGRATIONS, (fn) => this.ctx.storage.transactionSync(fn));
   }
 
   /** One batch: applyGroup with a single entry whose earlier decisions, if any, are replayed. */
