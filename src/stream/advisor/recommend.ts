@@ -42,7 +42,11 @@ export interface Recommendation {
   watermarkDelay: string;
   delayMs: number;
   margin: number;
-  /** p99.9 of the duplicate gaps and of the disorder, ms (0 when there are none) */
+  /**
+   * p99.9 of the duplicate gaps and of the disorder, ms (0 when there are
+   * none): the sketch's upper bounds, never below the exact figures and at most
+   * ~2% above them, so that the delay covers them
+   */
   gapP999: number;
   disorderP999: number;
   /** which of the two set the delay */
@@ -53,8 +57,8 @@ export interface Recommendation {
 
 export function recommendDelay(m: Measurements, margin: number = DEFAULT_MARGIN): Recommendation {
   if (!(margin >= 1) || !Number.isFinite(margin)) throw new RangeError("the margin must be a number ≥ 1");
-  const gap = Math.ceil(m.gaps.quantile(0.999) ?? 0);
-  const disorder = Math.ceil(m.disorder.quantile(0.999) ?? 0);
+  const gap = Math.ceil(m.gaps.quantileUpperBound(0.999) ?? 0);
+  const disorder = Math.ceil(m.disorder.quantileUpperBound(0.999) ?? 0);
   const neededMs = Math.ceil(Math.max(gap, disorder) * margin);
   const delayMs = friendlyCeil(neededMs);
   return {

@@ -108,18 +108,36 @@ export class QuantileSketch {
 
   /** The nearest-rank quantile q (see quantileRank), within relative error α; null when empty. */
   quantile(q: number): number | null {
-    if (!(q >= 0 && q <= 1)) throw new RangeError("q must be within [0, 1]");
-    if (this.total === 0) return null;
+    const i = this.bucketOfQuantile(q);
+    if (i === null || i === "zero") return i === null ? null : 0;
     if (q === 0) return this.lo;
     if (q === 1) return this.hi;
+    return Math.min(this.hi, Math.max(this.lo, this.valueOf(i)));
+  }
+
+  /**
+   * A bound at or above the exact quantile q, at most a factor γ ≈ 1 + 2α above
+   * it: the top of its bucket (or the exact max). What a delay must cover.
+   */
+  quantileUpperBound(q: number): number | null {
+    const i = this.bucketOfQuantile(q);
+    if (i === null || i === "zero") return i === null ? null : 0;
+    // a hair of slack: log() may put a value just above γ^i into bucket i
+    return Math.min(this.hi, Math.pow(this.gamma, i) * (1 + 1e-9));
+  }
+
+  private bucketOfQuantile(q: number): number | "zero" | null {
+    if (!(q >= 0 && q <= 1)) throw new RangeError("q must be within [0, 1]");
+    if (this.total === 0) return null;
     const rank = quantileRank(this.total, q);
     let seen = this.zeros;
-    if (rank < seen) return 0;
-    for (const i of this.sortedIndexes()) {
+    if (rank < seen) return "zero";
+    const indexes = this.sortedIndexes();
+    for (const i of indexes) {
       seen += this.counts.get(i)!;
-      if (rank < seen) return Math.min(this.hi, Math.max(this.lo, this.valueOf(i)));
+      if (rank < seen) return i;
     }
-    return this.hi;
+    return indexes[indexes.length - 1];
   }
 
   /** Values counted at or below `value` (exact for 0, otherwise to the bucket containing it). */

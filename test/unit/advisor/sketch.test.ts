@@ -28,6 +28,19 @@ describe("QuantileSketch", () => {
     );
   });
 
+  test("the upper bound is never below the exact quantile, and at most γ above it", () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 1e10 })), { minLength: 1, maxLength: 300 }), fc.double({ min: 0, max: 1, noNaN: true }), (values, q) => {
+        const s = sketchOf(values);
+        const exact = exactQuantile([...values].sort((a, b) => a - b), q)!;
+        const bound = s.quantileUpperBound(q)!;
+        expect(bound).toBeGreaterThanOrEqual(exact);
+        expect(bound).toBeLessThanOrEqual(exact * ((1 + s.alpha) / (1 - s.alpha)) * (1 + 1e-9));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   test("fractional values, other accuracies, and any q", () => {
     fc.assert(
       fc.property(
