@@ -70,7 +70,7 @@ export function renderAdvice({ advice: a, sketches }: AdviceWithSketches): strin
   out.push(
     "",
     `recommended watermarkDelay: "${r.watermarkDelay}"`,
-    `  max(p99.9 gap ${shortDuration(r.gapP999)}, p99.9 disorder ${shortDuration(r.disorderP999)}) × margin ${r.margin} = ${shortDuration(r.neededMs)}, rounded up`,
+    `  max(p99.9 gap, p99.9 disorder) × margin ${r.margin} ≤ max(${shortDuration(r.gapP999)}, ${shortDuration(r.disorderP999)}) × ${r.margin} = ${shortDuration(r.neededMs)}, rounded up`,
     `  this history replayed under it (within-watermark, each row its own batch):`,
   );
   out.push(...table([

@@ -51,7 +51,7 @@ describe("edge-dedup advise (a child node)", () => {
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^history: [\d,]+ events from 3 sources/);
     expect(r.stdout).toMatch(/recommended watermarkDelay: "\d+ (seconds?|minutes?|hours?)"/);
-    expect(r.stdout).toContain("× margin 2 =");
+    expect(r.stdout).toContain("× margin 2 ≤ max(");
     expect(r.stdout.match(/│/g)!.length).toBeGreaterThan(10);
     expect(r.stdout).toContain("within-watermark");
   });
