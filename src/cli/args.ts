@@ -1,9 +1,12 @@
-/** The command line: `edge-dedup send DIR|FILE… --url URL --stream NAME [options]`. */
+/** The command line: `edge-dedup send DIR|FILE… --url URL --stream NAME [options]` (`advise` is parsed in advise.ts). */
 import { parseArgs } from "node:util";
 import { DEFAULT_LIMITS, type ChunkLimits } from "./chunk.ts";
 import { DEFAULT_RETRY, type RetryPolicy, type Target } from "./sender.ts";
 
 export const USAGE = `Usage: edge-dedup send DIR|FILE... --url URL --stream NAME [options]
+       edge-dedup advise FILE... --key COL[,COL...] --time COL [options]
+                        (recommends a watermarkDelay from a history of events;
+                        edge-dedup advise --help for its options)
 
 Sends every .json (an array or an object), .ndjson and .jsonl file under the
 given folders (recursively, in name order) to POST /v1/streams/NAME/events, as
@@ -81,7 +84,7 @@ export function parseCli(argv: readonly string[], env: Record<string, string | u
   const { values: v, positionals } = parsed;
   if (v.help || positionals.length === 0 || (positionals[0] === "help" && positionals.length === 1)) return { kind: "help" };
   const [command, ...paths] = positionals;
-  if (command !== "send") return { kind: "error", message: `unknown command "${command}"; the only one is "send"` };
+  if (command !== "send") return { kind: "error", message: `unknown command "${command}"; the commands are "send" and "advise"` };
   try {
     if (paths.length === 0) throw new Error("name at least one folder or file to send");
     if (!v.url) throw new Error("--url is required");

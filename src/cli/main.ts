@@ -4,6 +4,7 @@
  * imports: this runs in plain Node (bin/edge-dedup.mjs).
  */
 import { readFileSync } from "node:fs";
+import { runAdvise } from "./advise.ts";
 import { parseCli, USAGE, type SendOptions } from "./args.ts";
 import { chunkRows, FileError, rowsOf, type Batch } from "./chunk.ts";
 import { createProgress, type ProgressSink, type ProgressState } from "./progress.ts";
@@ -20,6 +21,7 @@ export interface Io {
 }
 
 export async function main(argv: readonly string[], io: Io): Promise<number> {
+  if (argv[0] === "advise") return runAdvise(argv.slice(1), io);
   const parsed = parseCli(argv, io.env);
   if (parsed.kind === "help") {
     io.stdout.write(USAGE + "\n");

@@ -36,3 +36,30 @@ export function parseInterval(input: string | number): number {
   }
   return Math.round(total);
 }
+
+const FORMAT_UNITS: [number, string][] = [
+  [604_800_000, "week"],
+  [86_400_000, "day"],
+  [3_600_000, "hour"],
+  [60_000, "minute"],
+  [1_000, "second"],
+  [1, "ms"],
+];
+
+/**
+ * Milliseconds → the interval syntax parseInterval reads, largest units first:
+ * 5_400_000 → "1 hour 30 minutes", 900_000 → "15 minutes", 0 → "0 ms".
+ */
+export function formatInterval(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0 || !Number.isInteger(ms)) throw new IntervalError("must be a whole, non-negative number of milliseconds");
+  if (ms === 0) return "0 ms";
+  const parts: string[] = [];
+  let left = ms;
+  for (const [size, name] of FORMAT_UNITS) {
+    const n = Math.floor(left / size);
+    if (n === 0) continue;
+    left -= n * size;
+    parts.push(`${n} ${name}${n === 1 || name === "ms" ? "" : "s"}`);
+  }
+  return parts.join(" ");
+}
