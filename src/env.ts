@@ -1,11 +1,18 @@
 import type { Coordinator } from "./coordinator";
 import type { Partition } from "./partition";
+import type { Registry } from "./registry";
 
 /** The Worker's bindings (wrangler.toml) and secrets (.dev.vars / wrangler secret). */
 export interface Env {
   COORDINATOR: DurableObjectNamespace<Coordinator>;
   PARTITION: DurableObjectNamespace<Partition>;
+  REGISTRY: DurableObjectNamespace<Registry>;
   SINK: R2Bucket;
+  /**
+   * Optional Workers Analytics Engine dataset: one data point per micro-batch
+   * commit when bound (README, Operating it); nothing is written without it.
+   */
+  ANALYTICS?: AnalyticsEngineDataset;
   ADMIN_TOKEN?: string;
   /** accepted alongside ADMIN_TOKEN while rotating it */
   ADMIN_TOKEN_PREVIOUS?: string;
@@ -26,4 +33,9 @@ export function partitionStub(env: Env, stream: string, p: number): DurableObjec
 
 export function coordinatorStub(env: Env, stream: string): DurableObjectStub<Coordinator> {
   return env.COORDINATOR.getByName(stream);
+}
+
+/** The one Registry instance: the list of streams. */
+export function registryStub(env: Env): DurableObjectStub<Registry> {
+  return env.REGISTRY.getByName("registry");
 }

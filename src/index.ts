@@ -3,5 +3,6 @@ import { withOpCount } from "./opcount";
 
 export { Coordinator } from "./coordinator";
 export { Partition } from "./partition";
+export { Registry } from "./registry";
 
 export default withOpCount(app);
