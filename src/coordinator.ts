@@ -3,7 +3,7 @@ import { boundFieldChanges, sourceConfig, type StreamConfig } from "./stream/con
 import { own } from "./stream/own";
 import type { BatchCounts } from "./stream/batch";
 import { capRejected, progressOf, rejectedTotal, type BatchOutcome, type ProgressReport } from "./stream/report";
-import { advanceWatermark, globalWatermark, isIdle, nextIdleAt, sourceWatermark, type SourceProgress, type WatermarkState } from "./stream/watermark";
+import { advanceWatermark, globalWatermark, hasIdleTimeout, isIdle, nextIdleAt, sourceWatermark, type SourceProgress, type WatermarkState } from "./stream/watermark";
 import { METRICS_TABLE, METRICS_UPSERT, metricDeltas, streamMetricsOf, type CommittedFigures, type StreamMetrics } from "./stream/metrics";
 import { observeCommit } from "./observe";
 import { partitionStub, type Env } from "./env";
@@ -571,7 +571,7 @@ export class Coordinator extends DurableObject<Env> {
     if (outbox) await this.scheduleFlush();
     // Published soon: objects written now (the outbox's are published after their flush), and the table.
     if (!outbox || meta.config.table) await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
-    await this.scheduleIdle(meta.config, sources);
+    if (hasIdleTimeout(meta.config)) await this.scheduleIdle(meta.config, sources);
     return outcomes;
   }
 
@@ -708,13 +708,13 @@ export class Coordinator extends DurableObject<Env> {
     if (now.config.table && this.lastSeq() > this.published("table")) await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
     // Commits that landed during the fan-out may have moved the watermark again.
     if (now.config.mode !== "global" && now.watermark > meta.watermark) await this.scheduleEviction(now.config);
-    await this.scheduleIdle(now.config, this.sourceProgress());
+    if (hasIdleTimeout(now.config)) await this.scheduleIdle(now.config, this.sourceProgress());
   }
 
   /** The meta row after sources that have turned idle left the watermark (which may then advance). */
   private refreshIdle(): Meta | null {
     const meta = this.meta();
-    if (!meta) return null;
+    if (!meta || !hasIdleTimeout(meta.config)) return meta;
     const watermark = globalWatermark(meta.config, this.sourceProgress(), meta.watermark, Date.now());
     if (watermark === meta.watermark) return meta;
     this.sql.exec("UPDATE meta SET watermark = ?", watermark);

@@ -33,6 +33,11 @@ export function isIdle(config: StreamConfig, source: string, progress: SourcePro
   return timeout !== undefined && now - progress.lastBatchAt >= timeout;
 }
 
+/** Whether any source can turn idle (the stream or a source has an idleTimeout). */
+export function hasIdleTimeout(config: StreamConfig): boolean {
+  return config.idleTimeout !== undefined || Object.values(config.sources).some((s) => s.idleTimeout !== undefined);
+}
+
 /**
  * The sources the global watermark is taken over: declared ones and every one
  * that has had a row accepted, less the disabled (retired) and, at `now`, the idle.
