@@ -4,6 +4,6 @@ declare namespace Cloudflare {
   interface Env extends EdgeDedupEnv {}
   interface GlobalProps {
     mainModule: typeof import("./index");
-    durableNamespaces: "Coordinator" | "Partition" | "Runner";
+    durableNamespaces: "Coordinator" | "Partition" | "Runner" | "Registry";
   }
 }

@@ -2,8 +2,10 @@ import { DurableObject } from "cloudflare:workers";
 import { boundFieldChanges, sourceConfig, type StreamConfig } from "./stream/config";
 import { own } from "./stream/own";
 import type { BatchCounts } from "./stream/batch";
-import { capRejected, progressOf, type BatchOutcome, type ProgressReport } from "./stream/report";
-import { advanceWatermark, globalWatermark, sourceWatermark, type SourceProgress, type WatermarkState } from "./stream/watermark";
+import { capRejected, progressOf, rejectedTotal, type BatchOutcome, type ProgressReport } from "./stream/report";
+import { advanceWatermark, globalWatermark, hasIdleTimeout, isIdle, nextIdleAt, sourceWatermark, type SourceProgress, type WatermarkState } from "./stream/watermark";
+import { METRICS_TABLE, METRICS_UPSERT, metricDeltas, streamMetricsOf, type CommittedFigures, type StreamMetrics } from "./stream/metrics";
+import { observeCommit } from "./observe";
 import { partitionStub, type Env } from "./env";
 import type { PartitionStats } from "./partition";
 import { deleteStreamObjects, LANES, type Lane, type LaneKeys } from "./sink";
@@ -121,7 +123,7 @@ export interface StreamDescription {
   epoch: string;
   createdAt: number;
   watermark: number;
-  sources: Record<string, { maxEventTime: number | null; watermark: number; lastBatchAt: number | null; declared: boolean }>;
+  sources: Record<string, { maxEventTime: number | null; watermark: number; lastBatchAt: number | null; declared: boolean; idle: boolean }>;
   state: { rows: number; bytes: number };
   batches: { committed: number };
 }
@@ -181,7 +183,7 @@ export class Coordinator extends DurableObject<Env> {
    * until a partition reports).
    */
   private upgrade(): void {
-    this.sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE);
+    this.sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE + METRICS_TABLE);
     const columns = this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('partitions')").toArray();
     if (!columns.some((c) => c.name === "next_expiry")) this.sql.exec("ALTER TABLE partitions ADD COLUMN next_expiry INTEGER DEFAULT 0");
   }
@@ -202,7 +204,7 @@ export class Coordinator extends DurableObject<Env> {
         created_at INTEGER NOT NULL, material TEXT NOT NULL) WITHOUT ROWID;
       CREATE INDEX IF NOT EXISTS credentials_by_material ON credentials (material);
     `);
-    this.sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE);
+    this.sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE + METRICS_TABLE);
   }
 
   async configure(name: string, config: StreamConfig): Promise<ConfigureResult> {
@@ -222,7 +224,7 @@ export class Coordinator extends DurableObject<Env> {
     if (changed.length > 0) return { status: "conflict", changed, config: meta.config };
     if (JSON.stringify(meta.config) === JSON.stringify(config)) return { status: "unchanged", config };
     // A new delay or new declared sources can move the watermark (never back).
-    const watermark = globalWatermark(config, this.sourceProgress(), meta.watermark);
+    const watermark = globalWatermark(config, this.sourceProgress(), meta.watermark, Date.now());
     const version = meta.configVersion + 1;
     this.sql.exec("UPDATE meta SET config = ?, config_version = ?, watermark = ?", JSON.stringify(config), version, watermark);
     this.sql.exec("INSERT INTO configs (version, config) VALUES (?, ?)", version, JSON.stringify(config));
@@ -243,6 +245,7 @@ export class Coordinator extends DurableObject<Env> {
         watermark: sourceWatermark(meta.config, s, own(progress, s)),
         lastBatchAt: own(progress, s)?.lastBatchAt ?? null,
         declared: Object.hasOwn(meta.config.sources, s),
+        idle: isIdle(meta.config, s, own(progress, s), Date.now()),
       };
     }
     const stats = await Promise.all(
@@ -491,7 +494,7 @@ export class Coordinator extends DurableObject<Env> {
   ): Promise<BatchOutcome[]> {
     const meta = this.meta();
     if (!meta) throw new Error("stream was deleted while the batch ran");
-    const { outcomes, watermark } = this.ctx.storage.transactionSync(() => {
+    const { outcomes, watermark, sources, done } = this.ctx.storage.transactionSync(() => {
       const now = Date.now();
       // A micro-batch's members hold their leases since they began: none can have committed meanwhile.
       const rows = begun
@@ -512,9 +515,7 @@ export class Coordinator extends DurableObject<Env> {
       // The group's last figures per partition (members list them in the order they were decided).
       const latest = new Map(fresh.flatMap((r) => r.touched.map((t) => [t.p, t] as const)));
       this.recordPartitions(latest.values());
-      const totals = this.sql.exec<{ rows: number; bytes: number }>(
-        "SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes FROM partitions",
-      ).one();
+      const totals = this.stateTotals();
       // A small micro-batch's lanes join the outbox here, in the commit itself.
       if (outbox) {
         const entry = this.outbox.append(outbox.lanes, reqs, now);
@@ -554,8 +555,13 @@ export class Coordinator extends DurableObject<Env> {
         );
         return outcome;
       });
-      return { outcomes, watermark: state.watermark };
+      // The counters of /metrics: one statement for the whole micro-batch.
+      const done = outcomes.flatMap((o, i): CommittedFigures[] =>
+        o.replayed ? [] : [{ ...o, rejected: rejectedTotal(o), durationMs: now - reqs[i].startedAt }]);
+      if (done.length > 0) this.sql.exec(METRICS_UPSERT, JSON.stringify(metricDeltas(done)));
+      return { outcomes, watermark: state.watermark, sources: state.sources, done };
     });
+    if (done.length > 0) observeCommit(this.env, meta.name, done, meta.watermark, watermark);
     this.forgetCaches();
     for (const r of reqs) {
       this.leases.delete(`${r.source}\n${r.batchId}`);
@@ -566,6 +572,7 @@ export class Coordinator extends DurableObject<Env> {
     if (outbox) await this.scheduleFlush();
     // Published soon: objects written now (the outbox's are published after their flush), and the table.
     if (!outbox || meta.config.table) await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
+    if (hasIdleTimeout(meta.config)) await this.scheduleIdle(meta.config, sources);
     return outcomes;
   }
 
@@ -687,7 +694,7 @@ export class Coordinator extends DurableObject<Env> {
    * watermark to every partition that has a key due to expire under it.
    */
   async alarm(): Promise<void> {
-    const meta = this.meta();
+    const meta = this.refreshIdle();
     if (!meta) return;
     const due = this.outbox.pending();
     if (due.oldest !== null && (due.bytes >= FLUSH_BYTES || Date.now() - due.oldest >= FLUSH_AFTER_MS)) {
@@ -702,6 +709,48 @@ export class Coordinator extends DurableObject<Env> {
     if (now.config.table && this.lastSeq() > this.published("table")) await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
     // Commits that landed during the fan-out may have moved the watermark again.
     if (now.config.mode !== "global" && now.watermark > meta.watermark) await this.scheduleEviction(now.config);
+    if (hasIdleTimeout(now.config)) await this.scheduleIdle(now.config, this.sourceProgress());
+  }
+
+  /** The meta row after sources that have turned idle left the watermark (which may then advance). */
+  private refreshIdle(): Meta | null {
+    const meta = this.meta();
+    if (!meta || !hasIdleTimeout(meta.config)) return meta;
+    const watermark = globalWatermark(meta.config, this.sourceProgress(), meta.watermark, Date.now());
+    if (watermark === meta.watermark) return meta;
+    this.sql.exec("UPDATE meta SET watermark = ?", watermark);
+    this.forgetCaches();
+    return this.meta();
+  }
+
+  /** An alarm for when the next source turns idle (the watermark may move then without a commit). */
+  private async scheduleIdle(config: StreamConfig, sources: Record<string, SourceProgress>): Promise<void> {
+    const at = nextIdleAt(config, sources, Date.now());
+    if (at !== null) await this.alarmBy(at);
+  }
+
+  /** For GET /v1/streams: cheap (no partition calls; state as the partitions last reported). */
+  summary(): { createdAt: number; watermark: number; state: { rows: number; bytes: number }; batches: { committed: number } } | null {
+    const meta = this.meta();
+    if (!meta) return null;
+    return { createdAt: meta.createdAt, watermark: meta.watermark, state: this.stateTotals(), batches: { committed: this.lastSeq() } };
+  }
+
+  /** For GET /metrics: the counters kept at each commit, the watermarks and the state size. */
+  metrics(): StreamMetrics | null {
+    const meta = this.meta();
+    if (!meta) return null;
+    const progress = this.sourceProgress();
+    const sources: Record<string, number> = {};
+    for (const s of new Set([...Object.keys(meta.config.sources), ...Object.keys(progress)])) {
+      sources[s] = sourceWatermark(meta.config, s, own(progress, s));
+    }
+    const counters = this.sql.exec<{ name: string; source: string; n: number }>("SELECT name, source, n FROM metrics").toArray();
+    return streamMetricsOf(meta.name, counters, { watermark: meta.watermark, sources, state: this.stateTotals() });
+  }
+
+  private stateTotals(): { rows: number; bytes: number } {
+    return this.sql.exec<{ rows: number; bytes: number }>("SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes FROM partitions").one();
   }
 
   /** The committed manifest and, when configured, the Iceberg table catch up with the commits (src/publisher.ts). */

@@ -1,11 +1,13 @@
 import type { Coordinator } from "./coordinator";
 import type { Partition } from "./partition";
 import type { Runner } from "./sources/files/runner";
+import type { Registry } from "./registry";
 
 /** The Worker's bindings (wrangler.toml) and secrets (.dev.vars / wrangler secret). */
 export interface Env {
   COORDINATOR: DurableObjectNamespace<Coordinator>;
   PARTITION: DurableObjectNamespace<Partition>;
+  REGISTRY: DurableObjectNamespace<Registry>;
   SINK: R2Bucket;
   /** file runs and the record of ingested input objects, one per stream (src/sources/files) */
   RUNNER: DurableObjectNamespace<Runner>;
@@ -17,6 +19,11 @@ export interface Env {
   EVENTS: Queue;
   /** the dead-letter queue: poison messages go there with their reason */
   DLQ: Queue;
+  /**
+   * Optional Workers Analytics Engine dataset: one data point per micro-batch
+   * commit when bound (README, Operating it); nothing is written without it.
+   */
+  ANALYTICS?: AnalyticsEngineDataset;
   ADMIN_TOKEN?: string;
   /** accepted alongside ADMIN_TOKEN while rotating it */
   ADMIN_TOKEN_PREVIOUS?: string;
@@ -41,4 +48,9 @@ export function coordinatorStub(env: Env, stream: string): DurableObjectStub<Coo
 
 export function runnerStub(env: Env, stream: string): DurableObjectStub<Runner> {
   return env.RUNNER.getByName(stream);
+}
+
+/** The one Registry instance: the list of streams. */
+export function registryStub(env: Env): DurableObjectStub<Registry> {
+  return env.REGISTRY.getByName("registry");
 }

@@ -6,6 +6,7 @@ import { consumeQueue } from "./sources/queue/consumer";
 export { Coordinator } from "./coordinator";
 export { Partition } from "./partition";
 export { Runner } from "./sources/files/runner";
+export { Registry } from "./registry";
 
 const http = withOpCount(app);
 

@@ -2,7 +2,10 @@ import { Hono, type Context } from "hono";
 import { cors } from "hono/cors";
 import { z } from "zod";
 import { NAME_PATTERN, parseStreamConfig, zodErrors } from "../stream/config";
-import { coordinatorStub, partitionStub, type Env } from "../env";
+import { coordinatorStub, partitionStub, registryStub, type Env } from "../env";
+import { DEFAULT_THRESHOLDS, evaluateHealth, type HealthSource } from "../stream/health";
+import { renderPrometheus, type StreamMetrics } from "../stream/metrics";
+import { watermarkSources } from "../stream/watermark";
 import { InjectedFault } from "../faults";
 import { readParts } from "../output-reader";
 import { r2Store, readTableSnapshot } from "../table";
@@ -75,6 +78,8 @@ app.put(STREAM, async (c) => {
   if (!parsed.ok) throw badRequest("the stream config is invalid", { errors: parsed.errors });
   const stream = c.get("stream");
   const r = await coordinatorStub(c.env, stream).configure(stream, parsed.config);
+  // Every successful PUT (re-)registers the stream: a failed registration heals on the next one.
+  if (r.status !== "conflict") await registryStub(c.env).add(stream);
   if (r.status === "conflict") {
     throw conflict("bound-field-changed", `fields bound at creation cannot change: ${r.changed.join(", ")}; create a new stream instead`, {
       errors: r.changed.map((path) => ({ path, message: "bound at creation" })),
@@ -91,6 +96,7 @@ app.get(STREAM, async (c) => {
 
 app.delete(STREAM, async (c) => {
   const dropped = await coordinatorStub(c.env, c.get("stream")).drop();
+  await registryStub(c.env).remove(c.get("stream"));
   if (!dropped) throw missing(c.get("stream"));
   return c.body(null, 204);
 });
@@ -229,6 +235,67 @@ app.get(`${STREAM}/table`, async (c) => {
   return c.json({ stream, metadataLocation: current.metadataLocation, snapshot: current.snapshot });
 });
 
+// Operating it (README, Operating it). Liveness of the Worker and its bindings: no auth, no details.
+app.get("/healthz", async (c) => {
+  try {
+    await Promise.all([registryStub(c.env).ping(), c.env.SINK.head("healthz/absent")]);
+  } catch (e) {
+    console.error("healthz", e instanceof Error ? e.message : String(e));
+    return problemResponse(new HttpError(503, "unavailable", "Service unavailable", "the service is not available"), "/healthz");
+  }
+  return c.json({ status: "ok" }, 200, { "cache-control": "no-store" });
+});
+
+// The streams, a page at a time, by name; each with its watermark and state size (as last reported).
+app.get("/v1/streams", async (c) => {
+  const limit = intParam(c.req.query("limit"), "limit", 100, 1, 100);
+  const page = await registryStub(c.env).list(c.req.query("after") ?? "", limit);
+  const summaries = await Promise.all(page.map((s) => coordinatorStub(c.env, s.name).summary()));
+  // A stream deleted between the two reads is left out.
+  const streams = page.flatMap((s, i) => (summaries[i] ? [{ name: s.name, ...summaries[i] }] : []));
+  return c.json({ streams, next: page.length === limit ? page[page.length - 1].name : null });
+});
+
+app.get(`${STREAM}/health`, async (c) => {
+  const stream = c.get("stream");
+  const coordinator = coordinatorStub(c.env, stream);
+  const [d, progress] = await Promise.all([coordinator.describe(), coordinator.progress(DEFAULT_THRESHOLDS.windowBatches)]);
+  if (!d) throw missing(stream);
+  const counted = new Set(watermarkSources(d.config, d.sources));
+  const sources: Record<string, HealthSource> = {};
+  for (const [name, s] of Object.entries(d.sources)) {
+    sources[name] = { watermark: s.watermark, lastBatchAt: s.lastBatchAt, idle: s.idle, counted: counted.has(name) && !s.idle };
+  }
+  const health = evaluateHealth({
+    now: Date.now(),
+    mode: d.config.mode,
+    policy: d.config.watermarkPolicy,
+    delay: d.config.watermarkDelay,
+    hasEventTime: d.config.eventTime !== null,
+    watermark: d.watermark,
+    sources,
+    progress,
+  });
+  return c.json({ stream, ...health, state: d.state });
+});
+
+// Prometheus text exposition of every registered stream's counters and gauges.
+app.get("/metrics", async (c) => {
+  await requireAdmin(c.req.header("authorization"), c.env);
+  const figures: StreamMetrics[] = [];
+  for (let after = ""; ; ) {
+    const page = await registryStub(c.env).list(after, METRICS_PAGE);
+    const got = await Promise.all(page.map(async (s) => (await coordinatorStub(c.env, s.name).metrics()) as StreamMetrics | null));
+    for (const m of got) if (m) figures.push(m);
+    if (page.length < METRICS_PAGE) break;
+    after = page[page.length - 1].name;
+  }
+  return c.body(renderPrometheus(figures), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "cache-control": "no-store" });
+});
+
+/** Streams asked at once for /metrics. */
+const METRICS_PAGE = 50;
+
 // A known path with the wrong method is a 405 that says what is allowed.
 for (const [path, allow] of [
   [STREAM, "GET, PUT, DELETE"],
@@ -242,6 +309,10 @@ for (const [path, allow] of [
   [`${STREAM}/late`, "GET"],
   [`${STREAM}/rejected`, "GET"],
   [`${STREAM}/table`, "GET"],
+  [`${STREAM}/health`, "GET"],
+  ["/v1/streams", "GET"],
+  ["/healthz", "GET"],
+  ["/metrics", "GET"],
 ] as const) {
   app.all(path, () => {
     throw new HttpError(405, "method-not-allowed", "Method not allowed", `allowed: ${allow}`, {}, { allow });

@@ -38,6 +38,7 @@ const sourceSchema = z.strictObject({
   disabled: z.boolean().optional(),
   maxEventTimeSkew: interval.optional(),
   maxAheadOfWatermark: interval.optional(),
+  idleTimeout: interval.optional(),
 });
 
 const limitsSchema = z.strictObject({
@@ -59,6 +60,8 @@ export const streamBodySchema = z
     sources: z.record(z.string().regex(NAME_PATTERN, nameMessage), sourceSchema).default({}),
     maxEventTimeSkew: interval.default(86_400_000),
     maxAheadOfWatermark: interval.optional(),
+    // A source silent this long leaves the min until it sends again (Flink's withIdleness).
+    idleTimeout: interval.optional(),
     limits: limitsSchema.default({}),
     // Committed output appended to an Iceberg table in R2; location: the base URI external readers use.
     table: z.strictObject({ format: z.literal("iceberg"), location: z.string().min(1).max(1024).optional() }).optional(),
@@ -69,6 +72,10 @@ export const streamBodySchema = z
     }
     if (b.eventTime !== undefined && b.watermarkDelay === undefined) {
       ctx.addIssue({ code: "custom", path: ["watermarkDelay"], message: "required when eventTime is set" });
+    }
+    if (b.idleTimeout === 0) ctx.addIssue({ code: "custom", path: ["idleTimeout"], message: "must be more than 0" });
+    for (const [name, src] of Object.entries(b.sources)) {
+      if (src.idleTimeout === 0) ctx.addIssue({ code: "custom", path: ["sources", name, "idleTimeout"], message: "must be more than 0" });
     }
     if (new Set(b.key).size !== b.key.length) {
       ctx.addIssue({ code: "custom", path: ["key"], message: "key columns must be distinct" });
@@ -97,6 +104,8 @@ export interface StreamConfig {
   maxEventTimeSkew: number;
   /** ms; rows further ahead of (watermark + delay) are rejected; defaults to maxEventTimeSkew */
   maxAheadOfWatermark?: number;
+  /** ms; a source that has not committed a batch for this long is idle and leaves the watermark's min/max */
+  idleTimeout?: number;
   limits: { maxBodyBytes: number; maxRows: number };
   /** committed output also goes to an Iceberg table (src/table) */
   table?: { format: "iceberg"; location?: string };
@@ -107,6 +116,8 @@ export interface SourceConfig {
   disabled?: boolean;
   maxEventTimeSkew?: number;
   maxAheadOfWatermark?: number;
+  /** ms; the source's own idle timeout (defaults to the stream's) */
+  idleTimeout?: number;
 }
 
 export const DEFAULT_LIMITS = { maxBodyBytes: 10 * 1024 * 1024, maxRows: 10_000 };
@@ -136,6 +147,7 @@ export function parseStreamConfig(body: unknown): ConfigResult {
       sources: b.sources,
       maxEventTimeSkew: b.maxEventTimeSkew,
       ...(b.maxAheadOfWatermark === undefined ? {} : { maxAheadOfWatermark: b.maxAheadOfWatermark }),
+      ...(b.idleTimeout === undefined ? {} : { idleTimeout: b.idleTimeout }),
       limits: { ...DEFAULT_LIMITS, ...b.limits },
       ...(b.table ? { table: b.table } : {}),
     },
@@ -181,6 +193,11 @@ function keyEncoding(config: StreamConfig, column: string): string {
 /** The delay that turns a source's max event time into its watermark. */
 export function delayOf(config: StreamConfig, source: string): number {
   return sourceConfig(config, source)?.watermarkDelay ?? config.watermarkDelay;
+}
+
+/** How long a source may be silent before it is idle (undefined: never idle). */
+export function idleTimeoutOf(config: StreamConfig, source: string): number | undefined {
+  return sourceConfig(config, source)?.idleTimeout ?? config.idleTimeout;
 }
 
 /** A declared source's settings (own properties only: a source may be called "constructor"). */

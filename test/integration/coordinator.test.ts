@@ -69,7 +69,7 @@ describe("Coordinator", () => {
       await stub.commit(commit("a", "1", at(10, 0)));
       const d = (await stub.describe())!;
       expect(d.watermark).toBe(expected);
-      expect(d.sources.b).toEqual({ maxEventTime: null, watermark: 0, lastBatchAt: null, declared: true });
+      expect(d.sources.b).toEqual({ maxEventTime: null, watermark: 0, lastBatchAt: null, declared: true, idle: false });
     }
   });
 

@@ -1,0 +1,45 @@
+import { DurableObject } from "cloudflare:workers";
+import type { Env } from "./env";
+
+export interface RegisteredStream {
+  name: string;
+  /** when the registry first heard of it, epoch ms */
+  registeredAt: number;
+}
+
+/**
+ * The list of streams. Durable Objects cannot be listed by name, so one
+ * instance ("registry") keeps the names: every successful PUT of a stream adds
+ * it (idempotent: a PUT repairs a stream that predates the registry or whose
+ * registration failed), DELETE removes it.
+ */
+export class Registry extends DurableObject<Env> {
+  private sql: SqlStorage;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.sql.exec("CREATE TABLE IF NOT EXISTS streams (name TEXT PRIMARY KEY, registered_at INTEGER NOT NULL) WITHOUT ROWID");
+  }
+
+  add(name: string): void {
+    this.sql.exec("INSERT OR IGNORE INTO streams (name, registered_at) VALUES (?, ?)", name, Date.now());
+  }
+
+  remove(name: string): void {
+    this.sql.exec("DELETE FROM streams WHERE name = ?", name);
+  }
+
+  /** Up to `limit` streams after `after`, by name. */
+  list(after: string, limit: number): RegisteredStream[] {
+    return this.sql
+      .exec<{ name: string; registered_at: number }>("SELECT name, registered_at FROM streams WHERE name > ? ORDER BY name LIMIT ?", after, limit)
+      .toArray()
+      .map((r) => ({ name: r.name, registeredAt: r.registered_at }));
+  }
+
+  /** For /healthz: answers when the object and its storage do. */
+  ping(): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM streams").one().n;
+  }
+}

@@ -1,0 +1,204 @@
+/**
+ * A stream's health, from what the coordinator already keeps: the source
+ * watermarks and the recent progress reports. Pure: no Cloudflare imports;
+ * GET /v1/streams/{stream}/health is a thin adapter over evaluateHealth.
+ */
+import type { Mode } from "./config";
+import type { ProgressReport } from "./report";
+
+export type HealthStatus = "ok" | "warn" | "critical";
+
+export type HealthReasonCode = "watermark-stalled" | "held-back" | "state-rising" | "late-rate" | "rejected-rate";
+
+export interface HealthReason {
+  code: HealthReasonCode;
+  severity: Exclude<HealthStatus, "ok">;
+  detail: string;
+}
+
+export interface HealthThresholds {
+  /** the recent window: progress reports committed at most this long ago (ms) … */
+  windowMs: number;
+  /** … and at most this many of them */
+  windowBatches: number;
+  /** fewer commits than this in the window: too few to judge a stall, a rate or a trend */
+  minBatches: number;
+  /** fewer input rows than this in the window: too few to judge a rate */
+  minRows: number;
+  /** late / input at or above these is a warning / critical */
+  lateWarn: number;
+  lateCritical: number;
+  /** rejected / input at or above these is a warning / critical */
+  rejectedWarn: number;
+  rejectedCritical: number;
+}
+
+export const DEFAULT_THRESHOLDS: HealthThresholds = {
+  windowMs: 15 * 60_000,
+  windowBatches: 100,
+  minBatches: 5,
+  minRows: 20,
+  lateWarn: 0.05,
+  lateCritical: 0.5,
+  rejectedWarn: 0.01,
+  rejectedCritical: 0.25,
+};
+
+export interface HealthSource {
+  watermark: number;
+  lastBatchAt: number | null;
+  /** counts toward the global watermark now: declared or has sent, not disabled, not idle */
+  counted: boolean;
+  idle: boolean;
+}
+
+export interface HealthInput {
+  now: number;
+  mode: Mode;
+  policy: "min" | "max";
+  /** the stream's watermark delay, ms */
+  delay: number;
+  /** whether the stream has an event-time column (no watermark without one) */
+  hasEventTime: boolean;
+  watermark: number;
+  sources: Record<string, HealthSource>;
+  /** recent progress reports, oldest first */
+  progress: readonly ProgressReport[];
+}
+
+export interface HealthReport {
+  status: HealthStatus;
+  reasons: HealthReason[];
+  /** under policy min: the source whose watermark is the min, when it lags the max by more than the delay */
+  heldBackBy: string | null;
+  watermark: number;
+  /** the highest counted source watermark minus the global watermark, ms */
+  watermarkLagMs: number;
+  idleSources: string[];
+  window: {
+    batches: number;
+    rows: number;
+    late: number;
+    rejected: number;
+    lateRate: number | null;
+    rejectedRate: number | null;
+    watermarkAdvanceMs: number | null;
+    stateRowsFirst: number | null;
+    stateRowsLast: number | null;
+  };
+}
+
+const minutes = (ms: number) => (ms >= 60_000 ? `${Math.round(ms / 6_000) / 10} min` : `${Math.round(ms / 100) / 10} s`);
+const percent = (r: number) => `${Math.round(r * 1000) / 10}%`;
+
+/** The recent window: the last `windowBatches` reports committed within `windowMs` of `now`. */
+export function recentWindow(progress: readonly ProgressReport[], now: number, t: HealthThresholds): ProgressReport[] {
+  return progress.filter((p) => p.committedAt >= now - t.windowMs).slice(-t.windowBatches);
+}
+
+/** Under policy min, the counted source at the min when it lags the max by more than the delay (ties: the first by name). */
+export function heldBackBy(input: Pick<HealthInput, "policy" | "delay" | "sources" | "hasEventTime">): string | null {
+  if (input.policy !== "min" || !input.hasEventTime) return null;
+  const counted = Object.entries(input.sources).filter(([, s]) => s.counted).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  if (counted.length < 2) return null;
+  let min = counted[0];
+  let max = counted[0][1].watermark;
+  for (const c of counted) {
+    if (c[1].watermark < min[1].watermark) min = c;
+    max = Math.max(max, c[1].watermark);
+  }
+  return max - min[1].watermark > input.delay ? min[0] : null;
+}
+
+export function evaluateHealth(input: HealthInput, thresholds: Partial<HealthThresholds> = {}): HealthReport {
+  const t = { ...DEFAULT_THRESHOLDS, ...thresholds };
+  const reasons: HealthReason[] = [];
+  const win = recentWindow(input.progress, input.now, t);
+  const rows = win.reduce((a, p) => a + p.input, 0);
+  const late = win.reduce((a, p) => a + p.late, 0);
+  const rejected = win.reduce((a, p) => a + p.rejected, 0);
+  const accepted = rows - rejected;
+  const first = win[0];
+  const last = win[win.length - 1];
+  const advance = first && last ? last.watermarkAfter - first.watermark : null;
+  const enough = win.length >= t.minBatches;
+
+  // 1. Stalled: rows keep arriving, the watermark does not move.
+  if (input.hasEventTime && enough && accepted > 0 && advance === 0) {
+    reasons.push({
+      code: "watermark-stalled",
+      severity: "critical",
+      detail: `the watermark has not advanced over the last ${win.length} commits (${accepted} accepted rows): state does not expire and nothing becomes late`,
+    });
+  }
+
+  // 2. Held back: the min is pinned by one source far behind the others.
+  const held = heldBackBy(input);
+  const counted = Object.values(input.sources).filter((s) => s.counted);
+  const top = counted.length > 0 ? Math.max(...counted.map((s) => s.watermark)) : input.watermark;
+  if (held !== null) {
+    const s = input.sources[held];
+    reasons.push({
+      code: "held-back",
+      severity: "warn",
+      detail: `source "${held}" holds the watermark back: its watermark lags the highest by ${minutes(top - s.watermark)}, more than the delay (${minutes(input.delay)})${
+        s.lastBatchAt === null ? "; it has never sent" : ""
+      }`,
+    });
+  }
+
+  // 3. State rising without plateau: it only grew across the window, with nothing removed,
+  // though the watermark swept past the retention (so keys should have expired).
+  const states = win.map((p) => p.numRowsTotal);
+  const retention = input.mode === "within-watermark" ? 2 * input.delay : input.delay;
+  const neverFell = states.every((n, i) => i === 0 || n >= states[i - 1]);
+  const removed = win.reduce((a, p) => a + p.numRowsRemoved, 0);
+  if (input.mode !== "global" && enough && neverFell && removed === 0 && states[states.length - 1] > states[0] && advance !== null && advance > retention) {
+    reasons.push({
+      code: "state-rising",
+      severity: "warn",
+      detail: `state grew from ${states[0]} to ${states[states.length - 1]} rows over ${win.length} commits with nothing expiring, while the watermark advanced ${minutes(advance)} (retention ≈ ${minutes(retention)})`,
+    });
+  }
+
+  // 4. Late and rejected rates.
+  const lateRate = rows > 0 ? late / rows : null;
+  const rejectedRate = rows > 0 ? rejected / rows : null;
+  if (rows >= t.minRows && lateRate !== null && lateRate >= t.lateWarn) {
+    reasons.push({
+      code: "late-rate",
+      severity: lateRate >= t.lateCritical ? "critical" : "warn",
+      detail: `${percent(lateRate)} of recent rows were late (${late} of ${rows}); threshold ${percent(lateRate >= t.lateCritical ? t.lateCritical : t.lateWarn)}`,
+    });
+  }
+  if (rows >= t.minRows && rejectedRate !== null && rejectedRate >= t.rejectedWarn) {
+    reasons.push({
+      code: "rejected-rate",
+      severity: rejectedRate >= t.rejectedCritical ? "critical" : "warn",
+      detail: `${percent(rejectedRate)} of recent rows were rejected (${rejected} of ${rows}); threshold ${percent(
+        rejectedRate >= t.rejectedCritical ? t.rejectedCritical : t.rejectedWarn,
+      )}`,
+    });
+  }
+
+  const status: HealthStatus = reasons.some((r) => r.severity === "critical") ? "critical" : reasons.length > 0 ? "warn" : "ok";
+  return {
+    status,
+    reasons,
+    heldBackBy: held,
+    watermark: input.watermark,
+    watermarkLagMs: Math.max(0, top - input.watermark),
+    idleSources: Object.keys(input.sources).filter((s) => input.sources[s].idle).sort(),
+    window: {
+      batches: win.length,
+      rows,
+      late,
+      rejected,
+      lateRate,
+      rejectedRate,
+      watermarkAdvanceMs: advance,
+      stateRowsFirst: states[0] ?? null,
+      stateRowsLast: states[states.length - 1] ?? null,
+    },
+  };
+}
