@@ -14,9 +14,48 @@ import { PUBLISHED_TABLE, publishManifest, publishTable, type PublishContext } f
 import type { CredentialType, StoredCredential } from "./api/credentials";
 import { isProviderType } from "./webhooks";
 import { countedEnv, countedSql } from "./opcount";
+import { migrate, type Migration } from "./storage/migrations";
 import type { FaultPoint } from "./faults";
 import { MicroBatcher } from "./microbatch/batcher";
 import { runGroup, type BegunMember, type GroupResult } from "./microbatch/run-group";
+
+/**
+ * The Coordinator's storage layouts, oldest first (src/storage/migrations.ts).
+ * They run only for a stream that exists: a Coordinator creates its tables
+ * when a stream is created, so requests naming streams that do not exist
+ * leave no storage behind.
+ */
+export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    does: "config and its versions, sources, the batch ledger, partition figures, credentials",
+    up: (sql) =>
+      sql.exec(`
+        CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), name TEXT NOT NULL, config TEXT NOT NULL,
+          config_version INTEGER NOT NULL, epoch TEXT NOT NULL, created_at INTEGER NOT NULL, watermark INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS configs (version INTEGER PRIMARY KEY, config TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS sources (name TEXT PRIMARY KEY, max_t INTEGER, last_batch_at INTEGER) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS batches (source TEXT NOT NULL, batch_id TEXT NOT NULL, body_hash TEXT NOT NULL,
+          watermark INTEGER NOT NULL, begun_at INTEGER NOT NULL, config_version INTEGER NOT NULL, seq INTEGER, data_key TEXT, late_key TEXT,
+          rejected_key TEXT, report TEXT, PRIMARY KEY (source, batch_id)) WITHOUT ROWID;
+        CREATE UNIQUE INDEX IF NOT EXISTS batches_by_seq ON batches (seq) WHERE seq IS NOT NULL;
+        CREATE TABLE IF NOT EXISTS partitions (p INTEGER PRIMARY KEY, rows INTEGER NOT NULL, bytes INTEGER NOT NULL, watermark INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS credentials (id TEXT PRIMARY KEY, source TEXT NOT NULL, type TEXT NOT NULL, label TEXT,
+          created_at INTEGER NOT NULL, material TEXT NOT NULL) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS credentials_by_material ON credentials (material);
+      `),
+  },
+  {
+    version: 2,
+    does: "partitions.next_expiry (the eviction fan-out visits only partitions with keys due; 0, due, until a partition reports)",
+    up: (sql) => {
+      // Guarded: storage from before versions were recorded may have it already.
+      const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('partitions')").toArray();
+      if (!columns.some((c) => c.name === "next_expiry")) sql.exec("ALTER TABLE partitions ADD COLUMN next_expiry INTEGER DEFAULT 0");
+    },
+  },
+  { version: 3, does: "the outbox, publication progress (manifest, table) and metrics counters", up: (sql) => sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE + METRICS_TABLE) },
+];
 
 /** How long a begun batch holds its id against a concurrent request with the same id. */
 export const LEASE_MS = 30_000;
@@ -173,38 +212,11 @@ export class Coordinator extends DurableObject<Env> {
     this.sql = countedSql(ctx.storage.sql, "Coordinator");
     this.outbox = new Outbox(this.sql);
     this.exists = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'").one().n > 0;
-    if (this.exists) this.upgrade();
-  }
-
-  /**
-   * Brings a stream's tables from an earlier layout up to this one. Added
-   * since the first: the outbox tables, and partitions.next_expiry (the
-   * eviction fan-out visits only partitions with something due; 0, "due",
-   * until a partition reports).
-   */
-  private upgrade(): void {
-    this.sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE + METRICS_TABLE);
-    const columns = this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('partitions')").toArray();
-    if (!columns.some((c) => c.name === "next_expiry")) this.sql.exec("ALTER TABLE partitions ADD COLUMN next_expiry INTEGER DEFAULT 0");
+    if (this.exists) this.migrate(); // storage written by an earlier release is brought up to date on first use
   }
 
   private migrate(): void {
-    this.sql.exec(`
-      CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), name TEXT NOT NULL, config TEXT NOT NULL,
-        config_version INTEGER NOT NULL, epoch TEXT NOT NULL, created_at INTEGER NOT NULL, watermark INTEGER NOT NULL);
-      CREATE TABLE IF NOT EXISTS configs (version INTEGER PRIMARY KEY, config TEXT NOT NULL);
-      CREATE TABLE IF NOT EXISTS sources (name TEXT PRIMARY KEY, max_t INTEGER, last_batch_at INTEGER) WITHOUT ROWID;
-      CREATE TABLE IF NOT EXISTS batches (source TEXT NOT NULL, batch_id TEXT NOT NULL, body_hash TEXT NOT NULL,
-        watermark INTEGER NOT NULL, begun_at INTEGER NOT NULL, config_version INTEGER NOT NULL, seq INTEGER, data_key TEXT, late_key TEXT, rejected_key TEXT, report TEXT,
-        PRIMARY KEY (source, batch_id)) WITHOUT ROWID;
-      CREATE UNIQUE INDEX IF NOT EXISTS batches_by_seq ON batches (seq) WHERE seq IS NOT NULL;
-      CREATE TABLE IF NOT EXISTS partitions (p INTEGER PRIMARY KEY, rows INTEGER NOT NULL, bytes INTEGER NOT NULL, watermark INTEGER NOT NULL,
-        next_expiry INTEGER DEFAULT 0);
-      CREATE TABLE IF NOT EXISTS credentials (id TEXT PRIMARY KEY, source TEXT NOT NULL, type TEXT NOT NULL, label TEXT,
-        created_at INTEGER NOT NULL, material TEXT NOT NULL) WITHOUT ROWID;
-      CREATE INDEX IF NOT EXISTS credentials_by_material ON credentials (material);
-    `);
-    this.sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE + METRICS_TABLE);
+    migrate(this.sql, COORDINATOR_MIGRATIONS, (fn) => this.ctx.storage.transactionSync(fn));
   }
 
   async configure(name: string, config: StreamConfig): Promise<ConfigureResult> {
