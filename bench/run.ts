@@ -53,7 +53,7 @@
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
-import { Agent, request, type IncomingHttpHeaders } from "node:http";
+import { Agent, request } from "node:http";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { rng } from "../test/support/rng.ts";
