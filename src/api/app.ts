@@ -1,6 +1,5 @@
 import { Hono, type Context } from "hono";
 import { cors } from "hono/cors";
-import { z } from "zod";
 import { NAME_PATTERN, parseStreamConfig, zodErrors } from "../stream/config";
 import { coordinatorStub, partitionStub, registryStub, type Env } from "../env";
 import { DEFAULT_THRESHOLDS, evaluateHealth, type HealthSource } from "../stream/health";
@@ -8,14 +7,14 @@ import { renderPrometheus, type StreamMetrics } from "../stream/metrics";
 import { watermarkSources } from "../stream/watermark";
 import { InjectedFault } from "../faults";
 import { readParts } from "../output-reader";
+import { docsPage, openApiDocument } from "./openapi";
 import { r2Store, readTableSnapshot } from "../table";
 import { requireAdmin } from "./auth";
-import { CREDENTIAL_TYPES, hashToken, newSecret, type StoredCredential } from "./credentials";
+import { credentialBody, hashToken, newSecret, type StoredCredential } from "./credentials";
 import { sealSecret } from "./sealing";
 import { ingest } from "./ingest";
 import { webhook } from "./webhook";
 import { runRoutes } from "../sources/files/routes";
-import { isProviderType, PROVIDERS } from "../webhooks";
 import { badRequest, conflict, HttpError, notFound, problemResponse } from "./problem";
 
 type App = { Bindings: Env; Variables: { stream: string } };
@@ -133,25 +132,7 @@ app.get(`${STREAM}/state`, async (c) => {
   return c.json({ partition, watermark: stats.watermark, rows: stats.rows, bytes: stats.bytes, keys });
 });
 
-// Per-source ingest credentials: a bearer token, an HMAC signing secret or a
-// webhook provider's signing secret, shown once at creation and never again.
-// Several may be live at once, for rotation.
-const credentialBody = z
-  .strictObject({
-    type: z.enum(CREDENTIAL_TYPES),
-    secret: z.string().max(256).optional(),
-    label: z.string().max(200).optional(),
-  })
-  .superRefine(({ type, secret }, ctx) => {
-    const problem = isProviderType(type)
-      ? secret === undefined
-        ? `a ${type} credential needs the provider's signing secret`
-        : PROVIDERS[type].secretProblem(secret)
-      : secret !== undefined && secret.length < 24
-        ? "at least 24 characters"
-        : null;
-    if (problem) ctx.addIssue({ code: "custom", path: ["secret"], message: problem });
-  });
+// Per-source ingest credentials (credentialBody in ./credentials), shown once at creation and never again.
 const CREDENTIALS = `${STREAM}/sources/:source/credentials`;
 
 async function sourceParam(c: Context<App>, next: () => Promise<void>) {
@@ -234,6 +215,10 @@ app.get(`${STREAM}/table`, async (c) => {
   if (!current) throw notFound(`the table of stream "${stream}" has no snapshot yet: committed output is appended within seconds`);
   return c.json({ stream, metadataLocation: current.metadataLocation, snapshot: current.snapshot });
 });
+
+// The contract (src/api/openapi.ts): no credential, no data.
+app.get("/openapi.json", (c) => c.json(openApiDocument()));
+app.get("/docs", (c) => c.html(docsPage()));
 
 // Operating it (README, Operating it). Liveness of the Worker and its bindings: no auth, no details.
 app.get("/healthz", async (c) => {

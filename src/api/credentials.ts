@@ -1,3 +1,5 @@
+import { z } from "zod";
+import { isProviderType, PROVIDERS } from "../webhooks";
 import { sha256Hex } from "./body";
 import type { ProviderType } from "../webhooks";
 
@@ -38,3 +40,23 @@ export { signBody } from "./signature";
 function base64url(bytes: Uint8Array): string {
   return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
+
+// Per-source ingest credentials: a bearer token, an HMAC signing secret or a
+// webhook provider's signing secret, shown once at creation and never again.
+// Several may be live at once, for rotation.
+export const credentialBody = z
+  .strictObject({
+    type: z.enum(CREDENTIAL_TYPES),
+    secret: z.string().max(256).optional(),
+    label: z.string().max(200).optional(),
+  })
+  .superRefine(({ type, secret }, ctx) => {
+    const problem = isProviderType(type)
+      ? secret === undefined
+        ? `a ${type} credential needs the provider's signing secret`
+        : PROVIDERS[type].secretProblem(secret)
+      : secret !== undefined && secret.length < 24
+        ? "at least 24 characters"
+        : null;
+    if (problem) ctx.addIssue({ code: "custom", path: ["secret"], message: problem });
+  });

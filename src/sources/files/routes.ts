@@ -17,7 +17,7 @@ const RUNS = "/v1/streams/:stream/runs";
 /** The default source of file runs, and of R2 event notifications: both name an object's batch alike, so they replay each other. */
 export const FILES_SOURCE = "files";
 
-const runBody = z.strictObject({
+export const runBody = z.strictObject({
   prefix: z.string().max(1024),
   source: z.string().regex(NAME_PATTERN, "1-64 characters: letters, digits, '_', '.', '-'").optional(),
 });
