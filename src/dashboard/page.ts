@@ -121,7 +121,7 @@ const SCRIPT = String.raw`
   // ---- charts
   /** A line chart: series [{name, color, points:[[x,y]...], dots?}], with time axes. */
   function lineChart(series, opt) {
-    var W = 640, H = 220, L = 128, R = 12, T = 10, B = 26;
+    var W = opt.width || 640, H = opt.height || 220, L = opt.left || 60, R = 12, T = 10, B = 26;
     var svg = s("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": opt.label, "data-chart": opt.id });
     var pts = [];
     series.forEach(function (se) { se.points.forEach(function (p) { pts.push(p); }); });
@@ -172,6 +172,38 @@ const SCRIPT = String.raw`
         svg.append(s("text", { x: x + bw / 2, y: H - 8, "text-anchor": "middle" }, it.label));
         if (hgt > 0) svg.append(s("text", { x: x + bw / 2, y: H - B - hgt - 3, "text-anchor": "middle" }, opt.format(it.value)));
       }
+    });
+    return svg;
+  }
+
+  /** Stacked bars, one per minute: columns [[minute, {name: value}]], series [[name, color]]. */
+  function stackedBars(columns, series, opt) {
+    var W = 640, H = 220, L = 44, R = 10, T = 14, B = 26;
+    var svg = s("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": opt.label, "data-chart": opt.id });
+    if (columns.length === 0) { svg.append(s("text", { x: W / 2, y: H / 2, "text-anchor": "middle" }, "no batches yet")); return svg; }
+    var totals = columns.map(function (c) { return series.reduce(function (a, se) { return a + c[1][se[0]]; }, 0); });
+    var max = Math.max.apply(null, [1].concat(totals));
+    var slot = (W - L - R) / columns.length, bw = Math.max(1, Math.min(40, slot * 0.75));
+    var Y = function (v) { return (H - T - B) * v / max; };
+    for (var i = 0; i <= 4; i++) {
+      var y = H - B - Y(max * i / 4);
+      svg.append(s("line", { x1: L, x2: W - R, y1: y, y2: y, class: "axis", "stroke-dasharray": i ? "2 3" : "" }));
+      svg.append(s("text", { x: L - 4, y: y + 3, "text-anchor": "end" }, num(Math.round(max * i / 4))));
+    }
+    var every = Math.ceil(columns.length / 8);
+    columns.forEach(function (c, j) {
+      var x = L + slot * j + (slot - bw) / 2, base = H - B;
+      series.forEach(function (se) {
+        var v = c[1][se[0]];
+        if (!v) return;
+        var hgt = Y(v);
+        var r = s("rect", { x: x, y: base - hgt, width: bw, height: hgt, fill: se[1], "data-series": se[0], "data-value": v, "data-minute": c[0] });
+        r.append(s("title", {}, clock(c[0]).slice(0, 5) + ": " + num(v) + " " + se[0]));
+        svg.append(r);
+        base -= hgt;
+      });
+      if (totals[j] > 0 && columns.length <= 30) svg.append(s("text", { x: x + bw / 2, y: base - 3, "text-anchor": "middle" }, num(totals[j])));
+      if (j % every === 0) svg.append(s("text", { x: x + bw / 2, y: H - 8, "text-anchor": "middle" }, clock(c[0]).slice(0, 5) + "Z"));
     });
     return svg;
   }
@@ -257,7 +289,7 @@ const SCRIPT = String.raw`
       series.push({ name: n + " watermark", color: color, points: wm });
       series.push({ name: n + " max event time", color: color, dash: "4 3", width: 1.5, points: mx });
     });
-    var chart = lineChart(series, { id: "watermarks", label: "watermarks over time", yFormat: function (v) { return ts(Math.round(v / 1000) * 1000); } });
+    var chart = lineChart(series, { id: "watermarks", label: "watermarks over time", width: 1240, height: 280, left: 130, yFormat: function (v) { return ts(Math.round(v / 1000) * 1000); } });
     fill("sources", [table, chart, legend(series.filter(function (se) { return !/ batches$/.test(se.name); }).map(function (se) { return { name: se.name + (se.dash ? " (dashed)" : ""), color: se.color }; })),
       h("p", { class: "note" }, ["x: when (wall clock, UTC); y: event time. The global line is each commit's watermark after it (dots: the committing source). Per-source lines are sampled by this page every refresh since it was opened."])]);
   }
@@ -287,17 +319,15 @@ const SCRIPT = String.raw`
     // fill the minutes with no commits with zeros, so the lines drop to 0 (at most 180 minutes)
     var full = [];
     if (minutes.length) for (var m = Math.max(minutes[0], minutes[minutes.length - 1] - 179 * 60000); m <= minutes[minutes.length - 1]; m += 60000) full.push(m);
-    var series = RATE_SERIES.map(function (r) {
-      return { name: r[0] + "/min", color: r[1], dots: true, points: full.map(function (m) { return [m, buckets[m] ? buckets[m][r[0]] : 0]; }) };
-    });
+    var columns = full.map(function (m) { return [m, buckets[m] || { emitted: 0, duplicates: 0, late: 0, rejected: 0 }]; });
     var span = progress.length ? "over the last " + progress.length + " batch" + (progress.length === 1 ? "" : "es") : "no batches yet";
     fill("rates", [
       h("div", { class: "totals" }, RATE_SERIES.map(function (r) {
         return h("div", {}, [h("b", { id: "total-" + r[0] }, [num(totals[r[0]])]), r[0]]);
       }).concat([h("div", {}, [h("b", { id: "total-input" }, [num(totals.input)]), "input rows"])])),
-      lineChart(series, { id: "rates", label: "rows per minute", yZero: true, yFormat: function (v) { return num(Math.round(v)); } }),
-      legend(series),
-      h("p", { class: "note" }, ["Rows per minute of commit time, " + span + "."]),
+      stackedBars(columns, RATE_SERIES, { id: "rates", label: "rows per minute by outcome" }),
+      legend(RATE_SERIES.map(function (r) { return { name: r[0], color: r[1] }; })),
+      h("p", { class: "note" }, ["Rows per minute of commit time (UTC), by outcome, " + span + "."]),
     ]);
   }
 

@@ -139,7 +139,11 @@ describe("the dashboard in a browser", () => {
     // The line charts have their series; the table has the batches, newest first.
     expect(await page.$$eval('svg[data-chart="watermarks"] path[data-series="global watermark"]', (ps) => ps.length)).toBe(1);
     expect(await page.$$eval('svg[data-chart="watermarks"] path[data-series="web watermark"]', (ps) => ps.length)).toBe(1);
-    expect(await page.$$eval('svg[data-chart="rates"] circle[data-series="emitted/min"]', (cs) => cs.length)).toBeGreaterThan(0);
+    // The per-minute bars add up to the totals.
+    for (const k of ["emitted", "duplicates", "late", "rejected"] as const) {
+      const values = await page.$$eval(`svg[data-chart="rates"] rect[data-series="${k}"]`, (rs) => rs.map((r) => Number(r.getAttribute("data-value"))));
+      expect(values.reduce((a, b) => a + b, 0)).toBe(sum(k));
+    }
     const rows = await page.$$eval("#batches-table tbody tr", (trs) => trs.map((tr) => Array.from(tr.querySelectorAll("td")).map((td) => td.textContent?.trim())));
     expect(rows).toHaveLength(progress.length);
     const newest = progress[progress.length - 1];
