@@ -64,6 +64,9 @@ const SCRIPT = String.raw`
   var timer = null, paused = false, busy = false, current = null;
   /** per stream: samples of each source's watermark and max event time taken by this page */
   var samples = {};
+  /** per stream: the last per-partition state read, reused for a while when there are many partitions */
+  var stateCache = {};
+  var STATE_EVERY_MS = 30000;
 
   // ---- small DOM helpers: text only through textContent, never innerHTML
   function h(tag, attrs, kids) {
@@ -366,7 +369,12 @@ const SCRIPT = String.raw`
     var base = "/v1/streams/" + encodeURIComponent(name);
     var got = await Promise.all([api(base), api(base + "/health"), api(base + "/progress?limit=1000")]);
     var info = got[0], health = got[1], progress = got[2].progress;
-    var parts = await Promise.all(Array.from({ length: info.config.partitions }, function (_, p) { return api(base + "/state?partition=" + p + "&limit=1"); }));
+    // One call per partition: with many partitions, at most every STATE_EVERY_MS.
+    var cached = stateCache[name];
+    var parts = cached && cached.parts.length === info.config.partitions && info.config.partitions > 32 && Date.now() - cached.at < STATE_EVERY_MS
+      ? cached.parts
+      : await Promise.all(Array.from({ length: info.config.partitions }, function (_, p) { return api(base + "/state?partition=" + p + "&limit=1"); }));
+    stateCache[name] = { at: cached && cached.parts === parts ? cached.at : Date.now(), parts: parts };
     if (name !== current) return; // the operator picked another stream meanwhile
     $("panels").hidden = false; $("empty").hidden = true;
     renderHealth(health, info);
