@@ -185,13 +185,17 @@ const SCRIPT = String.raw`
     var svg = s("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": opt.label, "data-chart": opt.id });
     if (columns.length === 0) { svg.append(s("text", { x: W / 2, y: H / 2, "text-anchor": "middle" }, "no batches yet")); return svg; }
     var totals = columns.map(function (c) { return series.reduce(function (a, se) { return a + c[1][se[0]]; }, 0); });
-    var max = Math.max.apply(null, [1].concat(totals));
+    // whole, round steps (1, 2, 5 × 10^n) up to at least the tallest bar
+    var tallest = Math.max.apply(null, [1].concat(totals));
+    var pow = Math.pow(10, Math.floor(Math.log10(Math.max(1, tallest / 4))));
+    var step = [1, 2, 5, 10].map(function (m) { return m * pow; }).filter(function (st) { return st * 4 >= tallest; })[0] || 10 * pow;
+    var ticks = Math.ceil(tallest / step), max = ticks * step;
     var slot = (W - L - R) / columns.length, bw = Math.max(1, Math.min(40, slot * 0.75));
     var Y = function (v) { return (H - T - B) * v / max; };
-    for (var i = 0; i <= 4; i++) {
-      var y = H - B - Y(max * i / 4);
+    for (var i = 0; i <= ticks; i++) {
+      var y = H - B - Y(step * i);
       svg.append(s("line", { x1: L, x2: W - R, y1: y, y2: y, class: "axis", "stroke-dasharray": i ? "2 3" : "" }));
-      svg.append(s("text", { x: L - 4, y: y + 3, "text-anchor": "end" }, num(Math.round(max * i / 4))));
+      svg.append(s("text", { x: L - 4, y: y + 3, "text-anchor": "end" }, num(step * i)));
     }
     var every = Math.ceil(columns.length / 8);
     columns.forEach(function (c, j) {
