@@ -16,6 +16,7 @@ import { ingest } from "./ingest";
 import { webhook } from "./webhook";
 import { runRoutes } from "../sources/files/routes";
 import { badRequest, conflict, HttpError, notFound, problemResponse } from "./problem";
+import { dashboardResponse } from "../dashboard/page";
 
 type App = { Bindings: Env; Variables: { stream: string } };
 
@@ -264,6 +265,9 @@ app.get(`${STREAM}/health`, async (c) => {
   return c.json({ stream, ...health, state: d.state });
 });
 
+// The operator's dashboard (src/dashboard): a static page, no data and so no auth; it calls /v1 with the admin token typed into it.
+app.get("/dashboard", () => dashboardResponse());
+
 // Prometheus text exposition of every registered stream's counters and gauges.
 app.get("/metrics", async (c) => {
   await requireAdmin(c.req.header("authorization"), c.env);
@@ -298,6 +302,7 @@ for (const [path, allow] of [
   ["/v1/streams", "GET"],
   ["/healthz", "GET"],
   ["/metrics", "GET"],
+  ["/dashboard", "GET"],
 ] as const) {
   app.all(path, () => {
     throw new HttpError(405, "method-not-allowed", "Method not allowed", `allowed: ${allow}`, {}, { allow });

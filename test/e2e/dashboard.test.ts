@@ -1,0 +1,220 @@
+/**
+ * The dashboard (GET /dashboard, src/dashboard) in a real headless browser —
+ * Debian's chromium driven by playwright-core — against a real `wrangler dev`:
+ * it shows a stream's own figures, read from the JSON API with the token typed
+ * into the page, and says so plainly when the token is wrong or the stream is gone.
+ *
+ * Needs /usr/bin/chromium (.ci/run installs it); without it the tests fail, they do not skip.
+ * The screenshot goes to a temporary directory (its path is printed); with
+ * UPDATE_DASHBOARD_SCREENSHOT=1 it also replaces docs/guides/dashboard.png.
+ */
+import { copyFileSync, existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { at, pollUntil, useServer } from "./server";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const STREAM = "dash";
+const PARTITIONS = 4;
+
+const { server, api } = useServer();
+let browser: Browser | undefined;
+
+// Without chromium every test fails (a failing beforeAll would only mark them skipped).
+beforeAll(async () => {
+  if (existsSync(CHROMIUM)) browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+function theBrowser(): Browser {
+  if (!browser) {
+    throw new Error(
+      `the dashboard tests need a headless chromium at ${CHROMIUM} and there is none: ` +
+        "install Debian's (apt-get install -y chromium; .ci/run does it), or set CHROMIUM_PATH",
+    );
+  }
+  return browser;
+}
+
+/** Formats an epoch-ms time as the page does. */
+const iso = (ms: number) => new Date(ms).toISOString().replace(".000Z", "Z");
+
+async function openPage(): Promise<{ page: Page; errors: string[] }> {
+  const context = await theBrowser().newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() === "error" && !/status of 40[134]/.test(m.text())) errors.push(`console: ${m.text()}`);
+  });
+  await page.goto(`${server.url}/dashboard`);
+  return { page, errors };
+}
+
+async function enterToken(page: Page, token: string): Promise<void> {
+  await page.fill("#token", token);
+  await page.click("#connect");
+}
+
+async function text(page: Page, selector: string): Promise<string> {
+  return ((await page.textContent(selector)) ?? "").trim();
+}
+
+describe("the dashboard in a browser", () => {
+  test("GET /dashboard is a static page: no token needed, no data in it, a strict CSP", async () => {
+    theBrowser();
+    const res = await api.request("GET", "/dashboard", { token: null });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/html/);
+    const csp = res.headers.get("content-security-policy") ?? "";
+    expect(csp).toMatch(/default-src 'none'/);
+    expect(csp).toMatch(/connect-src 'self'/);
+    const nonce = csp.match(/script-src 'nonce-([^']+)'/)?.[1];
+    expect(nonce).toBeTruthy();
+    expect(res.text).toContain(`<script nonce="${nonce}">`);
+    expect(res.text).not.toContain(server.token);
+    expect(res.text).not.toMatch(/\b(src|href)=["']|<link|@import|url\(/); // nothing loaded from elsewhere (no CDN)
+    expect((await api.request("POST", "/dashboard", { token: null })).status).toBe(405);
+  });
+
+  test("shows the stream's own figures: health, held-back source, watermark, counts, partitions, batches", async () => {
+    theBrowser();
+    await api.putStream(STREAM, {
+      key: ["id"],
+      eventTime: "ts",
+      watermarkDelay: "5 minutes",
+      partitions: PARTITIONS,
+      sources: { web: {}, mobile: {} },
+    });
+    await api.putStream("other", { key: ["id"], eventTime: "ts", watermarkDelay: "1 minute" });
+    await api.ingest(STREAM, [{ id: "m1", ts: at(9) }], { source: "mobile" });
+    await api.ingest(STREAM, [{ id: "a", ts: at(10) }, { id: "a", ts: at(10) }, { id: "b", ts: at(10, 1) }], { source: "web" });
+    await api.ingest(STREAM, [{ id: "c", ts: at(10, 30) }, { id: "a", ts: at(10) }], { source: "web" });
+    // m0 is older than the watermark (8:55): late; "nots" has no event time: rejected.
+    const last = await api.ingest(STREAM, [{ id: "m2", ts: at(9, 30) }, { id: "m0", ts: at(8) }, { id: "m1", ts: at(9) }, { id: "nots" }], { source: "mobile" });
+    expect(last).toMatchObject({ late: 1, duplicates: 1, emitted: 1, watermarkAfter: at(9, 25) });
+
+    // m1 (9:00) is behind the watermark (9:25): its state row is evicted; wait for the state to settle.
+    const settled = await pollUntil(() => api.stream(STREAM), (s) => s.state.rows === 4, 10_000);
+    expect(settled.state.rows).toBe(4);
+    const info = await api.stream(STREAM);
+    const progress = await api.progress(STREAM);
+    const sum = (k: "emitted" | "duplicates" | "late" | "rejected") => progress.reduce((a, p) => a + p[k], 0);
+    expect([sum("emitted"), sum("duplicates"), sum("late"), sum("rejected")]).toEqual([5, 3, 1, 1]);
+    const health = JSON.parse((await api.request("GET", `/v1/streams/${STREAM}/health`)).text);
+    expect(health.heldBackBy).toBe("mobile");
+
+    const { page, errors } = await openPage();
+    await enterToken(page, server.token);
+    await page.waitForSelector(`#stream option[value="${STREAM}"]`, { state: "attached" });
+    expect(await page.$$eval("#stream option", (os) => os.map((o) => (o as HTMLOptionElement).value))).toEqual(["", "dash", "other"]);
+    await page.selectOption("#stream", STREAM);
+    await page.waitForSelector("#watermark");
+
+    expect(await text(page, "#watermark")).toBe(iso(info.watermark));
+    expect(await text(page, "#watermark")).toBe("2024-01-01T09:25:00Z");
+    expect(await text(page, "#status")).toBe(health.status);
+    expect(await text(page, "#held-back-by")).toBe("mobile");
+    expect(await text(page, "#total-emitted")).toBe(String(sum("emitted")));
+    expect(await text(page, "#total-duplicates")).toBe(String(sum("duplicates")));
+    expect(await text(page, "#total-late")).toBe(String(sum("late")));
+    expect(await text(page, "#total-rejected")).toBe(String(sum("rejected")));
+    expect(await text(page, "#batches-committed")).toBe(String(info.batches.committed));
+    expect(await text(page, "#state-total")).toContain(`${info.state.rows} rows`);
+
+    // Per source: the watermark and max event time of GET /v1/streams/{s}.
+    for (const [name, src] of Object.entries(info.sources)) {
+      const cells = await page.$$eval(`#sources-table tr[data-source="${name}"] td`, (tds) => tds.map((td) => td.textContent?.trim()));
+      expect(cells[1]).toBe(iso(src.watermark));
+      expect(cells[2]).toBe(iso(src.maxEventTime!));
+    }
+    expect(await text(page, '#sources-table tr[data-source="mobile"] td:first-child')).toContain("holds back");
+
+    // One bar per partition, rows and bytes, with each partition's real figures.
+    const state = await api.allState(STREAM, PARTITIONS);
+    const bars = async (cls: string) => page.$$eval(`rect.${cls}`, (rs) => rs.map((r) => Number(r.getAttribute("data-value"))));
+    expect(await bars("bar-rows")).toEqual(state.map((s) => s.rows));
+    expect(await bars("bar-bytes")).toEqual(state.map((s) => s.bytes));
+    expect((await bars("bar-rows")).reduce((a, b) => a + b, 0)).toBe(info.state.rows);
+
+    // The line charts have their series; the table has the batches, newest first.
+    expect(await page.$$eval('svg[data-chart="watermarks"] path[data-series="global watermark"]', (ps) => ps.length)).toBe(1);
+    expect(await page.$$eval('svg[data-chart="watermarks"] path[data-series="web watermark"]', (ps) => ps.length)).toBe(1);
+    // The per-minute bars add up to the totals.
+    for (const k of ["emitted", "duplicates", "late", "rejected"] as const) {
+      const values = await page.$$eval(`svg[data-chart="rates"] rect[data-series="${k}"]`, (rs) => rs.map((r) => Number(r.getAttribute("data-value"))));
+      expect(values.reduce((a, b) => a + b, 0)).toBe(sum(k));
+    }
+    const rows = await page.$$eval("#batches-table tbody tr", (trs) => trs.map((tr) => Array.from(tr.querySelectorAll("td")).map((td) => td.textContent?.trim())));
+    expect(rows).toHaveLength(progress.length);
+    const newest = progress[progress.length - 1];
+    expect(await page.getAttribute("#batches-table tbody tr", "data-batch")).toBe(newest.batchId);
+    expect([rows[0][1], ...rows[0].slice(3, 8)]).toEqual(["mobile", "4", "1", "1", "1", "1"]);
+
+    // The token is in sessionStorage and never in the URL.
+    expect(page.url()).not.toContain(server.token);
+    expect(page.url()).toContain(`#stream=${STREAM}`);
+    expect(await page.evaluate(() => sessionStorage.getItem("edge-dedup.adminToken"))).toBe(server.token);
+    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+
+    // Auto-refresh: a new batch shows up within a refresh (5 s) without touching the page.
+    await api.ingest(STREAM, [{ id: "d", ts: at(10, 40) }, { id: "e", ts: at(10, 41) }], { source: "web" });
+    await page.waitForFunction((n) => document.getElementById("total-emitted")?.textContent === String(n), sum("emitted") + 2, { timeout: 15_000 });
+
+    // Pause stops it.
+    await page.click("#pause");
+    expect(await text(page, "#pause")).toBe("Resume");
+    await api.ingest(STREAM, [{ id: "f", ts: at(10, 42) }], { source: "web" });
+    await page.waitForTimeout(6_000);
+    expect(await text(page, "#total-emitted")).toBe(String(sum("emitted") + 2));
+    await page.click("#pause");
+    await page.waitForFunction((n) => document.getElementById("total-emitted")?.textContent === String(n), sum("emitted") + 3, { timeout: 15_000 });
+
+    const dir = mkdtempSync(join(tmpdir(), "edge-dedup-dashboard-"));
+    const shot = join(dir, "dashboard.png");
+    await page.screenshot({ path: shot, fullPage: true });
+    console.log(`dashboard screenshot: ${shot}`);
+    if (process.env.UPDATE_DASHBOARD_SCREENSHOT === "1") copyFileSync(shot, join(ROOT, "docs/guides/dashboard.png"));
+
+    expect(errors).toEqual([]);
+    await page.context().close();
+  });
+
+  test("a wrong token is a clear 403 in the page; an unreadable one a 401; a deleted stream a 404", async () => {
+    const { page } = await openPage();
+    await enterToken(page, "not-the-admin-token");
+    await page.waitForFunction(() => /^403 /.test(document.getElementById("error")?.textContent ?? ""), null, { timeout: 10_000 });
+    expect(await text(page, "#error")).toMatch(/^403 Forbidden: the admin token is not valid/);
+    expect(await page.isHidden("#panels")).toBe(true);
+    expect(await text(page, "#pause")).toBe("Resume"); // a bad token stops the auto-refresh
+
+    // Forgetting the token clears it; a session without one says what to do.
+    await page.click("#forget");
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await text(page, "#error")).toMatch(/Enter the admin token/);
+
+    // A token the API cannot read as a bearer token (it has a space) is a 401, shown as such.
+    await enterToken(page, "two words");
+    await page.waitForFunction(() => /^401 /.test(document.getElementById("error")?.textContent ?? ""), null, { timeout: 10_000 });
+    expect(await text(page, "#error")).toMatch(/^401 Unauthorized: enter the admin token/);
+
+    // A stream deleted while it is on screen: 404, said plainly.
+    await api.putStream("doomed", { key: ["id"], eventTime: "ts", watermarkDelay: "1 minute" });
+    await enterToken(page, server.token);
+    await page.waitForSelector('#stream option[value="doomed"]', { state: "attached" });
+    await page.selectOption("#stream", "doomed");
+    await page.waitForSelector("#watermark");
+    expect(await text(page, "#error")).toBe("");
+    expect((await api.request("DELETE", "/v1/streams/doomed")).status).toBe(204);
+    await page.click("#refresh");
+    await page.waitForFunction(() => /^404 Not found/.test(document.getElementById("error")?.textContent ?? ""), null, { timeout: 10_000 });
+    expect(await text(page, "#error")).toContain('stream "doomed" does not exist');
+    await page.context().close();
+  });
+});
