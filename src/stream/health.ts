@@ -120,7 +120,10 @@ export function evaluateHealth(input: HealthInput, thresholds: Partial<HealthThr
   const accepted = rows - rejected;
   const first = win[0];
   const last = win[win.length - 1];
-  const advance = first && last ? last.watermarkAfter - first.watermark : null;
+  // Measured from the first watermark there was: a window that starts with the stream's
+  // first commit (watermark 0, i.e. none yet) would otherwise count the years since 1970.
+  const start = first ? (first.watermark > 0 ? first.watermark : first.watermarkAfter) : null;
+  const advance = start !== null && last ? last.watermarkAfter - start : null;
   const enough = win.length >= t.minBatches;
 
   // 1. Stalled: rows keep arriving, the watermark does not move.

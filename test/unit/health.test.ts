@@ -208,3 +208,17 @@ describe("properties", () => {
     );
   });
 });
+
+describe("a window that starts with the stream's first commit", () => {
+  test("measures the watermark's advance from the first watermark there was, not from 0", () => {
+    // The first report was judged by no watermark (0) and set it to 10:00; state grows, the watermark moves 4 minutes.
+    const progress = series(12, 0, 50).map((r, i) => ({ ...r, watermark: i === 0 ? 0 : at(i - 1), watermarkAfter: at(i) }));
+    const h = evaluateHealth(input({ progress }));
+    expect(h.reasons.map((r) => r.code)).toEqual([]);
+  });
+});
+
+/** 10:00 + i × 20 s, epoch ms */
+function at(i: number): number {
+  return Date.UTC(2024, 0, 1, 10, 0) + i * 20_000;
+}
