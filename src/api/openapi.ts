@@ -95,6 +95,7 @@ export const OPERATIONS: readonly Operation[] = [
   { method: "get", path: "/healthz", summary: "Liveness of the Worker and its bindings", tag: "operate", auth: "none", ok: { status: 200, description: '{"status":"ok"}' } },
   { method: "get", path: "/openapi.json", summary: "This document", tag: "operate", auth: "none", ok: { status: 200, description: "OpenAPI 3.1" } },
   { method: "get", path: "/docs", summary: "This document, as a page", tag: "operate", auth: "none", ok: { status: 200, media: "text/html", description: "HTML" } },
+  { method: "get", path: "/dashboard", summary: "The operator's dashboard (a static page; it calls /v1 with the admin token typed into it)", tag: "operate", auth: "none", ok: { status: 200, media: "text/html", description: "HTML" } },
 ];
 
 const jsonSchema = (schema: z.ZodType) => z.toJSONSchema(schema, { io: "input", unrepresentable: "any" });

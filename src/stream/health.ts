@@ -122,7 +122,7 @@ export function evaluateHealth(input: HealthInput, thresholds: Partial<HealthThr
   const last = win[win.length - 1];
   // Measured from the first watermark there was: a window that starts with the stream's
   // first commit (watermark 0, i.e. none yet) would otherwise count the years since 1970.
-  const start = first ? (first.watermark > 0 ? first.watermark : first.watermarkAfter) : null;
+  const start = first ? (win.flatMap((p) => [p.watermark, p.watermarkAfter]).find((w) => w > 0) ?? 0) : null;
   const advance = start !== null && last ? last.watermarkAfter - start : null;
   const enough = win.length >= t.minBatches;
 

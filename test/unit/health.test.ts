@@ -215,6 +215,9 @@ describe("a window that starts with the stream's first commit", () => {
     const progress = series(12, 0, 50).map((r, i) => ({ ...r, watermark: i === 0 ? 0 : at(i - 1), watermarkAfter: at(i) }));
     const h = evaluateHealth(input({ progress }));
     expect(h.reasons.map((r) => r.code)).toEqual([]);
+    // Nor when the first commits left it at 0 (a declared source had not sent yet).
+    const pinned = [report(1, { numRowsTotal: 1 }), report(2, { numRowsTotal: 2 }), ...progress.slice(2)];
+    expect(evaluateHealth(input({ progress: pinned })).reasons.map((r) => r.code)).toEqual([]);
   });
 });
 
