@@ -1,5 +1,6 @@
 import { notConfigured, HttpError } from "./problem";
 import { toHex } from "./body";
+import { concat } from "../webhooks/bytes";
 
 /**
  * Signing secrets at rest. An HMAC can't be checked against a hash, so they are
@@ -107,16 +108,6 @@ async function decrypt(key: string, raw: Uint8Array, additionalData: Uint8Array 
   } catch {
     return null;
   }
-}
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 const startsWith = (bytes: Uint8Array, prefix: Uint8Array) => prefix.every((b, i) => bytes[i] === b);
