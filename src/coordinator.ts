@@ -57,6 +57,8 @@ export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
   { version: 3, does: "the outbox, publication progress (manifest, table) and metrics counters", up: (sql) => sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE + METRICS_TABLE) },
 ];
 
+/** How long a request for a batch id that is in flight waits for it before a 409. */
+export const WAIT_FOR_INFLIGHT_MS = 5_000;
 /** How long a begun batch holds its id against a concurrent request with the same id. */
 export const LEASE_MS = 30_000;
 /** Eviction fan-out runs at most this often after the watermark moves. */
@@ -133,7 +135,7 @@ export type BeginResult =
   | { kind: "unauthorized" }
   | { kind: "forbidden"; detail: string }
   | { kind: "conflict" }
-  | { kind: "busy"; retryAfterMs: number }
+  | { kind: "busy"; retryAfterMs: number; source?: string }
   | { kind: "too-large"; detail: string }
   | { kind: "replay"; source: string; outcome: BatchOutcome }
   | { kind: "run"; source: string; watermark: number; begunAt: number; config: StreamConfig; epoch: string };
@@ -195,6 +197,8 @@ export class Coordinator extends DurableObject<Env> {
   private sql: SqlStorage;
   /** In memory on purpose: a restarted coordinator means the holders crashed, so their leases end. */
   private leases = new Map<string, number>();
+  /** batch ids (`{source}\n{batchId}`) queued or running in a micro-batch here: settles when it does */
+  private inflight = new Map<string, Promise<void>>();
   private outbox: Outbox;
   private batcher = new MicroBatcher<Submission, BatchOutcome>((items) => this.runMicroBatch(items), {
     maxWeight: MICRO_BATCH_MAX_ROWS,
@@ -347,7 +351,7 @@ export class Coordinator extends DurableObject<Env> {
    * stream that it holds at once, and they join the same micro-batch. A
    * micro-batch that fails answers its members `failed` (safe to retry).
    */
-  async ingestMany(reqs: IngestRequest[]): Promise<(IngestResult | { kind: "failed"; message: string })[]> {
+  async ingestMany(reqs: IngestRequest[], deadline = Date.now() + WAIT_FOR_INFLIGHT_MS): Promise<(IngestResult | { kind: "failed"; message: string })[]> {
     const meta = this.meta();
     const now = Date.now();
     const answers: (IngestResult | Promise<IngestResult> | null)[] = [];
@@ -358,6 +362,12 @@ export class Coordinator extends DurableObject<Env> {
         continue;
       }
       const a = this.admitBatch(meta, req.sourceHeader, req.batchId, { hash: req.identity, bytes: req.bytes, rows: req.rows.length }, req.auth, now);
+      const running = a.kind === "busy" ? this.inflight.get(`${a.source}\n${req.batchId}`) : undefined;
+      if (running && now < deadline) {
+        // The same batch id is running here: wait for it (not the producer polling with the whole body), then answer as a retry would be.
+        answers.push(this.afterInflight(req, running, deadline));
+        continue;
+      }
       if (!runnable(a)) {
         answers.push(a);
         continue;
@@ -370,6 +380,18 @@ export class Coordinator extends DurableObject<Env> {
       });
     }
     const outcomes = this.batcher.submitAll(queued);
+    queued.forEach((s, i) => {
+      const key = `${s.source}\n${s.batchId}`;
+      // A failed run lets go of its id here, before anyone waiting on it looks again.
+      const settled = outcomes[i].then(
+        () => undefined,
+        () => void this.leases.delete(key),
+      );
+      this.inflight.set(key, settled);
+      void settled.then(() => {
+        if (this.inflight.get(key) === settled) this.inflight.delete(key);
+      });
+    });
     let next = 0;
     return Promise.all(
       answers.map(async (a) => {
@@ -385,6 +407,16 @@ export class Coordinator extends DurableObject<Env> {
         }
       }),
     );
+  }
+
+  /** A request for a batch id that is running: once that run settles (or the deadline passes), admitted again. */
+  private async afterInflight(req: IngestRequest, running: Promise<void>, deadline: number): Promise<IngestResult> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([running, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]);
+    clearTimeout(timer);
+    const [r] = await this.ingestMany([req], Date.now() < deadline ? deadline : 0);
+    if (r.kind === "failed") throw new Error(r.message);
+    return r;
   }
 
   /** Runs one micro-batch: begin every member, run the group (partitions, R2), commit them together. */
@@ -457,7 +489,7 @@ export class Coordinator extends DurableObject<Env> {
     }
     if (row && !sameBody(row.body_hash, body.hash)) return { kind: "conflict" };
     const until = this.leases.get(`${source}\n${batchId}`);
-    if (until !== undefined && until > now) return { kind: "busy", retryAfterMs: until - now };
+    if (until !== undefined && until > now) return { kind: "busy", retryAfterMs: until - now, source };
     if (row) return { kind: "resumed", source, row };
     // Limits bind new batches only: a batch begun under higher limits still completes.
     const { maxBodyBytes, maxRows } = meta.config.limits;

@@ -1,15 +1,13 @@
 import { NAME_PATTERN } from "../stream/config";
 import type { BatchOutcome } from "../stream/report";
 import { coordinatorStub, type Env } from "../env";
-import type { IngestResult, ReceivedBatch } from "../coordinator";
+import { WAIT_FOR_INFLIGHT_MS, type IngestResult, type ReceivedBatch } from "../coordinator";
 import { requestedFault, type FaultPoint } from "../faults";
 import { admitCaller, proveCaller } from "./admission";
 import { batchIdentity, HARD_BODY_LIMIT, HARD_MAX_ROWS, parseMode, parseRows, readBody, TooManyRows } from "./body";
 import { badRequest, conflict, forbidden, HttpError, notFound } from "./problem";
 
 const BATCH_ID_PATTERN = /^[\x21-\x7e]{1,255}$/;
-/** How long a request for a batch id that is in flight waits for it before a 409. */
-export const WAIT_FOR_INFLIGHT_MS = 5_000;
 const POLL_MS = 100;
 
 /**
@@ -95,7 +93,11 @@ export async function processBatch(env: Env, stream: string, received: ReceivedB
   }
 }
 
-/** A request for a batch id that is in flight waits for it (polling), up to WAIT_FOR_INFLIGHT_MS. */
+/**
+ * A request for a batch id that is in flight waits for it, up to
+ * WAIT_FOR_INFLIGHT_MS: the Coordinator waits for a run of its own; this polls
+ * only for an id held outside it (a begin() through the direct RPC form).
+ */
 async function ingestOrWait(ingest: () => Promise<IngestResult>): Promise<IngestResult> {
   const deadline = Date.now() + WAIT_FOR_INFLIGHT_MS;
   for (;;) {
