@@ -135,6 +135,11 @@ export async function startProcess(opts: {
   return { name: opts.name, url: opts.url, log, stop };
 }
 
+/** What a snapshot of the project needs to run the real Worker under `wrangler dev`. */
+export const PROJECT_FILES: Record<string, string> = Object.fromEntries(
+  ["src", "wrangler.toml", "package.json", "tsconfig.json"].map((entry) => [entry, join(ROOT, entry)]),
+);
+
 /**
  * Starts `wrangler dev` on a snapshot (so someone saving a file in src/ cannot
  * reload the Worker mid-run): `files` maps a path in the snapshot to a path to

@@ -25,7 +25,7 @@
  */
 import { join } from "node:path";
 import { rng } from "../test/support/rng.ts";
-import { BENCH_DIR, fmt, http, httpJson, killEverything, median, ROOT, startWrangler, table } from "./harness.ts";
+import { BENCH_DIR, fmt, PROJECT_FILES, http, httpJson, killEverything, median, ROOT, startWrangler, table } from "./harness.ts";
 
 const TOKEN = "bench-token";
 /** The whole bench is aborted past this; each part also has its own budget. */
@@ -272,11 +272,9 @@ async function ingestRun(api: Api, label: string, rows: Event[], distinct: numbe
 
 async function benchWorker(): Promise<void> {
   console.log("\n2-4. The real Worker (wrangler dev on the project's wrangler.toml)");
-  const files: Record<string, string> = {};
-  for (const entry of ["src", "wrangler.toml", "package.json", "tsconfig.json"]) files[entry] = join(ROOT, entry);
   const server = await startWrangler({
     name: "edge-dedup",
-    files,
+    files: PROJECT_FILES,
     vars: { ADMIN_TOKEN: TOKEN },
     // Only our server knows the token, so only it answers this with a 404 naming the path.
     ready: async (url) => {

@@ -58,7 +58,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { rng } from "../test/support/rng.ts";
 import {
-  BENCH_DIR, fmt, freePort, http, httpJson, killEverything, median, REQUEST_TIMEOUT_MS, ROOT,
+  BENCH_DIR, fmt, PROJECT_FILES, freePort, http, httpJson, killEverything, median, REQUEST_TIMEOUT_MS, ROOT,
   startProcess, startWrangler, table, tempDir, removeTempDir, type Server,
 } from "./harness.ts";
 
@@ -307,11 +307,9 @@ const auth = { authorization: `Bearer ${TOKEN}` };
 const sum = (t: Record<string, number>) => Object.values(t).reduce((a, b) => a + b, 0);
 
 async function startEdgeDedup(): Promise<Target> {
-  const files: Record<string, string> = {};
-  for (const entry of ["src", "wrangler.toml", "package.json", "tsconfig.json"]) files[entry] = join(ROOT, entry);
   const server = await startWrangler({
     name: "edge-dedup",
-    files,
+    files: PROJECT_FILES,
     vars: { ADMIN_TOKEN: TOKEN },
     defines: { __OPCOUNT__: "true" },
     // Only our server has the counters route (a 200 with its JSON shape).

@@ -4,15 +4,12 @@ import { dedupSettings, encodeOutput, mergeDecisions, planBatch } from "../../sr
 import { parseStreamConfig, type StreamConfig } from "../../src/stream/config";
 import { partitionFor } from "../../src/stream/hash";
 import { progressOf, type BatchOutcome } from "../../src/stream/report";
+import { validConfig } from "./stream-config";
 
 const at = (h: number, m: number) => Date.UTC(2024, 0, 1, h, m);
 const NOW = at(12, 0);
 
-function config(body: Record<string, unknown> = {}): StreamConfig {
-  const r = parseStreamConfig({ key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 4, ...body });
-  if (!r.ok) throw new Error(JSON.stringify(r.errors));
-  return r.config;
-}
+const config = (body: Record<string, unknown> = {}): StreamConfig => validConfig({ key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 4, ...body });
 
 describe("planBatch", () => {
   const c = config();

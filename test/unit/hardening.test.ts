@@ -3,16 +3,13 @@ import { describe, expect, test } from "vitest";
 import { parseRows } from "../../src/api/body";
 import { parseSignature, SIGNATURE_TOLERANCE_S, withinReplayWindow } from "../../src/api/signature";
 import { TtlCache } from "../../src/api/ttl-cache";
-import { parseStreamConfig, type StreamConfig } from "../../src/stream/config";
+import type { StreamConfig } from "../../src/stream/config";
 import { capRejected, MAX_REJECTED_LISTED, rejectedTotal } from "../../src/stream/report";
 import { validateRow } from "../../src/stream/schema";
 import { globalWatermark } from "../../src/stream/watermark";
+import { validConfig } from "./stream-config";
 
-const config = (body: Record<string, unknown>): StreamConfig => {
-  const r = parseStreamConfig({ key: ["id"], eventTime: "ts", watermarkDelay: "10 minutes", ...body });
-  if (!r.ok) throw new Error(JSON.stringify(r.errors));
-  return r.config;
-};
+const config = (body: Record<string, unknown> = {}): StreamConfig => validConfig({ key: ["id"], eventTime: "ts", watermarkDelay: "10 minutes", ...body });
 
 describe("bounded caches", () => {
   test("hold at most maxEntries, dropping the least recently used", () => {

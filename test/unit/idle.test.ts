@@ -11,16 +11,13 @@ import {
   type WatermarkState,
 } from "../../src/stream/watermark";
 import { ReferenceModel, type ModelRow } from "./model";
+import { validConfig } from "./stream-config";
 
 const MIN = 60_000;
 const at = (h: number, m: number) => Date.UTC(2024, 0, 1, h, m);
 const NOW = at(13, 0);
 
-function config(body: Record<string, unknown> = {}): StreamConfig {
-  const r = parseStreamConfig({ key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", ...body });
-  if (!r.ok) throw new Error(JSON.stringify(r.errors));
-  return r.config;
-}
+const config = (body: Record<string, unknown> = {}): StreamConfig => validConfig({ key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", ...body });
 
 /** A step: a batch of `source` commits at `now` (max event time `maxT`), or an alarm at `now` (source null). */
 type Step = { now: number; source: string | null; maxT: number | null };

@@ -1,17 +1,14 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { parseStreamConfig, type StreamConfig } from "../../src/stream/config";
+import type { StreamConfig } from "../../src/stream/config";
 import { isRejected, parseTimestamp, validateRow, type AcceptedRow, type RejectedRow } from "../../src/stream/schema";
+import { validConfig } from "./stream-config";
 
 const T10 = Date.UTC(2024, 0, 1, 10, 0, 0);
 const NOW = Date.UTC(2024, 0, 1, 12, 0, 0);
 const DAY = 86_400_000;
 
-function config(body: Record<string, unknown>): StreamConfig {
-  const r = parseStreamConfig({ key: ["event_id"], eventTime: "event_ts", watermarkDelay: "5 minutes", ...body });
-  if (!r.ok) throw new Error(JSON.stringify(r.errors));
-  return r.config;
-}
+const config = (body: Record<string, unknown> = {}): StreamConfig => validConfig({ key: ["event_id"], eventTime: "event_ts", watermarkDelay: "5 minutes", ...body });
 
 function accept(c: StreamConfig, raw: unknown, index = 0, now = NOW): AcceptedRow {
   const r = validateRow(c, raw, index, now);

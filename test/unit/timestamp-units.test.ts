@@ -1,17 +1,14 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { parseStreamConfig, type StreamConfig } from "../../src/stream/config";
+import type { StreamConfig } from "../../src/stream/config";
 import { isRejected, MIN_PLAUSIBLE_MS, parseTimestamp, validateRow } from "../../src/stream/schema";
+import { validConfig } from "./stream-config";
 
 const T10 = Date.UTC(2024, 0, 1, 10, 0, 0);
 const NOW = Date.UTC(2024, 0, 1, 12, 0, 0);
 const SEPT_2001 = Date.UTC(2001, 8, 9, 1, 46, 40);
 
-function config(body: Record<string, unknown>): StreamConfig {
-  const r = parseStreamConfig({ key: ["event_id"], eventTime: "event_ts", watermarkDelay: "5 minutes", ...body });
-  if (!r.ok) throw new Error(JSON.stringify(r.errors));
-  return r.config;
-}
+const config = (body: Record<string, unknown> = {}): StreamConfig => validConfig({ key: ["event_id"], eventTime: "event_ts", watermarkDelay: "5 minutes", ...body });
 
 /** The row's event time, or its rejection reason. */
 function read(c: StreamConfig, row: Record<string, unknown>): number | string {

@@ -8,16 +8,13 @@ import {
   sourceWatermark,
   type WatermarkState,
 } from "../../src/stream/watermark";
+import { validConfig } from "./stream-config";
 
 const MIN = 60_000;
 const at = (h: number, m: number) => Date.UTC(2024, 0, 1, h, m);
 const NOW = at(13, 0);
 
-function config(body: Record<string, unknown> = {}): StreamConfig {
-  const r = parseStreamConfig({ key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", ...body });
-  if (!r.ok) throw new Error(JSON.stringify(r.errors));
-  return r.config;
-}
+const config = (body: Record<string, unknown> = {}): StreamConfig => validConfig({ key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", ...body });
 
 /** Commits one batch per step: [source, max event time of its accepted rows]. */
 function run(c: StreamConfig, steps: [string, number | null][], from: WatermarkState = INITIAL_WATERMARK): number[] {
