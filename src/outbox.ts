@@ -73,10 +73,13 @@ export class Outbox {
         .toArray()
         .map((r) => [r.id, r]),
     );
+    // Only the lanes asked for are read (a reader of /output needs no late or rejected bytes).
+    const lanes = new Set(parsed.flatMap((p) => (p ? [p.lane] : [])));
+    const columns = LANES.map((lane) => (lanes.has(lane) ? lane : `NULL AS ${lane}`)).join(", ");
     const waiting = new Map(
       this.sql
         .exec<{ id: number; data: ArrayBuffer; late: ArrayBuffer; rejected: ArrayBuffer }>(
-          "SELECT id, data, late, rejected FROM outbox WHERE id IN (SELECT value FROM json_each(?))", entries,
+          `SELECT id, ${columns} FROM outbox WHERE id IN (SELECT value FROM json_each(?))`, entries,
         )
         .toArray()
         .map((r) => [r.id, r]),
