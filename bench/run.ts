@@ -6,7 +6,7 @@
  *
  *   edge-dedup   the real Worker under `wrangler dev --define __OPCOUNT__:true`
  *                (a stream with 8 partitions, key ["id"], eventTime "ts",
- *                watermarkDelay "1 hour"); its operation counters
+ *                watermarkDelay "1 hour", stateKeys "hashed"); its operation counters
  *                (src/opcount.ts, GET /__opcount) give DO calls, SQL statements
  *                and R2 operations per request and per event.
  *   redis        "the Redis script" (bench/redis-script.ts): node:http + one
@@ -41,6 +41,8 @@
  *   BENCH_ROUNDS=2          interleaved rounds (targets A B C, then C B A)
  *   BENCH_TARGETS=edge-dedup,redis,ceiling   a subset, while developing
  *   BENCH_LOADS=batch500x4,webhook16,webhook64 (also: webhook1, webhook10, webhook100)
+ *   BENCH_STATE_KEYS=hashed edge-dedup's stream layout: hashed (compact
+ *                           state, 64-bit key hashes) or text (keys as text)
  *   BENCH_STRICT=1
  *
  * Safety: every server (wrangler dev ×2, redis-server, the Redis script) runs
@@ -73,6 +75,7 @@ const RECENT_IDS = 500;
 const MAX_REQUESTS_PER_CELL = 200_000;
 const TOTAL_BUDGET_MS = 420_000;
 const STRICT = process.env.BENCH_STRICT === "1";
+const STATE_KEYS = process.env.BENCH_STATE_KEYS === "text" ? "text" : "hashed";
 
 interface Load {
   name: string;
@@ -322,7 +325,7 @@ async function startEdgeDedup(): Promise<Target> {
     name: "edge-dedup",
     url: server.url,
     async prepare(stream) {
-      const body = { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 8 };
+      const body = { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 8, stateKeys: STATE_KEYS };
       await httpJson("PUT", `${server.url}/v1/streams/${stream}`, { body: JSON.stringify(body), headers: { ...auth, "content-type": "application/json" } });
     },
     async state(stream) {
@@ -677,8 +680,8 @@ async function main(): Promise<void> {
     ]),
   );
 
-  console.log("  state bytes/key: edge-dedup and ceiling = SQLite size of the stream's 8 objects ÷ keys (edge-dedup's includes its");
-  console.log("  batch ledger and meta rows); redis = MEMORY STATS keys.bytes-per-key. Small key counts inflate it.");
+  console.log(`  state bytes/key: edge-dedup (stateKeys "${STATE_KEYS}") and ceiling = SQLite size of the stream's 8 partition objects ÷ keys`);
+  console.log("  (edge-dedup's includes its partition ledgers and meta rows); redis = MEMORY STATS keys.bytes-per-key. Small key counts inflate it.");
 
   const ratio = (l: string, other: TargetName) => {
     const [a, b] = [cell("edge-dedup", l), cell(other, l)];
@@ -721,7 +724,7 @@ async function main(): Promise<void> {
     verdict("webhook16: DO calls per event", wh16.ops.perEvent.doCalls, { atMost: 1 }, "");
   }
   const keyCell = cells.filter((c) => c.target === "edge-dedup" && c.state.bytesPerKey !== null).sort((a, b) => b.state.rows - a.state.rows)[0];
-  if (keyCell) verdict(`bytes per remembered key (${keyCell.load}, ${fmt(keyCell.state.rows)} keys)`, keyCell.state.bytesPerKey, { atMost: 40 }, " B");
+  if (keyCell) verdict(`bytes per remembered key (${keyCell.load}, ${fmt(keyCell.state.rows)} keys, stateKeys "${STATE_KEYS}")`, keyCell.state.bytesPerKey, { atMost: 40 }, " B");
 
   console.log("\nGoals");
   for (const v of verdicts) {

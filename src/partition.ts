@@ -5,6 +5,8 @@ import { decodeDecisions, encodeDecisions } from "./stream/ledger";
 import { failAt, faultsEnabled, type FaultPoint } from "./faults";
 import { countedSql } from "./opcount";
 import { migrate, type Migration } from "./storage/migrations";
+import { bucketAtWatermark, bucketOf, bucketWidthFor } from "./stream/expiry-buckets";
+import { keyHash64, keyHashLabel } from "./stream/key-hash";
 
 export interface PartitionStats {
   rows: number;
@@ -72,12 +74,20 @@ export interface StateEntry {
   expiresAt: number | null;
 }
 
-/** The partition's own row: which incarnation of the stream it holds, its watermark, its key count, its earliest expiry. */
+/**
+ * The partition's own row: which incarnation of the stream it holds, its
+ * watermark, its key count, a lower bound of its earliest expiry, and its
+ * layout, fixed by its first batch: expiry bucket width (null: none chosen
+ * yet), whether keys are hashed, and which bucket `front` holds.
+ */
 type PartitionMeta = {
   epoch: string;
   watermark: number;
   rows: number;
   next_expiry: number | null;
+  width: number | null;
+  hashed: number;
+  front_b: number | null;
 };
 
 /** The Partition's storage layouts, oldest first (src/storage/migrations.ts). */
@@ -103,6 +113,25 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
       sql.exec("UPDATE meta SET next_expiry = (SELECT min(expires) FROM keys)");
     },
   },
+  {
+    version: 3,
+    does: "compact state: keys clustered by expiry bucket (b, k) with no per-key expiry index; front: the bucket the watermark is in, by expiry; meta.width, meta.hashed, meta.front_b",
+    up: (sql) => {
+      sql.exec(`
+        CREATE TABLE keys_v3 (b INTEGER NOT NULL, k NOT NULL, t INTEGER, e INTEGER, PRIMARY KEY (b, k)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS front (e INTEGER NOT NULL, k NOT NULL, PRIMARY KEY (e, k)) WITHOUT ROWID;
+        ALTER TABLE meta ADD COLUMN width INTEGER;
+        ALTER TABLE meta ADD COLUMN hashed INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE meta ADD COLUMN front_b INTEGER;
+      `);
+      // The stream's delay isn't known here: a width from the spread of the expiries held.
+      const held = sql.exec<{ n: number; lo: number | null; hi: number | null }>("SELECT count(*) AS n, min(expires) AS lo, max(expires) AS hi FROM keys").one();
+      const width = held.n === 0 ? null : held.lo === null ? 0 : Math.max(60_000, Math.floor((held.hi! - held.lo) / 8));
+      sql.exec("UPDATE meta SET width = ?", width);
+      sql.exec("INSERT INTO keys_v3 (b, k, t, e) SELECT CASE WHEN expires IS NULL OR ?1 = 0 THEN 0 ELSE expires / CAST(?1 AS INTEGER) END, k, t, expires FROM keys", width ?? 0);
+      sql.exec("DROP INDEX IF EXISTS keys_by_expiry; DROP TABLE keys; ALTER TABLE keys_v3 RENAME TO keys;");
+    },
+  },
 ];
 
 /** How long a batch's decisions are kept for a replay of a batch that crashed before its commit. */
@@ -120,6 +149,8 @@ export class Partition extends DurableObject<Env> {
   private lastPrune = 0;
   /** the meta row as stored: only this object writes it, so it is read once */
   private cached: PartitionMeta | null | undefined;
+  /** the expiry buckets that hold keys (a few): a key is looked up in each; read once, then kept */
+  private buckets: Set<number> | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -164,7 +195,7 @@ export class Partition extends DurableObject<Env> {
         const known = recorded.get(entry.batch) ?? new Map<number, Decision>();
         const fresh = entry.rows.filter((r) => !known.has(r.index));
         if (fresh.length > 0 || known.size === 0) {
-          const r = decideByInsert(entry.settings, meta.watermark, fresh, (candidates) => this.insertNew(candidates, meta));
+          const r = decideByInsert(entry.settings, meta.watermark, fresh, (candidates) => this.insertNew(candidates, meta, entry.settings));
           fresh.forEach((row, i) => known.set(row.index, r.decisions[i]));
           inserted += r.inserted;
           judged += fresh.length;
@@ -207,16 +238,20 @@ export class Partition extends DurableObject<Env> {
 
   /** The remembered keys in key order, `limit` at a time after `after` (like Spark's state reader). */
   list(epoch: string, after: string, limit: number): StateEntry[] {
-    if (!this.currentMeta(epoch)) return [];
+    const meta = this.currentMeta(epoch);
+    if (!meta) return [];
+    // Hashed keys are listed as their label (`#` + 16 hex digits), in label order.
+    const key = meta.hashed ? "printf('#%016x', k)" : "k";
     return this.sql
-      .exec<{ k: string; t: number | null; expires: number | null }>("SELECT k, t, expires FROM keys WHERE k > ? ORDER BY k LIMIT ?", after, limit)
+      .exec<{ key: string; t: number | null; e: number | null }>(`SELECT ${key} AS key, t, e FROM keys WHERE ${key} > ? ORDER BY 1 LIMIT ?`, after, limit)
       .toArray()
-      .map((r) => ({ key: r.k, eventTime: r.t, expiresAt: r.expires }));
+      .map((r) => ({ key: r.key, eventTime: r.t, expiresAt: r.e }));
   }
 
   async drop(): Promise<void> {
     await this.ctx.storage.deleteAll();
     this.cached = undefined;
+    this.buckets = undefined;
     this.migrate(); // the instance may serve again (the stream created anew)
   }
 
@@ -232,28 +267,66 @@ export class Partition extends DurableObject<Env> {
   }
 
   /**
-   * Lookup and insert in one statement: the candidates whose key is not
-   * remembered are stored (the first copy of a key in order wins), and the
-   * stored keys come back.
+   * Lookup and insert in one statement: the candidates whose key is in none
+   * of the live buckets are stored (the first copy of a key in order wins),
+   * and the stored keys come back. Eviction ran first, so no key held has
+   * expired.
    */
-  private insertNew(candidates: StateInsert[], meta: PartitionMeta): Set<string> {
-    const stored = this.sql
-      .exec<{ k: string; expires: number | null }>(
-        `INSERT OR IGNORE INTO keys (k, t, expires)
-         SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)
-         RETURNING k, expires`,
-        JSON.stringify(candidates.map((c) => [c.stateKey, c.eventTime, c.expiresAt])),
+  private insertNew(candidates: StateInsert[], meta: PartitionMeta, settings: DedupSettings): Set<string> {
+    if (meta.width === null) {
+      meta.width = bucketWidthFor(settings);
+      meta.hashed = settings.hashedKeys ? 1 : 0;
+    }
+    const width = meta.width;
+    // Stored key → the candidate's state key. A hashed key travels as a JSON integer literal, which
+    // json_extract reads as an exact 64-bit INTEGER (a JS number can't hold it), and comes back as text.
+    const byStored = new Map<string, string>();
+    const rows: string[] = [];
+    for (const c of candidates) {
+      const stored = meta.hashed ? keyHash64(c.stateKey) : c.stateKey;
+      if (byStored.has(stored)) continue;
+      byStored.set(stored, c.stateKey);
+      rows.push(`[${bucketOf(c.expiresAt, width)},${meta.hashed ? stored : JSON.stringify(stored)},${meta.hashed ? null : c.eventTime},${c.expiresAt}]`);
+    }
+    const k = "json_extract(c.value, '$[1]')";
+    const inserted = this.sql
+      .exec<{ id: string; b: number; e: number | null }>(
+        `INSERT INTO keys (b, k, t, e)
+         SELECT json_extract(c.value, '$[0]'), ${k}, json_extract(c.value, '$[2]'), json_extract(c.value, '$[3]') FROM json_each(?1) c
+         WHERE NOT EXISTS (SELECT 1 FROM keys x WHERE x.b IN (SELECT value FROM json_each(?2)) AND x.k = ${k})
+         RETURNING ${meta.hashed ? "CAST(k AS TEXT)" : "k"} AS id, b, e`,
+        `[${rows.join(",")}]`, JSON.stringify([...this.liveBuckets()]),
       )
       .toArray();
-    for (const s of stored) {
-      if (s.expires !== null && (meta.next_expiry === null || s.expires < meta.next_expiry)) meta.next_expiry = s.expires;
+    const intoFront: string[] = [];
+    for (const r of inserted) {
+      this.buckets!.add(r.b);
+      if (r.e !== null && (meta.next_expiry === null || r.e < meta.next_expiry)) meta.next_expiry = r.e;
+      if (r.b === meta.front_b) intoFront.push(`[${r.e},${meta.hashed ? r.id : JSON.stringify(r.id)}]`);
     }
-    return new Set(stored.map((s) => s.k));
+    if (intoFront.length > 0) {
+      this.sql.exec("INSERT INTO front (e, k) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)", `[${intoFront.join(",")}]`);
+    }
+    return new Set(inserted.map((r) => byStored.get(String(r.id))!));
+  }
+
+  /** The buckets that hold keys, read with a skip scan of the primary key the first time. */
+  private liveBuckets(): Set<number> {
+    this.buckets ??= new Set(
+      this.sql
+        .exec<{ b: number }>(
+          `WITH RECURSIVE bs(b) AS (SELECT min(b) FROM keys UNION ALL SELECT (SELECT min(b) FROM keys WHERE b > bs.b) FROM bs WHERE bs.b IS NOT NULL)
+           SELECT b FROM bs WHERE b IS NOT NULL`,
+        )
+        .toArray()
+        .map((r) => r.b),
+    );
+    return this.buckets;
   }
 
   private currentMeta(epoch: string): PartitionMeta | null {
     if (this.cached === undefined) {
-      this.cached = this.sql.exec<PartitionMeta>("SELECT epoch, watermark, rows, next_expiry FROM meta").toArray()[0] ?? null;
+      this.cached = this.sql.exec<PartitionMeta>("SELECT epoch, watermark, rows, next_expiry, width, hashed, front_b FROM meta").toArray()[0] ?? null;
     }
     return this.cached && this.cached.epoch === epoch ? { ...this.cached } : null;
   }
@@ -262,16 +335,17 @@ export class Partition extends DurableObject<Env> {
     const current = this.currentMeta(epoch);
     if (current) return current;
     // First use, or state left by a deleted incarnation of the stream: start clean.
-    this.sql.exec("DELETE FROM keys; DELETE FROM ledger;");
-    const fresh = { epoch, watermark: 0, rows: 0, next_expiry: null };
+    this.sql.exec("DELETE FROM keys; DELETE FROM front; DELETE FROM ledger;");
+    this.buckets = new Set();
+    const fresh = { epoch, watermark: 0, rows: 0, next_expiry: null, width: null, hashed: 0, front_b: null };
     this.saveMeta(fresh);
     return { ...fresh };
   }
 
   private saveMeta(m: PartitionMeta): void {
     this.sql.exec(
-      "INSERT OR REPLACE INTO meta (id, epoch, watermark, rows, next_expiry) VALUES (1, ?, ?, ?, ?)",
-      m.epoch, m.watermark, m.rows, m.next_expiry,
+      "INSERT OR REPLACE INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b) VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
+      m.epoch, m.watermark, m.rows, m.next_expiry, m.width, m.hashed, m.front_b,
     );
     this.cached = { ...m };
   }
@@ -282,23 +356,53 @@ export class Partition extends DurableObject<Env> {
       return this.ctx.storage.transactionSync(fn);
     } catch (e) {
       this.cached = undefined;
+      this.buckets = undefined;
       throw e;
     }
   }
 
   /**
    * Sets the partition watermark to max(itself, `watermark`) and forgets
-   * expired keys: `expires <= wm`, the rule of isExpired() in
-   * src/stream/dedup.ts, in SQL so that the expiry index does the work. Runs
-   * only when the earliest expiry is due.
+   * exactly the expired keys (`e <= wm`, the rule of isExpired() in
+   * src/stream/dedup.ts). Buckets below the watermark's go whole, by range.
+   * The watermark's own bucket is copied once into `front`, ordered by expiry,
+   * so that each later step deletes just the keys it passes: the work is
+   * proportional to the keys expired, with no per-key index. Runs only when
+   * the earliest expiry (a lower bound) is due.
    */
   private evict(meta: PartitionMeta, watermark: number): number {
     meta.watermark = Math.max(meta.watermark, watermark);
-    if (meta.next_expiry === null || meta.next_expiry > meta.watermark) return 0;
-    const removed = this.sql.exec("DELETE FROM keys WHERE expires <= ? RETURNING 1", meta.watermark).toArray().length;
+    if (meta.next_expiry === null || meta.next_expiry > meta.watermark || !meta.width) return 0;
+    const wm = meta.watermark;
+    const at = bucketAtWatermark(wm, meta.width);
+    let removed = this.sql.exec("DELETE FROM keys WHERE b < ? RETURNING 1", at).toArray().length;
+    const buckets = this.liveBuckets();
+    for (const b of buckets) if (b < at) buckets.delete(b);
+    if (meta.front_b !== null && meta.front_b !== at) {
+      this.sql.exec("DELETE FROM front");
+      meta.front_b = null;
+    }
+    if (buckets.has(at) && at * meta.width <= wm) {
+      if (meta.front_b === null) {
+        this.sql.exec("INSERT INTO front (e, k) SELECT e, k FROM keys WHERE b = ?", at);
+        meta.front_b = at;
+      }
+      removed += this.sql.exec("DELETE FROM keys WHERE b = ? AND k IN (SELECT k FROM front WHERE e <= ?) RETURNING 1", at, wm).toArray().length;
+      this.sql.exec("DELETE FROM front WHERE e <= ?", wm);
+    }
     meta.rows -= removed;
-    meta.next_expiry = this.sql.exec<{ e: number | null }>("SELECT min(expires) AS e FROM keys").one().e;
+    meta.next_expiry = this.earliestExpiry(meta);
     return removed;
+  }
+
+  /** Exact while `front` holds keys; otherwise the start of the lowest bucket, a lower bound that costs no scan. */
+  private earliestExpiry(meta: PartitionMeta): number | null {
+    if (meta.front_b !== null) {
+      const e = this.sql.exec<{ e: number | null }>("SELECT min(e) AS e FROM front").one().e;
+      if (e !== null) return e;
+    }
+    const b = this.sql.exec<{ b: number | null }>("SELECT min(b) AS b FROM keys").one().b;
+    return b === null ? null : b * meta.width!;
   }
 
   private stats(meta: PartitionMeta): PartitionStats {

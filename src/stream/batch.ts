@@ -33,7 +33,7 @@ export function planBatch(config: StreamConfig, rows: readonly unknown[], now: n
 }
 
 export function dedupSettings(config: StreamConfig): DedupSettings {
-  return { mode: config.mode, delay: config.watermarkDelay, hasEventTime: config.eventTime !== null };
+  return { mode: config.mode, delay: config.watermarkDelay, hasEventTime: config.eventTime !== null, ...(config.stateKeys === "hashed" ? { hashedKeys: true } : {}) };
 }
 
 export interface BatchCounts {

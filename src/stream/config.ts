@@ -65,6 +65,8 @@ export const streamBodySchema = z
     limits: limitsSchema.default({}),
     // Committed output appended to an Iceberg table in R2; location: the base URI external readers use.
     table: z.strictObject({ format: z.literal("iceberg"), location: z.string().min(1).max(1024).optional() }).optional(),
+    // "hashed": partitions keep a 64-bit hash of each key instead of its text (compact state; the state reader shows hashes).
+    stateKeys: z.enum(["text", "hashed"]).default("text"),
   })
   .superRefine((b, ctx) => {
     if (b.mode !== "global" && b.eventTime === undefined) {
@@ -109,6 +111,8 @@ export interface StreamConfig {
   limits: { maxBodyBytes: number; maxRows: number };
   /** committed output also goes to an Iceberg table (src/table) */
   table?: { format: "iceberg"; location?: string };
+  /** partitions keep 64-bit key hashes instead of key text (src/stream/key-hash.ts); absent: text */
+  stateKeys?: "hashed";
 }
 
 export interface SourceConfig {
@@ -150,6 +154,7 @@ export function parseStreamConfig(body: unknown): ConfigResult {
       ...(b.idleTimeout === undefined ? {} : { idleTimeout: b.idleTimeout }),
       limits: { ...DEFAULT_LIMITS, ...b.limits },
       ...(b.table ? { table: b.table } : {}),
+      ...(b.stateKeys === "hashed" ? { stateKeys: "hashed" as const } : {}),
     },
   };
 }
@@ -169,6 +174,7 @@ export function boundFieldChanges(old: StreamConfig, next: StreamConfig): string
   if (old.mode !== next.mode) changed.push("mode");
   if (old.eventTime !== next.eventTime) changed.push("eventTime");
   if (old.partitions !== next.partitions) changed.push("partitions");
+  if ((old.stateKeys ?? "text") !== (next.stateKeys ?? "text")) changed.push("stateKeys");
   for (const col of old.key) {
     if (keyEncoding(old, col) !== keyEncoding(next, col)) changed.push(`schema.${col}`);
   }

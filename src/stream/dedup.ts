@@ -8,6 +8,8 @@ export interface DedupSettings {
   delay: number;
   /** false only in `global` mode without an event-time column */
   hasEventTime: boolean;
+  /** partitions store 64-bit key hashes instead of key text (compact state) */
+  hashedKeys?: boolean;
 }
 
 export interface DedupInput {

@@ -240,6 +240,15 @@ describe("per-source delays", () => {
   });
 });
 
+describe("stateKeys", () => {
+  test("text by default, absent from the config; hashed when asked; nothing else", () => {
+    expect(ok(MINIMAL)).not.toHaveProperty("stateKeys");
+    expect(ok({ ...MINIMAL, stateKeys: "text" })).not.toHaveProperty("stateKeys");
+    expect(ok({ ...MINIMAL, stateKeys: "hashed" }).stateKeys).toBe("hashed");
+    expect(paths({ ...MINIMAL, stateKeys: "md5" })).toEqual(["stateKeys"]);
+  });
+});
+
 describe("boundFieldChanges", () => {
   const base = ok({ ...MINIMAL, key: ["event_id", "company"], schema: { event_id: "int", company: "string", amount: "double" } });
 
@@ -254,6 +263,7 @@ describe("boundFieldChanges", () => {
     ["mode", { mode: "event-time-key" }, ["mode"]],
     ["eventTime", { eventTime: "other_ts" }, ["eventTime"]],
     ["partitions", { partitions: 16 }, ["partitions"]],
+    ["stateKeys", { stateKeys: "hashed" }, ["stateKeys"]],
     ["a key column's type", { schema: { event_id: "long", company: "string", amount: "double" } }, ["schema.event_id"]],
     ["a key column's type removed", { schema: { event_id: "int", amount: "double" } }, ["schema.company"]],
     ["a key column's type added", { schema: { event_id: "int", company: "string", amount: "double", extra: "int" } }, []],
