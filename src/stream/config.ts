@@ -34,39 +34,44 @@ const column = z.string().min(1).max(256).refine((c) => c !== "__proto__", "\"__
  * implies, so that one source cannot drag the watermark into the future.
  */
 const sourceSchema = z.strictObject({
-  watermarkDelay: interval.optional(),
-  disabled: z.boolean().optional(),
-  maxEventTimeSkew: interval.optional(),
-  maxAheadOfWatermark: interval.optional(),
-  idleTimeout: interval.optional(),
+  watermarkDelay: interval.optional().describe("this source's own delay"),
+  disabled: z.boolean().optional().describe("refuse this source's batches"),
+  maxEventTimeSkew: interval.optional().describe("default: the stream's"),
+  maxAheadOfWatermark: interval.optional().describe("default: the stream's"),
+  idleTimeout: interval.optional().describe("default: the stream's"),
 });
 
 const limitsSchema = z.strictObject({
   // 32 MiB is the most a Durable Object RPC carries, and the Worker's hard cap.
-  maxBodyBytes: z.number().int().min(1024).max(32 * 1024 * 1024).optional(),
-  maxRows: z.number().int().min(1).max(100_000).optional(),
+  maxBodyBytes: z.number().int().min(1024).max(32 * 1024 * 1024).optional().describe("default 10 MiB"),
+  maxRows: z.number().int().min(1).max(100_000).optional().describe("rows per batch; default 10,000"),
 });
 
 /** The body of PUT /v1/streams/{stream}. Unknown fields are an error, not ignored. */
 export const streamBodySchema = z
   .strictObject({
-    key: z.array(column).min(1).max(16),
-    eventTime: column.optional(),
+    key: z.array(column).min(1).max(16).describe("distinct column names; a time in the key is compared as an instant"),
+    eventTime: column.optional().describe("the event-time column; required unless mode is global"),
     mode: z.enum(MODES).default("within-watermark"),
-    watermarkDelay: interval.optional(),
-    partitions: z.number().int().min(1).max(1024).default(8),
-    watermarkPolicy: z.enum(["min", "max"]).default("min"),
-    schema: z.record(column, z.enum(COLUMN_TYPES)).default({}),
-    sources: z.record(z.string().regex(NAME_PATTERN, nameMessage), sourceSchema).default({}),
-    maxEventTimeSkew: interval.default(86_400_000),
-    maxAheadOfWatermark: interval.optional(),
+    watermarkDelay: interval.optional().describe('"10 seconds", "2 hours", "1 hour 30 minutes", "500 ms", or ms; required when eventTime is set'),
+    partitions: z.number().int().min(1).max(1024).default(8).describe("state partitions"),
+    watermarkPolicy: z.enum(["min", "max"]).default("min").describe("how the sources' watermarks combine"),
+    schema: z.record(column, z.enum(COLUMN_TYPES)).default({}).describe("column → type: coerces and checks the columns it names; others pass through"),
+    sources: z.record(z.string().regex(NAME_PATTERN, nameMessage), sourceSchema).default({}).describe("declared sources by name"),
+    maxEventTimeSkew: interval.default(86_400_000).describe('the clock-skew guard: rows further ahead of the server clock are rejected; default "1 day"'),
+    maxAheadOfWatermark: interval.optional().describe("rows further ahead of the watermark + the source's delay are rejected (not while the watermark is 0); default: maxEventTimeSkew"),
     // A source silent this long leaves the min until it sends again (Flink's withIdleness).
-    idleTimeout: interval.optional(),
+    idleTimeout: interval.optional().describe("a source whose last batch committed this long ago is idle and leaves the watermark's min/max until it sends again"),
     limits: limitsSchema.default({}),
     // Committed output appended to an Iceberg table in R2; location: the base URI external readers use.
-    table: z.strictObject({ format: z.literal("iceberg"), location: z.string().min(1).max(1024).optional() }).optional(),
-    // "hashed": partitions keep a 64-bit hash of each key instead of its text (compact state; the state reader shows hashes).
-    stateKeys: z.enum(["text", "hashed"]).default("text"),
+    table: z
+      .strictObject({ format: z.literal("iceberg"), location: z.string().min(1).max(1024).optional().describe("the base URI external readers use") })
+      .optional()
+      .describe("append committed output to an Iceberg table in R2"),
+    stateKeys: z
+      .enum(["text", "hashed"])
+      .default("text")
+      .describe("how partitions remember keys: their text (the state reader lists them), or a 64-bit hash (compact state, ~32 B a key; the state reader lists hashes); bound at creation"),
   })
   .superRefine((b, ctx) => {
     if (b.mode !== "global" && b.eventTime === undefined) {

@@ -24,6 +24,11 @@ describe("the OpenAPI document", () => {
     // The stream config's schema is the one PUT validates with (zod's own conversion).
     const put = doc.paths["/v1/streams/{stream}"].put.requestBody.content["application/json"].schema;
     expect(Object.keys(put.properties)).toEqual(expect.arrayContaining(["key", "eventTime", "mode", "watermarkDelay", "table", "limits"]));
+    // Query parameters are published with their defaults (and rendered into /docs and docs/reference/http-api.md).
+    const output = doc.paths["/v1/streams/{stream}/output"].get.parameters;
+    expect(output).toContainEqual(expect.objectContaining({ name: "after", in: "query", schema: expect.objectContaining({ type: "integer", default: 0 }) }));
+    const state = doc.paths["/v1/streams/{stream}/state"].get.parameters;
+    expect(state).toContainEqual(expect.objectContaining({ name: "partition", in: "query", required: true }));
   });
 
   it("publishes response shapes that real responses have", async () => {
@@ -34,5 +39,6 @@ describe("the OpenAPI document", () => {
     problemSchema.parse(await json(call("GET", "/v1/streams/nope")));
     const page = await (await call("GET", "/docs", undefined, {})).text();
     expect(page).toContain("/v1/streams/{stream}/events");
+    expect(page).toContain("<code>?after</code>");
   });
 });

@@ -1,10 +1,10 @@
 import { Hono } from "hono";
-import { z } from "zod";
 import { requireAdmin } from "../../api/auth";
 import { badRequest, HttpError, notFound } from "../../api/problem";
 import { coordinatorStub, runnerStub, type Env } from "../../env";
 import { faultsEnabled } from "../../faults";
-import { NAME_PATTERN, zodErrors } from "../../stream/config";
+import { zodErrors } from "../../stream/config";
+import { runBody } from "./run-body";
 
 /**
  * POST /v1/streams/{stream}/runs and GET …/runs/{id} (admin; the stream name
@@ -16,11 +16,6 @@ export const runRoutes = new Hono<{ Bindings: Env; Variables: { stream: string }
 const RUNS = "/v1/streams/:stream/runs";
 /** The default source of file runs, and of R2 event notifications: both name an object's batch alike, so they replay each other. */
 export const FILES_SOURCE = "files";
-
-export const runBody = z.strictObject({
-  prefix: z.string().max(1024),
-  source: z.string().regex(NAME_PATTERN, "1-64 characters: letters, digits, '_', '.', '-'").optional(),
-});
 
 runRoutes.post(RUNS, async (c) => {
   const parsed = runBody.safeParse(await c.req.json().catch(() => undefined));
