@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { decideByInsert, type Decision, type DedupInput, type DedupSettings, type StateInsert } from "./stream/dedup";
+import { decideByInsert, stateKeyFor, type Decision, type DedupInput, type DedupSettings, type StateInsert } from "./stream/dedup";
 import type { Env } from "./env";
 import { decodeDecisions, encodeDecisions } from "./stream/ledger";
 import { failAt, faultsEnabled, type FaultPoint } from "./faults";
@@ -62,6 +62,11 @@ export interface ApplyResult extends PartitionStats {
 export interface GroupApplyResult extends PartitionStats {
   /** per entry, one character per row */
   decisions: string[];
+  /**
+   * per entry, |T − T_first| of each duplicate to the copy kept (the delay
+   * advisor's gaps), in no particular order; rows without an event time give none
+   */
+  gaps?: number[][];
   inserted: number;
   removed: number;
 }
@@ -79,6 +84,9 @@ type PartitionMeta = {
   rows: number;
   next_expiry: number | null;
 };
+
+/** A row judged a duplicate: which entry, its state key and event time. */
+type Duplicate = { entry: number; key: string; t: number };
 
 /** The Partition's storage layouts, oldest first (src/storage/migrations.ts). */
 export const PARTITION_MIGRATIONS: readonly Migration[] = [
@@ -158,7 +166,8 @@ export class Partition extends DurableObject<Env> {
       let inserted = 0;
       let judged = 0;
       const ledger: [string, string][] = [];
-      const decisions = req.entries.map((entry) => {
+      const duplicates: Duplicate[] = [];
+      const decisions = req.entries.map((entry, e) => {
         // Rows this batch already had decided here (an attempt that crashed before
         // its commit) keep their decision; only rows new to this partition are judged.
         const known = recorded.get(entry.batch) ?? new Map<number, Decision>();
@@ -170,8 +179,11 @@ export class Partition extends DurableObject<Env> {
           judged += fresh.length;
           ledger.push([entry.batch, encodeDecisions(known)]);
         }
+        // Recorded duplicates too: their batch never committed, so the Coordinator has not counted them.
+        for (const r of entry.rows) if (known.get(r.index) === "d" && r.eventTime !== null) duplicates.push({ entry: e, key: stateKeyFor(entry.settings, r), t: r.eventTime });
         return entry.rows.map((r) => known.get(r.index)!).join("");
       });
+      const gaps = this.duplicateGaps(req.entries.length, duplicates);
       if (ledger.length > 0) {
         this.sql.exec(
           `INSERT OR REPLACE INTO ledger (batch, at, decisions)
@@ -183,8 +195,29 @@ export class Partition extends DurableObject<Env> {
       if (inserted > 0 || removed > 0 || ledger.length > 0) this.saveMeta(meta);
       this.maybePruneLedger();
       const replayed = judged === 0 && req.entries.some((e) => e.rows.length > 0);
-      return { decisions, replayed, inserted, removed, ...this.stats(meta) };
+      return { decisions, gaps, replayed, inserted, removed, ...this.stats(meta) };
     });
+  }
+
+  /**
+   * Per entry, each duplicate's event-time gap to the kept copy, read in one
+   * statement after the inserts: a copy kept earlier in this call (within the
+   * batch or the group) is stored by now, as one kept before is.
+   */
+  private duplicateGaps(entries: number, duplicates: Duplicate[]): number[][] {
+    const gaps = Array.from({ length: entries }, (): number[] => []);
+    if (duplicates.length === 0) return gaps;
+    const kept = new Map(
+      this.sql
+        .exec<{ k: string; t: number | null }>("SELECT k, t FROM keys WHERE k IN (SELECT value FROM json_each(?))", JSON.stringify([...new Set(duplicates.map((d) => d.key))]))
+        .toArray()
+        .map((r) => [r.k, r.t]),
+    );
+    for (const d of duplicates) {
+      const first = kept.get(d.key);
+      if (first !== undefined && first !== null) gaps[d.entry].push(Math.abs(d.t - first));
+    }
+    return gaps;
   }
 
   /** Raises the partition watermark and evicts: prompt eviction without new rows. */
