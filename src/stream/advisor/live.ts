@@ -13,8 +13,8 @@ import { DEFAULT_MARGIN, recommendDelay, type Recommendation } from "./recommend
 import { QuantileSketch, type SketchJson } from "./sketch.ts";
 
 /**
- * Buckets a live sketch keeps at most: at α = 1% that spans a factor of ~10⁹
- * below the largest value (1 ms to 11 days), beyond which the smallest values
+ * Buckets a live sketch keeps at most: at α = 1% that spans a factor of
+ * ~5 × 10⁸ below the largest value (1 ms to 5.6 days), beyond which the smallest values
  * are folded together (QuantileSketch.capBuckets). About 12 kB of JSON at worst.
  */
 export const LIVE_SKETCH_BUCKETS = 1_000;
