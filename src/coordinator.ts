@@ -18,6 +18,7 @@ import { migrate, type Migration } from "./storage/migrations";
 import type { FaultPoint } from "./faults";
 import { MicroBatcher } from "./microbatch/batcher";
 import { runGroup, type BegunMember, type GroupResult } from "./microbatch/run-group";
+import { ADVICE_TABLE, cloneFigures, emptyFigures, figuresFromJson, figuresToJson, liveAdvice, observeBatch, type BatchObservation, type LiveAdvice, type LiveFigures } from "./stream/advisor/live";
 
 /**
  * The Coordinator's storage layouts, oldest first (src/storage/migrations.ts).
@@ -55,6 +56,7 @@ export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
     },
   },
   { version: 3, does: "the outbox, publication progress (manifest, table) and metrics counters", up: (sql) => sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE + METRICS_TABLE) },
+  { version: 4, does: "advice: the delay advisor's live figures per source", up: (sql) => sql.exec(ADVICE_TABLE) },
 ];
 
 /** How long a request for a batch id that is in flight waits for it before a 409. */
@@ -154,6 +156,8 @@ export interface CommitRequest {
   maxEventTime: number | null;
   /** the rejected list capped (capRejected) */
   counts: BatchCounts & { rejectedCount?: number };
+  /** for the delay advisor's figures; absent (the direct RPC form): the batch adds none */
+  seen?: BatchObservation;
   touched: TouchedPartition[];
   objects: LaneKeys;
   startedAt: number;
@@ -538,7 +542,7 @@ export class Coordinator extends DurableObject<Env> {
   ): Promise<BatchOutcome[]> {
     const meta = this.meta();
     if (!meta) throw new Error("stream was deleted while the batch ran");
-    const { outcomes, watermark, sources, done } = this.ctx.storage.transactionSync(() => {
+    const { outcomes, watermark, sources, done, changed } = this.ctx.storage.transactionSync(() => {
       const now = Date.now();
       // A micro-batch's members hold their leases since they began: none can have committed meanwhile.
       const rows = begun
@@ -550,7 +554,12 @@ export class Coordinator extends DurableObject<Env> {
           });
       let state: WatermarkState = { watermark: meta.watermark, sources: this.sourceProgress() };
       const fresh = reqs.filter((_, i) => rows[i].seq === null);
-      for (const r of fresh) state = advanceWatermark(meta.config, state, r.source, r.maxEventTime, now);
+      const advice = new Map<string, LiveFigures>();
+      for (const r of fresh) {
+        this.observe(advice, r, own(state.sources, r.source)?.maxEventTime ?? null);
+        state = advanceWatermark(meta.config, state, r.source, r.maxEventTime, now);
+      }
+      this.saveFigures(advice);
       for (const name of new Set(fresh.map((r) => r.source))) {
         const progress = own(state.sources, name)!;
         this.sql.exec("INSERT OR REPLACE INTO sources (name, max_t, last_batch_at) VALUES (?, ?, ?)", name, progress.maxEventTime, progress.lastBatchAt);
@@ -603,10 +612,11 @@ export class Coordinator extends DurableObject<Env> {
       const done = outcomes.flatMap((o, i): CommittedFigures[] =>
         o.replayed ? [] : [{ ...o, rejected: rejectedTotal(o), durationMs: now - reqs[i].startedAt }]);
       if (done.length > 0) this.sql.exec(METRICS_UPSERT, JSON.stringify(metricDeltas(done)));
-      return { outcomes, watermark: state.watermark, sources: state.sources, done };
+      return { outcomes, watermark: state.watermark, sources: state.sources, done, changed: advice };
     });
     if (done.length > 0) observeCommit(this.env, meta.name, done, meta.watermark, watermark);
     this.forgetCaches();
+    for (const [name, f] of changed) this.liveFigures().set(name, f);
     for (const r of reqs) {
       this.leases.delete(`${r.source}\n${r.batchId}`);
       // Its decisions in the partitions are no longer needed: a retry is answered here.
@@ -727,6 +737,7 @@ export class Coordinator extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.forgetCaches();
+    this.figures = undefined;
     this.exists = false; // until an admin creates the stream anew
     this.leases.clear();
     return true;
@@ -791,6 +802,38 @@ export class Coordinator extends DurableObject<Env> {
     }
     const counters = this.sql.exec<{ name: string; source: string; n: number }>("SELECT name, source, n FROM metrics").toArray();
     return streamMetricsOf(meta.name, counters, { watermark: meta.watermark, sources, state: this.stateTotals() });
+  }
+
+  /** For GET /v1/streams/{stream}/advice: the delay advisor over the live figures (src/stream/advisor/live.ts). */
+  advice(): LiveAdvice | null {
+    const meta = this.meta();
+    return meta ? liveAdvice(this.liveFigures(), meta.config) : null;
+  }
+
+  /** The delay advisor's figures per source, read once (only commits change them). */
+  private figures: Map<string, LiveFigures> | undefined;
+
+  private liveFigures(): Map<string, LiveFigures> {
+    this.figures ??= new Map(
+      this.sql.exec<{ source: string; figures: string }>("SELECT source, figures FROM advice").toArray().map((r) => [r.source, figuresFromJson(JSON.parse(r.figures))]),
+    );
+    return this.figures;
+  }
+
+  /** Adds a committing batch to a copy of its source's figures in `changed` (the cache takes them after the commit). */
+  private observe(changed: Map<string, LiveFigures>, r: CommitRequest, maxBefore: number | null): void {
+    if (!r.seen) return;
+    let f = changed.get(r.source);
+    if (!f) changed.set(r.source, (f = cloneFigures(this.liveFigures().get(r.source) ?? emptyFigures())));
+    observeBatch(f, { rows: r.counts.emitted + r.counts.duplicates + r.counts.late, duplicates: r.counts.duplicates }, r.seen, maxBefore);
+  }
+
+  private saveFigures(changed: Map<string, LiveFigures>): void {
+    if (changed.size === 0) return;
+    this.sql.exec(
+      "INSERT OR REPLACE INTO advice (source, figures) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)",
+      JSON.stringify([...changed].map(([name, f]) => [name, JSON.stringify(figuresToJson(f))])),
+    );
   }
 
   private stateTotals(): { rows: number; bytes: number } {

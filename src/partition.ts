@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { decideByInsert, type Decision, type DedupInput, type DedupSettings, type StateInsert } from "./stream/dedup";
+import { decideByInsert, firstEventTimeOf, stateKeyFor, type Decision, type DedupInput, type DedupSettings, type StateInsert } from "./stream/dedup";
 import type { Env } from "./env";
 import { decodeDecisions, encodeDecisions } from "./stream/ledger";
 import { failAt, faultsEnabled, type FaultPoint } from "./faults";
@@ -64,6 +64,11 @@ export interface ApplyResult extends PartitionStats {
 export interface GroupApplyResult extends PartitionStats {
   /** per entry, one character per row */
   decisions: string[];
+  /**
+   * per entry, |T − T_first| of each duplicate to the copy kept (the delay
+   * advisor's gaps), in no particular order; rows without an event time give none
+   */
+  gaps?: number[][];
   inserted: number;
   removed: number;
 }
@@ -89,6 +94,9 @@ type PartitionMeta = {
   hashed: number;
   front_b: number | null;
 };
+
+/** A row judged a duplicate: which entry, its state key and event time. */
+type Duplicate = { entry: number; key: string; t: number; settings: DedupSettings };
 
 /** The Partition's storage layouts, oldest first (src/storage/migrations.ts). */
 export const PARTITION_MIGRATIONS: readonly Migration[] = [
@@ -189,7 +197,8 @@ export class Partition extends DurableObject<Env> {
       let inserted = 0;
       let judged = 0;
       const ledger: [string, string][] = [];
-      const decisions = req.entries.map((entry) => {
+      const duplicates: Duplicate[] = [];
+      const decisions = req.entries.map((entry, e) => {
         // Rows this batch already had decided here (an attempt that crashed before
         // its commit) keep their decision; only rows new to this partition are judged.
         const known = recorded.get(entry.batch) ?? new Map<number, Decision>();
@@ -201,8 +210,11 @@ export class Partition extends DurableObject<Env> {
           judged += fresh.length;
           ledger.push([entry.batch, encodeDecisions(known)]);
         }
+        // Recorded duplicates too: their batch never committed, so the Coordinator has not counted them.
+        for (const r of entry.rows) if (known.get(r.index) === "d" && r.eventTime !== null) duplicates.push({ entry: e, key: stateKeyFor(entry.settings, r), t: r.eventTime, settings: entry.settings });
         return entry.rows.map((r) => known.get(r.index)!).join("");
       });
+      const gaps = this.duplicateGaps(req.entries.length, duplicates, meta);
       if (ledger.length > 0) {
         this.sql.exec(
           `INSERT OR REPLACE INTO ledger (batch, at, decisions)
@@ -214,8 +226,45 @@ export class Partition extends DurableObject<Env> {
       if (inserted > 0 || removed > 0 || ledger.length > 0) this.saveMeta(meta);
       this.maybePruneLedger();
       const replayed = judged === 0 && req.entries.some((e) => e.rows.length > 0);
-      return { decisions, replayed, inserted, removed, ...this.stats(meta) };
+      return { decisions, gaps, replayed, inserted, removed, ...this.stats(meta) };
     });
+  }
+
+  /**
+   * Per entry, each duplicate's event-time gap to the kept copy, read in one
+   * statement after the inserts: a copy kept earlier in this call (within the
+   * batch or the group) is stored by now, as one kept before is. Hashed state
+   * keeps no event time where the expiry implies it (src/stream/dedup.ts).
+   */
+  private duplicateGaps(entries: number, duplicates: Duplicate[], meta: PartitionMeta): number[][] {
+    const gaps = Array.from({ length: entries }, (): number[] => []);
+    if (duplicates.length === 0) return gaps;
+    const stored = [...new Set(duplicates.map((d) => this.storedKey(meta, d.key)))];
+    const kept = new Map(
+      this.sql
+        .exec<{ id: string; t: number | null; e: number | null }>(
+          `SELECT ${meta.hashed ? "CAST(k AS TEXT)" : "k"} AS id, t, e FROM keys WHERE b IN (SELECT value FROM json_each(?1)) AND k IN (SELECT value FROM json_each(?2))`,
+          JSON.stringify([...this.liveBuckets()]), `[${stored.map((k) => this.keyLiteral(meta, k)).join(",")}]`,
+        )
+        .toArray()
+        .map((r) => [String(r.id), r]),
+    );
+    for (const d of duplicates) {
+      const r = kept.get(this.storedKey(meta, d.key));
+      const first = r ? (r.t ?? firstEventTimeOf(d.settings, r.e)) : null;
+      if (first !== null) gaps[d.entry].push(Math.abs(d.t - first));
+    }
+    return gaps;
+  }
+
+  /** What the keys table holds for a state key: its text, or its 64-bit hash in decimal. */
+  private storedKey(meta: PartitionMeta, stateKey: string): string {
+    return meta.hashed ? keyHash64(stateKey) : stateKey;
+  }
+
+  /** A stored key in a JSON array: a hash as an integer literal, which json_extract reads as an exact 64-bit INTEGER (a JS number can't hold it). */
+  private keyLiteral(meta: PartitionMeta, stored: string): string {
+    return meta.hashed ? stored : JSON.stringify(stored);
   }
 
   /** Raises the partition watermark and evicts: prompt eviction without new rows. */
@@ -278,15 +327,15 @@ export class Partition extends DurableObject<Env> {
       meta.hashed = settings.hashedKeys ? 1 : 0;
     }
     const width = meta.width;
-    // Stored key → the candidate's state key. A hashed key travels as a JSON integer literal, which
-    // json_extract reads as an exact 64-bit INTEGER (a JS number can't hold it), and comes back as text.
+    // Stored key → the candidate's state key (a hashed key comes back as decimal text).
+    // Hashed state keeps the event time only where the expiry doesn't imply it.
     const byStored = new Map<string, string>();
     const rows: string[] = [];
     for (const c of candidates) {
-      const stored = meta.hashed ? keyHash64(c.stateKey) : c.stateKey;
+      const stored = this.storedKey(meta, c.stateKey);
       if (byStored.has(stored)) continue;
       byStored.set(stored, c.stateKey);
-      rows.push(`[${bucketOf(c.expiresAt, width)},${meta.hashed ? stored : JSON.stringify(stored)},${meta.hashed ? null : c.eventTime},${c.expiresAt}]`);
+      rows.push(`[${bucketOf(c.expiresAt, width)},${this.keyLiteral(meta, stored)},${meta.hashed && c.expiresAt !== null ? null : c.eventTime},${c.expiresAt}]`);
     }
     const k = "json_extract(c.value, '$[1]')";
     const inserted = this.sql
@@ -302,7 +351,7 @@ export class Partition extends DurableObject<Env> {
     for (const r of inserted) {
       this.buckets!.add(r.b);
       if (r.e !== null && (meta.next_expiry === null || r.e < meta.next_expiry)) meta.next_expiry = r.e;
-      if (r.b === meta.front_b) intoFront.push(`[${r.e},${meta.hashed ? r.id : JSON.stringify(r.id)}]`);
+      if (r.b === meta.front_b) intoFront.push(`[${r.e},${this.keyLiteral(meta, String(r.id))}]`);
     }
     if (intoFront.length > 0) {
       this.sql.exec("INSERT INTO front (e, k) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)", `[${intoFront.join(",")}]`);

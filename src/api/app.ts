@@ -265,6 +265,14 @@ app.get(`${STREAM}/health`, async (c) => {
   return c.json({ stream, ...health, state: d.state });
 });
 
+// The delay advisor's figures, live (src/stream/advisor/live.ts): what `edge-dedup advise` says of a history, over what this stream received.
+app.get(`${STREAM}/advice`, async (c) => {
+  const stream = c.get("stream");
+  const advice = await coordinatorStub(c.env, stream).advice();
+  if (!advice) throw missing(stream);
+  return c.json({ stream, ...advice });
+});
+
 // The operator's dashboard (src/dashboard): a static page, no data and so no auth; it calls /v1 with the admin token typed into it.
 app.get("/dashboard", () => dashboardResponse());
 
@@ -299,6 +307,7 @@ for (const [path, allow] of [
   [`${STREAM}/rejected`, "GET"],
   [`${STREAM}/table`, "GET"],
   [`${STREAM}/health`, "GET"],
+  [`${STREAM}/advice`, "GET"],
   ["/v1/streams", "GET"],
   ["/healthz", "GET"],
   ["/metrics", "GET"],

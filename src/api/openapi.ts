@@ -60,6 +60,33 @@ export const progressSchema = z.object({
   ),
 });
 
+const ms = z.number().nullable();
+const adviceFiguresSchema = z.object({
+  rows: z.number().int().describe("accepted rows (emitted, duplicate or late)"),
+  duplicates: z.number().int(),
+  duplicateRate: z.number().describe("duplicates / rows"),
+  gaps: z.object({ count: z.number().int(), p50: ms, p90: ms, p99: ms, "p99.9": ms, max: ms })
+    .describe("|T − T_first| of each duplicate to the copy kept, ms (null: no duplicates)"),
+  disorder: z.object({ events: z.number().int(), outOfOrder: z.number().int(), outOfOrderShare: z.number(), p50: ms, p99: ms, "p99.9": ms, max: ms })
+    .describe("per row, how far behind its source's max event time before it, ms"),
+  recommendation: z.object({
+    watermarkDelay: z.string().describe('Spark-style, e.g. "15 minutes"'),
+    delayMs: z.number(),
+    margin: z.number(),
+    gapP999: z.number(),
+    disorderP999: z.number(),
+    basis: z.enum(["duplicate gaps", "disorder"]),
+    neededMs: z.number().describe("max(gapP999, disorderP999) × margin, before rounding up"),
+  }),
+  currentDelay: z.object({ ms: z.number(), interval: z.string() }).nullable().describe("the delay configured now (null: no event time)"),
+});
+
+export const adviceSchema = z.object({
+  stream: z.string(),
+  margin: z.number().describe("the p99.9 figures are multiplied by it before rounding up to a friendly delay"),
+  overall: adviceFiguresSchema.describe("over all sources: the stream's recommendation (currentDelay: the stream's delay)"),
+  sources: z.record(z.string(), adviceFiguresSchema).describe("per source (gaps: of the duplicates the source sent; currentDelay: its own delay)"),
+});
 
 type Method = "get" | "put" | "post" | "delete";
 /** A query or header parameter: its schema's JSON Schema (default, bounds) is published with it. */
@@ -115,7 +142,7 @@ export const OPERATIONS: readonly Operation[] = [
   },
   {
     method: "put", path: S, summary: "Create or update a stream", tag: "streams", auth: "admin", body: streamBodySchema,
-    description: "The whole config every time: fields left out take their defaults (not a patch). A changed bound field (`key`, `mode`, `eventTime`, `partitions`, a key column's type) is a 409 `bound-field-changed`; an invalid config a 400.",
+    description: "The whole config every time: fields left out take their defaults (not a patch). A changed bound field (`key`, `mode`, `eventTime`, `partitions`, `stateKeys`, a key column's type) is a 409 `bound-field-changed`; an invalid config a 400.",
     ok: { status: 201, description: "{stream, status, config}; 200 when updated or unchanged (`status` `updated` or `unchanged`)" },
   },
   { method: "get", path: S, summary: "A stream's config, watermark, sources and state", tag: "streams", auth: "admin", description: "With its state size and committed batch count.", ok: { status: 200, description: "the stream" } },
@@ -154,6 +181,7 @@ export const OPERATIONS: readonly Operation[] = [
     ],
     ok: { status: 200, description: "{partition, watermark, rows, bytes, keys}" },
   },
+  { method: "get", path: `${S}/advice`, summary: "The delay advisor, live: duplicate gaps and disorder per source, the recommended watermarkDelay", tag: "operate", auth: "admin", description: "The figures `edge-dedup advise` computes over a file, kept by the stream at each commit.", ok: { status: 200, schema: adviceSchema, description: "per source and overall" } },
   { method: "get", path: `${S}/health`, summary: "ok | warn | critical, with reasons and the source holding the watermark back", tag: "operate", auth: "admin", description: "`status`, `reasons`, `heldBackBy` and the figures behind them.", ok: { status: 200, description: "the stream's health" } },
   { method: "post", path: `${S}/sources/:source/credentials`, summary: "Create a source credential; its secret is shown once", tag: "credentials", auth: "admin", description: "The provider types need the provider's `secret`; `token` and `hmac` get a generated one when it is left out.", body: credentialBody, ok: { status: 201, description: "the credential with its secret" } },
   { method: "get", path: `${S}/sources/:source/credentials`, summary: "A source's credentials, without secrets", tag: "credentials", auth: "admin", ok: { status: 200, description: "{credentials}" } },

@@ -51,6 +51,7 @@ svg .axis { stroke:var(--line); }
 .legend i { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:4px; vertical-align:-1px; }
 .note { font-size:12px; color:var(--mute); margin:4px 0 0; }
 .held { color:var(--crit); font-weight:600; }
+tr.total td { font-weight:600; }
 `;
 
 const SCRIPT = String.raw`
@@ -353,6 +354,38 @@ const SCRIPT = String.raw`
     ])])]);
   }
 
+  /** The delay advisor, live (GET /advice): per source and over all, what edge-dedup advise would say of what was received. */
+  function renderAdvice(advice) {
+    function q(v) { return v === null || v === undefined ? "—" : v === 0 ? "0" : v < 1000 ? num(v) + " ms" : dur(v); }
+    function verdict(f) {
+      if (!f.currentDelay) return "—";
+      var r = f.recommendation.delayMs, c = f.currentDelay.ms;
+      return c < r ? "raise to " + f.recommendation.watermarkDelay : c > 2 * r ? "could be " + f.recommendation.watermarkDelay : "covers it";
+    }
+    function row(name, f, cls) {
+      return h("tr", { "data-advice": name, class: cls || "" }, [
+        h("td", { class: "text" }, [name]),
+        h("td", {}, [num(f.rows)]),
+        h("td", { "data-figure": "duplicate-rate" }, [num(f.duplicates) + " (" + (100 * f.duplicateRate).toFixed(1) + "%)"]),
+        h("td", { "data-figure": "gap-p999" }, [q(f.gaps["p99.9"])]),
+        h("td", { "data-figure": "disorder-p999" }, [q(f.disorder["p99.9"])]),
+        h("td", { "data-figure": "recommended" }, [f.recommendation.watermarkDelay]),
+        h("td", { "data-figure": "current" }, [f.currentDelay ? f.currentDelay.interval : "—"]),
+        h("td", { "data-figure": "verdict", class: "text" + (f.currentDelay && f.currentDelay.ms < f.recommendation.delayMs ? " held" : "") }, [verdict(f)]),
+      ]);
+    }
+    var names = Object.keys(advice.sources).sort();
+    var cols = ["Source", "Rows", "Duplicates", "Gap p99.9", "Disorder p99.9", "Recommended", "Current", ""];
+    fill("advice", [h("div", { class: "scroll" }, [h("table", { id: "advice-table" }, [
+      h("thead", {}, [h("tr", {}, cols.map(function (c, i) { return h("th", { class: i === 0 || i === 7 ? "text" : "" }, [c]); }))]),
+      h("tbody", {}, names.length ? names.map(function (n) { return row(n, advice.sources[n]); }).concat(names.length > 1 ? [row("(stream)", advice.overall, "total")] : [])
+        : [h("tr", {}, [h("td", { colspan: cols.length, class: "text" }, ["No rows yet."])])]),
+    ])]),
+      h("p", { class: "note", id: "advice-recommendation" }, ["Recommended for the stream: " + advice.overall.recommendation.watermarkDelay + " (" + advice.overall.recommendation.basis + "), the larger p99.9 × " + advice.margin + " rounded up, as edge-dedup advise computes it over a history; " + (advice.overall.currentDelay ? "configured: " + advice.overall.currentDelay.interval + "." : "no event time configured.")]),
+      h("p", { class: "note" }, ["Gap: event time between a duplicate and the copy kept. Disorder: how far a row is behind its source's newest event time. Counted since the stream was created."]),
+    ]);
+  }
+
   // ---- loading
   async function loadStreams() {
     var names = [], after = "";
@@ -371,8 +404,8 @@ const SCRIPT = String.raw`
 
   async function loadStream(name) {
     var base = "/v1/streams/" + encodeURIComponent(name);
-    var got = await Promise.all([api(base), api(base + "/health"), api(base + "/progress?limit=1000")]);
-    var info = got[0], health = got[1], progress = got[2].progress;
+    var got = await Promise.all([api(base), api(base + "/health"), api(base + "/progress?limit=1000"), api(base + "/advice")]);
+    var info = got[0], health = got[1], progress = got[2].progress, advice = got[3];
     // One call per partition: with many partitions, at most every STATE_EVERY_MS.
     var cached = stateCache[name];
     var parts = cached && cached.parts.length === info.config.partitions && info.config.partitions > 32 && Date.now() - cached.at < STATE_EVERY_MS
@@ -386,6 +419,7 @@ const SCRIPT = String.raw`
     renderState(parts);
     renderRates(progress);
     renderBatches(progress);
+    renderAdvice(advice);
   }
 
   async function refresh() {
@@ -476,6 +510,7 @@ const HTML = `<!doctype html>
   <section class="wide"><h2>Watermark and max event time per source</h2><div id="sources"></div></section>
   <section><h2>Rows per minute</h2><div id="rates"></div></section>
   <section><h2>State per partition</h2><div id="state"></div></section>
+  <section class="wide"><h2>Delay advisor</h2><div id="advice"></div></section>
   <section class="wide"><h2>Recent batches (last 20)</h2><div id="batches"></div></section>
 </main>
 <script nonce="${NONCE}">${SCRIPT}</script>

@@ -31,13 +31,13 @@ export function partitionPayloads(members: readonly Member[]): Map<number, Parti
 }
 
 /**
- * Splits the partitions' answers (decision strings per entry, in payload
- * order) back into each member's partition → decisions map.
+ * Splits the partitions' answers (decision strings, or anything else they
+ * answer per entry, in payload order) back into each member's partition → decisions map.
  */
-export function memberDecisions(members: readonly Member[], answers: ReadonlyMap<number, readonly string[]>): Map<number, string>[] {
+export function memberDecisions<T = string>(members: readonly Member[], answers: ReadonlyMap<number, readonly T[]>): Map<number, T>[] {
   const cursor = new Map<number, number>();
   return members.map((m) => {
-    const mine = new Map<number, string>();
+    const mine = new Map<number, T>();
     for (const p of m.plan.subBatches.keys()) {
       const at = cursor.get(p) ?? 0;
       const decided = answers.get(p)?.[at];

@@ -5,6 +5,7 @@ import { OUTBOX_MAX_ENTRY_BYTES } from "../outbox";
 import { LANES, writeGroup, type Lane, type LaneKeys } from "../sink";
 import { dedupSettings, encodeLate, encodeOutput, encodeRejected, mergeDecisions, planBatch } from "../stream/batch";
 import type { StreamConfig } from "../stream/config";
+import { acceptedTimes } from "../stream/advisor/live";
 import { capRejected } from "../stream/report";
 import { concatParts, formatRef, memberDecisions, partitionPayloads, type ByteRange } from "./group";
 
@@ -74,6 +75,8 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
     }),
   );
   const decided = memberDecisions(planned, new Map([...results].map(([p, r]) => [p, r.decisions])));
+  // The delay advisor's gaps (a partition of an older release reports none).
+  const gaps = memberDecisions(planned, new Map([...results].map(([p, r]) => [p, r.gaps ?? r.decisions.map((): number[] => [])])));
   const merged = planned.map((m, i) => mergeDecisions(m.plan, decided[i]));
   failAt(fault, "after-decide");
 
@@ -129,6 +132,7 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
       batchId: m.batchId,
       maxEventTime: m.plan.maxEventTime,
       counts: capRejected(merged[i].counts),
+      seen: { times: acceptedTimes(m.plan), gaps: [...gaps[i].values()].flat() },
       touched,
       objects: refs,
       startedAt,

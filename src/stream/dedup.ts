@@ -40,6 +40,12 @@ export function expiryOf(settings: DedupSettings, eventTime: number | null): num
   }
 }
 
+/** The kept copy's event time from its expiry, where the mode makes one imply the other (compact state stores only the expiry). */
+export function firstEventTimeOf(settings: DedupSettings, expiresAt: number | null): number | null {
+  if (expiresAt === null) return null;
+  return settings.mode === "within-watermark" ? expiresAt - settings.delay : settings.mode === "event-time-key" ? expiresAt : null;
+}
+
 export function isExpired(expiresAt: number | null, watermark: number): boolean {
   return expiresAt !== null && expiresAt <= watermark;
 }

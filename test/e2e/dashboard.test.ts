@@ -186,6 +186,33 @@ describe("the dashboard in a browser", () => {
     await page.context().close();
   });
 
+  test("the delay advisor panel: per source the gap and disorder p99.9, the duplicate rate, recommended vs current delay", async () => {
+    theBrowser();
+    await api.putStream("advised", { key: ["id"], eventTime: "ts", watermarkDelay: "1 minute", partitions: 2 });
+    // web: k1 again 5 minutes later, and k3 3 minutes behind web's newest; app: y 3 minutes out of order, x twice at once.
+    await api.ingest("advised", [{ id: "k1", ts: at(10) }, { id: "k2", ts: at(10, 1) }], { source: "web" });
+    expect(await api.ingest("advised", [{ id: "k1", ts: at(10, 5) }, { id: "k3", ts: at(10, 2) }], { source: "web" })).toMatchObject({ emitted: 1, duplicates: 1, late: 0 });
+    expect(await api.ingest("advised", [{ id: "x", ts: at(10, 10) }, { id: "y", ts: at(10, 7) }, { id: "x", ts: at(10, 10) }], { source: "app" }))
+      .toMatchObject({ emitted: 2, duplicates: 1, late: 0 });
+    const advice = JSON.parse((await api.request("GET", "/v1/streams/advised/advice")).text);
+    expect(advice.sources.web).toMatchObject({ rows: 4, duplicates: 1, gaps: { "p99.9": 300_000 }, disorder: { "p99.9": 180_000 }, recommendation: { watermarkDelay: "10 minutes" } });
+    expect(advice.sources.app).toMatchObject({ rows: 3, duplicates: 1, gaps: { "p99.9": 0 }, disorder: { "p99.9": 180_000 }, recommendation: { watermarkDelay: "5 minutes" } });
+
+    const { page, errors } = await openPage();
+    await enterToken(page, server.token);
+    await page.waitForSelector('#stream option[value="advised"]', { state: "attached" });
+    await page.selectOption("#stream", "advised");
+    await page.waitForSelector("#advice-table");
+    const figures = async (row: string) =>
+      page.$$eval(`#advice-table tr[data-advice="${row}"] td[data-figure]`, (tds) => Object.fromEntries(tds.map((td) => [td.getAttribute("data-figure"), td.textContent?.trim()])));
+    expect(await figures("web")).toEqual({ "duplicate-rate": "1 (25.0%)", "gap-p999": "5 min", "disorder-p999": "3 min", recommended: "10 minutes", current: "1 minute", verdict: "raise to 10 minutes" });
+    expect(await figures("app")).toEqual({ "duplicate-rate": "1 (33.3%)", "gap-p999": "0", "disorder-p999": "3 min", recommended: "5 minutes", current: "1 minute", verdict: "raise to 5 minutes" });
+    expect(await figures("(stream)")).toMatchObject({ "duplicate-rate": "2 (28.6%)", "gap-p999": "5 min", recommended: "10 minutes" });
+    expect(await text(page, "#advice-recommendation")).toMatch(/^Recommended for the stream: 10 minutes \(duplicate gaps\)/);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  });
+
   test("a wrong token is a clear 403 in the page; an unreadable one a 401; a deleted stream a 404", async () => {
     const { page } = await openPage();
     await enterToken(page, "not-the-admin-token");

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { app } from "../../src/api/app";
-import { outcomeSchema, problemSchema, progressSchema } from "../../src/api/openapi";
+import { adviceSchema, outcomeSchema, problemSchema, progressSchema } from "../../src/api/openapi";
 import { at, call, createStream, json, post } from "./helpers";
 
 describe("the OpenAPI document", () => {
@@ -36,6 +36,7 @@ describe("the OpenAPI document", () => {
     const rows = [{ id: "A", ts: at(10, 0) }, { id: "A", ts: at(10, 0) }, { ts: at(10, 1) }];
     outcomeSchema.parse(await post("oa", rows));
     progressSchema.parse(await json(call("GET", "/v1/streams/oa/progress")));
+    adviceSchema.strict().parse(await json(call("GET", "/v1/streams/oa/advice")));
     problemSchema.parse(await json(call("GET", "/v1/streams/nope")));
     const page = await (await call("GET", "/docs", undefined, {})).text();
     expect(page).toContain("/v1/streams/{stream}/events");

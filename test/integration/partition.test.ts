@@ -16,6 +16,26 @@ function req(batch: string, rows: [key: string, t: number][], watermark = 0, set
 }
 
 describe("Partition", () => {
+  for (const [layout, settings] of [["text", within], ["hashed (the kept time from the expiry)", { ...within, hashedKeys: true }]] as const) {
+    it(`reports each duplicate's event-time gap to the copy kept: stored before, earlier in the batch, in an earlier entry; ${layout} keys`, async () => {
+      const p = fresh();
+      await p.apply(req("s\nb0", [["A", 1000]], 0, settings));
+      const rows = (batch: string, list: [string, number | null][]) => ({ batch, settings, resumed: false, rows: list.map(([key, eventTime], index) => ({ index, key, eventTime })) });
+      const r = await p.applyGroup({
+        epoch: "e1",
+        watermark: 0,
+        entries: [
+          rows("s\nb1", [["A", 1300], ["B", 2000], ["B", 1900], ["C", 500]]),
+          rows("t\nb2", [["C", 520], ["A", 1000], ["D", 3000]]),
+        ],
+      });
+      expect(r.decisions).toEqual(["dede", "dde"]);
+      expect(r.gaps).toEqual([[300, 100], [20, 0]]);
+      // No duplicates, no gaps (and no extra statement: duplicateGaps returns before its SELECT).
+      expect((await p.applyGroup({ epoch: "e1", watermark: 0, entries: [rows("s\nb3", [["E", 10]])] })).gaps).toEqual([[]]);
+    });
+  }
+
   it("decides first copy wins, late rows, and counts state", async () => {
     const p = fresh();
     const r = await p.apply(req("s\nb1", [["A", 1000], ["B", 1000], ["A", 1001], ["C", 400]], 500));

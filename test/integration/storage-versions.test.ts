@@ -9,7 +9,7 @@ import { expect, it } from "vitest";
 import { COORDINATOR_MIGRATIONS } from "../../src/coordinator";
 import { PARTITION_MIGRATIONS, type Partition } from "../../src/partition";
 import type { DedupSettings } from "../../src/stream/dedup";
-import { at, call, post } from "./helpers";
+import { at, call, json, post } from "./helpers";
 
 const within: DedupSettings = { mode: "within-watermark", delay: 100, hasEventTime: true };
 
@@ -79,4 +79,6 @@ it("a stream written by the previous layout is migrated on first use: its ledger
   expect((await (await call("GET", "/v1/streams/versions-stream/output")).text()).trim()).toBe(JSON.stringify({ id: "B", ts: at(10, 0) }));
   const version = await runInDurableObject(stub, (_c, state) => state.storage.sql.exec<{ version: number }>("SELECT version FROM _schema").one().version);
   expect(version).toBe(Math.max(...COORDINATOR_MIGRATIONS.map((m) => m.version)));
+  // Version 4's advice table: the delay advisor counts from the first batch after the upgrade.
+  expect(await json(call("GET", "/v1/streams/versions-stream/advice"))).toMatchObject({ overall: { rows: 1, duplicates: 0 } });
 });

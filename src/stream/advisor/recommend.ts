@@ -55,7 +55,8 @@ export interface Recommendation {
   neededMs: number;
 }
 
-export function recommendDelay(m: Measurements, margin: number = DEFAULT_MARGIN): Recommendation {
+/** `m`: the two distributions, from a history (measure) or kept live per source (live.ts). */
+export function recommendDelay(m: Pick<Measurements, "gaps" | "disorder">, margin: number = DEFAULT_MARGIN): Recommendation {
   if (!(margin >= 1) || !Number.isFinite(margin)) throw new RangeError("the margin must be a number ≥ 1");
   const gap = Math.ceil(m.gaps.quantileUpperBound(0.999) ?? 0);
   const disorder = Math.ceil(m.disorder.quantileUpperBound(0.999) ?? 0);

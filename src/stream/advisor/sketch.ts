@@ -106,6 +106,25 @@ export class QuantileSketch {
     this.hi = Math.max(this.hi, other.hi);
   }
 
+  /**
+   * Keeps at most `maxBuckets` non-zero buckets by folding the lowest into the
+   * lowest one kept (DDSketch's "collapsing lowest"): counts, the top quantiles
+   * and the exact max are unchanged; only small values read as larger, which a
+   * delay bound can afford. Bounds a sketch kept forever (one per source).
+   */
+  capBuckets(maxBuckets: number): void {
+    if (!(maxBuckets >= 1) || this.counts.size <= maxBuckets) return;
+    const indexes = this.sortedIndexes();
+    const cut = indexes.length - maxBuckets;
+    const into = indexes[cut];
+    let folded = 0;
+    for (const i of indexes.slice(0, cut)) {
+      folded += this.counts.get(i)!;
+      this.counts.delete(i);
+    }
+    this.counts.set(into, this.counts.get(into)! + folded);
+  }
+
   /** The nearest-rank quantile q (see quantileRank), within relative error α; null when empty. */
   quantile(q: number): number | null {
     const i = this.bucketOfQuantile(q);
