@@ -24,7 +24,7 @@ Options:
   --source COL          the column naming each row's source (default: one source)
   --unit ms|s           what a bare number in the time column means (default ms)
   --margin X            multiply the p99.9 figures by X ≥ 1 (default ${DEFAULT_MARGIN})
-  --bytes-per-key N     state bytes per remembered key (default ${DEFAULT_BYTES_PER_KEY}, from npm run bench)
+  --bytes-per-key N     state bytes per remembered key (default ${DEFAULT_BYTES_PER_KEY}: text keys of ~20 characters; ~32 with stateKeys "hashed")
   --json                print the figures as JSON (durations in ms)
   -h, --help            this text
 

@@ -10,12 +10,12 @@ import type { Measurements } from "./measure.ts";
 
 export const DEFAULT_MARGIN = 1.2;
 /**
- * Bytes a partition's SQLite storage spends per remembered key, key text and
- * expiry index included, for keys of ~20 bytes: `npm run bench` reports it as
- * "bytes per remembered key" (86 B measured for a 22-byte key; see the README's
- * "Choosing the delay"). Longer keys cost their extra length on top.
+ * Bytes a partition's SQLite storage spends per remembered key, every table
+ * counted, for text keys of ~20 bytes (48 B measured for 18-byte keys by
+ * test/integration/compact-state.test.ts; docs/concepts/state.md). Longer keys
+ * cost their extra length on top; hashed keys (`stateKeys: "hashed"`) ~32 B.
  */
-export const DEFAULT_BYTES_PER_KEY = 85;
+export const DEFAULT_BYTES_PER_KEY = 50;
 
 const S = 1_000;
 const MIN = 60 * S;

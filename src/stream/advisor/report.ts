@@ -84,7 +84,7 @@ export function renderAdvice({ advice: a, sketches }: AdviceWithSketches): strin
   out.push("");
   if (st.ratePerSecond === null) out.push("state: the history spans no event time, so there is no rate to estimate it from");
   else {
-    out.push(`state at ${Number(st.ratePerSecond.toPrecision(3))} events/s (${st.bytesPerKey} B per key, as measured by npm run bench)`);
+    out.push(`state at ${Number(st.ratePerSecond.toPrecision(3))} events/s (${st.bytesPerKey} B per key: text keys of ~20 characters; hashed keys ~32, --bytes-per-key)`);
     out.push(...table([
       ["mode", "keys held", "bytes"],
       ["within-watermark", int(st.withinWatermark!.keys), humanBytes(st.withinWatermark!.bytes)],

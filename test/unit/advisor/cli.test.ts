@@ -43,7 +43,7 @@ describe("edge-dedup advise (a child node)", () => {
     expect(a.simulation).toMatchObject({ delayMs: r0.delayMs, rows: rows.length, copies: a.duplicates });
     expect(a.simulation.caughtShare).toBeGreaterThan(0.99);
     expect(a.state.withinWatermark!.keys).toBe(2 * a.state.eventTimeKey!.keys);
-    expect(a.state.bytesPerKey).toBe(85);
+    expect(a.state.bytesPerKey).toBe(50);
   });
 
   test("the table: figures, two histograms, the recommendation and the state", () => {

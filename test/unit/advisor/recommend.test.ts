@@ -185,9 +185,9 @@ describe("estimateState", () => {
     const st = estimateState(measure(events), 10 * MIN);
     expect(st.bytesPerKey).toBe(DEFAULT_BYTES_PER_KEY);
     expect(st.ratePerSecond).toBeCloseTo(3601 / 3600, 6);
-    expect(st.withinWatermark).toEqual({ keys: 1200, bytes: 1200 * 85 });
-    expect(st.eventTimeKey).toEqual({ keys: 600, bytes: 600 * 85 });
-    expect(st.global).toEqual({ keysPerDay: 72_000, bytesPerDay: 72_000 * 85 });
+    expect(st.withinWatermark).toEqual({ keys: 1200, bytes: 1200 * 50 });
+    expect(st.eventTimeKey).toEqual({ keys: 600, bytes: 600 * 50 });
+    expect(st.global).toEqual({ keysPerDay: 72_000, bytesPerDay: 72_000 * 50 });
     expect(estimateState(measure(events), 10 * MIN, 100).withinWatermark!.bytes).toBe(120_000);
   });
 
