@@ -3,6 +3,7 @@ import { boundFieldChanges, sourceConfig, type StreamConfig } from "./stream/con
 import { own } from "./stream/own";
 import type { BatchCounts } from "./stream/batch";
 import { capRejected, progressOf, rejectedTotal, type BatchOutcome, type ProgressReport } from "./stream/report";
+import { decodeStoredReport, encodeStoredReport } from "./stream/stored-report";
 import { advanceWatermark, globalWatermark, hasIdleTimeout, isIdle, nextIdleAt, sourceWatermark, type SourceProgress, type WatermarkState } from "./stream/watermark";
 import { METRICS_TABLE, METRICS_UPSERT, metricDeltas, streamMetricsOf, type CommittedFigures, type StreamMetrics } from "./stream/metrics";
 import { observeCommit } from "./observe";
@@ -173,14 +174,8 @@ export interface StreamDescription {
   batches: { committed: number };
 }
 
-/** What the ledger keeps of a committed batch: the response to replay and its progress report. */
-interface StoredReport {
-  outcome: BatchOutcome;
-  progress: ProgressReport;
-}
-
-function recordedOutcome(report: string): BatchOutcome {
-  return { ...(JSON.parse(report) as StoredReport).outcome, replayed: true };
+function recordedOutcome(row: { report: string | null; seq: number | null }, source: string, batchId: string): BatchOutcome {
+  return { ...decodeStoredReport(row.report!, source, batchId, row.seq!).outcome, replayed: true };
 }
 
 interface Meta {
@@ -271,7 +266,8 @@ export class Coordinator extends DurableObject<Env> {
     const stats = await Promise.all(
       Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p).describe(meta.epoch)),
     );
-    const committed = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM batches WHERE seq IS NOT NULL").one().n;
+    // Commit numbers run 1, 2, 3… with no gaps: the last one is the count, without a scan of the ledger.
+    const committed = this.lastSeq();
     return {
       config: meta.config,
       epoch: meta.epoch,
@@ -489,7 +485,7 @@ export class Coordinator extends DurableObject<Env> {
     const source = caller.source;
     const row = this.batchRow(source, batchId);
     if (row?.seq != null) {
-      return sameBody(row.body_hash, body.hash) ? { kind: "replay", source, outcome: recordedOutcome(row.report!) } : { kind: "conflict" };
+      return sameBody(row.body_hash, body.hash) ? { kind: "replay", source, outcome: recordedOutcome(row, source, batchId) } : { kind: "conflict" };
     }
     if (row && !sameBody(row.body_hash, body.hash)) return { kind: "conflict" };
     const until = this.leases.get(`${source}\n${batchId}`);
@@ -583,7 +579,7 @@ export class Coordinator extends DurableObject<Env> {
       }
       let seq = this.lastSeq();
       const outcomes = reqs.map((req, i): BatchOutcome => {
-        if (rows[i].seq !== null) return recordedOutcome(rows[i].report!);
+        if (rows[i].seq !== null) return recordedOutcome(rows[i], req.source, req.batchId);
         seq += 1;
         const outcome: BatchOutcome = {
           batchId: req.batchId,
@@ -604,7 +600,7 @@ export class Coordinator extends DurableObject<Env> {
         });
         this.sql.exec(
           "UPDATE batches SET seq = ?, data_key = ?, late_key = ?, rejected_key = ?, report = ? WHERE source = ? AND batch_id = ?",
-          seq, req.objects.data, req.objects.late, req.objects.rejected, JSON.stringify({ outcome, progress: report } satisfies StoredReport), req.source, req.batchId,
+          seq, req.objects.data, req.objects.late, req.objects.rejected, encodeStoredReport(outcome, report), req.source, req.batchId,
         );
         return outcome;
       });
@@ -660,9 +656,9 @@ export class Coordinator extends DurableObject<Env> {
   progress(limit: number): ProgressReport[] {
     if (!this.exists) return [];
     return this.sql
-      .exec<{ report: string }>("SELECT report FROM batches WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT ?", limit)
+      .exec<{ report: string; source: string; batch_id: string; seq: number }>("SELECT report, source, batch_id, seq FROM batches WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT ?", limit)
       .toArray()
-      .map((r) => (JSON.parse(r.report) as StoredReport).progress)
+      .map((r) => decodeStoredReport(r.report, r.source, r.batch_id, r.seq).progress)
       .reverse();
   }
 

@@ -1,0 +1,41 @@
+/**
+ * What the Coordinator's ledger keeps of a committed batch: enough to answer
+ * a replay with the same outcome and to list its progress report. It is one
+ * row per request for as long as the stream lives, so it is kept small: a
+ * JSON array of the figures, with no field names, and without what the row's
+ * own columns hold (source, batch id, commit number). The first layout (an
+ * object {outcome, progress}, ~500 bytes for one event) is still read.
+ */
+import { progressOf, type BatchOutcome, type ProgressReport } from "./report";
+
+/** Version 1: [1, watermark, watermarkAfter, input, emitted, duplicates, late, committedAt, durationMs, numRowsTotal, numRowsUpdated, numRowsRemoved, stateBytes, rejected?, rejectedCount?] */
+type Compact = [1, number, number, number, number, number, number, number, number, number, number, number, number, ([number, string][] | 0)?, number?];
+
+export interface StoredReport {
+  outcome: BatchOutcome;
+  progress: ProgressReport;
+}
+
+export function encodeStoredReport(outcome: BatchOutcome, progress: ProgressReport): string {
+  const c: Compact = [
+    1, outcome.watermark, outcome.watermarkAfter, outcome.input, outcome.emitted, outcome.duplicates, outcome.late,
+    progress.committedAt, progress.durationMs, progress.numRowsTotal, progress.numRowsUpdated, progress.numRowsRemoved, progress.stateBytes,
+  ];
+  if (outcome.rejected.length > 0 || outcome.rejectedCount !== undefined) c.push(outcome.rejected.length > 0 ? outcome.rejected.map((r) => [r.index, r.error]) : 0);
+  if (outcome.rejectedCount !== undefined) c.push(outcome.rejectedCount);
+  return JSON.stringify(c);
+}
+
+/** The stored record of batch `batchId` from `source`, committed as number `commitSeq`. */
+export function decodeStoredReport(text: string, source: string, batchId: string, commitSeq: number): StoredReport {
+  const parsed = JSON.parse(text) as Compact | StoredReport;
+  if (!Array.isArray(parsed)) return parsed; // the first layout
+  const [, watermark, watermarkAfter, input, emitted, duplicates, late, committedAt, durationMs, numRowsTotal, numRowsUpdated, numRowsRemoved, stateBytes, rejected, rejectedCount] = parsed;
+  // The key order of the outcome as first answered, so that a replay is the same JSON.
+  const outcome: BatchOutcome = {
+    batchId, source, replayed: false, watermark, watermarkAfter, input, emitted, duplicates, late,
+    rejected: rejected ? rejected.map(([index, error]) => ({ index, error })) : [],
+    ...(rejectedCount === undefined ? {} : { rejectedCount }),
+  };
+  return { outcome, progress: progressOf(outcome, { commitSeq, committedAt, durationMs, numRowsTotal, numRowsUpdated, numRowsRemoved, stateBytes }) };
+}
