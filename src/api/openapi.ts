@@ -2,62 +2,21 @@ import { z } from "zod";
 import { runBody } from "../sources/files/routes";
 import { streamBodySchema } from "../stream/config";
 import { credentialBody } from "./credentials";
+import {
+  credentialCreatedSchema, credentialListSchema, healthSchema, healthzSchema, outcomeSchema, problemSchema, progressSchema, putStreamResultSchema,
+  runSchema, runStartedSchema, statePageSchema, streamInfoSchema, streamListSchema, tableSnapshotSchema,
+} from "./schemas";
+
+export * from "./schemas";
 
 /**
  * The HTTP contract as OpenAPI 3.1, served at GET /openapi.json and rendered
  * at GET /docs. Request bodies are the zod schemas the routes validate with
  * (streamBodySchema, the credential and run bodies), converted by zod itself;
- * the main response bodies are zod schemas too, which the tests parse real
- * responses with, so the document can't promise a shape the service doesn't
- * answer. A test checks that every route of the app is in the document.
+ * every JSON response body is a zod schema too (./schemas.ts), which the tests
+ * parse real responses with, so the document can't promise a shape the
+ * service doesn't answer. A test checks that every route of the app is in the document.
  */
-export const problemSchema = z.object({
-  type: z.string().describe("https://edge-dedup.dev/problems/<slug>: see docs/reference/errors.md#<slug>"),
-  title: z.string(),
-  status: z.number().int(),
-  detail: z.string(),
-  instance: z.string().optional(),
-  errors: z.array(z.record(z.string(), z.unknown())).optional(),
-});
-
-export const outcomeSchema = z.object({
-  batchId: z.string(),
-  source: z.string(),
-  replayed: z.boolean(),
-  watermark: z.number().describe("the watermark this batch was judged by (epoch ms)"),
-  watermarkAfter: z.number().describe("the global watermark after its commit"),
-  input: z.number().int(),
-  emitted: z.number().int(),
-  duplicates: z.number().int(),
-  late: z.number().int(),
-  rejected: z.array(z.object({ index: z.number().int(), error: z.string() })).describe("at most the first 100"),
-  rejectedCount: z.number().int().optional().describe("present when more than 100 rows were rejected"),
-});
-
-export const progressSchema = z.object({
-  progress: z.array(
-    z.object({
-      batchId: z.string(),
-      source: z.string(),
-      commitSeq: z.number().int(),
-      committedAt: z.number(),
-      durationMs: z.number(),
-      input: z.number().int(),
-      emitted: z.number().int(),
-      duplicates: z.number().int(),
-      late: z.number().int(),
-      rejected: z.number().int(),
-      watermark: z.number(),
-      watermarkAfter: z.number(),
-      numRowsTotal: z.number().int(),
-      numRowsUpdated: z.number().int(),
-      numRowsRemoved: z.number().int(),
-      stateBytes: z.number().int(),
-    }),
-  ),
-});
-
-
 type Method = "get" | "put" | "post" | "delete";
 interface Operation {
   method: Method;
@@ -73,26 +32,26 @@ interface Operation {
 
 const S = "/v1/streams/:stream";
 export const OPERATIONS: readonly Operation[] = [
-  { method: "get", path: "/v1/streams", summary: "The streams by name, with watermark and state size", tag: "streams", auth: "admin", ok: { status: 200, description: "{streams, next}" } },
-  { method: "put", path: S, summary: "Create or update a stream", tag: "streams", auth: "admin", body: streamBodySchema, ok: { status: 201, description: "{stream, status, config}; 200 when updated or unchanged" } },
-  { method: "get", path: S, summary: "A stream's config, watermark, sources and state", tag: "streams", auth: "admin", ok: { status: 200, description: "the stream" } },
+  { method: "get", path: "/v1/streams", summary: "The streams by name, with watermark and state size", tag: "streams", auth: "admin", ok: { status: 200, schema: streamListSchema, description: "a page of streams; next: the name to pass as ?after=" } },
+  { method: "put", path: S, summary: "Create or update a stream", tag: "streams", auth: "admin", body: streamBodySchema, ok: { status: 201, schema: putStreamResultSchema, description: "created; 200 when updated or unchanged" } },
+  { method: "get", path: S, summary: "A stream's config, watermark, sources and state", tag: "streams", auth: "admin", ok: { status: 200, schema: streamInfoSchema, description: "the stream" } },
   { method: "delete", path: S, summary: "Delete a stream: state, ledger, output, table", tag: "streams", auth: "admin", ok: { status: 204, description: "deleted" } },
   { method: "post", path: `${S}/events`, summary: "Ingest one batch (JSON object, array or NDJSON)", tag: "ingest", auth: "ingest", ok: { status: 200, schema: outcomeSchema, description: "the batch's outcome (replayed: true for a committed batch id)" } },
   { method: "post", path: `${S}/sources/:source/webhook`, summary: "A provider's webhook delivery (Stripe, GitHub, Shopify, Standard Webhooks)", tag: "ingest", auth: "provider", ok: { status: 200, schema: outcomeSchema, description: "the delivery's outcome" } },
-  { method: "post", path: `${S}/runs`, summary: "Ingest every object under a prefix of the INPUT bucket not ingested yet", tag: "sources", auth: "admin", body: runBody, ok: { status: 202, description: "{id, stream, prefix, source}" } },
-  { method: "get", path: `${S}/runs/:id`, summary: "A run's status and counts", tag: "sources", auth: "admin", ok: { status: 200, description: "the run" } },
+  { method: "post", path: `${S}/runs`, summary: "Ingest every object under a prefix of the INPUT bucket not ingested yet", tag: "sources", auth: "admin", body: runBody, ok: { status: 202, schema: runStartedSchema, description: "started; Location: the run" } },
+  { method: "get", path: `${S}/runs/:id`, summary: "A run's status and counts", tag: "sources", auth: "admin", ok: { status: 200, schema: runSchema, description: "the run" } },
   { method: "get", path: `${S}/output`, summary: "Committed output rows in commit order (?after=seq)", tag: "output", auth: "admin", ok: { status: 200, media: "application/x-ndjson", description: "rows; X-Commit-Seq says where to resume" } },
   { method: "get", path: `${S}/late`, summary: "The late lane (?after=seq)", tag: "output", auth: "admin", ok: { status: 200, media: "application/x-ndjson", description: "late rows with the watermark they met" } },
   { method: "get", path: `${S}/rejected`, summary: "The rejected lane (?after=seq)", tag: "output", auth: "admin", ok: { status: 200, media: "application/x-ndjson", description: "rejected rows as sent, with the error" } },
-  { method: "get", path: `${S}/table`, summary: "The Iceberg table's current snapshot", tag: "output", auth: "admin", ok: { status: 200, description: "{stream, metadataLocation, snapshot}" } },
+  { method: "get", path: `${S}/table`, summary: "The Iceberg table's current snapshot", tag: "output", auth: "admin", ok: { status: 200, schema: tableSnapshotSchema, description: "the current snapshot" } },
   { method: "get", path: `${S}/progress`, summary: "Recent per-batch progress reports (?limit)", tag: "operate", auth: "admin", ok: { status: 200, schema: progressSchema, description: "oldest first" } },
-  { method: "get", path: `${S}/state`, summary: "The keys one partition remembers (?partition, limit, after)", tag: "operate", auth: "admin", ok: { status: 200, description: "{partition, watermark, rows, bytes, keys}" } },
-  { method: "get", path: `${S}/health`, summary: "ok | warn | critical, with reasons and the source holding the watermark back", tag: "operate", auth: "admin", ok: { status: 200, description: "the stream's health" } },
-  { method: "post", path: `${S}/sources/:source/credentials`, summary: "Create a source credential; its secret is shown once", tag: "credentials", auth: "admin", body: credentialBody, ok: { status: 201, description: "the credential with its secret" } },
-  { method: "get", path: `${S}/sources/:source/credentials`, summary: "A source's credentials, without secrets", tag: "credentials", auth: "admin", ok: { status: 200, description: "{credentials}" } },
+  { method: "get", path: `${S}/state`, summary: "The keys one partition remembers (?partition, limit, after)", tag: "operate", auth: "admin", ok: { status: 200, schema: statePageSchema, description: "a page of the partition's keys" } },
+  { method: "get", path: `${S}/health`, summary: "ok | warn | critical, with reasons and the source holding the watermark back", tag: "operate", auth: "admin", ok: { status: 200, schema: healthSchema, description: "the stream's health" } },
+  { method: "post", path: `${S}/sources/:source/credentials`, summary: "Create a source credential; its secret is shown once", tag: "credentials", auth: "admin", body: credentialBody, ok: { status: 201, schema: credentialCreatedSchema, description: "the credential with its secret" } },
+  { method: "get", path: `${S}/sources/:source/credentials`, summary: "A source's credentials, without secrets", tag: "credentials", auth: "admin", ok: { status: 200, schema: credentialListSchema, description: "without secrets" } },
   { method: "delete", path: `${S}/sources/:source/credentials/:id`, summary: "Revoke a credential", tag: "credentials", auth: "admin", ok: { status: 204, description: "revoked" } },
   { method: "get", path: "/metrics", summary: "Prometheus text exposition of every stream", tag: "operate", auth: "admin", ok: { status: 200, media: "text/plain", description: "counters and gauges" } },
-  { method: "get", path: "/healthz", summary: "Liveness of the Worker and its bindings", tag: "operate", auth: "none", ok: { status: 200, description: '{"status":"ok"}' } },
+  { method: "get", path: "/healthz", summary: "Liveness of the Worker and its bindings", tag: "operate", auth: "none", ok: { status: 200, schema: healthzSchema, description: "live" } },
   { method: "get", path: "/openapi.json", summary: "This document", tag: "operate", auth: "none", ok: { status: 200, description: "OpenAPI 3.1" } },
   { method: "get", path: "/docs", summary: "This document, as a page", tag: "operate", auth: "none", ok: { status: 200, media: "text/html", description: "HTML" } },
   { method: "get", path: "/dashboard", summary: "The operator's dashboard (a static page; it calls /v1 with the admin token typed into it)", tag: "operate", auth: "none", ok: { status: 200, media: "text/html", description: "HTML" } },
