@@ -157,7 +157,9 @@ export function createClient(options: ClientOptions) {
   async function request(method: string, path: string, init: RequestOptions = {}): Promise<RawResponse> {
     const headers: Record<string, string> = { ...init.headers };
     const token = init.token === undefined ? options.token : init.token;
-    if (token != null) headers.authorization = `Bearer ${token}`;
+    // An Authorization header the caller wrote wins (a test of refusals, a signed request).
+    const written = Object.keys(headers).some((k) => k.toLowerCase() === "authorization");
+    if (token != null && !written) headers.authorization = `Bearer ${token}`;
     const signal = init.signal ?? (options.timeoutMs !== undefined ? AbortSignal.timeout(options.timeoutMs) : undefined);
     const res = await doFetch(base() + path, { method, headers, body: init.body, ...(signal ? { signal } : {}) });
     return { status: res.status, headers: res.headers, text: await res.text() };
