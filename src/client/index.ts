@@ -28,8 +28,8 @@ export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
 export interface ClientOptions {
   /** e.g. https://edge-dedup.example.workers.dev; a function is read on every call (a server that moves) */
   baseUrl: string | (() => string);
-  /** the admin token, or a source's token (ingest only) */
-  token?: string;
+  /** the admin token, or a source's token (ingest only); a function is read on every call */
+  token?: string | (() => string);
   /** defaults to the global fetch; in workerd, a service binding's or SELF's */
   fetch?: Fetch;
   /** per request, unless the call passes its own signal */
@@ -156,7 +156,7 @@ export function createClient(options: ClientOptions) {
   /** Any call, any status: for what the typed methods don't cover, and tests that check statuses. */
   async function request(method: string, path: string, init: RequestOptions = {}): Promise<RawResponse> {
     const headers: Record<string, string> = { ...init.headers };
-    const token = init.token === undefined ? options.token : init.token;
+    const token = init.token !== undefined ? init.token : typeof options.token === "function" ? options.token() : options.token;
     // An Authorization header the caller wrote wins (a test of refusals, a signed request).
     const written = Object.keys(headers).some((k) => k.toLowerCase() === "authorization");
     if (token != null && !written) headers.authorization = `Bearer ${token}`;

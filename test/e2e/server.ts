@@ -307,7 +307,7 @@ export class Client {
   private readonly api: ApiClient;
 
   constructor(server: Pick<Server, "url" | "token">) {
-    this.api = createClient({ baseUrl: () => server.url, token: server.token, timeoutMs: 60_000 });
+    this.api = createClient({ baseUrl: () => server.url, token: () => server.token, timeoutMs: 60_000 });
   }
 
   request(method: string, path: string, init: { body?: string; headers?: Record<string, string>; token?: string | null } = {}): Promise<RawResponse> {

@@ -49,6 +49,19 @@ describe("createClient", () => {
     ]);
   });
 
+  test("a base URL and a token given as functions are read on every call (a server that restarts elsewhere)", async () => {
+    const calls: Array<{ url: string; init: RequestInit }> = [];
+    let where = { url: "http://a.test", token: "t1" };
+    const client = createClient({ baseUrl: () => where.url, token: () => where.token, fetch: async (url, init) => (calls.push({ url, init }), Response.json({ status: "ok" })) });
+    await client.listStreams();
+    where = { url: "http://b.test", token: "t2" };
+    await client.listStreams({ after: "x" });
+    expect(calls.map((c) => [c.url, (c.init.headers as Record<string, string>).authorization])).toEqual([
+      ["http://a.test/v1/streams", "Bearer t1"],
+      ["http://b.test/v1/streams?after=x", "Bearer t2"],
+    ]);
+  });
+
   test("an error status is a ProblemError with the status, the problem and the headers", async () => {
     const { client } = fake(() => problem(409, "batch-in-flight", "busy", { "retry-after": "2" }));
     const e = await client.ingest("s", { rows: [] }).catch((x: unknown) => x);
