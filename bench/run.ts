@@ -58,6 +58,7 @@ import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { createClient, type Outcome } from "../src/client/index.ts";
 import { rng } from "../test/support/rng.ts";
 import {
   BENCH_DIR, fmt, PROJECT_FILES, freePort, http, httpJson, killEverything, median, REQUEST_TIMEOUT_MS, ROOT,
@@ -203,13 +204,8 @@ function post(agent: Agent, url: URL, body: string, headers: Record<string, stri
   });
 }
 
-interface Outcome {
-  input: number;
-  emitted: number;
-  duplicates: number;
-  late: number;
-  rejected: unknown[];
-}
+/** What the load generator tallies of an answer; the Redis script and the ceiling answer these fields too. */
+type Tally = Pick<Outcome, "input" | "emitted" | "duplicates" | "late" | "rejected">;
 
 interface Drive {
   ms: number;
@@ -267,7 +263,7 @@ async function drive(target: Target, stream: string, load: Load, ms: number, wor
             d.firstError ??= `HTTP ${reply.status}: ${reply.text.slice(0, 300)}`;
             continue;
           }
-          const o = JSON.parse(reply.text) as Outcome;
+          const o = JSON.parse(reply.text) as Tally;
           d.input += o.input;
           d.emitted += o.emitted;
           d.duplicates += o.duplicates;
@@ -321,15 +317,16 @@ async function startEdgeDedup(): Promise<Target> {
       return a.status === 200 && "doCalls" in JSON.parse(a.text);
     },
   });
+  // Control calls through the typed client; the load itself goes through drive()'s keep-alive client, the same for every target.
+  const api = createClient({ baseUrl: server.url, token: TOKEN, timeoutMs: REQUEST_TIMEOUT_MS });
   return {
     name: "edge-dedup",
     url: server.url,
     async prepare(stream) {
-      const body = { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 8, stateKeys: STATE_KEYS };
-      await httpJson("PUT", `${server.url}/v1/streams/${stream}`, { body: JSON.stringify(body), headers: { ...auth, "content-type": "application/json" } });
+      await api.putStream(stream, { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 8, stateKeys: STATE_KEYS });
     },
     async state(stream) {
-      const s = await httpJson<{ state: { rows: number; bytes: number }; batches: { committed: number } }>("GET", `${server.url}/v1/streams/${stream}`, { headers: auth });
+      const s = await api.getStream(stream);
       return { rows: s.state.rows, bytes: s.state.bytes, batches: s.batches.committed };
     },
     takeOpCounts: () => httpJson<OpCounts>("GET", `${server.url}/__opcount`),

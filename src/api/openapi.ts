@@ -3,91 +3,21 @@ import { runBody } from "../sources/files/run-body";
 import { NAME_PATTERN, streamBodySchema } from "../stream/config";
 import { PROVIDERS, PROVIDER_TYPES } from "../webhooks";
 import { credentialBody } from "./credentials";
+import {
+  adviceSchema, credentialCreatedSchema, credentialListSchema, healthSchema, healthzSchema, outcomeSchema, problemSchema, progressSchema, putStreamResultSchema,
+  runSchema, runStartedSchema, statePageSchema, streamInfoSchema, streamListSchema, tableSnapshotSchema,
+} from "./schemas";
+
+export * from "./schemas";
 
 /**
  * The HTTP contract as OpenAPI 3.1, served at GET /openapi.json and rendered
  * at GET /docs. Request bodies are the zod schemas the routes validate with
  * (streamBodySchema, the credential and run bodies), converted by zod itself;
- * the main response bodies are zod schemas too, which the tests parse real
- * responses with, so the document can't promise a shape the service doesn't
- * answer. A test checks that every route of the app is in the document.
+ * every JSON response body is a zod schema too (./schemas.ts), which the tests
+ * parse real responses with, so the document can't promise a shape the
+ * service doesn't answer. A test checks that every route of the app is in the document.
  */
-export const problemSchema = z.object({
-  type: z.string().describe("https://edge-dedup.dev/problems/<slug>: see docs/reference/errors.md#<slug>"),
-  title: z.string(),
-  status: z.number().int(),
-  detail: z.string(),
-  instance: z.string().optional(),
-  errors: z.array(z.record(z.string(), z.unknown())).optional(),
-});
-
-export const outcomeSchema = z.object({
-  batchId: z.string(),
-  source: z.string(),
-  replayed: z.boolean().describe("true when this batch id had already committed, so nothing was done"),
-  watermark: z.number().describe("the global watermark this batch was judged by, from before the batch (epoch ms)"),
-  watermarkAfter: z.number().describe("the global watermark after its commit"),
-  input: z.number().int().describe("rows in the body"),
-  emitted: z.number().int().describe("rows written to the output"),
-  duplicates: z.number().int().describe("rows dropped as copies of a remembered key, or of an earlier row in the batch"),
-  late: z.number().int().describe("rows dropped because their event time <= the watermark"),
-  rejected: z
-    .array(z.object({ index: z.number().int().describe("zero-based position in the batch"), error: z.string() }))
-    .describe("rows that failed validation; at most the first 100"),
-  rejectedCount: z.number().int().optional().describe("present when more than 100 rows were rejected: how many"),
-});
-
-export const progressSchema = z.object({
-  progress: z.array(
-    z.object({
-      batchId: z.string(),
-      source: z.string(),
-      commitSeq: z.number().int(),
-      committedAt: z.number(),
-      durationMs: z.number(),
-      input: z.number().int(),
-      emitted: z.number().int(),
-      duplicates: z.number().int(),
-      late: z.number().int(),
-      rejected: z.number().int(),
-      watermark: z.number(),
-      watermarkAfter: z.number(),
-      numRowsTotal: z.number().int(),
-      numRowsUpdated: z.number().int(),
-      numRowsRemoved: z.number().int(),
-      stateBytes: z.number().int(),
-    }),
-  ),
-});
-
-const ms = z.number().nullable();
-const adviceFiguresSchema = z.object({
-  rows: z.number().int().describe("accepted rows (emitted, duplicate or late)"),
-  duplicates: z.number().int(),
-  duplicateRate: z.number().describe("duplicates / rows"),
-  gaps: z.object({ count: z.number().int(), p50: ms, p90: ms, p99: ms, "p99.9": ms, max: ms })
-    .describe("|T − T_first| of each duplicate to the copy kept, ms (null: no duplicates)"),
-  disorder: z.object({ events: z.number().int(), outOfOrder: z.number().int(), outOfOrderShare: z.number(), p50: ms, p99: ms, "p99.9": ms, max: ms })
-    .describe("per row, how far behind its source's max event time before it, ms"),
-  recommendation: z.object({
-    watermarkDelay: z.string().describe('Spark-style, e.g. "15 minutes"'),
-    delayMs: z.number(),
-    margin: z.number(),
-    gapP999: z.number(),
-    disorderP999: z.number(),
-    basis: z.enum(["duplicate gaps", "disorder"]),
-    neededMs: z.number().describe("max(gapP999, disorderP999) × margin, before rounding up"),
-  }),
-  currentDelay: z.object({ ms: z.number(), interval: z.string() }).nullable().describe("the delay configured now (null: no event time)"),
-});
-
-export const adviceSchema = z.object({
-  stream: z.string(),
-  margin: z.number().describe("the p99.9 figures are multiplied by it before rounding up to a friendly delay"),
-  overall: adviceFiguresSchema.describe("over all sources: the stream's recommendation (currentDelay: the stream's delay)"),
-  sources: z.record(z.string(), adviceFiguresSchema).describe("per source (gaps: of the duplicates the source sent; currentDelay: its own delay)"),
-});
-
 type Method = "get" | "put" | "post" | "delete";
 /** A query or header parameter: its schema's JSON Schema (default, bounds) is published with it. */
 interface Param {
@@ -138,14 +68,14 @@ export const OPERATIONS: readonly Operation[] = [
       { name: "limit", description: "streams per page", schema: intIn(1, 100).default(100) },
       { name: "after", description: "the stream name to list after: the `next` of the previous page", schema: z.string() },
     ],
-    ok: { status: 200, description: "{streams, next}; `next` is null on the last page" },
+    ok: { status: 200, schema: streamListSchema, description: "{streams, next}; `next` is null on the last page" },
   },
   {
     method: "put", path: S, summary: "Create or update a stream", tag: "streams", auth: "admin", body: streamBodySchema,
     description: "The whole config every time: fields left out take their defaults (not a patch). A changed bound field (`key`, `mode`, `eventTime`, `partitions`, `stateKeys`, a key column's type) is a 409 `bound-field-changed`; an invalid config a 400.",
-    ok: { status: 201, description: "{stream, status, config}; 200 when updated or unchanged (`status` `updated` or `unchanged`)" },
+    ok: { status: 201, schema: putStreamResultSchema, description: "{stream, status, config}; 200 when updated or unchanged (`status` `updated` or `unchanged`)" },
   },
-  { method: "get", path: S, summary: "A stream's config, watermark, sources and state", tag: "streams", auth: "admin", description: "With its state size and committed batch count.", ok: { status: 200, description: "the stream" } },
+  { method: "get", path: S, summary: "A stream's config, watermark, sources and state", tag: "streams", auth: "admin", description: "With its state size and committed batch count.", ok: { status: 200, schema: streamInfoSchema, description: "the stream" } },
   { method: "delete", path: S, summary: "Delete a stream: state, ledger, output, table", tag: "streams", auth: "admin", description: "Like deleting a Spark checkpoint.", ok: { status: 204, description: "deleted" } },
   {
     method: "post", path: `${S}/events`, summary: "Ingest one batch (JSON object, array or NDJSON)", tag: "ingest", auth: "ingest",
@@ -160,12 +90,12 @@ export const OPERATIONS: readonly Operation[] = [
     ok: { status: 200, schema: outcomeSchema, description: "the batch's outcome (replayed: true for a committed batch id)", headers: { "Idempotency-Key": "the batch id" } },
   },
   { method: "post", path: `${S}/sources/:source/webhook`, summary: "A provider's webhook delivery (Stripe, GitHub, Shopify, Standard Webhooks)", tag: "ingest", auth: "provider", description: "Verified by the source's provider credential; one delivery is one envelope row, and a redelivery replays.", ok: { status: 200, schema: outcomeSchema, description: "the delivery's outcome", headers: { "Idempotency-Key": "the batch id, derived from the delivery id" } } },
-  { method: "post", path: `${S}/runs`, summary: "Ingest every object under a prefix of the INPUT bucket not ingested yet", tag: "sources", auth: "admin", description: "JSON and NDJSON objects; `source` defaults to `files`.", body: runBody, ok: { status: 202, description: "{id, stream, prefix, source}", headers: { Location: "the run: GET it for its status" } } },
-  { method: "get", path: `${S}/runs/:id`, summary: "A run's status and counts", tag: "sources", auth: "admin", description: "Files done, left, skipped and failed, row counts and the first errors.", ok: { status: 200, description: "the run" } },
+  { method: "post", path: `${S}/runs`, summary: "Ingest every object under a prefix of the INPUT bucket not ingested yet", tag: "sources", auth: "admin", description: "JSON and NDJSON objects; `source` defaults to `files`.", body: runBody, ok: { status: 202, schema: runStartedSchema, description: "{id, stream, prefix, source}", headers: { Location: "the run: GET it for its status" } } },
+  { method: "get", path: `${S}/runs/:id`, summary: "A run's status and counts", tag: "sources", auth: "admin", description: "Files done, left, skipped and failed, row counts and the first errors.", ok: { status: 200, schema: runSchema, description: "the run" } },
   { method: "get", path: `${S}/output`, summary: "Committed output rows in commit order", tag: "output", auth: "admin", query: [afterSeq], ok: { status: 200, media: "application/x-ndjson", description: "rows", headers: commitSeqHeader } },
   { method: "get", path: `${S}/late`, summary: "The late lane: rows dropped by the watermark", tag: "output", auth: "admin", query: [afterSeq], ok: { status: 200, media: "application/x-ndjson", description: "late rows with the watermark they met", headers: commitSeqHeader } },
   { method: "get", path: `${S}/rejected`, summary: "The rejected lane: rows that failed validation", tag: "output", auth: "admin", query: [afterSeq], ok: { status: 200, media: "application/x-ndjson", description: "rejected rows as sent, with the error", headers: commitSeqHeader } },
-  { method: "get", path: `${S}/table`, summary: "The Iceberg table's current snapshot", tag: "output", auth: "admin", description: "404 when the stream has no table or no snapshot yet.", ok: { status: 200, description: "{stream, metadataLocation, snapshot}" } },
+  { method: "get", path: `${S}/table`, summary: "The Iceberg table's current snapshot", tag: "output", auth: "admin", description: "404 when the stream has no table or no snapshot yet.", ok: { status: 200, schema: tableSnapshotSchema, description: "{stream, metadataLocation, snapshot}" } },
   {
     method: "get", path: `${S}/progress`, summary: "Recent per-batch progress reports", tag: "operate", auth: "admin",
     query: [{ name: "limit", description: "how many of the most recent reports", schema: intIn(1, 1000).default(100) }],
@@ -179,15 +109,15 @@ export const OPERATIONS: readonly Operation[] = [
       { name: "limit", description: "keys per page", schema: intIn(1, 10_000).default(1000) },
       { name: "after", description: "the key to list after: the last key of the previous page", schema: z.string() },
     ],
-    ok: { status: 200, description: "{partition, watermark, rows, bytes, keys}" },
+    ok: { status: 200, schema: statePageSchema, description: "{partition, watermark, rows, bytes, keys}" },
   },
   { method: "get", path: `${S}/advice`, summary: "The delay advisor, live: duplicate gaps and disorder per source, the recommended watermarkDelay", tag: "operate", auth: "admin", description: "The figures `edge-dedup advise` computes over a file, kept by the stream at each commit.", ok: { status: 200, schema: adviceSchema, description: "per source and overall" } },
-  { method: "get", path: `${S}/health`, summary: "ok | warn | critical, with reasons and the source holding the watermark back", tag: "operate", auth: "admin", description: "`status`, `reasons`, `heldBackBy` and the figures behind them.", ok: { status: 200, description: "the stream's health" } },
-  { method: "post", path: `${S}/sources/:source/credentials`, summary: "Create a source credential; its secret is shown once", tag: "credentials", auth: "admin", description: "The provider types need the provider's `secret`; `token` and `hmac` get a generated one when it is left out.", body: credentialBody, ok: { status: 201, description: "the credential with its secret" } },
-  { method: "get", path: `${S}/sources/:source/credentials`, summary: "A source's credentials, without secrets", tag: "credentials", auth: "admin", ok: { status: 200, description: "{credentials}" } },
+  { method: "get", path: `${S}/health`, summary: "ok | warn | critical, with reasons and the source holding the watermark back", tag: "operate", auth: "admin", description: "`status`, `reasons`, `heldBackBy` and the figures behind them.", ok: { status: 200, schema: healthSchema, description: "the stream's health" } },
+  { method: "post", path: `${S}/sources/:source/credentials`, summary: "Create a source credential; its secret is shown once", tag: "credentials", auth: "admin", description: "The provider types need the provider's `secret`; `token` and `hmac` get a generated one when it is left out.", body: credentialBody, ok: { status: 201, schema: credentialCreatedSchema, description: "the credential with its secret" } },
+  { method: "get", path: `${S}/sources/:source/credentials`, summary: "A source's credentials, without secrets", tag: "credentials", auth: "admin", ok: { status: 200, schema: credentialListSchema, description: "{credentials}" } },
   { method: "delete", path: `${S}/sources/:source/credentials/:id`, summary: "Revoke a credential", tag: "credentials", auth: "admin", description: "At once.", ok: { status: 204, description: "revoked" } },
   { method: "get", path: "/metrics", summary: "Prometheus text exposition of every stream", tag: "operate", auth: "admin", ok: { status: 200, media: "text/plain", description: "counters and gauges" } },
-  { method: "get", path: "/healthz", summary: "Liveness of the Worker and its bindings", tag: "operate", auth: "none", description: "200 when the Worker, the registry Durable Object and R2 answer; 503 problem+json otherwise, without details.", ok: { status: 200, description: '{"status":"ok"}' } },
+  { method: "get", path: "/healthz", summary: "Liveness of the Worker and its bindings", tag: "operate", auth: "none", description: "200 when the Worker, the registry Durable Object and R2 answer; 503 problem+json otherwise, without details.", ok: { status: 200, schema: healthzSchema, description: '{"status":"ok"}' } },
   { method: "get", path: "/openapi.json", summary: "This document", tag: "operate", auth: "none", ok: { status: 200, description: "OpenAPI 3.1" } },
   { method: "get", path: "/docs", summary: "This document, as a page", tag: "operate", auth: "none", ok: { status: 200, media: "text/html", description: "HTML" } },
   { method: "get", path: "/dashboard", summary: "The operator's dashboard (a static page; it calls /v1 with the admin token typed into it)", tag: "operate", auth: "none", ok: { status: 200, media: "text/html", description: "HTML" } },

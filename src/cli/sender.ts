@@ -1,8 +1,10 @@
 /**
  * Sends one batch until it is committed or there is no point: the same bytes
  * and the same Idempotency-Key on every attempt, so a retry can never add
- * output twice (the service replays a committed batch id).
+ * output twice (the service replays a committed batch id). The request itself
+ * is the typed client's (src/client); what to retry is decided here.
  */
+import { createClient, ProblemError, ResponseError } from "../client/index.ts";
 import type { Batch } from "./chunk.ts";
 import { DEFAULT_BACKOFF, isFatalStatus, isRetryableStatus, parseRetryAfter, retryDelay, type Backoff } from "./retry.ts";
 
@@ -60,33 +62,6 @@ export const realDeps = (): SendDeps => ({
   now: Date.now,
 });
 
-export function eventsUrl(target: Target): string {
-  return `${target.url.replace(/\/+$/, "")}/v1/streams/${encodeURIComponent(target.stream)}/events`;
-}
-
-interface Problem {
-  type?: string;
-  title?: string;
-  detail?: string;
-}
-
-/** The problem+json body, or null when the body is not JSON (a proxy's HTML page, say). */
-function readProblem(text: string): Problem | null {
-  try {
-    const p = JSON.parse(text);
-    return p !== null && typeof p === "object" ? (p as Problem) : {};
-  } catch {
-    return null;
-  }
-}
-
-function describe(status: number, text: string, problem: Problem | null): string {
-  const p = problem ?? {};
-  const what = p.detail ?? p.title ?? (problem === null ? text.slice(0, 200).replace(/\s+/g, " ").trim() : "");
-  const slug = p.type ? ` ${p.type.slice(p.type.lastIndexOf("/") + 1)}` : "";
-  return `HTTP ${status}${slug}${what ? `: ${what}` : ""}`;
-}
-
 function toOutcome(body: unknown): Outcome | null {
   if (body === null || typeof body !== "object") return null;
   const b = body as Record<string, unknown>;
@@ -98,39 +73,34 @@ function toOutcome(body: unknown): Outcome | null {
 }
 
 export async function sendBatch(batch: Batch, target: Target, policy: RetryPolicy, deps: SendDeps): Promise<SendResult> {
-  const headers: Record<string, string> = {
-    "content-type": "application/x-ndjson",
-    "idempotency-key": batch.id,
-    authorization: `Bearer ${target.token}`,
-  };
-  if (target.source !== undefined) headers["x-source"] = target.source;
-  const url = eventsUrl(target);
+  const client = createClient({ baseUrl: target.url, token: target.token, fetch: deps.fetch });
   let lastError = "";
   for (let attempt = 1; ; attempt++) {
     let retryAfter: number | null = null;
     try {
-      const res = await deps.fetch(url, { method: "POST", headers, body: batch.body, signal: AbortSignal.timeout(policy.timeoutMs) });
-      const text = await res.text();
-      if (res.status === 200) {
-        let body: unknown = null;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          // judged below
-        }
-        const outcome = toOutcome(body);
-        if (outcome) return { ok: true, outcome, attempts: attempt };
-        return { ok: false, error: `HTTP 200 with an unreadable body: ${text.slice(0, 200)}`, attempts: attempt, fatal: false };
-      }
-      const problem = readProblem(text);
-      lastError = describe(res.status, text, problem);
-      if (!isRetryableStatus(res.status, problem?.type)) {
-        return { ok: false, error: lastError, attempts: attempt, fatal: isFatalStatus(res.status) };
-      }
-      retryAfter = parseRetryAfter(res.headers.get("retry-after"), deps.now());
+      const body = await client.ingest(target.stream, {
+        body: batch.body,
+        contentType: "application/x-ndjson",
+        batchId: batch.id,
+        source: target.source,
+        signal: AbortSignal.timeout(policy.timeoutMs),
+      });
+      const outcome = toOutcome(body);
+      if (outcome) return { ok: true, outcome, attempts: attempt };
+      return { ok: false, error: `HTTP 200 with an unreadable body: ${JSON.stringify(body).slice(0, 200)}`, attempts: attempt, fatal: false };
     } catch (e) {
-      const err = e as Error & { cause?: { code?: string; message?: string } };
-      lastError = err.name === "TimeoutError" ? `no answer within ${policy.timeoutMs} ms` : `network error: ${err.cause?.code ?? err.cause?.message ?? err.message}`;
+      if (e instanceof ProblemError) {
+        lastError = e.message;
+        if (!isRetryableStatus(e.status, e.problem?.type)) {
+          return { ok: false, error: lastError, attempts: attempt, fatal: isFatalStatus(e.status) };
+        }
+        retryAfter = parseRetryAfter(e.headers.get("retry-after"), deps.now());
+      } else if (e instanceof ResponseError) {
+        return { ok: false, error: `HTTP ${e.status} with an unreadable body: ${e.text.slice(0, 200)}`, attempts: attempt, fatal: false };
+      } else {
+        const err = e as Error & { cause?: { code?: string; message?: string } };
+        lastError = err.name === "TimeoutError" ? `no answer within ${policy.timeoutMs} ms` : `network error: ${err.cause?.code ?? err.cause?.message ?? err.message}`;
+      }
     }
     if (attempt >= policy.maxAttempts) {
       return { ok: false, error: `gave up after ${attempt} attempts; last: ${lastError}`, attempts: attempt, fatal: false };

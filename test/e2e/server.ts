@@ -18,6 +18,10 @@ import { closeSync, cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmS
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import {
+  createClient, parseNdjson, type Client as ApiClient, type IngestOptions as ClientIngestOptions, type Outcome, type PartitionState, type ProgressReport,
+  type PutStreamResult, type RawResponse, type StreamBody, type StreamInfo,
+} from "../../src/client/index.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const WRANGLER = join(ROOT, "node_modules/wrangler/bin/wrangler.js");
@@ -275,92 +279,14 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
 }
 
 // ---------------------------------------------------------------------------
-// A small client for the v1 API (DESIGN §4).
+// The v1 API (DESIGN §4), through the typed client.
 
 export const HOUR = 3_600_000;
 export const MINUTE = 60_000;
 /** 2024-01-01 at hh:mm UTC, epoch ms. */
 export const at = (hh: number, mm = 0, ss = 0) => Date.UTC(2024, 0, 1, hh, mm, ss);
 
-export interface Rejected {
-  index: number;
-  error: string;
-}
-
-export interface Outcome {
-  batchId: string;
-  source: string;
-  replayed: boolean;
-  watermark: number;
-  watermarkAfter: number;
-  input: number;
-  emitted: number;
-  duplicates: number;
-  late: number;
-  rejected: Rejected[];
-}
-
-export interface SourceInfo {
-  maxEventTime: number | null;
-  watermark: number;
-  lastBatchAt: number | null;
-  declared?: boolean;
-}
-
-export interface StreamInfo {
-  stream: string;
-  config: Record<string, unknown> & { watermarkPolicy: string; partitions: number; watermarkDelay: number };
-  watermark: number;
-  sources: Record<string, SourceInfo>;
-  state: { rows: number; bytes: number };
-  batches: { committed: number };
-}
-
-export interface ProgressReport {
-  batchId: string;
-  source: string;
-  committedAt: number;
-  input: number;
-  emitted: number;
-  duplicates: number;
-  late: number;
-  rejected: number;
-  watermark: number;
-  watermarkAfter: number;
-  numRowsTotal: number;
-  numRowsUpdated: number;
-  numRowsRemoved: number;
-  stateBytes: number;
-}
-
-export interface StateEntry {
-  key: string;
-  eventTime: number | null;
-  expiresAt: number | null;
-}
-
-export interface PartitionState {
-  partition: number;
-  watermark: number;
-  rows: number;
-  bytes: number;
-  keys: StateEntry[];
-}
-
-export interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  errors?: unknown[];
-  [k: string]: unknown;
-}
-
-export interface RawResponse {
-  status: number;
-  headers: Headers;
-  text: string;
-}
+export type { Outcome, PartitionState, Problem, ProgressReport, RawResponse, SourceInfo, StateEntry, StreamInfo } from "../../src/client/index.ts";
 
 export interface IngestOptions {
   source?: string;
@@ -373,84 +299,55 @@ export interface IngestOptions {
   token?: string | null;
 }
 
-export class ApiError extends Error {
-  constructor(readonly res: RawResponse, what: string) {
-    super(`${what}: HTTP ${res.status} ${res.text.slice(0, 500)}`);
-  }
-}
-
-/** Talks to one server; reads `server.url` on every call, so it follows restarts. */
+/**
+ * The typed client (src/client) under the names these tests use; reads
+ * `server.url` on every call, so it follows restarts.
+ */
 export class Client {
-  constructor(private readonly server: Pick<Server, "url" | "token">) {}
+  private readonly api: ApiClient;
 
-  async request(method: string, path: string, init: { body?: string; headers?: Record<string, string>; token?: string | null } = {}): Promise<RawResponse> {
-    const headers: Record<string, string> = { ...init.headers };
-    const token = init.token === undefined ? this.server.token : init.token;
-    if (token !== null) headers.authorization = `Bearer ${token}`;
-    const res = await fetch(this.server.url + path, {
-      method,
-      headers,
-      body: init.body,
-      signal: AbortSignal.timeout(60_000),
-    });
-    return { status: res.status, headers: res.headers, text: await res.text() };
+  constructor(server: Pick<Server, "url" | "token">) {
+    this.api = createClient({ baseUrl: () => server.url, token: () => server.token, timeoutMs: 60_000 });
   }
 
-  async putStream(name: string, body: unknown): Promise<{ status: number; json: { stream: string; status: string; config: StreamInfo["config"] } }> {
-    const res = await this.request("PUT", `/v1/streams/${name}`, {
-      body: JSON.stringify(body),
-      headers: { "content-type": "application/json" },
-    });
-    if (res.status !== 200 && res.status !== 201) throw new ApiError(res, `PUT stream ${name}`);
-    return { status: res.status, json: JSON.parse(res.text) };
+  request(method: string, path: string, init: { body?: string; headers?: Record<string, string>; token?: string | null } = {}): Promise<RawResponse> {
+    return this.api.request(method, path, init);
   }
 
-  async stream(name: string): Promise<StreamInfo> {
-    const res = await this.request("GET", `/v1/streams/${name}`);
-    if (res.status !== 200) throw new ApiError(res, `GET stream ${name}`);
-    return JSON.parse(res.text);
+  async putStream(name: string, body: unknown): Promise<{ status: number; json: PutStreamResult }> {
+    const { status, result } = await this.api.putStream(name, body as StreamBody);
+    return { status, json: result };
+  }
+
+  stream(name: string): Promise<StreamInfo> {
+    return this.api.getStream(name);
   }
 
   /** POST one batch; returns the raw response (any status). */
-  async post(name: string, rows: unknown, opts: IngestOptions = {}): Promise<RawResponse> {
-    const headers: Record<string, string> = { "content-type": opts.contentType ?? "application/json", ...opts.headers };
-    if (opts.source !== undefined) headers["x-source"] = opts.source;
-    if (opts.batchId !== undefined) headers["idempotency-key"] = opts.batchId;
-    return this.request("POST", `/v1/streams/${name}/events`, {
-      body: opts.raw ?? JSON.stringify(rows),
-      headers,
-      token: opts.token,
-    });
+  post(name: string, rows: unknown, opts: IngestOptions = {}): Promise<RawResponse> {
+    return this.api.postEvents(name, ingestOptions(rows, opts));
   }
 
   /** POST one batch that must succeed (200); returns its outcome. */
-  async ingest(name: string, rows: unknown, opts: IngestOptions = {}): Promise<Outcome> {
-    const res = await this.post(name, rows, opts);
-    if (res.status !== 200) throw new ApiError(res, `POST events to ${name}`);
-    return JSON.parse(res.text);
+  ingest(name: string, rows: unknown, opts: IngestOptions = {}): Promise<Outcome> {
+    return this.api.ingest(name, ingestOptions(rows, opts));
   }
 
   /** The committed output, raw NDJSON text. */
   async outputText(name: string): Promise<string> {
-    const res = await this.request("GET", `/v1/streams/${name}/output`);
-    if (res.status !== 200) throw new ApiError(res, `GET output of ${name}`);
-    return res.text;
+    return (await this.api.output(name)).text;
   }
 
   async output<T = Record<string, unknown>>(name: string): Promise<T[]> {
-    return parseNdjson<T>(await this.outputText(name));
+    return (await this.api.output<T>(name)).rows;
   }
 
-  async progress(name: string, limit = 1000): Promise<ProgressReport[]> {
-    const res = await this.request("GET", `/v1/streams/${name}/progress?limit=${limit}`);
-    if (res.status !== 200) throw new ApiError(res, `GET progress of ${name}`);
-    return JSON.parse(res.text).progress;
+  progress(name: string, limit = 1000): Promise<ProgressReport[]> {
+    return this.api.progress(name, { limit });
   }
 
-  async partitionState(name: string, partition: number): Promise<PartitionState> {
-    const res = await this.request("GET", `/v1/streams/${name}/state?partition=${partition}&limit=10000`);
-    if (res.status !== 200) throw new ApiError(res, `GET state of ${name} partition ${partition}`);
-    return JSON.parse(res.text);
+  partitionState(name: string, partition: number): Promise<PartitionState> {
+    return this.api.state(name, { partition, limit: 10_000 });
   }
 
   /** Everything a client can observe of a stream, to compare before and after. */
@@ -471,6 +368,11 @@ export class Client {
   async allState(name: string, partitions: number): Promise<PartitionState[]> {
     return Promise.all(Array.from({ length: partitions }, (_, p) => this.partitionState(name, p)));
   }
+}
+
+function ingestOptions(rows: unknown, opts: IngestOptions): ClientIngestOptions {
+  const { raw, ...rest } = opts;
+  return raw === undefined ? { ...rest, rows } : { ...rest, body: raw };
 }
 
 /**
@@ -496,13 +398,6 @@ export function useServer(options: Parameters<typeof startServer>[0] = {}): { se
   return { server, api: new Client(server) };
 }
 
-export function parseNdjson<T = Record<string, unknown>>(text: string): T[] {
-  return text
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l) as T);
-}
-
 /** Polls `probe` until `done` holds (bounded); returns the last value either way. */
 export async function pollUntil<T>(probe: () => Promise<T>, done: (v: T) => boolean, timeoutMs: number, everyMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -514,5 +409,7 @@ export async function pollUntil<T>(probe: () => Promise<T>, done: (v: T) => bool
 }
 
 export { rng } from "../support/rng";
+
+export { parseNdjson };
 
 export { sleep };

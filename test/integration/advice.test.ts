@@ -2,10 +2,10 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { adviceSchema } from "../../src/api/openapi";
 import { advise } from "../../src/stream/advisor/index";
-import { at, call, createStream, json, post } from "./helpers";
+import { at, call, client, createStream, json, post } from "./helpers";
 
 type Row = { id: string; ts: number };
-const getAdvice = async (stream: string) => adviceSchema.parse(await json(call("GET", `/v1/streams/${stream}/advice`)));
+const getAdvice = async (stream: string) => adviceSchema.parse(await client.advice(stream));
 /** The CLI's figures over rows as they were accepted, in order, each tagged with its source. */
 const cliAdvice = (rows: (Row & { src: string })[]) => advise(() => rows, { key: ["id"], time: "ts", source: "src" }).advice;
 

@@ -1,4 +1,5 @@
 import { exports } from "cloudflare:workers";
+import { createClient, type StreamBody } from "../../src/client";
 
 export const TOKEN = "test-admin-token";
 export const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -15,20 +16,21 @@ export async function json<T = any>(r: Response | Promise<Response>): Promise<T>
   return (await r).json() as Promise<T>;
 }
 
+/** The typed client (src/client), through this Worker's own fetch handler. */
+export const client = createClient({ baseUrl: "http://edge-dedup.test", token: TOKEN, fetch: (url, init) => exports.default.fetch(url, init) });
+
 export async function createStream(name: string, body: Record<string, unknown>): Promise<void> {
-  const r = await call("PUT", `/v1/streams/${name}`, body);
-  if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${await r.text()}`);
+  const { status } = await client.putStream(name, body as StreamBody);
+  if (status !== 201) throw new Error(`create ${name}: ${status}, not 201 (it existed)`);
 }
 
 export async function post(stream: string, rows: unknown, headers: Record<string, string> = {}): Promise<any> {
-  const r = await call("POST", `/v1/streams/${stream}/events`, rows, headers);
-  if (r.status !== 200) throw new Error(`ingest: ${r.status} ${await r.text()}`);
-  return r.json();
+  // A string is a body written out already (NDJSON, say): sent as it is.
+  return client.ingest(stream, typeof rows === "string" ? { body: rows, headers } : { rows, headers });
 }
 
 export async function output(stream: string): Promise<any[]> {
-  const text = new TextDecoder().decode(await (await call("GET", `/v1/streams/${stream}/output`)).arrayBuffer());
-  return text.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  return (await client.output(stream)).rows;
 }
 
 /** 2024-01-01 at hh:mm UTC, epoch ms */

@@ -3,10 +3,21 @@
  * /openapi.json, request bodies are the schemas the routes validate with, and
  * real responses parse with the response schemas the document publishes.
  */
+import { env } from "cloudflare:workers";
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import type { z } from "zod";
 import { app } from "../../src/api/app";
-import { adviceSchema, outcomeSchema, problemSchema, progressSchema } from "../../src/api/openapi";
-import { at, call, createStream, json, post } from "./helpers";
+import {
+  adviceSchema, credentialCreatedSchema, credentialListSchema, healthSchema, healthzSchema, outcomeSchema, problemSchema, progressSchema, putStreamResultSchema,
+  runSchema, runStartedSchema, statePageSchema, streamInfoSchema, streamListSchema, tableSnapshotSchema,
+} from "../../src/api/openapi";
+import { at, call, client, createStream, json, post } from "./helpers";
+
+/** Parses `body` and asserts nothing was dropped: the schema lists every field the service sent (loose parts pass theirs through). */
+function holds(schema: z.ZodType, body: unknown): void {
+  expect(schema.parse(body)).toEqual(body);
+}
 
 describe("the OpenAPI document", () => {
   it("lists every route the app serves, with its method", async () => {
@@ -41,5 +52,39 @@ describe("the OpenAPI document", () => {
     const page = await (await call("GET", "/docs", undefined, {})).text();
     expect(page).toContain("/v1/streams/{stream}/events");
     expect(page).toContain("<code>?after</code>");
+  });
+
+  it("publishes the shape of every other JSON answer, as real answers have it", async () => {
+    const put = await client.putStream("oa2", { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2, table: { format: "iceberg" }, sources: { a: {} } });
+    expect(put.status).toBe(201);
+    holds(putStreamResultSchema, put.result);
+    holds(putStreamResultSchema, (await client.putStream("oa2", { key: ["id"], eventTime: "ts", watermarkDelay: "6 minutes", partitions: 2, table: { format: "iceberg" } })).result);
+    await post("oa2", [{ id: "A", ts: at(10, 0) }, { id: "B", ts: at(10, 1) }], { "x-source": "a" });
+    holds(streamInfoSchema, await client.getStream("oa2"));
+    const list = await client.listStreams({ limit: 1 });
+    expect(list.streams).toHaveLength(1);
+    holds(streamListSchema, list);
+    const state = await client.state("oa2", { partition: 0 });
+    holds(statePageSchema, state);
+    expect(state.keys.length + (await client.state("oa2", { partition: 1 })).keys.length).toBe(2);
+    holds(healthSchema, await client.health("oa2"));
+    holds(healthzSchema, await client.healthz());
+
+    const created = await client.createCredential("oa2", "a", { type: "token", label: "ci" });
+    holds(credentialCreatedSchema, created);
+    holds(credentialListSchema, await json(call("GET", "/v1/streams/oa2/sources/a/credentials")));
+    expect((await client.listCredentials("oa2", "a")).map((c) => c.id)).toEqual([created.id]);
+
+    await runDurableObjectAlarm(env.COORDINATOR.getByName("oa2"));
+    holds(tableSnapshotSchema, await client.table("oa2"));
+
+    await env.INPUT.put("oa/in/1.ndjson", '{"id":"C","ts":' + at(10, 2) + "}\n");
+    const started = await client.startRun("oa2", { prefix: "oa/in/" });
+    holds(runStartedSchema, started);
+    holds(runSchema, await client.getRun("oa2", started.id));
+    for (let i = 0; i < 20 && (await client.getRun("oa2", started.id)).status === "running"; i++) await runDurableObjectAlarm(env.RUNNER.getByName("oa2"));
+    const done = await client.getRun("oa2", started.id);
+    expect(done).toMatchObject({ status: "done", emitted: 1 });
+    holds(runSchema, done);
   });
 });

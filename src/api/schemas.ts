@@ -1,0 +1,247 @@
+import { z } from "zod";
+
+/**
+ * The JSON bodies the service answers, one zod schema each: the OpenAPI
+ * document publishes them (./openapi.ts), the typed client (src/client) takes
+ * its types from them, and test/integration/openapi.test.ts parses real
+ * responses with every one, so none can drift from what the routes send.
+ * Zod only: the client imports this file's types, in Node and in workerd.
+ * Open-ended parts (a stream's config, an Iceberg snapshot) are loose objects:
+ * the listed fields are checked, others pass.
+ */
+/** RFC 9457; extension members (errors, …) pass. */
+export const problemSchema = z.looseObject({
+  type: z.string().describe("https://edge-dedup.dev/problems/<slug>: see docs/reference/errors.md#<slug>"),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string(),
+  instance: z.string().optional(),
+  errors: z.array(z.record(z.string(), z.unknown())).optional(),
+});
+
+export const outcomeSchema = z.object({
+  batchId: z.string(),
+  source: z.string(),
+  replayed: z.boolean().describe("true when this batch id had already committed, so nothing was done"),
+  watermark: z.number().describe("the global watermark this batch was judged by, from before the batch (epoch ms)"),
+  watermarkAfter: z.number().describe("the global watermark after its commit"),
+  input: z.number().int().describe("rows in the body"),
+  emitted: z.number().int().describe("rows written to the output"),
+  duplicates: z.number().int().describe("rows dropped as copies of a remembered key, or of an earlier row in the batch"),
+  late: z.number().int().describe("rows dropped because their event time <= the watermark"),
+  rejected: z
+    .array(z.object({ index: z.number().int().describe("zero-based position in the batch"), error: z.string() }))
+    .describe("rows that failed validation; at most the first 100"),
+  rejectedCount: z.number().int().optional().describe("present when more than 100 rows were rejected: how many"),
+});
+
+export const progressReportSchema = z.object({
+  batchId: z.string(),
+  source: z.string(),
+  commitSeq: z.number().int(),
+  committedAt: z.number(),
+  durationMs: z.number(),
+  input: z.number().int(),
+  emitted: z.number().int(),
+  duplicates: z.number().int(),
+  late: z.number().int(),
+  rejected: z.number().int(),
+  watermark: z.number(),
+  watermarkAfter: z.number(),
+  numRowsTotal: z.number().int(),
+  numRowsUpdated: z.number().int(),
+  numRowsRemoved: z.number().int(),
+  stateBytes: z.number().int(),
+});
+
+export const progressSchema = z.object({ progress: z.array(progressReportSchema) });
+
+/** A stream's config as the service keeps it (intervals in ms, defaults filled in); StreamConfig in src/stream/config.ts. */
+export const streamConfigSchema = z.looseObject({
+  key: z.array(z.string()),
+  eventTime: z.string().nullable(),
+  mode: z.enum(["within-watermark", "event-time-key", "global"]),
+  watermarkDelay: z.number().describe("ms"),
+  partitions: z.number().int(),
+  watermarkPolicy: z.enum(["min", "max"]),
+  schema: z.record(z.string(), z.string()),
+  sources: z.record(z.string(), z.looseObject({ watermarkDelay: z.number().optional(), disabled: z.boolean().optional() })),
+  maxEventTimeSkew: z.number().describe("ms"),
+  maxAheadOfWatermark: z.number().optional(),
+  idleTimeout: z.number().optional(),
+  limits: z.object({ maxBodyBytes: z.number().int(), maxRows: z.number().int() }),
+  table: z.looseObject({ format: z.literal("iceberg"), location: z.string().optional() }).optional(),
+  stateKeys: z.literal("hashed").optional().describe("present when partitions keep 64-bit key hashes"),
+});
+
+export const putStreamResultSchema = z.object({
+  stream: z.string(),
+  status: z.enum(["created", "updated", "unchanged"]),
+  config: streamConfigSchema,
+});
+
+const stateTotals = z.object({ rows: z.number().int(), bytes: z.number().int() });
+
+export const sourceInfoSchema = z.object({
+  maxEventTime: z.number().nullable(),
+  watermark: z.number(),
+  lastBatchAt: z.number().nullable(),
+  declared: z.boolean(),
+  idle: z.boolean(),
+});
+
+export const streamInfoSchema = z.object({
+  stream: z.string(),
+  config: streamConfigSchema,
+  epoch: z.string().describe("this incarnation of the stream: a deleted and re-created stream has a new one"),
+  createdAt: z.number(),
+  watermark: z.number(),
+  sources: z.record(z.string(), sourceInfoSchema),
+  state: stateTotals,
+  batches: z.object({ committed: z.number().int() }),
+});
+
+export const streamListSchema = z.object({
+  streams: z.array(
+    z.object({
+      name: z.string(),
+      createdAt: z.number(),
+      watermark: z.number(),
+      state: stateTotals.describe("as the partitions last reported"),
+      batches: z.object({ committed: z.number().int() }),
+    }),
+  ),
+  next: z.string().nullable().describe("pass as ?after= for the next page; null on the last"),
+});
+
+export const stateEntrySchema = z.object({ key: z.string(), eventTime: z.number().nullable(), expiresAt: z.number().nullable() });
+
+export const statePageSchema = z.object({
+  partition: z.number().int(),
+  watermark: z.number(),
+  rows: z.number().int(),
+  bytes: z.number().int(),
+  keys: z.array(stateEntrySchema).describe("in key order; pass the last key as ?after= for the next page"),
+});
+
+export const healthSchema = z.object({
+  stream: z.string(),
+  status: z.enum(["ok", "warn", "critical"]),
+  reasons: z.array(
+    z.object({
+      code: z.enum(["watermark-stalled", "held-back", "state-rising", "late-rate", "rejected-rate"]),
+      severity: z.enum(["warn", "critical"]),
+      detail: z.string(),
+    }),
+  ),
+  heldBackBy: z.string().nullable(),
+  watermark: z.number(),
+  watermarkLagMs: z.number(),
+  idleSources: z.array(z.string()),
+  window: z.object({
+    batches: z.number().int(),
+    rows: z.number().int(),
+    late: z.number().int(),
+    rejected: z.number().int(),
+    lateRate: z.number().nullable(),
+    rejectedRate: z.number().nullable(),
+    watermarkAdvanceMs: z.number().nullable(),
+    stateRowsFirst: z.number().nullable(),
+    stateRowsLast: z.number().nullable(),
+  }),
+  state: stateTotals,
+});
+
+export const runStartedSchema = z.object({ id: z.string(), stream: z.string(), prefix: z.string(), source: z.string() });
+
+/** RunView in src/sources/files/plan.ts. */
+export const runSchema = z.object({
+  id: z.string(),
+  status: z.enum(["running", "done", "failed"]),
+  prefix: z.string(),
+  source: z.string(),
+  listed: z.boolean(),
+  files: z.object({ done: z.number().int(), left: z.number().int(), skipped: z.number().int(), failed: z.number().int(), replayed: z.number().int() }),
+  input: z.number().int(),
+  emitted: z.number().int(),
+  duplicates: z.number().int(),
+  late: z.number().int(),
+  rejected: z.number().int(),
+  errors: z.array(z.object({ key: z.string(), detail: z.string() })),
+  startedAt: z.number(),
+  finishedAt: z.number().nullable(),
+});
+
+export const credentialSchema = z.object({
+  id: z.string(),
+  source: z.string(),
+  type: z.enum(["token", "hmac", "stripe", "github", "shopify", "standard-webhooks"]),
+  label: z.string().nullable(),
+  createdAt: z.number(),
+});
+
+export const credentialCreatedSchema = credentialSchema.extend({ secret: z.string().describe("shown once, never again") });
+
+export const credentialListSchema = z.object({ credentials: z.array(credentialSchema) });
+
+export const tableSnapshotSchema = z.object({
+  stream: z.string(),
+  metadataLocation: z.string(),
+  snapshot: z.looseObject({
+    "snapshot-id": z.number(),
+    "parent-snapshot-id": z.number().optional(),
+    "sequence-number": z.number(),
+    "timestamp-ms": z.number(),
+    "manifest-list": z.string(),
+    summary: z.object({ operation: z.enum(["append", "replace"]) }).catchall(z.string()),
+    "schema-id": z.number(),
+  }).describe("the current snapshot, as Iceberg writes it"),
+});
+
+export const healthzSchema = z.object({ status: z.literal("ok") });
+
+export type Problem = z.infer<typeof problemSchema>;
+export type Outcome = z.infer<typeof outcomeSchema>;
+export type ProgressReport = z.infer<typeof progressReportSchema>;
+export type StreamConfigView = z.infer<typeof streamConfigSchema>;
+export type PutStreamResult = z.infer<typeof putStreamResultSchema>;
+export type SourceInfo = z.infer<typeof sourceInfoSchema>;
+export type StreamInfo = z.infer<typeof streamInfoSchema>;
+export type StreamList = z.infer<typeof streamListSchema>;
+export type StateEntry = z.infer<typeof stateEntrySchema>;
+export type PartitionState = z.infer<typeof statePageSchema>;
+export type Health = z.infer<typeof healthSchema>;
+export type RunStarted = z.infer<typeof runStartedSchema>;
+export type Run = z.infer<typeof runSchema>;
+export type Credential = z.infer<typeof credentialSchema>;
+export type CreatedCredential = z.infer<typeof credentialCreatedSchema>;
+export type TableSnapshot = z.infer<typeof tableSnapshotSchema>;
+
+const ms = z.number().nullable();
+const adviceFiguresSchema = z.object({
+  rows: z.number().int().describe("accepted rows (emitted, duplicate or late)"),
+  duplicates: z.number().int(),
+  duplicateRate: z.number().describe("duplicates / rows"),
+  gaps: z.object({ count: z.number().int(), p50: ms, p90: ms, p99: ms, "p99.9": ms, max: ms })
+    .describe("|T − T_first| of each duplicate to the copy kept, ms (null: no duplicates)"),
+  disorder: z.object({ events: z.number().int(), outOfOrder: z.number().int(), outOfOrderShare: z.number(), p50: ms, p99: ms, "p99.9": ms, max: ms })
+    .describe("per row, how far behind its source's max event time before it, ms"),
+  recommendation: z.object({
+    watermarkDelay: z.string().describe('Spark-style, e.g. "15 minutes"'),
+    delayMs: z.number(),
+    margin: z.number(),
+    gapP999: z.number(),
+    disorderP999: z.number(),
+    basis: z.enum(["duplicate gaps", "disorder"]),
+    neededMs: z.number().describe("max(gapP999, disorderP999) × margin, before rounding up"),
+  }),
+  currentDelay: z.object({ ms: z.number(), interval: z.string() }).nullable().describe("the delay configured now (null: no event time)"),
+});
+
+export const adviceSchema = z.object({
+  stream: z.string(),
+  margin: z.number().describe("the p99.9 figures are multiplied by it before rounding up to a friendly delay"),
+  overall: adviceFiguresSchema.describe("over all sources: the stream's recommendation (currentDelay: the stream's delay)"),
+  sources: z.record(z.string(), adviceFiguresSchema).describe("per source (gaps: of the duplicates the source sent; currentDelay: its own delay)"),
+});
+export type Advice = z.infer<typeof adviceSchema>;
