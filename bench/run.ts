@@ -6,9 +6,11 @@
  *
  *   edge-dedup   the real Worker under `wrangler dev --define __OPCOUNT__:true`
  *                (a stream with 8 partitions, key ["id"], eventTime "ts",
- *                watermarkDelay "1 hour", stateKeys "hashed"); its operation counters
+ *                watermarkDelay "1 hour"); its operation counters
  *                (src/opcount.ts, GET /__opcount) give DO calls, SQL statements
  *                and R2 operations per request and per event.
+ *   edge-dedup-hashed  the same server, streams with stateKeys "hashed"
+ *                (compact state: 64-bit key hashes instead of key text).
  *   redis        "the Redis script" (bench/redis-script.ts): node:http + one
  *                pipelined `SET key 1 NX PX` per row against a redis-server the
  *                bench starts on 127.0.0.1, survivors + marker written as files.
@@ -41,8 +43,9 @@
  *   BENCH_ROUNDS=2          interleaved rounds (targets A B C, then C B A)
  *   BENCH_TARGETS=edge-dedup,redis,ceiling   a subset, while developing
  *   BENCH_LOADS=batch500x4,webhook16,webhook64 (also: webhook1, webhook10, webhook100)
- *   BENCH_STATE_KEYS=hashed edge-dedup's stream layout: hashed (compact
- *                           state, 64-bit key hashes) or text (keys as text)
+ *   BENCH_IDS=sequential     event ids: sequential (prefix-0, prefix-1, …) or
+ *                           random (a random 48-bit hex part first, like most
+ *                           real event ids: key-ordered storage inserts anywhere)
  *   BENCH_STRICT=1
  *
  * Safety: every server (wrangler dev ×2, redis-server, the Redis script) runs
@@ -76,7 +79,7 @@ const RECENT_IDS = 500;
 const MAX_REQUESTS_PER_CELL = 200_000;
 const TOTAL_BUDGET_MS = 420_000;
 const STRICT = process.env.BENCH_STRICT === "1";
-const STATE_KEYS = process.env.BENCH_STATE_KEYS === "text" ? "text" : "hashed";
+const RANDOM_IDS = process.env.BENCH_IDS === "random";
 
 interface Load {
   name: string;
@@ -95,8 +98,8 @@ const ALL_LOADS: Load[] = [
   { name: "webhook100", label: "1 event/request, 100 clients", batch: 1, clients: 100 },
 ];
 const DEFAULT_LOADS = "batch500x4,webhook16,webhook64";
-type TargetName = "edge-dedup" | "redis" | "ceiling";
-const ALL_TARGETS: TargetName[] = ["edge-dedup", "redis", "ceiling"];
+type TargetName = "edge-dedup" | "edge-dedup-hashed" | "redis" | "ceiling";
+const ALL_TARGETS: TargetName[] = ["edge-dedup", "edge-dedup-hashed", "redis", "ceiling"];
 
 const pick = <T extends string>(env: string | undefined, all: readonly T[]): T[] => {
   if (!env) return [...all];
@@ -161,7 +164,8 @@ class Workload {
     if (this.recent.length > 0 && this.random() < DUPLICATE_SHARE) {
       id = this.recent[Math.floor(this.random() * this.recent.length)];
     } else {
-      id = `${this.prefix}-${i}`;
+      // Sequential ids insert where the last one did; random ones (most real event ids) anywhere in the key order.
+      id = RANDOM_IDS ? `${this.prefix}-${Math.floor(this.random() * 2 ** 48).toString(16).padStart(12, "0")}-${i}` : `${this.prefix}-${i}`;
       // A ring of the last RECENT_IDS new ids.
       if (this.recent.length < RECENT_IDS) this.recent.push(id);
       else this.recent[this.distinct % RECENT_IDS] = id;
@@ -305,32 +309,44 @@ interface Target {
 const auth = { authorization: `Bearer ${TOKEN}` };
 const sum = (t: Record<string, number>) => Object.values(t).reduce((a, b) => a + b, 0);
 
-async function startEdgeDedup(): Promise<Target> {
-  const server = await startWrangler({
-    name: "edge-dedup",
-    files: PROJECT_FILES,
-    vars: { ADMIN_TOKEN: TOKEN },
-    defines: { __OPCOUNT__: "true" },
-    // Only our server has the counters route (a 200 with its JSON shape).
-    ready: async (url) => {
-      const a = await http("GET", `${url}/__opcount`);
-      return a.status === 200 && "doCalls" in JSON.parse(a.text);
-    },
-  });
+/** One wrangler dev serves both edge-dedup targets (text and hashed keys); the last target to stop stops it. */
+let edgeServer: { server: Awaited<ReturnType<typeof startWrangler>>; users: number } | null = null;
+
+async function startEdgeDedup(name: "edge-dedup" | "edge-dedup-hashed"): Promise<Target> {
+  if (!edgeServer) {
+    const server = await startWrangler({
+      name: "edge-dedup",
+      files: PROJECT_FILES,
+      vars: { ADMIN_TOKEN: TOKEN },
+      defines: { __OPCOUNT__: "true" },
+      // Only our server has the counters route (a 200 with its JSON shape).
+      ready: async (url) => {
+        const a = await http("GET", `${url}/__opcount`);
+        return a.status === 200 && "doCalls" in JSON.parse(a.text);
+      },
+    });
+    edgeServer = { server, users: 0 };
+  }
+  const shared = edgeServer;
+  shared.users++;
+  const server = shared.server;
   // Control calls through the typed client; the load itself goes through drive()'s keep-alive client, the same for every target.
   const api = createClient({ baseUrl: server.url, token: TOKEN, timeoutMs: REQUEST_TIMEOUT_MS });
+  const stateKeys = name === "edge-dedup-hashed" ? "hashed" : "text";
   return {
-    name: "edge-dedup",
+    name,
     url: server.url,
     async prepare(stream) {
-      await api.putStream(stream, { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 8, stateKeys: STATE_KEYS });
+      await api.putStream(stream, { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 8, stateKeys });
     },
     async state(stream) {
       const s = await api.getStream(stream);
       return { rows: s.state.rows, bytes: s.state.bytes, batches: s.batches.committed };
     },
     takeOpCounts: () => httpJson<OpCounts>("GET", `${server.url}/__opcount`),
-    stop: () => server.stop(),
+    stop: async () => {
+      if (--shared.users === 0) await server.stop();
+    },
   };
 }
 
@@ -572,7 +588,7 @@ function outDir(): string {
   return mkdtempSync(join(tmpdir(), "edge-dedup-bench-results-")); // kept: it is the result
 }
 
-const COLORS: Record<TargetName, string> = { "edge-dedup": "#f38020", redis: "#d82c20", ceiling: "#3b6ea5" };
+const COLORS: Record<TargetName, string> = { "edge-dedup": "#f38020", "edge-dedup-hashed": "#f9b36b", redis: "#d82c20", ceiling: "#3b6ea5" };
 
 /** Grouped bars, one group per load, one bar per target, events/s on a log scale. */
 function chart(cells: Cell[], loads: Load[], targets: TargetName[], subtitle: string): string {
@@ -633,7 +649,7 @@ async function main(): Promise<void> {
   console.log(`edge-dedup bench (Node ${process.version}, ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")})`);
   console.log(
     `  ${CELL_MS / 1000} s per cell in ${ROUNDS} interleaved round(s), after ${WARM_MS / 1000} s of warm-up;` +
-      ` ~${DUPLICATE_SHARE * 100}% duplicate ids; the same load generator for every target`,
+      ` ~${DUPLICATE_SHARE * 100}% duplicate ids, ${RANDOM_IDS ? "random" : "sequential"} ids; the same load generator for every target`,
   );
 
   const skipped: string[] = [];
@@ -649,7 +665,9 @@ async function main(): Promise<void> {
   const cells: Cell[] = [];
   try {
     console.log("\nStarting the targets");
-    for (const name of targetNames) targets.push(await (name === "edge-dedup" ? startEdgeDedup() : name === "redis" ? startRedis() : startCeiling()));
+    for (const name of targetNames) {
+      targets.push(await (name === "edge-dedup" || name === "edge-dedup-hashed" ? startEdgeDedup(name) : name === "redis" ? startRedis() : startCeiling()));
+    }
     // The cells of one load run interleaved: ROUNDS rounds of CELL_MS / ROUNDS
     // each, the targets' order reversed every round (A B C, C B A, …), so each
     // ratio compares runs made close together in time on a shared machine.
@@ -677,27 +695,33 @@ async function main(): Promise<void> {
     ]),
   );
 
-  console.log(`  state bytes/key: edge-dedup (stateKeys "${STATE_KEYS}") and ceiling = SQLite size of the stream's 8 partition objects ÷ keys`);
+  console.log("  state bytes/key: edge-dedup (text keys), edge-dedup-hashed and ceiling = SQLite size of the stream's 8 partition objects ÷ keys");
   console.log("  (edge-dedup's includes its partition ledgers and meta rows); redis = MEMORY STATS keys.bytes-per-key. Small key counts inflate it.");
 
-  const ratio = (l: string, other: TargetName) => {
-    const [a, b] = [cell("edge-dedup", l), cell(other, l)];
+  const ratio = (l: string, other: TargetName, ours: TargetName = "edge-dedup") => {
+    const [a, b] = [cell(ours, l), cell(other, l)];
     return a && b ? a.eventsPerSec / b.eventsPerSec : null;
   };
-  const ratios: Record<string, { vsRedis: number | null; vsCeiling: number | null }> = {};
-  for (const l of loads) ratios[l.name] = { vsRedis: ratio(l.name, "redis"), vsCeiling: ratio(l.name, "ceiling") };
-  console.log("\nRatios (edge-dedup events/s ÷ other; the same for requests/s, since a load has one batch size)");
-  table(["load", "edge-dedup/redis", "edge-dedup/ceiling"], loads.map((l) => [
-    l.name, ratios[l.name].vsRedis === null ? "skipped" : fmt(ratios[l.name].vsRedis!, 3), ratios[l.name].vsCeiling === null ? "skipped" : fmt(ratios[l.name].vsCeiling!, 3),
+  const ratios: Record<string, { vsRedis: number | null; vsCeiling: number | null; hashedVsCeiling: number | null; hashedVsText: number | null }> = {};
+  for (const l of loads) {
+    ratios[l.name] = {
+      vsRedis: ratio(l.name, "redis"), vsCeiling: ratio(l.name, "ceiling"),
+      hashedVsCeiling: ratio(l.name, "ceiling", "edge-dedup-hashed"), hashedVsText: ratio(l.name, "edge-dedup", "edge-dedup-hashed"),
+    };
+  }
+  const r = (x: number | null) => (x === null ? "skipped" : fmt(x, 3));
+  console.log("\nRatios (events/s ÷ events/s; the same for requests/s, since a load has one batch size)");
+  table(["load", "edge-dedup/redis", "edge-dedup/ceiling", "hashed/ceiling", "hashed/text"], loads.map((l) => [
+    l.name, r(ratios[l.name].vsRedis), r(ratios[l.name].vsCeiling), r(ratios[l.name].hashedVsCeiling), r(ratios[l.name].hashedVsText),
   ]));
 
   const edgeCells = cells.filter((c) => c.ops);
   if (edgeCells.length > 0) {
     console.log("\nedge-dedup operations (counted by src/opcount.ts under --define __OPCOUNT__:true)");
     table(
-      ["load", "DO calls/req", "SQL/req", "R2 puts/req", "DO calls/event", "SQL/event", "R2 puts/event", "DO calls by method"],
+      ["load", "target", "DO calls/req", "SQL/req", "R2 puts/req", "DO calls/event", "SQL/event", "R2 puts/event", "DO calls by method"],
       edgeCells.map((c) => [
-        c.load, fmt(c.ops!.perRequest.doCalls, 2), fmt(c.ops!.perRequest.sql, 1), fmt(c.ops!.perRequest.r2Puts, 2),
+        c.load, c.target, fmt(c.ops!.perRequest.doCalls, 2), fmt(c.ops!.perRequest.sql, 1), fmt(c.ops!.perRequest.r2Puts, 2),
         fmt(c.ops!.perEvent.doCalls, 3), fmt(c.ops!.perEvent.sql, 3), fmt(c.ops!.perEvent.r2Puts, 3),
         Object.entries(c.ops!.counts.doCalls).map(([k, v]) => `${k} ${fmt(v / c.requests, 2)}`).join(", "),
       ]),
@@ -720,8 +744,11 @@ async function main(): Promise<void> {
     verdict("webhook16: R2 objects written per event", wh16.ops.perEvent.r2Puts, { atMost: 0.1 }, "");
     verdict("webhook16: DO calls per event", wh16.ops.perEvent.doCalls, { atMost: 1 }, "");
   }
-  const keyCell = cells.filter((c) => c.target === "edge-dedup" && c.state.bytesPerKey !== null).sort((a, b) => b.state.rows - a.state.rows)[0];
-  if (keyCell) verdict(`bytes per remembered key (${keyCell.load}, ${fmt(keyCell.state.rows)} keys, stateKeys "${STATE_KEYS}")`, keyCell.state.bytesPerKey, { atMost: 40 }, " B");
+  // The goal is met by the compact layout (stateKeys "hashed"); text keys cost their length on top, shown beside it.
+  for (const t of ["edge-dedup-hashed", "edge-dedup"] as const) {
+    const keyCell = cells.filter((c) => c.target === t && c.state.bytesPerKey !== null).sort((a, b) => b.state.rows - a.state.rows)[0];
+    if (keyCell) verdict(`${t}: bytes per remembered key (${keyCell.load}, ${fmt(keyCell.state.rows)} keys)`, keyCell.state.bytesPerKey, { atMost: 40 }, " B");
+  }
 
   console.log("\nGoals");
   for (const v of verdicts) {
@@ -739,7 +766,7 @@ async function main(): Promise<void> {
     node: process.version,
     cpus: cpus().length,
     loadavg: loadavg(),
-    settings: { cellSeconds: CELL_MS / 1000, rounds: ROUNDS, warmSeconds: WARM_MS / 1000, duplicateShare: DUPLICATE_SHARE, loads, targets: targetNames, redis: redisVersion },
+    settings: { cellSeconds: CELL_MS / 1000, rounds: ROUNDS, warmSeconds: WARM_MS / 1000, duplicateShare: DUPLICATE_SHARE, ids: RANDOM_IDS ? "random" : "sequential", loads, targets: targetNames, redis: redisVersion },
     cells,
     ratios,
     verdicts,
