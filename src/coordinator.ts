@@ -3,7 +3,6 @@ import { boundFieldChanges, sourceConfig, type StreamConfig } from "./stream/con
 import { own } from "./stream/own";
 import type { BatchCounts } from "./stream/batch";
 import { capRejected, progressOf, rejectedTotal, type BatchOutcome, type ProgressReport } from "./stream/report";
-import { decodeStoredReport, encodeStoredReport } from "./stream/stored-report";
 import { advanceWatermark, globalWatermark, hasIdleTimeout, isIdle, nextIdleAt, sourceWatermark, type SourceProgress, type WatermarkState } from "./stream/watermark";
 import { METRICS_TABLE, METRICS_UPSERT, metricDeltas, streamMetricsOf, type CommittedFigures, type StreamMetrics } from "./stream/metrics";
 import { observeCommit } from "./observe";
@@ -12,14 +11,16 @@ import type { PartitionStats } from "./partition";
 import { deleteStreamObjects, LANES, type Lane, type LaneKeys } from "./sink";
 import { FLUSH_AFTER_MS, FLUSH_BYTES, Outbox, OUTBOX_TABLES } from "./outbox";
 import { PUBLISHED_TABLE, publishManifest, publishTable, type PublishContext } from "./publisher";
-import type { CredentialType, StoredCredential } from "./api/credentials";
-import { isProviderType } from "./webhooks";
+import type { StoredCredential } from "./api/credentials";
 import { countedEnv, countedSql } from "./opcount";
 import { migrate, type Migration } from "./storage/migrations";
 import type { FaultPoint } from "./faults";
 import { MicroBatcher } from "./microbatch/batcher";
 import { runGroup, type BegunMember, type GroupResult } from "./microbatch/run-group";
-import { ADVICE_TABLE, cloneFigures, emptyFigures, figuresFromJson, figuresToJson, liveAdvice, observeBatch, type BatchObservation, type LiveAdvice, type LiveFigures } from "./stream/advisor/live";
+import { CredentialStore, type SealedSigner } from "./coordinator/credentials";
+import { BatchLedger, recordedOutcome, sameBody, type BatchRow } from "./coordinator/ledger";
+import { AdviceFigures } from "./coordinator/advice";
+import { ADVICE_TABLE, liveAdvice, type BatchObservation, type LiveAdvice, type LiveFigures } from "./stream/advisor/live";
 
 /**
  * The Coordinator's storage layouts, oldest first (src/storage/migrations.ts).
@@ -102,8 +103,6 @@ type Submission = Pick<BegunMember, "source" | "batchId" | "rows" | "fault"> & {
   row?: BatchRow | null;
 };
 
-type BatchRow = { body_hash: string; watermark: number; begun_at: number; config_version: number; seq: number | null; report: string | null };
-
 export type ConfigureResult =
   | { status: "created" | "updated" | "unchanged"; config: StreamConfig }
   | { status: "conflict"; changed: string[]; config: StreamConfig };
@@ -112,26 +111,13 @@ export type ConfigureResult =
 export type IngestAuth = { kind: "admin" } | { kind: "token"; hash: string } | { kind: "hmac"; credentialId: string };
 /** What the headers claim before the body is read (a signature is checked against the body later); "provider": a webhook's. */
 export type CallerClaim = { kind: "admin" } | { kind: "token"; hash: string } | { kind: "hmac" } | { kind: "provider" };
-export interface SealedSigner {
-  id: string;
-  material: string;
-  type: CredentialType;
-}
+export type { SealedSigner };
 
 export type Admission =
   | { kind: "missing" }
   | { kind: "unauthorized" }
   | { kind: "forbidden"; detail: string }
   | { kind: "admitted"; source: string; limits: StreamConfig["limits"]; signers: SealedSigner[] };
-
-/**
- * A batch's identity is its parse mode and body hash ("ndjson:<sha256>" or the
- * bare hash for JSON). Records from before the mode was part of it hold a bare
- * hash, which still matches its own body.
- */
-function sameBody(stored: string, given: string): boolean {
-  return stored === given || (!stored.includes(":") && given.endsWith(`:${stored}`));
-}
 
 export type BeginResult =
   | { kind: "missing" }
@@ -174,10 +160,6 @@ export interface StreamDescription {
   batches: { committed: number };
 }
 
-function recordedOutcome(row: { report: string | null; seq: number | null }, source: string, batchId: string): BatchOutcome {
-  return { ...decodeStoredReport(row.report!, source, batchId, row.seq!).outcome, replayed: true };
-}
-
 interface Meta {
   name: string;
   config: StreamConfig;
@@ -190,7 +172,9 @@ interface Meta {
 /**
  * One per stream: config, per-source progress, the global watermark, the batch
  * ledger (begun/committed with outcomes, which doubles as the progress log and
- * the output index) and the eviction fan-out to partitions.
+ * the output index) and the eviction fan-out to partitions. The ledger, the
+ * credentials and the advisor's live figures each have a room of their own in
+ * src/coordinator/; this class admits, batches and commits over them.
  */
 export class Coordinator extends DurableObject<Env> {
   private sql: SqlStorage;
@@ -199,6 +183,12 @@ export class Coordinator extends DurableObject<Env> {
   /** batch ids (`{source}\n{batchId}`) queued or running in a micro-batch here: settles when it does */
   private inflight = new Map<string, Promise<void>>();
   private outbox: Outbox;
+  /** the batch ledger (src/coordinator/ledger.ts) */
+  private ledger: BatchLedger;
+  /** the stream's credentials (src/coordinator/credentials.ts) */
+  private keys: CredentialStore;
+  /** the delay advisor's live figures (src/coordinator/advice.ts) */
+  private figures: AdviceFigures;
   private batcher = new MicroBatcher<Submission, BatchOutcome>((items) => this.runMicroBatch(items), {
     maxWeight: MICRO_BATCH_MAX_ROWS,
     weigh: (s) => s.rows.length,
@@ -214,6 +204,9 @@ export class Coordinator extends DurableObject<Env> {
     super(ctx, countedEnv(env));
     this.sql = countedSql(ctx.storage.sql, "Coordinator");
     this.outbox = new Outbox(this.sql);
+    this.ledger = new BatchLedger(this.sql, this.outbox);
+    this.keys = new CredentialStore(this.sql);
+    this.figures = new AdviceFigures(this.sql);
     this.exists = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'").one().n > 0;
     if (this.exists) this.migrate(); // storage written by an earlier release is brought up to date on first use
   }
@@ -267,7 +260,7 @@ export class Coordinator extends DurableObject<Env> {
       Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p).describe(meta.epoch)),
     );
     // Commit numbers run 1, 2, 3… with no gaps: the last one is the count, without a scan of the ledger.
-    const committed = this.lastSeq();
+    const committed = this.ledger.lastSeq();
     return {
       config: meta.config,
       epoch: meta.epoch,
@@ -295,7 +288,7 @@ export class Coordinator extends DurableObject<Env> {
   /** Whether a batch id has begun (or committed): such a batch keeps the limits of its first attempt. */
   knownBatch(source: string, batchId: string): boolean {
     if (!this.exists) return false;
-    return this.sql.exec("SELECT 1 FROM batches WHERE source = ? AND batch_id = ?", source, batchId).toArray().length > 0;
+    return this.ledger.known(source, batchId);
   }
 
   /**
@@ -311,19 +304,12 @@ export class Coordinator extends DurableObject<Env> {
     let credentialSource: string | null = null;
     let signers: SealedSigner[] = [];
     if (auth.kind === "token" || (auth.kind === "hmac" && "credentialId" in auth)) {
-      const cred = this.sql
-        .exec<{ source: string }>(
-          auth.kind === "token" ? "SELECT source FROM credentials WHERE material = ? AND type = 'token'" : "SELECT source FROM credentials WHERE id = ? AND type <> 'token'",
-          auth.kind === "token" ? auth.hash : auth.credentialId,
-        )
-        .toArray()[0];
-      if (!cred) return { kind: "unauthorized" };
-      credentialSource = cred.source;
+      const holder = this.keys.holder(auth);
+      if (holder === undefined) return { kind: "unauthorized" };
+      credentialSource = holder;
     } else if (auth.kind === "hmac" || auth.kind === "provider") {
       credentialSource = sourceHeader ?? "default";
-      signers = this.credentials(credentialSource, true)
-        .filter((c) => (auth.kind === "hmac" ? c.type === "hmac" : isProviderType(c.type)))
-        .map((c) => ({ id: c.id, material: c.material, type: c.type }));
+      signers = this.keys.signers(credentialSource, auth.kind);
       if (signers.length === 0) return { kind: "unauthorized" };
     }
     const source = sourceHeader ?? credentialSource ?? "default";
@@ -483,7 +469,7 @@ export class Coordinator extends DurableObject<Env> {
     const caller = this.caller(meta, sourceHeader, auth);
     if (caller.kind !== "ok") return caller;
     const source = caller.source;
-    const row = this.batchRow(source, batchId);
+    const row = this.ledger.row(source, batchId);
     if (row?.seq != null) {
       return sameBody(row.body_hash, body.hash) ? { kind: "replay", source, outcome: recordedOutcome(row, source, batchId) } : { kind: "conflict" };
     }
@@ -504,24 +490,13 @@ export class Coordinator extends DurableObject<Env> {
    * judged exactly as before.
    */
   private beginMember(meta: Meta, s: Submission, now: number): BegunMember {
-    const row = s.row !== undefined ? s.row : this.batchRow(s.source, s.batchId);
+    const row = s.row !== undefined ? s.row : this.ledger.row(s.source, s.batchId);
     if (row) {
       const config = row.config_version === meta.configVersion ? meta.config : this.configAt(row.config_version);
       return { ...s, watermark: row.watermark, begunAt: row.begun_at, config, resumed: true };
     }
-    this.sql.exec(
-      "INSERT INTO batches (source, batch_id, body_hash, watermark, begun_at, config_version) VALUES (?, ?, ?, ?, ?, ?)",
-      s.source, s.batchId, s.identity, meta.watermark, now, meta.configVersion,
-    );
+    this.ledger.begin(s.source, s.batchId, s.identity, meta.watermark, now, meta.configVersion);
     return { ...s, watermark: meta.watermark, begunAt: now, config: meta.config, resumed: false };
-  }
-
-  private batchRow(source: string, batchId: string): BatchRow | undefined {
-    return this.sql
-      .exec<BatchRow>(
-        "SELECT body_hash, watermark, begun_at, config_version, seq, report FROM batches WHERE source = ? AND batch_id = ?", source, batchId,
-      )
-      .toArray()[0];
   }
 
   /**
@@ -544,7 +519,7 @@ export class Coordinator extends DurableObject<Env> {
       const rows = begun
         ? begun.map((b) => ({ watermark: b.watermark, seq: null, report: null }))
         : reqs.map((r) => {
-            const row = this.batchRow(r.source, r.batchId);
+            const row = this.ledger.row(r.source, r.batchId);
             if (!row) throw new Error("commit of a batch that never began");
             return row;
           });
@@ -552,10 +527,10 @@ export class Coordinator extends DurableObject<Env> {
       const fresh = reqs.filter((_, i) => rows[i].seq === null);
       const advice = new Map<string, LiveFigures>();
       for (const r of fresh) {
-        this.observe(advice, r, own(state.sources, r.source)?.maxEventTime ?? null);
+        this.figures.observe(advice, r, own(state.sources, r.source)?.maxEventTime ?? null);
         state = advanceWatermark(meta.config, state, r.source, r.maxEventTime, now);
       }
-      this.saveFigures(advice);
+      this.figures.save(advice);
       for (const name of new Set(fresh.map((r) => r.source))) {
         const progress = own(state.sources, name)!;
         this.sql.exec("INSERT OR REPLACE INTO sources (name, max_t, last_batch_at) VALUES (?, ?, ?)", name, progress.maxEventTime, progress.lastBatchAt);
@@ -577,7 +552,7 @@ export class Coordinator extends DurableObject<Env> {
           return { ...r, objects };
         });
       }
-      let seq = this.lastSeq();
+      let seq = this.ledger.lastSeq();
       const outcomes = reqs.map((req, i): BatchOutcome => {
         if (rows[i].seq !== null) return recordedOutcome(rows[i], req.source, req.batchId);
         seq += 1;
@@ -598,10 +573,7 @@ export class Coordinator extends DurableObject<Env> {
           numRowsRemoved: req.touched.reduce((a, t) => a + t.removed, 0),
           stateBytes: totals.bytes,
         });
-        this.sql.exec(
-          "UPDATE batches SET seq = ?, data_key = ?, late_key = ?, rejected_key = ?, report = ? WHERE source = ? AND batch_id = ?",
-          seq, req.objects.data, req.objects.late, req.objects.rejected, encodeStoredReport(outcome, report), req.source, req.batchId,
-        );
+        this.ledger.commit(seq, req, outcome, report);
         return outcome;
       });
       // The counters of /metrics: one statement for the whole micro-batch.
@@ -612,7 +584,7 @@ export class Coordinator extends DurableObject<Env> {
     });
     if (done.length > 0) observeCommit(this.env, meta.name, done, meta.watermark, watermark);
     this.forgetCaches();
-    for (const [name, f] of changed) this.liveFigures().set(name, f);
+    this.figures.adopt(changed);
     for (const r of reqs) {
       this.leases.delete(`${r.source}\n${r.batchId}`);
       // Its decisions in the partitions are no longer needed: a retry is answered here.
@@ -655,26 +627,13 @@ export class Coordinator extends DurableObject<Env> {
   /** The most recent `limit` progress reports, oldest first. */
   progress(limit: number): ProgressReport[] {
     if (!this.exists) return [];
-    return this.sql
-      .exec<{ report: string; source: string; batch_id: string; seq: number }>("SELECT report, source, batch_id, seq FROM batches WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT ?", limit)
-      .toArray()
-      .map((r) => decodeStoredReport(r.report, r.source, r.batch_id, r.seq).progress)
-      .reverse();
+    return this.ledger.progress(limit);
   }
 
   /** Committed batches that wrote to `lane`, in commit order, after commit number `afterSeq`. */
   commits(lane: Lane, afterSeq: number, upToSeq: number, limit: number): ({ seq: number } & ({ ref: string } | { bytes: Uint8Array }))[] {
-    const column = { data: "data_key", late: "late_key", rejected: "rejected_key" }[lane];
     if (!this.exists) return [];
-    const rows = this.sql
-      .exec<{ seq: number; key: string }>(
-        `SELECT seq, ${column} AS key FROM batches WHERE seq > ? AND seq <= ? AND ${column} IS NOT NULL ORDER BY seq LIMIT ?`,
-        afterSeq, upToSeq, limit,
-      )
-      .toArray();
-    // Rows still in the outbox come back as bytes; flushed ones as their object range.
-    const resolved = this.outbox.resolve(rows.map((c) => c.key));
-    return rows.map((c, i) => ({ seq: c.seq, ...resolved[i] }));
+    return this.ledger.commits(lane, afterSeq, upToSeq, limit);
   }
 
   /**
@@ -683,45 +642,31 @@ export class Coordinator extends DurableObject<Env> {
    */
   addCredential(c: StoredCredential): "added" | "missing" | "duplicate" | "other-provider" {
     if (!this.meta()) return "missing";
-    // A source's webhook credentials are of one provider, so that its endpoint knows the scheme.
-    if (isProviderType(c.type) && this.credentials(c.source).some((o) => isProviderType(o.type) && o.type !== c.type)) return "other-provider";
-    if (c.type === "token" && this.sql.exec("SELECT 1 FROM credentials WHERE material = ? AND type = 'token'", c.material).toArray().length > 0) {
-      return "duplicate";
-    }
-    this.sql.exec(
-      "INSERT INTO credentials (id, source, type, label, created_at, material) VALUES (?, ?, ?, ?, ?, ?)",
-      c.id, c.source, c.type, c.label, c.createdAt, c.material,
-    );
-    return "added";
+    return this.keys.add(c);
   }
 
   /** Re-seals a signing secret under the current CREDENTIALS_KEY, if it is still as it was read. */
   resealCredential(id: string, from: string, to: string): void {
     if (!this.exists) return;
-    this.sql.exec("UPDATE credentials SET material = ? WHERE id = ? AND material = ?", to, id, from);
+    this.keys.reseal(id, from, to);
   }
 
   /** A source's credentials, without their material when `withMaterial` is false. */
   credentials(source: string, withMaterial = false): StoredCredential[] {
     if (!this.exists) return [];
-    return this.sql
-      .exec<{ id: string; source: string; type: CredentialType; label: string | null; created_at: number; material: string }>(
-        "SELECT * FROM credentials WHERE source = ? ORDER BY created_at, id", source,
-      )
-      .toArray()
-      .map((r) => ({ id: r.id, source: r.source, type: r.type, label: r.label, createdAt: r.created_at, material: withMaterial ? r.material : "" }));
+    return this.keys.list(source, withMaterial);
   }
 
   deleteCredential(source: string, id: string): boolean {
     if (!this.exists) return false;
-    return this.sql.exec("DELETE FROM credentials WHERE source = ? AND id = ?", source, id).rowsWritten > 0;
+    return this.keys.delete(source, id);
   }
 
   /** The stream's name, epoch, partition count and last commit number, for reads. */
   locate(): { name: string; epoch: string; partitions: number; lastSeq: number } | null {
     const meta = this.meta();
     if (!meta) return null;
-    return { name: meta.name, epoch: meta.epoch, partitions: meta.config.partitions, lastSeq: this.lastSeq() };
+    return { name: meta.name, epoch: meta.epoch, partitions: meta.config.partitions, lastSeq: this.ledger.lastSeq() };
   }
 
   /** Deletes the stream: partitions' state, the output in R2, then the ledger and config. */
@@ -733,7 +678,7 @@ export class Coordinator extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.forgetCaches();
-    this.figures = undefined;
+    this.figures.forget();
     this.exists = false; // until an admin creates the stream anew
     this.leases.clear();
     return true;
@@ -757,7 +702,7 @@ export class Coordinator extends DurableObject<Env> {
     if (!now || now.epoch !== meta.epoch) return; // dropped meanwhile
     await this.scheduleFlush();
     // The table catches up in steps; the manifest follows flushes (each flush's alarm publishes it).
-    if (now.config.table && this.lastSeq() > this.published("table")) await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
+    if (now.config.table && this.ledger.lastSeq() > this.published("table")) await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
     // Commits that landed during the fan-out may have moved the watermark again.
     if (now.config.mode !== "global" && now.watermark > meta.watermark) await this.scheduleEviction(now.config);
     if (hasIdleTimeout(now.config)) await this.scheduleIdle(now.config, this.sourceProgress());
@@ -784,7 +729,7 @@ export class Coordinator extends DurableObject<Env> {
   summary(): { createdAt: number; watermark: number; state: { rows: number; bytes: number }; batches: { committed: number } } | null {
     const meta = this.meta();
     if (!meta) return null;
-    return { createdAt: meta.createdAt, watermark: meta.watermark, state: this.stateTotals(), batches: { committed: this.lastSeq() } };
+    return { createdAt: meta.createdAt, watermark: meta.watermark, state: this.stateTotals(), batches: { committed: this.ledger.lastSeq() } };
   }
 
   /** For GET /metrics: the counters kept at each commit, the watermarks and the state size. */
@@ -803,33 +748,7 @@ export class Coordinator extends DurableObject<Env> {
   /** For GET /v1/streams/{stream}/advice: the delay advisor over the live figures (src/stream/advisor/live.ts). */
   advice(): LiveAdvice | null {
     const meta = this.meta();
-    return meta ? liveAdvice(this.liveFigures(), meta.config) : null;
-  }
-
-  /** The delay advisor's figures per source, read once (only commits change them). */
-  private figures: Map<string, LiveFigures> | undefined;
-
-  private liveFigures(): Map<string, LiveFigures> {
-    this.figures ??= new Map(
-      this.sql.exec<{ source: string; figures: string }>("SELECT source, figures FROM advice").toArray().map((r) => [r.source, figuresFromJson(JSON.parse(r.figures))]),
-    );
-    return this.figures;
-  }
-
-  /** Adds a committing batch to a copy of its source's figures in `changed` (the cache takes them after the commit). */
-  private observe(changed: Map<string, LiveFigures>, r: CommitRequest, maxBefore: number | null): void {
-    if (!r.seen) return;
-    let f = changed.get(r.source);
-    if (!f) changed.set(r.source, (f = cloneFigures(this.liveFigures().get(r.source) ?? emptyFigures())));
-    observeBatch(f, { rows: r.counts.emitted + r.counts.duplicates + r.counts.late, duplicates: r.counts.duplicates }, r.seen, maxBefore);
-  }
-
-  private saveFigures(changed: Map<string, LiveFigures>): void {
-    if (changed.size === 0) return;
-    this.sql.exec(
-      "INSERT OR REPLACE INTO advice (source, figures) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)",
-      JSON.stringify([...changed].map(([name, f]) => [name, JSON.stringify(figuresToJson(f))])),
-    );
+    return meta ? liveAdvice(this.figures.all(), meta.config) : null;
   }
 
   private stateTotals(): { rows: number; bytes: number } {
@@ -843,7 +762,7 @@ export class Coordinator extends DurableObject<Env> {
       epoch: meta.epoch,
       config: meta.config,
       bucket: this.env.SINK,
-      lastSeq: this.lastSeq(),
+      lastSeq: this.ledger.lastSeq(),
       commits: (after, upTo, limit) => this.commits("data", after, upTo, limit),
       progress: (what) => this.published(what),
       setProgress: (what, seq) => void this.sql.exec("INSERT OR REPLACE INTO published (what, seq) VALUES (?, ?)", what, seq),
@@ -920,11 +839,10 @@ export class Coordinator extends DurableObject<Env> {
   }
 
   private cachedMeta: Meta | null | undefined;
-  private cachedSeq: number | undefined;
 
   private forgetCaches(): void {
     this.cachedMeta = undefined;
-    this.cachedSeq = undefined;
+    this.ledger.forget();
   }
 
   /** The last figures partitions reported (one statement for all): they steer the eviction fan-out and numRowsTotal. */
@@ -937,12 +855,6 @@ export class Coordinator extends DurableObject<Env> {
          json_extract(value, '$[4]') FROM json_each(?)`,
       JSON.stringify(rows),
     );
-  }
-
-  /** The last commit number (0 before the first commit). */
-  private lastSeq(): number {
-    this.cachedSeq ??= this.sql.exec<{ s: number }>("SELECT coalesce(max(seq), 0) AS s FROM batches WHERE seq IS NOT NULL").one().s;
-    return this.cachedSeq;
   }
 
   private configAt(version: number): StreamConfig {

@@ -1,6 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { adviceSchema } from "../../src/api/openapi";
+import type { AdviceFigures } from "../../src/coordinator/advice";
 import { advise } from "../../src/stream/advisor/index";
 import { at, call, client, createStream, json, post } from "./helpers";
 
@@ -64,7 +65,7 @@ describe("GET /v1/streams/{stream}/advice", () => {
     await post("adv-del", [{ id: "A", ts: at(10, 0) }, { id: "A", ts: at(10, 2) }]);
     expect((await getAdvice("adv-del")).overall).toMatchObject({ rows: 2, duplicates: 1, gaps: { max: 120_000 } });
     // As a restarted Coordinator reads them: from its advice table, not the cache.
-    await runInDurableObject(env.COORDINATOR.getByName("adv-del"), (instance) => void ((instance as unknown as { figures?: unknown }).figures = undefined));
+    await runInDurableObject(env.COORDINATOR.getByName("adv-del"), (instance) => (instance as unknown as { figures: AdviceFigures }).figures.forget());
     expect((await getAdvice("adv-del")).overall).toMatchObject({ rows: 2, duplicates: 1, gaps: { max: 120_000 } });
     expect((await call("DELETE", "/v1/streams/adv-del")).status).toBe(204);
     const gone = await call("GET", "/v1/streams/adv-del/advice");

@@ -1,0 +1,110 @@
+/**
+ * The batch ledger (src/coordinator/ledger.ts) driven directly over a real
+ * Coordinator's storage: a batch's row from its first attempt to its commit,
+ * the replay answer and progress report read back from the stored record, the
+ * commit index, and what each operation costs in SQL statements (the bench
+ * counts them; the hot path must not grow).
+ */
+import { env } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { BatchLedger, recordedOutcome, sameBody } from "../../src/coordinator/ledger";
+import { Outbox } from "../../src/outbox";
+import type { BatchOutcome } from "../../src/stream/report";
+import { progressOf } from "../../src/stream/report";
+import { createStream } from "./helpers";
+
+const base = { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 };
+
+/** The storage's SQL with a count of the statements run through it. */
+function counting(sql: SqlStorage): { sql: SqlStorage; statements: () => number } {
+  let n = 0;
+  const wrapped = new Proxy(sql, {
+    get(t, prop) {
+      const v = Reflect.get(t, prop);
+      if (prop !== "exec") return typeof v === "function" ? v.bind(t) : v;
+      return (...args: unknown[]) => (n++, Reflect.apply(v as (...a: unknown[]) => unknown, t, args));
+    },
+  });
+  return { sql: wrapped, statements: () => n };
+}
+
+function outcomeOf(source: string, batchId: string): BatchOutcome {
+  return {
+    batchId, source, replayed: false, watermark: 100, watermarkAfter: 200,
+    input: 3, emitted: 1, duplicates: 1, late: 0, rejected: [{ index: 2, error: "n: not an int" }],
+  };
+}
+
+describe("the batch ledger", () => {
+  it("records a first attempt, completes it at its commit, and answers from the stored record, one statement each", async () => {
+    await createStream("ledger1", base);
+    await runInDurableObject(env.COORDINATOR.getByName("ledger1"), async (_c, state) => {
+      const { sql, statements } = counting(state.storage.sql);
+      const ledger = new BatchLedger(sql, new Outbox(sql));
+      const step = <T,>(fn: () => T): [T, number] => {
+        const before = statements();
+        const out = fn();
+        return [out, statements() - before];
+      };
+
+      expect(step(() => ledger.known("s", "b1"))).toEqual([false, 1]);
+      expect(step(() => ledger.row("s", "b1"))).toEqual([undefined, 1]);
+      expect(step(() => ledger.lastSeq())).toEqual([0, 1]);
+      expect(step(() => ledger.begin("s", "b1", "json:abc", 100, 1_000, 1))[1]).toBe(1);
+      expect(step(() => ledger.row("s", "b1"))).toEqual([{ body_hash: "json:abc", watermark: 100, begun_at: 1_000, config_version: 1, seq: null, report: null }, 1]);
+      expect(ledger.known("s", "b1")).toBe(true);
+
+      const outcome = outcomeOf("s", "b1");
+      const report = progressOf(outcome, {
+        commitSeq: 1, committedAt: 2_000, durationMs: 5, numRowsTotal: 1, numRowsUpdated: 1, numRowsRemoved: 0, stateBytes: 40,
+      });
+      const objects = { data: "streams/ledger1/data/x.ndjson#0+10", late: null, rejected: "streams/ledger1/rejected/x.ndjson#0+30" };
+      expect(step(() => ledger.commit(1, { source: "s", batchId: "b1", objects }, outcome, report))[1]).toBe(1);
+
+      // The cached commit number stays until forget() (the Coordinator calls it after each commit's transaction).
+      expect(step(() => ledger.lastSeq())).toEqual([0, 0]);
+      ledger.forget();
+      expect(step(() => ledger.lastSeq())).toEqual([1, 1]);
+
+      const row = ledger.row("s", "b1")!;
+      expect(row.seq).toBe(1);
+      expect(recordedOutcome(row, "s", "b1")).toEqual({ ...outcome, replayed: true });
+      // Same JSON as the first answer, key order included, but for `replayed`.
+      expect(JSON.stringify({ ...recordedOutcome(row, "s", "b1"), replayed: false })).toBe(JSON.stringify(outcome));
+      expect(step(() => ledger.progress(10))).toEqual([[report], 1]);
+
+      // The commit index lists only the batches that wrote to the lane; object refs come back as they are (no outbox statement).
+      expect(step(() => ledger.commits("data", 0, 1, 100))).toEqual([[{ seq: 1, ref: objects.data }], 1]);
+      expect(ledger.commits("late", 0, 1, 100)).toEqual([]);
+      expect(ledger.commits("rejected", 0, 1, 100)).toEqual([{ seq: 1, ref: objects.rejected }]);
+      expect(ledger.commits("data", 1, 1, 100)).toEqual([]);
+    });
+  });
+
+  it("the progress log is the most recent reports, oldest first", async () => {
+    await createStream("ledger2", base);
+    await runInDurableObject(env.COORDINATOR.getByName("ledger2"), async (_c, state) => {
+      const sql = state.storage.sql;
+      const ledger = new BatchLedger(sql, new Outbox(sql));
+      const reports = [1, 2, 3].map((seq) => {
+        const outcome = outcomeOf("s", `b${seq}`);
+        ledger.begin("s", `b${seq}`, `h${seq}`, 100, seq, 1);
+        const report = progressOf(outcome, {
+          commitSeq: seq, committedAt: 2_000 + seq, durationMs: 1, numRowsTotal: seq, numRowsUpdated: 1, numRowsRemoved: 0, stateBytes: 40,
+        });
+        ledger.commit(seq, { source: "s", batchId: `b${seq}`, objects: { data: null, late: null, rejected: null } }, outcome, report);
+        return report;
+      });
+      expect(ledger.progress(2)).toEqual(reports.slice(1));
+      expect(ledger.lastSeq()).toBe(3);
+    });
+  });
+
+  it("a batch's identity matches a record from before the parse mode was part of it", () => {
+    expect(sameBody("json:abc", "json:abc")).toBe(true);
+    expect(sameBody("abc", "ndjson:abc")).toBe(true); // the old bare hash
+    expect(sameBody("abc", "ndjson:abd")).toBe(false);
+    expect(sameBody("json:abc", "ndjson:abc")).toBe(false); // the mode is part of it now
+  });
+});
