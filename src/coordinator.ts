@@ -663,10 +663,10 @@ export class Coordinator extends DurableObject<Env> {
   }
 
   /** The stream's name, epoch, partition count and last commit number, for reads. */
-  locate(): { name: string; epoch: string; partitions: number; lastSeq: number } | null {
+  locate(): { name: string; epoch: string; partitions: number; lastSeq: number; config: StreamConfig } | null {
     const meta = this.meta();
     if (!meta) return null;
-    return { name: meta.name, epoch: meta.epoch, partitions: meta.config.partitions, lastSeq: this.ledger.lastSeq() };
+    return { name: meta.name, epoch: meta.epoch, partitions: meta.config.partitions, lastSeq: this.ledger.lastSeq(), config: meta.config };
   }
 
   /** Deletes the stream: partitions' state, the output in R2, then the ledger and config. */

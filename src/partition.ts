@@ -297,6 +297,20 @@ export class Partition extends DurableObject<Env> {
       .map((r) => ({ key: r.key, eventTime: r.t, expiresAt: r.e }));
   }
 
+  /** The one remembered key `stateKey`, if it is (a list of at most one entry, as list() answers). */
+  lookup(epoch: string, stateKey: string): StateEntry[] {
+    const meta = this.currentMeta(epoch);
+    if (!meta || meta.width === null) return [];
+    const key = meta.hashed ? "printf('#%016x', k)" : "k";
+    return this.sql
+      .exec<{ key: string; t: number | null; e: number | null }>(
+        `SELECT ${key} AS key, t, e FROM keys WHERE b IN (SELECT value FROM json_each(?1)) AND k = json_extract(?2, '$[0]')`,
+        JSON.stringify([...this.liveBuckets()]), `[${this.keyLiteral(meta, this.storedKey(meta, stateKey))}]`,
+      )
+      .toArray()
+      .map((r) => ({ key: r.key, eventTime: r.t, expiresAt: r.e }));
+  }
+
   async drop(): Promise<void> {
     await this.ctx.storage.deleteAll();
     this.cached = undefined;

@@ -1,6 +1,8 @@
 import { Hono, type Context } from "hono";
 import { cors } from "hono/cors";
-import { NAME_PATTERN, parseStreamConfig, zodErrors } from "../stream/config";
+import { NAME_PATTERN, parseStreamConfig, zodErrors, type StreamConfig } from "../stream/config";
+import { dedupSettings, planBatch } from "../stream/batch";
+import { stateKeyFor } from "../stream/dedup";
 import { coordinatorStub, partitionStub, registryStub, type Env } from "../env";
 import { DEFAULT_THRESHOLDS, evaluateHealth, type HealthSource } from "../stream/health";
 import { renderPrometheus, type StreamMetrics } from "../stream/metrics";
@@ -124,14 +126,32 @@ app.get(`${STREAM}/progress`, async (c) => {
 app.get(`${STREAM}/state`, async (c) => {
   const where = await coordinatorStub(c.env, c.get("stream")).locate();
   if (!where) throw missing(c.get("stream"));
-  const partition = intParam(c.req.query("partition"), "partition", NaN, 0, where.partitions - 1);
+  const given = intParam(c.req.query("partition"), "partition", NaN, 0, where.partitions - 1);
+  // ?row=: is this row's key remembered? Keyed and routed exactly as ingest does (a hashed stream's only way to ask by key).
+  const probe = c.req.query("row") === undefined ? null : stateKeyOfRow(where.config, c.req.query("row")!);
+  const partition = probe ? probe.partition : given;
   if (Number.isNaN(partition)) throw badRequest(`partition is required: 0..${where.partitions - 1}`);
+  if (probe && !Number.isNaN(given) && given !== probe.partition) throw badRequest(`the row's key is in partition ${probe.partition}, not ${given}`);
   const limit = intParam(c.req.query("limit"), "limit", 1000, 1, 10_000);
   const after = c.req.query("after") ?? "";
   const stub = partitionStub(c.env, where.name, partition);
-  const [stats, keys] = await Promise.all([stub.describe(where.epoch), stub.list(where.epoch, after, limit)]);
+  const [stats, keys] = await Promise.all([stub.describe(where.epoch), probe ? stub.lookup(where.epoch, probe.stateKey) : stub.list(where.epoch, after, limit)]);
   return c.json({ partition, watermark: stats.watermark, rows: stats.rows, bytes: stats.bytes, keys });
 });
+
+/** A row given to the state reader: its state key and partition, or a 400 saying why it has none. */
+function stateKeyOfRow(config: StreamConfig, text: string): { stateKey: string; partition: number } {
+  let row: unknown;
+  try {
+    row = JSON.parse(text);
+  } catch {
+    throw badRequest("row must be a JSON object: a row as ingest takes it, with its key columns and event time");
+  }
+  const plan = planBatch(config, [row], Date.now());
+  if (plan.rejected.length > 0) throw badRequest(`row has no state key: ${plan.rejected[0].error}`);
+  const [[partition, [accepted]]] = [...plan.subBatches];
+  return { stateKey: stateKeyFor(dedupSettings(config), accepted), partition };
+}
 
 // Per-source ingest credentials (credentialBody in ./credentials), shown once at creation and never again.
 const CREDENTIALS = `${STREAM}/sources/:source/credentials`;

@@ -103,11 +103,16 @@ export const OPERATIONS: readonly Operation[] = [
   },
   {
     method: "get", path: `${S}/state`, summary: "The keys one partition remembers", tag: "operate", auth: "admin",
-    description: "Each key with its `expiresAt`, like Spark's state reader.",
+    description: "Each key with its `expiresAt`, like Spark's state reader. A stream with `stateKeys: \"hashed\"` lists `#` and the key's 64-bit hash in hex.",
     query: [
-      { name: "partition", description: "the partition: 0 to the stream's `partitions` - 1", schema: z.number().int().min(0), required: true },
+      { name: "partition", description: "the partition: 0 to the stream's `partitions` - 1; required unless `row` is given", schema: z.number().int().min(0) },
       { name: "limit", description: "keys per page", schema: intIn(1, 10_000).default(1000) },
       { name: "after", description: "the key to list after: the last key of the previous page", schema: z.string() },
+      {
+        name: "row",
+        description: "a row as JSON, as ingest would take it (key columns and event time): lists just its key, if remembered, from the partition it routes to (`partition` may then be left out); how a stream with hashed keys is asked about one key",
+        schema: z.string(),
+      },
     ],
     ok: { status: 200, schema: statePageSchema, description: "{partition, watermark, rows, bytes, keys}" },
   },

@@ -138,7 +138,7 @@ describe("compact state: size and eviction work", () => {
 });
 
 describe("a stream with stateKeys: hashed", () => {
-  it("dedups as a text stream does, lists hashes in its state reader, and keeps the choice bound", async () => {
+  it("dedups as a text stream does, lists hashes in its state reader, finds a key by row, and keeps the choice bound", async () => {
     const body = { key: ["id"], eventTime: "ts", watermarkDelay: "10 minutes", partitions: 2 };
     await createStream("hashed-keys", { ...body, stateKeys: "hashed" });
     await createStream("text-keys", body);
@@ -158,6 +158,22 @@ describe("a stream with stateKeys: hashed", () => {
     const text = await listed("text-keys");
     expect(text.map((k) => k.key)).toEqual(['["c"]']);
     expect(await listed("hashed-keys")).toEqual([{ key: keyHashLabel('["c"]'), eventTime: null, expiresAt: text[0].expiresAt }]);
+    // Asked by row: the key's entry from the partition the row routes to, or none.
+    const byRow = async (stream: string, row: unknown, partition?: number) =>
+      call("GET", `/v1/streams/${stream}/state?row=${encodeURIComponent(JSON.stringify(row))}${partition === undefined ? "" : `&partition=${partition}`}`);
+    for (const [stream, key] of [["text-keys", '["c"]'], ["hashed-keys", keyHashLabel('["c"]')]]) {
+      const found = await json<{ partition: number; keys: unknown[] }>(byRow(stream, { id: "c", ts: at(10, 30) }));
+      expect(found.keys).toEqual([{ key, eventTime: stream === "text-keys" ? at(10, 30) : null, expiresAt: text[0].expiresAt }]);
+      expect((await json<{ keys: unknown[] }>(byRow(stream, { id: "a", ts: at(10, 0) }))).keys).toEqual([]); // expired
+      expect((await json<{ keys: unknown[] }>(byRow(stream, { id: "zz", ts: at(10, 30) }))).keys).toEqual([]); // never sent
+      const elsewhere = await byRow(stream, { id: "c", ts: at(10, 30) }, 1 - found.partition);
+      expect(elsewhere.status).toBe(400);
+      expect(await elsewhere.text()).toContain(`in partition ${found.partition}`);
+      const keyless = await byRow(stream, { ts: at(10, 0) });
+      expect(keyless.status).toBe(400);
+      expect(await keyless.text()).toContain("id");
+      expect((await call("GET", `/v1/streams/${stream}/state?row=not-json`)).status).toBe(400);
+    }
     const change = await call("PUT", "/v1/streams/hashed-keys", body);
     expect(change.status).toBe(409);
     expect(await change.text()).toContain("stateKeys");

@@ -39,7 +39,8 @@ describe("the OpenAPI document", () => {
     const output = doc.paths["/v1/streams/{stream}/output"].get.parameters;
     expect(output).toContainEqual(expect.objectContaining({ name: "after", in: "query", schema: expect.objectContaining({ type: "integer", default: 0 }) }));
     const state = doc.paths["/v1/streams/{stream}/state"].get.parameters;
-    expect(state).toContainEqual(expect.objectContaining({ name: "partition", in: "query", required: true }));
+    expect(state).toContainEqual(expect.objectContaining({ name: "partition", in: "query" }));
+    expect(state).toContainEqual(expect.objectContaining({ name: "row", in: "query", schema: expect.objectContaining({ type: "string" }) }));
   });
 
   it("publishes response shapes that real responses have", async () => {

@@ -56,7 +56,10 @@ describe("apiReferenceMarkdown", () => {
     const output = markdown.slice(markdown.indexOf("### `GET /v1/streams/{stream}/output`"));
     expect(row(output, "after")).toMatch(/\| query \| integer \|\s+\| `0` \|/);
     const state = markdown.slice(markdown.indexOf("### `GET /v1/streams/{stream}/state`"));
-    expect(row(state, "partition")).toMatch(/\| query \| integer \| yes \|/);
+    expect(row(state, "partition")).toMatch(/\| query \| integer \|\s+\|/); // required unless ?row= is given: not marked
+    expect(row(state, "row")).toMatch(/\| query \| string \|/);
+    // A required query parameter is marked so.
+    expect(row(oneOp({ parameters: [{ name: "p", in: "query", required: true, schema: { type: "integer" }, description: "the p" }] }), "p")).toMatch(/\| query \| integer \| yes \|/);
   });
 
   test("a required body field is marked required, an optional one is not, and defaults and enums show", () => {
