@@ -242,7 +242,9 @@ export function createClient(options: ClientOptions) {
     },
 
     /** A page of the keys one partition remembers. */
-    state: (stream: string, opts: { partition: number; limit?: number; after?: string }) => get<PartitionState>(`${streamPath(stream)}/state${query(opts)}`),
+    /** a page of one partition's keys; or, given `row` (as ingest would take it), just that row's key if it is remembered */
+    state: (stream: string, opts: { partition: number; limit?: number; after?: string } | { row: Record<string, unknown> }) =>
+      get<PartitionState>(`${streamPath(stream)}/state${query("row" in opts ? { row: JSON.stringify(opts.row) } : opts)}`),
 
     health: (stream: string) => get<Health>(`${streamPath(stream)}/health`),
     /** the delay advisor's live figures per source, and the recommended watermarkDelay */

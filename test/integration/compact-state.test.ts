@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import type { Partition, PartitionRow } from "../../src/partition";
 import { applyBatch, isExpired, type DedupSettings } from "../../src/stream/dedup";
 import { keyHashLabel } from "../../src/stream/key-hash";
-import { at, call, createStream, json, output, post } from "./helpers";
+import { at, call, client, createStream, json, output, post } from "./helpers";
 
 let n = 0;
 const fresh = () => env.PARTITION.getByName(`compact-${++n}/0`) as DurableObjectStub<Partition>;
@@ -162,7 +162,7 @@ describe("a stream with stateKeys: hashed", () => {
     const byRow = async (stream: string, row: unknown, partition?: number) =>
       call("GET", `/v1/streams/${stream}/state?row=${encodeURIComponent(JSON.stringify(row))}${partition === undefined ? "" : `&partition=${partition}`}`);
     for (const [stream, key] of [["text-keys", '["c"]'], ["hashed-keys", keyHashLabel('["c"]')]]) {
-      const found = await json<{ partition: number; keys: unknown[] }>(byRow(stream, { id: "c", ts: at(10, 30) }));
+      const found = await client.state(stream, { row: { id: "c", ts: at(10, 30) } });
       expect(found.keys).toEqual([{ key, eventTime: stream === "text-keys" ? at(10, 30) : null, expiresAt: text[0].expiresAt }]);
       expect((await json<{ keys: unknown[] }>(byRow(stream, { id: "a", ts: at(10, 0) }))).keys).toEqual([]); // expired
       expect((await json<{ keys: unknown[] }>(byRow(stream, { id: "zz", ts: at(10, 30) }))).keys).toEqual([]); // never sent
