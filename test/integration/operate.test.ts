@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { app } from "../../src/api/app";
 import { at, call, createStream, json, post } from "./helpers";
 
@@ -175,5 +175,20 @@ describe("GET /metrics", () => {
     expect(get("edge_dedup_rows_total", { source: "web", outcome: "duplicate" })).toBe(4);
     await evictDurableObject(env.COORDINATOR.getByName(name));
     expect((await metricsOf(name)).get("edge_dedup_batches_total")).toBe(3);
+  });
+});
+
+describe("the commit log", () => {
+  it("writes one JSON line per micro-batch commit, with the stream and its counts", async () => {
+    await createStream("logged", { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes" });
+    const lines: string[] = [];
+    const spy = vi.spyOn(console, "log").mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
+    try {
+      await post("logged", [{ id: "a", ts: at(10, 0) }, { id: "a", ts: at(10, 0) }, { id: "b", ts: at(9, 0) }]);
+    } finally {
+      spy.mockRestore();
+    }
+    const mine = lines.filter((l) => l.startsWith("{")).map((l) => JSON.parse(l)).filter((l) => l.stream === "logged");
+    expect(mine).toEqual([expect.objectContaining({ stream: "logged", batches: 1, emitted: 2, duplicates: 1, late: 0, rejected: 0, watermarkAfter: at(9, 55) })]);
   });
 });
