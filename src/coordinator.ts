@@ -7,7 +7,6 @@ import { advanceWatermark, globalWatermark, hasIdleTimeout, isIdle, nextIdleAt, 
 import { METRICS_TABLE, METRICS_UPSERT, metricDeltas, streamMetricsOf, type CommittedFigures, type StreamMetrics } from "./stream/metrics";
 import { observeCommit } from "./observe";
 import { partitionStub, type Env } from "./env";
-import type { PartitionStats } from "./partition";
 import { deleteStreamObjects, LANES, type Lane, type LaneKeys } from "./sink";
 import { FLUSH_AFTER_MS, FLUSH_BYTES, Outbox, OUTBOX_TABLES } from "./outbox";
 import { PUBLISHED_TABLE, publishManifest, publishTable, type PublishContext } from "./publisher";
@@ -20,6 +19,7 @@ import { runGroup, type BegunMember, type GroupResult } from "./microbatch/run-g
 import { CredentialStore, type SealedSigner } from "./coordinator/credentials";
 import { BatchLedger, recordedOutcome, sameBody, type BatchRow } from "./coordinator/ledger";
 import { AdviceFigures } from "./coordinator/advice";
+import { PartitionBook, type ReportedPartition } from "./coordinator/partitions";
 import { ADVICE_TABLE, liveAdvice, type BatchObservation, type LiveAdvice, type LiveFigures } from "./stream/advisor/live";
 
 /**
@@ -71,8 +71,6 @@ export const EVICTION_DELAY_MS = 200;
 export const PUBLISH_AFTER_MS = 2_000;
 /** A micro-batch takes at most this many rows (more than any one request may have). */
 export const MICRO_BATCH_MAX_ROWS = 100_000;
-/** Committed ledgers remembered per partition for dropping at its next call. */
-const MAX_FORGET_PER_PARTITION = 10_000;
 
 /** A batch as received by the Worker: parsed, its caller proven, not yet begun. */
 export interface ReceivedBatch {
@@ -129,10 +127,7 @@ export type BeginResult =
   | { kind: "replay"; source: string; outcome: BatchOutcome }
   | { kind: "run"; source: string; watermark: number; begunAt: number; config: StreamConfig; epoch: string };
 
-export interface TouchedPartition extends Omit<PartitionStats, "nextExpiry"> {
-  p: number;
-  /** as PartitionStats; absent: not known, so the eviction fan-out visits it */
-  nextExpiry?: number | null;
+export interface TouchedPartition extends ReportedPartition {
   inserted: number;
   removed: number;
 }
@@ -173,8 +168,9 @@ interface Meta {
  * One per stream: config, per-source progress, the global watermark, the batch
  * ledger (begun/committed with outcomes, which doubles as the progress log and
  * the output index) and the eviction fan-out to partitions. The ledger, the
- * credentials and the advisor's live figures each have a room of their own in
- * src/coordinator/; this class admits, batches and commits over them.
+ * credentials, the advisor's live figures and the partition figures each have
+ * a room of their own in src/coordinator/; this class admits, batches, commits
+ * and calls the partitions over them.
  */
 export class Coordinator extends DurableObject<Env> {
   private sql: SqlStorage;
@@ -189,6 +185,8 @@ export class Coordinator extends DurableObject<Env> {
   private keys: CredentialStore;
   /** the delay advisor's live figures (src/coordinator/advice.ts) */
   private figures: AdviceFigures;
+  /** the partitions' last figures and forget-lists (src/coordinator/partitions.ts) */
+  private partitions: PartitionBook;
   private batcher = new MicroBatcher<Submission, BatchOutcome>((items) => this.runMicroBatch(items), {
     maxWeight: MICRO_BATCH_MAX_ROWS,
     weigh: (s) => s.rows.length,
@@ -207,6 +205,7 @@ export class Coordinator extends DurableObject<Env> {
     this.ledger = new BatchLedger(this.sql, this.outbox);
     this.keys = new CredentialStore(this.sql);
     this.figures = new AdviceFigures(this.sql);
+    this.partitions = new PartitionBook(this.sql);
     this.exists = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'").one().n > 0;
     if (this.exists) this.migrate(); // storage written by an earlier release is brought up to date on first use
   }
@@ -419,7 +418,7 @@ export class Coordinator extends DurableObject<Env> {
         watermark: meta.watermark,
         bucket: this.env.SINK,
         applyGroup: (p, r) => partitionStub(this.env, meta.name, p).applyGroup(r),
-        takeForget: (p) => this.takeForget(p),
+        takeForget: (p) => this.partitions.takeForget(p),
       },
       members,
     );
@@ -538,8 +537,8 @@ export class Coordinator extends DurableObject<Env> {
       if (fresh.length > 0) this.sql.exec("UPDATE meta SET watermark = ?", state.watermark);
       // The group's last figures per partition (members list them in the order they were decided).
       const latest = new Map(fresh.flatMap((r) => r.touched.map((t) => [t.p, t] as const)));
-      this.recordPartitions(latest.values());
-      const totals = this.stateTotals();
+      this.partitions.record(latest.values());
+      const totals = this.partitions.totals();
       // A small micro-batch's lanes join the outbox here, in the commit itself.
       if (outbox) {
         const entry = this.outbox.append(outbox.lanes, reqs, now);
@@ -588,7 +587,7 @@ export class Coordinator extends DurableObject<Env> {
     for (const r of reqs) {
       this.leases.delete(`${r.source}\n${r.batchId}`);
       // Its decisions in the partitions are no longer needed: a retry is answered here.
-      for (const t of r.touched) this.forgetLater(t.p, `${r.source}\n${r.batchId}`);
+      for (const t of r.touched) this.partitions.forgetLater(t.p, `${r.source}\n${r.batchId}`);
     }
     if (watermark > meta.watermark) await this.scheduleEviction(meta.config);
     if (outbox) await this.scheduleFlush();
@@ -596,21 +595,6 @@ export class Coordinator extends DurableObject<Env> {
     if (!outbox || meta.config.table) await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
     if (hasIdleTimeout(meta.config)) await this.scheduleIdle(meta.config, sources);
     return outcomes;
-  }
-
-  /** Committed ledgers a partition may drop, carried by the next call to it (in memory: the 7-day prune is the backstop). */
-  private forgetLists = new Map<number, string[]>();
-
-  private forgetLater(p: number, ledger: string): void {
-    let list = this.forgetLists.get(p);
-    if (!list) this.forgetLists.set(p, (list = []));
-    if (list.length < MAX_FORGET_PER_PARTITION) list.push(ledger);
-  }
-
-  private takeForget(p: number): string[] {
-    const list = this.forgetLists.get(p) ?? [];
-    this.forgetLists.delete(p);
-    return list;
   }
 
   /** Flushes everything waiting in the outbox now (the alarm does it when due); returns the entries flushed. */
@@ -729,7 +713,7 @@ export class Coordinator extends DurableObject<Env> {
   summary(): { createdAt: number; watermark: number; state: { rows: number; bytes: number }; batches: { committed: number } } | null {
     const meta = this.meta();
     if (!meta) return null;
-    return { createdAt: meta.createdAt, watermark: meta.watermark, state: this.stateTotals(), batches: { committed: this.ledger.lastSeq() } };
+    return { createdAt: meta.createdAt, watermark: meta.watermark, state: this.partitions.totals(), batches: { committed: this.ledger.lastSeq() } };
   }
 
   /** For GET /metrics: the counters kept at each commit, the watermarks and the state size. */
@@ -742,17 +726,13 @@ export class Coordinator extends DurableObject<Env> {
       sources[s] = sourceWatermark(meta.config, s, own(progress, s));
     }
     const counters = this.sql.exec<{ name: string; source: string; n: number }>("SELECT name, source, n FROM metrics").toArray();
-    return streamMetricsOf(meta.name, counters, { watermark: meta.watermark, sources, state: this.stateTotals() });
+    return streamMetricsOf(meta.name, counters, { watermark: meta.watermark, sources, state: this.partitions.totals() });
   }
 
   /** For GET /v1/streams/{stream}/advice: the delay advisor over the live figures (src/stream/advisor/live.ts). */
   advice(): LiveAdvice | null {
     const meta = this.meta();
     return meta ? liveAdvice(this.figures.all(), meta.config) : null;
-  }
-
-  private stateTotals(): { rows: number; bytes: number } {
-    return this.sql.exec<{ rows: number; bytes: number }>("SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes FROM partitions").one();
   }
 
   /** The committed manifest and, when configured, the Iceberg table catch up with the commits (src/publisher.ts). */
@@ -775,19 +755,15 @@ export class Coordinator extends DurableObject<Env> {
     return this.sql.exec<{ seq: number }>("SELECT seq FROM published WHERE what = ?", what).toArray()[0]?.seq ?? 0;
   }
 
+  /** Pushes the watermark to the partitions with a key due under it (PartitionBook.due) and records what they report. */
   private async evictDue(meta: Meta): Promise<void> {
     const watermark = meta.watermark;
-    // Only partitions with a key due (by the last figures they reported; every
-    // apply evicts first anyway, so a stale figure delays clean-up, never a decision).
-    const behind = this.sql
-      .exec<{ p: number }>("SELECT p FROM partitions WHERE next_expiry IS NOT NULL AND next_expiry <= ?", watermark)
-      .toArray();
     const results = await Promise.all(
-      behind.map(async ({ p }) => ({ p, ...(await partitionStub(this.env, meta.name, p).advance(meta.epoch, watermark)) })),
+      this.partitions.due(watermark).map(async (p) => ({ p, ...(await partitionStub(this.env, meta.name, p).advance(meta.epoch, watermark)) })),
     );
     const now = this.meta();
     if (!now || now.epoch !== meta.epoch) return;
-    this.recordPartitions(results);
+    this.partitions.record(results);
   }
 
   /** An alarm for the outbox's next flush (now, when it is full), unless an earlier one is set. */
@@ -843,18 +819,6 @@ export class Coordinator extends DurableObject<Env> {
   private forgetCaches(): void {
     this.cachedMeta = undefined;
     this.ledger.forget();
-  }
-
-  /** The last figures partitions reported (one statement for all): they steer the eviction fan-out and numRowsTotal. */
-  private recordPartitions(stats: Iterable<TouchedPartition | (PartitionStats & { p: number })>): void {
-    const rows = [...stats].map((s) => [s.p, s.rows, s.bytes, s.watermark, s.nextExpiry === undefined ? 0 : s.nextExpiry]);
-    if (rows.length === 0) return;
-    this.sql.exec(
-      `INSERT OR REPLACE INTO partitions (p, rows, bytes, watermark, next_expiry)
-       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
-         json_extract(value, '$[4]') FROM json_each(?)`,
-      JSON.stringify(rows),
-    );
   }
 
   private configAt(version: number): StreamConfig {
