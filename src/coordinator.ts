@@ -663,6 +663,7 @@ export class Coordinator extends DurableObject<Env> {
     await this.ctx.storage.deleteAll();
     this.forgetCaches();
     this.figures.forget();
+    this.partitions.forgetAll(); // ledgers of the old incarnation: the new one's partitions never held them
     this.exists = false; // until an admin creates the stream anew
     this.leases.clear();
     return true;

@@ -56,6 +56,11 @@ export class PartitionBook {
     if (list.length < MAX_FORGET_PER_PARTITION) list.push(ledger);
   }
 
+  /** Drops every list (the stream was deleted). */
+  forgetAll(): void {
+    this.forgetLists.clear();
+  }
+
   /** The ledgers partition `p` may drop, handed over once: its next call carries them. */
   takeForget(p: number): string[] {
     const list = this.forgetLists.get(p) ?? [];

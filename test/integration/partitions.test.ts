@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { MAX_FORGET_PER_PARTITION, PartitionBook } from "../../src/coordinator/partitions";
-import { createStream } from "./helpers";
+import { at, call, createStream, post } from "./helpers";
 
 const base = { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 4 };
 
@@ -46,5 +46,21 @@ describe("the partition book", () => {
       expect(book.takeForget(0)).toEqual([]);
       expect(book.takeForget(1)).toEqual(["s\nother"]);
     });
+  });
+
+  it("a deleted stream's forget-lists go with it: the new incarnation's partitions never held those ledgers", async () => {
+    await createStream("pbook3", base);
+    await post("pbook3", [{ id: "a", ts: at(10, 0) }, { id: "b", ts: at(10, 0) }]);
+    const stub = env.COORDINATOR.getByName("pbook3");
+    const pending = () =>
+      runInDurableObject(stub, (c) => {
+        const book = (c as unknown as { partitions: PartitionBook }).partitions;
+        return Array.from({ length: base.partitions }, (_, p) => book.takeForget(p)).flat().length;
+      });
+    await post("pbook3", [{ id: "c", ts: at(10, 1) }]);
+    expect(await pending()).toBeGreaterThan(0); // committed ledgers wait for their partitions' next call
+    await post("pbook3", [{ id: "d", ts: at(10, 2) }]);
+    expect((await call("DELETE", "/v1/streams/pbook3")).status).toBe(204);
+    expect(await pending()).toBe(0);
   });
 });
