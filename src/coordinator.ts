@@ -498,6 +498,16 @@ export class Coordinator extends DurableObject<Env> {
     return { ...s, watermark: meta.watermark, begunAt: now, config: meta.config, resumed: false };
   }
 
+  /** One commit transaction; the advice figures it added to in place are read again if it rolls back. */
+  private committing<T>(fn: () => T): T {
+    try {
+      return this.ctx.storage.transactionSync(fn);
+    } catch (e) {
+      this.figures.forget();
+      throw e;
+    }
+  }
+
   /**
    * Commits a micro-batch in one storage transaction: every member's source
    * max event time, the global watermark (once, over all of them), each
@@ -512,7 +522,7 @@ export class Coordinator extends DurableObject<Env> {
   ): Promise<BatchOutcome[]> {
     const meta = this.meta();
     if (!meta) throw new Error("stream was deleted while the batch ran");
-    const { outcomes, watermark, sources, done, changed } = this.ctx.storage.transactionSync(() => {
+    const { outcomes, watermark, sources, done } = this.committing(() => {
       const now = Date.now();
       // A micro-batch's members hold their leases since they began: none can have committed meanwhile.
       const rows = begun
@@ -579,11 +589,10 @@ export class Coordinator extends DurableObject<Env> {
       const done = outcomes.flatMap((o, i): CommittedFigures[] =>
         o.replayed ? [] : [{ ...o, rejected: rejectedTotal(o), durationMs: now - reqs[i].startedAt }]);
       if (done.length > 0) this.sql.exec(METRICS_UPSERT, JSON.stringify(metricDeltas(done)));
-      return { outcomes, watermark: state.watermark, sources: state.sources, done, changed: advice };
+      return { outcomes, watermark: state.watermark, sources: state.sources, done };
     });
     if (done.length > 0) observeCommit(this.env, meta.name, done, meta.watermark, watermark);
     this.forgetCaches();
-    this.figures.adopt(changed);
     for (const r of reqs) {
       this.leases.delete(`${r.source}\n${r.batchId}`);
       // Its decisions in the partitions are no longer needed: a retry is answered here.

@@ -60,6 +60,24 @@ describe("GET /v1/streams/{stream}/advice", () => {
     expect(live.overall.recommendation).toEqual(cliAdvice([{ id: "A", ts: at(10, 0), src: "default" }, ...batch.map((r) => ({ ...r, src: "default" }))]).recommendation);
   });
 
+  it("a commit that rolls back leaves the figures as storage has them (they are added to in place)", async () => {
+    await createStream("adv-rollback", { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour" });
+    await post("adv-rollback", [{ id: "A", ts: at(10, 0) }, { id: "A", ts: at(10, 2) }]);
+    const before = await getAdvice("adv-rollback");
+    await runInDurableObject(env.COORDINATOR.getByName("adv-rollback"), (instance) => {
+      const c = instance as unknown as { figures: AdviceFigures; committing<T>(fn: () => T): T };
+      expect(() =>
+        c.committing(() => {
+          const changed = new Map();
+          c.figures.observe(changed, { source: "default", counts: { input: 2, emitted: 1, duplicates: 1, late: 0, rejected: [] }, seen: { times: [at(9, 0), at(8, 0)], gaps: [600_000] } }, at(10, 2));
+          c.figures.save(changed);
+          throw new Error("the commit failed");
+        }),
+      ).toThrow("the commit failed");
+    });
+    expect(await getAdvice("adv-rollback")).toEqual(before);
+  });
+
   it("figures survive a fresh read from storage, and go with the stream when it is deleted", async () => {
     await createStream("adv-del", { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour" });
     await post("adv-del", [{ id: "A", ts: at(10, 0) }, { id: "A", ts: at(10, 2) }]);

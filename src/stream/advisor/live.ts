@@ -64,9 +64,6 @@ export const figuresFromJson = (j: LiveFiguresJson): LiveFigures => ({
   disorder: QuantileSketch.fromJSON(j.disorder),
 });
 
-/** A copy to change while the stored figures stay as they are (a commit may roll back). */
-export const cloneFigures = (f: LiveFigures): LiveFigures => figuresFromJson(figuresToJson(f));
-
 /**
  * Adds a batch to its source's figures. `maxBefore` is the source's max event
  * time before this batch (null: none yet); a row's disorder is measured against

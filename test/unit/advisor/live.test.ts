@@ -3,7 +3,6 @@ import { describe, expect, test } from "vitest";
 import { advise } from "../../../src/stream/advisor/index.ts";
 import {
   acceptedTimes,
-  cloneFigures,
   emptyFigures,
   figuresFromJson,
   figuresToJson,
@@ -63,12 +62,12 @@ describe("observeBatch", () => {
 });
 
 describe("storage form", () => {
-  test("JSON round trip, clones are independent, merge adds", () => {
+  test("JSON round trip, a read-back copy is independent, merge adds", () => {
     const f = emptyFigures();
     observeBatch(f, { rows: 3, duplicates: 1 }, { times: [10 * S, 5 * S, 20 * S], gaps: [7 * S] }, null);
     const back = figuresFromJson(JSON.parse(JSON.stringify(figuresToJson(f))));
     expect(figuresToJson(back)).toEqual(figuresToJson(f));
-    const copy = cloneFigures(f);
+    const copy = figuresFromJson(figuresToJson(f));
     observeBatch(copy, { rows: 1, duplicates: 1 }, { times: [1], gaps: [1] }, 20 * S);
     expect([f.rows, f.gaps.count, f.disorder.count]).toEqual([3, 1, 3]);
     const m = mergeFigures([f, copy]);
