@@ -1,8 +1,7 @@
 import { Hono, type Context } from "hono";
 import { cors } from "hono/cors";
 import { NAME_PATTERN, parseStreamConfig, zodErrors, type StreamConfig } from "../stream/config";
-import { dedupSettings, planBatch } from "../stream/batch";
-import { stateKeyFor } from "../stream/dedup";
+import { locateRow } from "../stream/batch";
 import { coordinatorStub, partitionStub, registryStub, type Env } from "../env";
 import { DEFAULT_THRESHOLDS, evaluateHealth, type HealthSource } from "../stream/health";
 import { renderPrometheus, type StreamMetrics } from "../stream/metrics";
@@ -147,10 +146,9 @@ function stateKeyOfRow(config: StreamConfig, text: string): { stateKey: string; 
   } catch {
     throw badRequest("row must be a JSON object: a row as ingest takes it, with its key columns and event time");
   }
-  const plan = planBatch(config, [row], Date.now());
-  if (plan.rejected.length > 0) throw badRequest(`row has no state key: ${plan.rejected[0].error}`);
-  const [[partition, [accepted]]] = [...plan.subBatches];
-  return { stateKey: stateKeyFor(dedupSettings(config), accepted), partition };
+  const where = locateRow(config, row, Date.now());
+  if ("error" in where) throw badRequest(`row has no state key: ${where.error}`);
+  return where;
 }
 
 // Per-source ingest credentials (credentialBody in ./credentials), shown once at creation and never again.

@@ -5,7 +5,6 @@ import { OUTBOX_MAX_ENTRY_BYTES } from "../outbox";
 import { LANES, writeGroup, type Lane, type LaneKeys } from "../sink";
 import { dedupSettings, encodeLate, encodeOutput, encodeRejected, mergeDecisions, planBatch } from "../stream/batch";
 import type { StreamConfig } from "../stream/config";
-import { acceptedTimes } from "../stream/advisor/live";
 import { capRejected } from "../stream/report";
 import { concatParts, formatRef, memberDecisions, partitionPayloads, type ByteRange } from "./group";
 
@@ -132,7 +131,7 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
       batchId: m.batchId,
       maxEventTime: m.plan.maxEventTime,
       counts: capRejected(merged[i].counts),
-      seen: { times: acceptedTimes(m.plan), gaps: [...gaps[i].values()].flat() },
+      seen: { times: m.plan.eventTimes, gaps: [...gaps[i].values()].flat() },
       touched,
       objects: refs,
       startedAt,

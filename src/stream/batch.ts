@@ -1,5 +1,5 @@
 import type { StreamConfig } from "./config";
-import type { DedupSettings, Decision } from "./dedup";
+import { stateKeyFor, type DedupSettings, type Decision } from "./dedup";
 import { partitionFor } from "./hash";
 import { isRejected, validateRow, type AcceptedRow, type RejectedRow, type Row, type RowContext } from "./schema";
 
@@ -11,12 +11,15 @@ export interface BatchPlan {
   subBatches: Map<number, AcceptedRow[]>;
   /** max event time over accepted rows (they all count toward the watermark) */
   maxEventTime: number | null;
+  /** the accepted rows' event times in input order (rows without one left out): the delay advisor's disorder */
+  eventTimes: number[];
 }
 
 export function planBatch(config: StreamConfig, rows: readonly unknown[], now: number, context?: RowContext): BatchPlan {
   const rejected: RejectedRow[] = [];
   const subBatches = new Map<number, AcceptedRow[]>();
   let maxEventTime: number | null = null;
+  const eventTimes: number[] = [];
   rows.forEach((raw, index) => {
     const r = validateRow(config, raw, index, now, context);
     if (isRejected(r)) {
@@ -27,9 +30,18 @@ export function planBatch(config: StreamConfig, rows: readonly unknown[], now: n
     let sub = subBatches.get(p);
     if (!sub) subBatches.set(p, (sub = []));
     sub.push(r);
+    if (r.eventTime !== null) eventTimes.push(r.eventTime);
     if (r.eventTime !== null && (maxEventTime === null || r.eventTime > maxEventTime)) maxEventTime = r.eventTime;
   });
-  return { input: rows.length, rejected, subBatches, maxEventTime };
+  return { input: rows.length, rejected, subBatches, maxEventTime, eventTimes };
+}
+
+/** Where one row's key lives: its state key and partition, keyed and routed as ingest does; or why it has none. */
+export function locateRow(config: StreamConfig, row: unknown, now: number): { stateKey: string; partition: number } | { error: string } {
+  const plan = planBatch(config, [row], now);
+  if (plan.rejected.length > 0) return { error: plan.rejected[0].error };
+  const [[partition, [accepted]]] = [...plan.subBatches];
+  return { stateKey: stateKeyFor(dedupSettings(config), accepted), partition };
 }
 
 export function dedupSettings(config: StreamConfig): DedupSettings {

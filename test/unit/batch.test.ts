@@ -24,6 +24,10 @@ describe("planBatch", () => {
   ];
   const plan = planBatch(c, rows, NOW);
 
+  test("lists the accepted rows' event times in input order, rejected ones left out", () => {
+    expect(plan.eventTimes).toEqual([at(10, 0), at(10, 7), at(10, 1), at(9, 0)]);
+  });
+
   test("counts the input and reports rejected rows by index", () => {
     expect(plan.input).toBe(7);
     expect(plan.rejected.map((r) => r.index)).toEqual([2, 4, 6]);
@@ -50,7 +54,7 @@ describe("planBatch", () => {
     const empty = planBatch(c, [{ ts: at(10, 0) }, 42], NOW);
     expect(empty.subBatches.size).toBe(0);
     expect(empty.maxEventTime).toBeNull();
-    expect(planBatch(c, [], NOW)).toEqual({ input: 0, rejected: [], subBatches: new Map(), maxEventTime: null });
+    expect(planBatch(c, [], NOW)).toEqual({ input: 0, rejected: [], subBatches: new Map(), maxEventTime: null, eventTimes: [] });
   });
 
   test("global mode without event time: max event time stays null", () => {

@@ -6,7 +6,6 @@
  * the recommendation comes from recommend.ts, as the CLI's does.
  */
 import { formatInterval } from "../interval.ts";
-import type { BatchPlan } from "../batch.ts";
 import { delayOf, type StreamConfig } from "../config.ts";
 import { disorderFigures, gapFigures, type DisorderFigures, type GapFigures } from "./measure.ts";
 import { DEFAULT_MARGIN, recommendDelay, type Recommendation } from "./recommend.ts";
@@ -45,12 +44,6 @@ export interface BatchObservation {
   times: number[];
   /** the event-time gap of each duplicate to its kept copy (where both have an event time) */
   gaps: number[];
-}
-
-/** A planned batch's accepted rows' event times in input order (the plan holds them per partition). */
-export function acceptedTimes(plan: BatchPlan): number[] {
-  const rows = [...plan.subBatches.values()].flat().sort((a, b) => a.index - b.index);
-  return rows.flatMap((r) => (r.eventTime === null ? [] : [r.eventTime]));
 }
 
 export const emptyFigures = (): LiveFigures => ({ rows: 0, duplicates: 0, gaps: new QuantileSketch(), disorder: new QuantileSketch() });

@@ -2,7 +2,6 @@ import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { advise } from "../../../src/stream/advisor/index.ts";
 import {
-  acceptedTimes,
   emptyFigures,
   figuresFromJson,
   figuresToJson,
@@ -130,7 +129,7 @@ function liveFiguresOf(rows: { id: string; ts: number; src: string }[], batchSiz
     const maxBefore = own(pipe.wm.sources, src)?.maxEventTime ?? null;
     const { counts } = pipe.commit(batch);
     if (!figures.has(src)) figures.set(src, emptyFigures());
-    observeBatch(figures.get(src)!, { rows: counts.emitted + counts.duplicates + counts.late, duplicates: counts.duplicates }, { times: acceptedTimes(batch.plan), gaps }, maxBefore);
+    observeBatch(figures.get(src)!, { rows: counts.emitted + counts.duplicates + counts.late, duplicates: counts.duplicates }, { times: batch.plan.eventTimes, gaps }, maxBefore);
     at = end;
   }
   return figures;
