@@ -1,6 +1,7 @@
 import { parseRef } from "./microbatch/group";
 import { readParts, type CommitPart } from "./output-reader";
 import type { StreamConfig } from "./stream/config";
+import { maxColumnsOf } from "./stream/table-fields";
 import { appendToTable, compactTable, r2Store } from "./table";
 
 /**
@@ -31,31 +32,126 @@ export interface PublishContext {
 
 /** How far each publication has got, in the Coordinator's SQLite. */
 export const PUBLISHED_TABLE = "CREATE TABLE IF NOT EXISTS published (what TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;";
+/** A publication that keeps failing: how often in a row, the last error, and when to try again. */
+export const PUBLISH_FAILURES_TABLE =
+  "CREATE TABLE IF NOT EXISTS publish_failures (what TEXT PRIMARY KEY, failures INTEGER NOT NULL, last_error TEXT NOT NULL, last_error_at INTEGER NOT NULL, next_attempt_at INTEGER NOT NULL) WITHOUT ROWID;";
+
+export type Publication = "table" | "manifest";
+
+/** After the first failure a publication waits this long, doubling with each failure in a row, up to PUBLISH_RETRY_MAX_MS. */
+export const PUBLISH_RETRY_BASE_MS = 2_000;
+export const PUBLISH_RETRY_MAX_MS = 5 * 60_000;
+
+export function publishRetryDelay(failures: number): number {
+  return Math.min(PUBLISH_RETRY_BASE_MS * 2 ** Math.max(0, failures - 1), PUBLISH_RETRY_MAX_MS);
+}
+
+export interface PublishFailure {
+  failures: number;
+  lastError: string;
+  lastErrorAt: number;
+  nextAttemptAt: number;
+}
+
+/**
+ * Keeps a failing publication from taking the rest of the alarm with it: a
+ * throw is recorded (persisted, so a restarted Coordinator still backs off
+ * and still reports it) instead of escaping, and the publication is skipped
+ * until its next attempt is due. Eviction, outbox flushes and the other
+ * publication go on; the commits wait in the ledger, so nothing is lost.
+ */
+export class PublishGuard {
+  constructor(private readonly sql: Pick<SqlStorage, "exec">) {}
+
+  failure(what: Publication): PublishFailure | null {
+    const r = this.sql
+      .exec<{ failures: number; last_error: string; last_error_at: number; next_attempt_at: number }>("SELECT * FROM publish_failures WHERE what = ?", what)
+      .toArray()[0];
+    return r ? { failures: r.failures, lastError: r.last_error, lastErrorAt: r.last_error_at, nextAttemptAt: r.next_attempt_at } : null;
+  }
+
+  /** Runs `fn` unless the publication is backing off; its result, or null when skipped or failed (recorded). */
+  async attempt<T>(what: Publication, now: number, fn: () => Promise<T>): Promise<T | null> {
+    const failed = this.failure(what);
+    if (failed && now < failed.nextAttemptAt) return null;
+    try {
+      const out = await fn();
+      if (failed) this.sql.exec("DELETE FROM publish_failures WHERE what = ?", what);
+      return out;
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      const failures = (failed?.failures ?? 0) + 1;
+      console.error(`publish ${what}: failed ${failures} time(s) in a row: ${message}`);
+      this.sql.exec(
+        "INSERT OR REPLACE INTO publish_failures (what, failures, last_error, last_error_at, next_attempt_at) VALUES (?, ?, ?, ?, ?)",
+        what, failures, message.slice(0, 1_000), now, now + publishRetryDelay(failures),
+      );
+      return null;
+    }
+  }
+}
+
+/** What GET …/table reports of the table's publication. */
+export interface TablePublishing {
+  /** the last commit sequence in the table, and the last committed */
+  publishedSeq: number;
+  committedSeq: number;
+  failing: boolean;
+  /** failures in a row; the last one's error and time; when the next attempt is due (null: not failing) */
+  failures: number;
+  lastError: string | null;
+  lastErrorAt: number | null;
+  nextAttemptAt: number | null;
+}
+
+export function tablePublishingOf(publishedSeq: number, committedSeq: number, failure: PublishFailure | null): TablePublishing {
+  return {
+    publishedSeq,
+    committedSeq,
+    failing: failure !== null,
+    failures: failure?.failures ?? 0,
+    lastError: failure?.lastError ?? null,
+    lastErrorAt: failure?.lastErrorAt ?? null,
+    nextAttemptAt: failure?.nextAttemptAt ?? null,
+  };
+}
 
 /** Commits per table append (one Parquet file each). */
 const COMMITS_PER_APPEND = 2_000;
 /** Compaction rewrites the small data files once there are this many. */
 const COMPACT_MIN_FILES = 8;
 
-export async function publishTable(ctx: PublishContext, now: number): Promise<{ appended: number }> {
+/**
+ * Appends the commits not yet in the table. `columns`: the table's columns
+ * after the last append that changed them (the Coordinator counts them for
+ * the ingest column cap); `droppedFields`: fields the table left out.
+ */
+export async function publishTable(ctx: PublishContext, now: number): Promise<{ appended: number; columns?: string[]; droppedFields?: string[] }> {
   const table = ctx.config.table;
   if (!table) return { appended: 0 };
   const store = r2Store(ctx.bucket);
   let done = ctx.progress("table");
   let appended = 0;
+  let columns: string[] | undefined;
+  const dropped = new Set<string>();
   while (done < ctx.lastSeq) {
     const page = ctx.commits(done, ctx.lastSeq, COMMITS_PER_APPEND);
     // Commits without output rows have no part: the append covers them too.
     const upTo = page.length === COMMITS_PER_APPEND ? page[page.length - 1].seq : ctx.lastSeq;
     const rows = await rowsOf(ctx.bucket, page);
-    await appendToTable(store, { stream: ctx.stream, schema: ctx.config.schema, rows, commitSeq: upTo, now, baseUri: table.location });
+    const result = await appendToTable(store, {
+      stream: ctx.stream, schema: ctx.config.schema, rows, commitSeq: upTo, now, baseUri: table.location, maxColumns: maxColumnsOf(ctx.config),
+    });
+    columns = result.columns ?? columns;
+    for (const f of result.droppedFields ?? []) dropped.add(f);
     ctx.setProgress("table", upTo);
     done = upTo;
     appended++;
   }
   // Small files are rewritten once enough of them pile up (compactTable decides; a no-op otherwise).
   if (appended > 0) await compactTable(store, ctx.stream, { minFiles: COMPACT_MIN_FILES, targetBytes: 8 * 1024 * 1024, now });
-  return { appended };
+  if (dropped.size > 0) console.warn(`table ${ctx.stream}: left out ${dropped.size} field(s) that cannot be columns or exceed maxColumns`);
+  return { appended, ...(columns ? { columns } : {}), ...(dropped.size > 0 ? { droppedFields: [...dropped] } : {}) };
 }
 
 export async function publishManifest(ctx: PublishContext): Promise<{ entries: number }> {

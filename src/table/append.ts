@@ -33,6 +33,8 @@ export interface CommitResult {
   metadataLocation: string | null;
   /** fields of these rows the table left out (names that cannot be columns, or past maxColumns); absent when none */
   droppedFields?: string[];
+  /** the table's column names (absent before its first snapshot) */
+  columns?: string[];
 }
 
 /**
@@ -57,7 +59,9 @@ export async function appendToTable(store: TableStore, input: AppendInput): Prom
     const table = loaded?.table ?? emptyTable(tableLocation(input.baseUri ?? DEFAULT_BASE_URI, stream), crypto.randomUUID(), now);
     const parent = currentSnapshot(table);
     if (rows.length === 0 || commitSeq <= recordedCommitSeq(table)) {
+      const current = currentSchema(table);
       return {
+        ...(current ? { columns: current.fields.map((f) => f.name) } : {}),
         snapshotId: parent?.["snapshot-id"] ?? null,
         sequenceNumber: table["last-sequence-number"],
         skipped: true,
@@ -105,7 +109,9 @@ export async function appendToTable(store: TableStore, input: AppendInput): Prom
         ...(dropped.length > 0 ? { [DROPPED_FIELDS_KEY]: String(dropped.length) } : {}),
       },
     });
-    if (committed) return { snapshotId, sequenceNumber, skipped: false, ...committed, ...(dropped.length > 0 ? { droppedFields: dropped } : {}) };
+    if (committed) {
+      return { snapshotId, sequenceNumber, skipped: false, ...committed, ...(dropped.length > 0 ? { droppedFields: dropped } : {}), columns: schema.fields.map((f) => f.name) };
+    }
   }
   throw new Error(`table ${input.stream}: lost the metadata commit race ${MAX_COMMIT_ATTEMPTS} times`);
 }
