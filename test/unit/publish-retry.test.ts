@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { PUBLISH_RETRY_BASE_MS, PUBLISH_RETRY_MAX_MS, PublishGuard, publishRetryDelay } from "../../src/publisher";
+import { PUBLISH_RETRY_BASE_MS, PUBLISH_RETRY_MAX_MS, PublishGuard, publishRetryDelay, type SqlLike } from "../../src/publish-guard";
 
 /** A failing publication backs off and never throws into the alarm (src/publisher.ts); a tiny SQL stand-in for its one table. */
 function fakeSql() {
@@ -15,7 +15,7 @@ function fakeSql() {
       }
       return { toArray: () => [] };
     },
-  } as unknown as Pick<SqlStorage, "exec"> & { rows: Map<string, unknown> };
+  } as unknown as SqlLike & { rows: Map<string, unknown> };
 }
 
 describe("PublishGuard", () => {
