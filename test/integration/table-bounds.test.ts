@@ -70,6 +70,31 @@ describe("rows the table cannot take", () => {
   });
 });
 
+describe("the column cap across batches", () => {
+  it("a batch retried after a crash is judged by the columns known when it began: a row taken then is taken again", async () => {
+    const name = "tbretry";
+    await createStream(name, { ...base, table: { format: "iceberg", maxColumns: 4 } });
+    const crashed = [{ id: "x", ts: at(10, 0), p: 1 }];
+    // The partitions decide (and remember) row x, then the attempt dies before its commit.
+    const first = await call("POST", `/v1/streams/${name}/events`, crashed, { "idempotency-key": "x1", "x-test-fault": "after-decide" });
+    expect(first.status).toBe(500);
+    await tick();
+    // Meanwhile another batch takes the table to its cap.
+    expect(await post(name, [{ id: "y", ts: at(10, 1), q: 1, r: 2 }])).toMatchObject({ emitted: 1, rejected: [] });
+    await tick();
+    // The retry plans as the first attempt did: x is emitted, not rejected (that would lose it: its key is remembered).
+    expect(await post(name, crashed, { "idempotency-key": "x1" })).toMatchObject({ emitted: 1, duplicates: 0, rejected: [] });
+    expect((await output(name)).map((r) => r.id)).toEqual(["y", "x"]);
+    // A new batch is judged by the columns known now.
+    expect((await post(name, [{ id: "z", ts: at(10, 2), s: 1 }])).rejected).toEqual([{ index: 0, error: 'adds 1 new column ("s") to a table of 5; at most 4 ("table.maxColumns")' }]);
+    // The table itself never goes past the cap: the field that does not fit is left out, and counted.
+    await runDurableObjectAlarm(env.COORDINATOR.getByName(name));
+    expect(await tableColumns(name)).toEqual(["id", "ts", "q", "r"]);
+    const table = await json(call("GET", `/v1/streams/${name}/table`));
+    expect(table.snapshot.summary).toMatchObject({ "total-records": "2", "edge-dedup.dropped-fields": "1" });
+  });
+});
+
 describe("a table append that fails", () => {
   it("does not stop eviction, the flush or the manifest; it is reported and retried with backoff", async () => {
     const name = "tbfail";
