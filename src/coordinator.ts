@@ -702,9 +702,11 @@ export class Coordinator extends DurableObject<Env> {
     if (!now || now.epoch !== meta.epoch) return; // dropped meanwhile
     await this.scheduleFlush();
     // The table catches up in steps; the manifest follows flushes (each flush's alarm publishes it).
-    if (now.config.table && this.ledger.lastSeq() > this.published("table")) {
-      await this.alarmBy(Math.max(Date.now() + PUBLISH_AFTER_MS, new PublishGuard(this.sql).failure("table")?.nextAttemptAt ?? 0));
-    }
+    // A publication that failed is tried again when its backoff ends, not sooner.
+    const guard = new PublishGuard(this.sql);
+    if (now.config.table && this.ledger.lastSeq() > this.published("table") && !guard.failure("table")) await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
+    const retryAt = guard.nextAttemptAt();
+    if (retryAt !== null) await this.alarmBy(retryAt);
     // Commits that landed during the fan-out may have moved the watermark again.
     if (now.config.mode !== "global" && now.watermark > meta.watermark) await this.scheduleEviction(now.config);
     if (hasIdleTimeout(now.config)) await this.scheduleIdle(now.config, this.sourceProgress());
@@ -769,7 +771,7 @@ export class Coordinator extends DurableObject<Env> {
     const guard = new PublishGuard(this.sql);
     await guard.attempt("manifest", Date.now(), () => publishManifest(ctx));
     const table = await guard.attempt("table", Date.now(), () => publishTable(ctx, Date.now()));
-    if (table?.columns) recordColumns(this.sql, table.columns, Date.now());
+    if (table?.columns && this.meta()?.epoch === meta.epoch) recordColumns(this.sql, table.columns, Date.now());
   }
 
   /** For GET …/table and …/health: how far the table has got, and whether appending to it keeps failing. */

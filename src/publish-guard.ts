@@ -46,6 +46,11 @@ export class PublishGuard {
     return r ? { failures: r.failures, lastError: r.last_error, lastErrorAt: r.last_error_at, nextAttemptAt: r.next_attempt_at } : null;
   }
 
+  /** When the earliest publication that is backing off is due again; null when none is failing. */
+  nextAttemptAt(): number | null {
+    return this.sql.exec<{ at: number | null }>("SELECT min(next_attempt_at) AS at FROM publish_failures").toArray()[0]?.at ?? null;
+  }
+
   /** Runs `fn` unless the publication is backing off; its result, or null when skipped or failed (recorded). */
   async attempt<T>(what: Publication, now: number, fn: () => Promise<T>): Promise<T | null> {
     const failed = this.failure(what);

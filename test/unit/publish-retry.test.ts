@@ -7,6 +7,10 @@ function fakeSql() {
   return {
     rows,
     exec(query: string, ...args: unknown[]) {
+      if (query.includes("min(next_attempt_at)")) {
+        const due = [...rows.values()].map((r) => r.next_attempt_at as number);
+        return { toArray: () => [{ at: due.length > 0 ? Math.min(...due) : null }] };
+      }
       if (query.startsWith("SELECT")) return { toArray: () => (rows.has(args[0] as string) ? [rows.get(args[0] as string)] : []) };
       if (query.startsWith("DELETE")) rows.delete(args[0] as string);
       else {
@@ -41,7 +45,9 @@ describe("PublishGuard", () => {
     expect(guard.failure("table")).toMatchObject({ failures: 2, nextAttemptAt: 7_000 });
     // The other publication is not held back.
     expect(await guard.attempt("manifest", 3_000, async () => "listed")).toBe("listed");
+    expect(guard.nextAttemptAt()).toBe(7_000);
     expect(await guard.attempt("table", 7_000, async () => "appended")).toBe("appended");
     expect(guard.failure("table")).toBeNull();
+    expect(guard.nextAttemptAt()).toBeNull();
   });
 });
