@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { IntervalError, parseInterval } from "./interval";
 import { own } from "./own";
-import { DEFAULT_MAX_COLUMNS, MAX_COLUMNS_LIMIT } from "./table-fields";
+import { ColumnBudget, DEFAULT_MAX_COLUMNS, MAX_COLUMNS_LIMIT } from "./table-fields";
 
 export const MODES = ["within-watermark", "event-time-key", "global"] as const;
 export type Mode = (typeof MODES)[number];
@@ -94,6 +94,11 @@ export const streamBodySchema = z
     const declared = Object.keys(b.schema).length;
     if (b.table?.maxColumns !== undefined && b.table.maxColumns < declared) {
       ctx.addIssue({ code: "custom", path: ["table", "maxColumns"], message: `the schema declares ${declared} columns: maxColumns must be at least that` });
+    }
+    // A table's declared columns follow the rules its other columns do (src/stream/table-fields.ts).
+    if (b.table && declared > 0) {
+      const problem = new ColumnBudget([], Number.POSITIVE_INFINITY).admit(b.schema);
+      if (problem !== null) ctx.addIssue({ code: "custom", path: ["schema"], message: `with a table: ${problem}` });
     }
     if (new Set(b.key).size !== b.key.length) {
       ctx.addIssue({ code: "custom", path: ["key"], message: "key columns must be distinct" });

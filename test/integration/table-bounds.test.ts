@@ -57,6 +57,22 @@ describe("rows the table cannot take", () => {
     expect(table.publishing).toMatchObject({ publishedSeq: 2, committedSeq: 2, failing: false, failures: 0, lastError: null });
   });
 
+  it("the example in docs/guides/table-output.md answers as documented", async () => {
+    await createStream("wide", { key: ["id"], eventTime: "ts", watermarkDelay: "1 minute", table: { format: "iceberg", maxColumns: 4 } });
+    const r = await post("wide", [
+      { id: "a", ts: 1767261600000, x: 1 },
+      { id: "b", ts: 1767261600000, y: 1, z: 2 },
+      { id: "c", ts: 1767261600000, X: 1 },
+      { id: "d", ts: 1767261600000, "": 1 },
+    ]);
+    expect(r).toMatchObject({ input: 4, emitted: 1, duplicates: 0, late: 0 });
+    expect(r.rejected).toEqual([
+      { index: 1, error: 'adds 2 new columns ("y", "z") to a table of 3; at most 4 ("table.maxColumns")' },
+      { index: 2, error: 'field "X" differs only in case from the table\'s column "x"' },
+      { index: 3, error: "an empty field name cannot be a table column" },
+    ]);
+  });
+
   it("a stream without a table takes any field name, as before", async () => {
     await createStream("tb2", base);
     const r = await post("tb2", [{ id: "a", ts: at(10, 0), "": 1, A: 1, a: 2 }]);

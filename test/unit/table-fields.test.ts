@@ -128,5 +128,15 @@ describe("the column cap", () => {
     expect(errors(2)).toEqual([{ path: "table.maxColumns", message: "the schema declares 3 columns: maxColumns must be at least that" }]);
     expect(errors(10_001).map((e) => e.path)).toEqual(["table.maxColumns"]);
     expect(errors(1.5).map((e) => e.path)).toEqual(["table.maxColumns"]);
+    // Declared columns of a table follow the same name rules.
+    const declared = (schema: Record<string, string>, table = true) => {
+      const r = parseStreamConfig({ key: ["id"], mode: "global", schema: { id: "string", ...schema }, ...(table ? { table: { format: "iceberg" } } : {}) });
+      return r.ok ? [] : r.errors;
+    };
+    expect(declared({ Amount: "double", amount: "double" })).toEqual([
+      { path: "schema", message: 'with a table: fields "Amount" and "amount" differ only in case: a table column cannot tell them apart' },
+    ]);
+    expect(declared({ "a\u0000": "int" })).toEqual([{ path: "schema", message: 'with a table: field "a\\u0000" has a control character' }]);
+    expect(declared({ Amount: "double", amount: "double" }, false)).toEqual([]);
   });
 });
