@@ -412,9 +412,7 @@ export class Coordinator extends DurableObject<Env> {
     if (!meta) throw new Error("stream was deleted while the batch ran");
     const now = Date.now();
     // One transaction: a first attempt is recorded with the watermark in force now; a retry keeps its own.
-    const begun = this.ctx.storage.transactionSync(() => items.map((it) => this.beginMember(meta, it, now)));
-    // A stream with a table: each member is judged by the columns known before it began (src/table/known-columns.ts).
-    const members = begun.map((m) => (m.config.table ? { ...m, tableColumns: columnsKnownBefore(this.sql, m.begunAt) } : m));
+    const members = this.withTableColumns(this.ctx.storage.transactionSync(() => items.map((it) => this.beginMember(meta, it, now))));
     const { commits, outbox, columns } = await runGroup(
       {
         stream: meta.name,
@@ -772,6 +770,13 @@ export class Coordinator extends DurableObject<Env> {
     await guard.attempt("manifest", Date.now(), () => publishManifest(ctx));
     const table = await guard.attempt("table", Date.now(), () => publishTable(ctx, Date.now()));
     if (table?.columns && this.meta()?.epoch === meta.epoch) recordColumns(this.sql, table.columns, Date.now());
+  }
+
+  /** A stream with a table: each member is to be judged by the columns known before it began (src/table/known-columns.ts). */
+  private withTableColumns(members: BegunMember[]): BegunMember[] {
+    const known = new Map<number, string[]>(); // first attempts share their begin time: one read for them all
+    const before = (at: number) => known.get(at) ?? known.set(at, columnsKnownBefore(this.sql, at)).get(at)!;
+    return members.map((m) => (m.config.table ? { ...m, tableColumns: before(m.begunAt) } : m));
   }
 
   /** For GET …/table and …/health: how far the table has got, and whether appending to it keeps failing. */
