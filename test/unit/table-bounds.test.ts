@@ -4,7 +4,7 @@ import { compactTable } from "../../src/table/compact";
 import { loadTable } from "../../src/table/commit";
 import { memoryStore } from "../../src/table/memory-store";
 import { currentSchema, currentSnapshot, DROPPED_FIELDS_KEY, SCHEMA_HISTORY_MAX } from "../../src/table/metadata";
-import { liveDataFiles } from "../../src/table/snapshot-files";
+import { liveDataFiles, manifestsOf } from "../../src/table/snapshot-files";
 import { serveBucket, type ServedBucket } from "../support/iceberg-reader";
 
 /**
@@ -73,7 +73,11 @@ describe("data files", () => {
     const last = files.find((f) => f.sequenceNumber === result.sequenceNumber)!;
     // It carried a column chunk for each of the table's 1,002 columns (hundreds of KB; 8 MB at 16,000).
     expect(last.sizeInBytes).toBeLessThan(2_048);
+    const schemaBytes = JSON.stringify(currentSchema(table)).length;
     expect(await metadataBytes("sparse")).toBeLessThan(6 * JSON.stringify(currentSchema(table), null, 2).length);
+    // Its manifest carries the table schema once, as the spec asks, and its one entry: bounded by the column cap.
+    const manifest = (await manifestsOf(store, "sparse", table.location, currentSnapshot(table)!)).find((m) => m.sequenceNumber === result.sequenceNumber)!;
+    expect(manifest.length).toBeLessThan(schemaBytes + 4_096);
     const rows = await served.read("sparse");
     expect(rows.map((r) => [r.id, r.tag ?? null, r.field_1000 ?? null])).toEqual([
       ["w1", null, null],
