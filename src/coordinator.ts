@@ -9,7 +9,8 @@ import { observeCommit } from "./observe";
 import { partitionStub, type Env } from "./env";
 import { deleteStreamObjects, LANES, type Lane, type LaneKeys } from "./sink";
 import { FLUSH_AFTER_MS, FLUSH_BYTES, Outbox, OUTBOX_TABLES } from "./outbox";
-import { PUBLISHED_TABLE, publishManifest, publishTable, type PublishContext } from "./publisher";
+import { PUBLISH_FAILURES_TABLE, PUBLISHED_TABLE, PublishGuard, publishManifest, publishTable, tablePublishingOf, type PublishContext, type TablePublishing } from "./publisher";
+import { columnsKnownBefore, recordColumns, TABLE_COLUMNS_TABLE } from "./table/known-columns";
 import type { StoredCredential } from "./api/credentials";
 import { countedEnv, countedSql } from "./opcount";
 import { migrate, type Migration } from "./storage/migrations";
@@ -59,6 +60,7 @@ export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
   },
   { version: 3, does: "the outbox, publication progress (manifest, table) and metrics counters", up: (sql) => sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE + METRICS_TABLE) },
   { version: 4, does: "advice: the delay advisor's live figures per source", up: (sql) => sql.exec(ADVICE_TABLE) },
+  { version: 5, does: "the table's known columns (ingest column cap) and publication failures", up: (sql) => sql.exec(TABLE_COLUMNS_TABLE + PUBLISH_FAILURES_TABLE) },
 ];
 
 /** How long a request for a batch id that is in flight waits for it before a 409. */
@@ -410,8 +412,8 @@ export class Coordinator extends DurableObject<Env> {
     if (!meta) throw new Error("stream was deleted while the batch ran");
     const now = Date.now();
     // One transaction: a first attempt is recorded with the watermark in force now; a retry keeps its own.
-    const members = this.ctx.storage.transactionSync(() => items.map((it) => this.beginMember(meta, it, now)));
-    const { commits, outbox } = await runGroup(
+    const members = this.withTableColumns(this.ctx.storage.transactionSync(() => items.map((it) => this.beginMember(meta, it, now))));
+    const { commits, outbox, columns } = await runGroup(
       {
         stream: meta.name,
         epoch: meta.epoch,
@@ -423,7 +425,9 @@ export class Coordinator extends DurableObject<Env> {
       members,
     );
     if (this.meta()?.epoch !== meta.epoch) throw new Error("stream was deleted while the batch ran");
-    return this.commitGroup(commits, members, outbox);
+    const outcomes = await this.commitGroup(commits, members, outbox);
+    if (this.meta()) recordColumns(this.sql, columns, Date.now());
+    return outcomes;
   }
 
   /**
@@ -690,13 +694,17 @@ export class Coordinator extends DurableObject<Env> {
     if (due.oldest !== null && (due.bytes >= FLUSH_BYTES || Date.now() - due.oldest >= FLUSH_AFTER_MS)) {
       await this.outbox.flush(this.env.SINK, { stream: meta.name, epoch: meta.epoch }, (fn) => this.ctx.storage.transactionSync(fn));
     }
-    await this.publish(meta);
+    await this.publish(meta); // never throws: a failing publication backs off (src/publisher.ts)
     if (meta.config.mode !== "global") await this.evictDue(meta);
     const now = this.meta();
     if (!now || now.epoch !== meta.epoch) return; // dropped meanwhile
     await this.scheduleFlush();
     // The table catches up in steps; the manifest follows flushes (each flush's alarm publishes it).
-    if (now.config.table && this.ledger.lastSeq() > this.published("table")) await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
+    // A publication that failed is tried again when its backoff ends, not sooner.
+    const guard = new PublishGuard(this.sql);
+    if (now.config.table && this.ledger.lastSeq() > this.published("table") && !guard.failure("table")) await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
+    const retryAt = guard.nextAttemptAt();
+    if (retryAt !== null) await this.alarmBy(retryAt);
     // Commits that landed during the fan-out may have moved the watermark again.
     if (now.config.mode !== "global" && now.watermark > meta.watermark) await this.scheduleEviction(now.config);
     if (hasIdleTimeout(now.config)) await this.scheduleIdle(now.config, this.sourceProgress());
@@ -757,8 +765,25 @@ export class Coordinator extends DurableObject<Env> {
       progress: (what) => this.published(what),
       setProgress: (what, seq) => void this.sql.exec("INSERT OR REPLACE INTO published (what, seq) VALUES (?, ?)", what, seq),
     };
-    await publishManifest(ctx);
-    await publishTable(ctx, Date.now());
+    // Each publication on its own: one that throws is recorded and retried later, and takes nothing else with it.
+    const guard = new PublishGuard(this.sql);
+    await guard.attempt("manifest", Date.now(), () => publishManifest(ctx));
+    const table = await guard.attempt("table", Date.now(), () => publishTable(ctx, Date.now()));
+    if (table?.columns && this.meta()?.epoch === meta.epoch) recordColumns(this.sql, table.columns, Date.now());
+  }
+
+  /** A stream with a table: each member is to be judged by the columns known before it began (src/table/known-columns.ts). */
+  private withTableColumns(members: BegunMember[]): BegunMember[] {
+    const known = new Map<number, string[]>(); // first attempts share their begin time: one read for them all
+    const before = (at: number) => known.get(at) ?? known.set(at, columnsKnownBefore(this.sql, at)).get(at)!;
+    return members.map((m) => (m.config.table ? { ...m, tableColumns: before(m.begunAt) } : m));
+  }
+
+  /** For GET …/table and …/health: how far the table has got, and whether appending to it keeps failing. */
+  tablePublishing(): TablePublishing | null {
+    const meta = this.meta();
+    if (!meta?.config.table) return null;
+    return tablePublishingOf(this.published("table"), this.ledger.lastSeq(), new PublishGuard(this.sql).failure("table"));
   }
 
   private published(what: "table" | "manifest"): number {

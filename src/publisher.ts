@@ -1,6 +1,7 @@
 import { parseRef } from "./microbatch/group";
 import { readParts, type CommitPart } from "./output-reader";
 import type { StreamConfig } from "./stream/config";
+import { maxColumnsOf } from "./stream/table-fields";
 import { appendToTable, compactTable, r2Store } from "./table";
 
 /**
@@ -31,31 +32,44 @@ export interface PublishContext {
 
 /** How far each publication has got, in the Coordinator's SQLite. */
 export const PUBLISHED_TABLE = "CREATE TABLE IF NOT EXISTS published (what TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;";
+export { PUBLISH_FAILURES_TABLE, PublishGuard, publishRetryDelay, tablePublishingOf, type Publication, type PublishFailure, type TablePublishing } from "./publish-guard";
 
 /** Commits per table append (one Parquet file each). */
 const COMMITS_PER_APPEND = 2_000;
 /** Compaction rewrites the small data files once there are this many. */
 const COMPACT_MIN_FILES = 8;
 
-export async function publishTable(ctx: PublishContext, now: number): Promise<{ appended: number }> {
+/**
+ * Appends the commits not yet in the table. `columns`: the table's columns
+ * after the last append that changed them (the Coordinator counts them for
+ * the ingest column cap); `droppedFields`: fields the table left out.
+ */
+export async function publishTable(ctx: PublishContext, now: number): Promise<{ appended: number; columns?: string[]; droppedFields?: string[] }> {
   const table = ctx.config.table;
   if (!table) return { appended: 0 };
   const store = r2Store(ctx.bucket);
   let done = ctx.progress("table");
   let appended = 0;
+  let columns: string[] | undefined;
+  const dropped = new Set<string>();
   while (done < ctx.lastSeq) {
     const page = ctx.commits(done, ctx.lastSeq, COMMITS_PER_APPEND);
     // Commits without output rows have no part: the append covers them too.
     const upTo = page.length === COMMITS_PER_APPEND ? page[page.length - 1].seq : ctx.lastSeq;
     const rows = await rowsOf(ctx.bucket, page);
-    await appendToTable(store, { stream: ctx.stream, schema: ctx.config.schema, rows, commitSeq: upTo, now, baseUri: table.location });
+    const result = await appendToTable(store, {
+      stream: ctx.stream, schema: ctx.config.schema, rows, commitSeq: upTo, now, baseUri: table.location, maxColumns: maxColumnsOf(ctx.config),
+    });
+    columns = result.columns ?? columns;
+    for (const f of result.droppedFields ?? []) dropped.add(f);
     ctx.setProgress("table", upTo);
     done = upTo;
     appended++;
   }
   // Small files are rewritten once enough of them pile up (compactTable decides; a no-op otherwise).
   if (appended > 0) await compactTable(store, ctx.stream, { minFiles: COMPACT_MIN_FILES, targetBytes: 8 * 1024 * 1024, now });
-  return { appended };
+  if (dropped.size > 0) console.warn(`table ${ctx.stream}: left out ${dropped.size} field(s) that cannot be columns or exceed maxColumns`);
+  return { appended, ...(columns ? { columns } : {}), ...(dropped.size > 0 ? { droppedFields: [...dropped] } : {}) };
 }
 
 export async function publishManifest(ctx: PublishContext): Promise<{ entries: number }> {

@@ -230,9 +230,10 @@ app.get(`${STREAM}/table`, async (c) => {
   const d = await coordinatorStub(c.env, stream).describe();
   if (!d) throw missing(stream);
   if (!d.config.table) throw notFound(`stream "${stream}" has no table; set "table": {"format": "iceberg"} in its config`);
-  const current = await readTableSnapshot(r2Store(c.env.SINK), stream);
-  if (!current) throw notFound(`the table of stream "${stream}" has no snapshot yet: committed output is appended within seconds`);
-  return c.json({ stream, metadataLocation: current.metadataLocation, snapshot: current.snapshot });
+  const [current, publishing] = await Promise.all([readTableSnapshot(r2Store(c.env.SINK), stream), coordinatorStub(c.env, stream).tablePublishing()]);
+  const failing = publishing?.lastError ? `; appending to it fails (retried with backoff): ${publishing.lastError}` : "";
+  if (!current) throw notFound(`the table of stream "${stream}" has no snapshot yet: committed output is appended within seconds${failing}`);
+  return c.json({ stream, metadataLocation: current.metadataLocation, snapshot: current.snapshot, ...(publishing ? { publishing } : {}) });
 });
 
 // The contract (src/api/openapi.ts): no credential, no data.
@@ -263,7 +264,7 @@ app.get("/v1/streams", async (c) => {
 app.get(`${STREAM}/health`, async (c) => {
   const stream = c.get("stream");
   const coordinator = coordinatorStub(c.env, stream);
-  const [d, progress] = await Promise.all([coordinator.describe(), coordinator.progress(DEFAULT_THRESHOLDS.windowBatches)]);
+  const [d, progress, table] = await Promise.all([coordinator.describe(), coordinator.progress(DEFAULT_THRESHOLDS.windowBatches), coordinator.tablePublishing()]);
   if (!d) throw missing(stream);
   const counted = new Set(watermarkSources(d.config, d.sources));
   const sources: Record<string, HealthSource> = {};
@@ -279,6 +280,7 @@ app.get(`${STREAM}/health`, async (c) => {
     watermark: d.watermark,
     sources,
     progress,
+    ...(table ? { table } : {}),
   });
   return c.json({ stream, ...health, state: d.state });
 });

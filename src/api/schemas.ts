@@ -129,7 +129,7 @@ export const healthSchema = z.object({
   status: z.enum(["ok", "warn", "critical"]),
   reasons: z.array(
     z.object({
-      code: z.enum(["watermark-stalled", "held-back", "state-rising", "late-rate", "rejected-rate"]),
+      code: z.enum(["watermark-stalled", "held-back", "state-rising", "late-rate", "rejected-rate", "table-failing"]),
       severity: z.enum(["warn", "critical"]),
       detail: z.string(),
     }),
@@ -196,6 +196,18 @@ export const tableSnapshotSchema = z.object({
     summary: z.object({ operation: z.enum(["append", "replace"]) }).catchall(z.string()),
     "schema-id": z.number(),
   }).describe("the current snapshot, as Iceberg writes it"),
+  publishing: z
+    .object({
+      publishedSeq: z.number().int().describe("the last commit sequence in the table"),
+      committedSeq: z.number().int().describe("the last commit sequence of the stream"),
+      failing: z.boolean().describe("the last attempt to append failed; it is retried with backoff (2 s doubling, at most 5 min)"),
+      failures: z.number().int().describe("failed attempts in a row"),
+      lastError: z.string().nullable(),
+      lastErrorAt: z.number().nullable(),
+      nextAttemptAt: z.number().nullable(),
+    })
+    .optional()
+    .describe("how far appending committed output to the table has got"),
 });
 
 export const healthzSchema = z.object({ status: z.literal("ok") });

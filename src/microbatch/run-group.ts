@@ -20,6 +20,8 @@ export interface BegunMember {
   config: StreamConfig;
   /** a retry of an attempt that failed before its commit: partitions may hold some of its decisions */
   resumed: boolean;
+  /** a stream with a table: the columns known before it began (src/table/known-columns.ts) */
+  tableColumns?: readonly string[];
 }
 
 export interface GroupContext {
@@ -44,6 +46,8 @@ export interface GroupResult {
   commits: CommitRequest[];
   /** set when the group wrote no objects: its lanes and each member's byte range per lane (the commit appends them to the outbox) */
   outbox: { lanes: Record<Lane, Uint8Array>; ranges: Record<Lane, (ByteRange | null)[]> } | null;
+  /** the table columns the members' accepted rows add (none without a table) */
+  columns: string[];
 }
 
 export async function runGroup(ctx: GroupContext, members: readonly BegunMember[]): Promise<GroupResult> {
@@ -51,7 +55,7 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
   const planned = members.map((m) => ({
     ...m,
     ledger: `${m.source}\n${m.batchId}`,
-    plan: planBatch(m.config, m.rows, m.begunAt, { source: m.source, watermark: m.watermark }),
+    plan: planBatch(m.config, m.rows, m.begunAt, { source: m.source, watermark: m.watermark, ...(m.tableColumns ? { tableColumns: m.tableColumns } : {}) }),
   }));
   const byLedger = new Map(planned.map((m) => [m.ledger, m]));
   const fault = members.find((m) => m.fault)?.fault ?? null;
@@ -138,5 +142,5 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
     };
   });
   const ranges = { data: lanes.data.ranges, late: lanes.late.ranges, rejected: lanes.rejected.ranges };
-  return { commits, outbox: direct ? null : { lanes: bodies, ranges } };
+  return { commits, outbox: direct ? null : { lanes: bodies, ranges }, columns: [...new Set(planned.flatMap((m) => m.plan.newColumns ?? []))] };
 }

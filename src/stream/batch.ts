@@ -2,6 +2,7 @@ import type { StreamConfig } from "./config";
 import { stateKeyFor, type DedupSettings, type Decision } from "./dedup";
 import { partitionFor } from "./hash";
 import { isRejected, validateRow, type AcceptedRow, type RejectedRow, type Row, type RowContext } from "./schema";
+import { ColumnBudget, maxColumnsOf } from "./table-fields";
 
 /** One batch, validated and split by partition; nothing decided yet. */
 export interface BatchPlan {
@@ -13,6 +14,8 @@ export interface BatchPlan {
   maxEventTime: number | null;
   /** the accepted rows' event times in input order (rows without one left out): the delay advisor's disorder */
   eventTimes: number[];
+  /** a stream with a table: the columns its accepted rows add to those the table had (src/stream/table-fields.ts) */
+  newColumns?: readonly string[];
 }
 
 export function planBatch(config: StreamConfig, rows: readonly unknown[], now: number, context?: RowContext): BatchPlan {
@@ -20,10 +23,13 @@ export function planBatch(config: StreamConfig, rows: readonly unknown[], now: n
   const subBatches = new Map<number, AcceptedRow[]>();
   let maxEventTime: number | null = null;
   const eventTimes: number[] = [];
+  // A table takes only rows whose field names can be its columns, within its column cap.
+  const columns = config.table ? new ColumnBudget([...Object.keys(config.schema), ...(context?.tableColumns ?? [])], maxColumnsOf(config)) : null;
   rows.forEach((raw, index) => {
     const r = validateRow(config, raw, index, now, context);
-    if (isRejected(r)) {
-      rejected.push(r);
+    const unfit = columns && !isRejected(r) ? columns.admit(raw as object) : null;
+    if (isRejected(r) || unfit !== null) {
+      rejected.push(isRejected(r) ? r : { index, error: unfit! });
       return;
     }
     const p = partitionFor(r.key, config.partitions);
@@ -33,7 +39,7 @@ export function planBatch(config: StreamConfig, rows: readonly unknown[], now: n
     if (r.eventTime !== null) eventTimes.push(r.eventTime);
     if (r.eventTime !== null && (maxEventTime === null || r.eventTime > maxEventTime)) maxEventTime = r.eventTime;
   });
-  return { input: rows.length, rejected, subBatches, maxEventTime, eventTimes };
+  return { input: rows.length, rejected, subBatches, maxEventTime, eventTimes, ...(columns ? { newColumns: columns.newColumns } : {}) };
 }
 
 /** Where one row's key lives: its state key and partition, keyed and routed as ingest does; or why it has none. */

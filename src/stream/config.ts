@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { IntervalError, parseInterval } from "./interval";
 import { own } from "./own";
+import { ColumnBudget, DEFAULT_MAX_COLUMNS, MAX_COLUMNS_LIMIT } from "./table-fields";
 
 export const MODES = ["within-watermark", "event-time-key", "global"] as const;
 export type Mode = (typeof MODES)[number];
@@ -65,7 +66,13 @@ export const streamBodySchema = z
     limits: limitsSchema.default({}),
     // Committed output appended to an Iceberg table in R2; location: the base URI external readers use.
     table: z
-      .strictObject({ format: z.literal("iceberg"), location: z.string().min(1).max(1024).optional().describe("the base URI external readers use") })
+      .strictObject({
+        format: z.literal("iceberg"),
+        location: z.string().min(1).max(1024).optional().describe("the base URI external readers use"),
+        maxColumns: z
+          .number().int().min(1).max(MAX_COLUMNS_LIMIT).optional()
+          .describe(`the most columns the table may have (default ${DEFAULT_MAX_COLUMNS}); a row that would add more is rejected`),
+      })
       .optional()
       .describe("append committed output to an Iceberg table in R2"),
     stateKeys: z
@@ -83,6 +90,15 @@ export const streamBodySchema = z
     if (b.idleTimeout === 0) ctx.addIssue({ code: "custom", path: ["idleTimeout"], message: "must be more than 0" });
     for (const [name, src] of Object.entries(b.sources)) {
       if (src.idleTimeout === 0) ctx.addIssue({ code: "custom", path: ["sources", name, "idleTimeout"], message: "must be more than 0" });
+    }
+    const declared = Object.keys(b.schema).length;
+    if (b.table?.maxColumns !== undefined && b.table.maxColumns < declared) {
+      ctx.addIssue({ code: "custom", path: ["table", "maxColumns"], message: `the schema declares ${declared} columns: maxColumns must be at least that` });
+    }
+    // A table's declared columns follow the rules its other columns do (src/stream/table-fields.ts).
+    if (b.table && declared > 0) {
+      const problem = new ColumnBudget([], Number.POSITIVE_INFINITY).admit(b.schema);
+      if (problem !== null) ctx.addIssue({ code: "custom", path: ["schema"], message: `with a table: ${problem}` });
     }
     if (new Set(b.key).size !== b.key.length) {
       ctx.addIssue({ code: "custom", path: ["key"], message: "key columns must be distinct" });
@@ -115,7 +131,7 @@ export interface StreamConfig {
   idleTimeout?: number;
   limits: { maxBodyBytes: number; maxRows: number };
   /** committed output also goes to an Iceberg table (src/table) */
-  table?: { format: "iceberg"; location?: string };
+  table?: { format: "iceberg"; location?: string; maxColumns?: number };
   /** partitions keep 64-bit key hashes instead of key text (src/stream/key-hash.ts); absent: text */
   stateKeys?: "hashed";
 }

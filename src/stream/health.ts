@@ -8,7 +8,7 @@ import type { ProgressReport } from "./report";
 
 export type HealthStatus = "ok" | "warn" | "critical";
 
-export type HealthReasonCode = "watermark-stalled" | "held-back" | "state-rising" | "late-rate" | "rejected-rate";
+export type HealthReasonCode = "watermark-stalled" | "held-back" | "state-rising" | "late-rate" | "rejected-rate" | "table-failing";
 
 export interface HealthReason {
   code: HealthReasonCode;
@@ -64,6 +64,8 @@ export interface HealthInput {
   sources: Record<string, HealthSource>;
   /** recent progress reports, oldest first */
   progress: readonly ProgressReport[];
+  /** a stream with a table: whether appending to it keeps failing (src/publisher.ts) */
+  table?: { failing: boolean; failures: number; lastError: string | null; publishedSeq: number; committedSeq: number };
 }
 
 export interface HealthReport {
@@ -181,6 +183,16 @@ export function evaluateHealth(input: HealthInput, thresholds: Partial<HealthThr
       detail: `${percent(rejectedRate)} of recent rows were rejected (${rejected} of ${rows}); threshold ${percent(
         rejectedRate >= t.rejectedCritical ? t.rejectedCritical : t.rejectedWarn,
       )}`,
+    });
+  }
+
+  // 5. The table: appending committed output to it fails (the stream itself goes on; the commits wait).
+  if (input.table?.failing) {
+    const behind = input.table.committedSeq - input.table.publishedSeq;
+    reasons.push({
+      code: "table-failing",
+      severity: "warn",
+      detail: `appending to the table failed ${input.table.failures} time(s) in a row (${behind} commit(s) not in it yet, retried with backoff): ${input.table.lastError ?? "unknown error"}`,
     });
   }
 

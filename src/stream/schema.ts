@@ -95,6 +95,8 @@ export interface RowContext {
   source: string;
   /** the global watermark in force; 0 (none yet) applies no cap relative to it */
   watermark: number;
+  /** a stream with a table: the columns the table was known to have when the batch began (src/stream/table-fields.ts) */
+  tableColumns?: Iterable<string>;
 }
 
 /**

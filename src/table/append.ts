@@ -3,7 +3,7 @@ import { own } from "../stream/own";
 import { loadTable, MAX_COMMIT_ATTEMPTS, metadataLocation } from "./commit";
 import { dataPath, DEFAULT_BASE_URI, digestOf, keyOf, tableLocation, uriOf } from "./layout";
 import { STATUS, type DataFileEntry } from "./manifest";
-import { COMMIT_SEQ_KEY, currentSchema, currentSnapshot, emptyTable, newSnapshotId, recordedCommitSeq, totals } from "./metadata";
+import { COMMIT_SEQ_KEY, currentSchema, DROPPED_FIELDS_KEY, currentSnapshot, emptyTable, newSnapshotId, recordedCommitSeq, totals } from "./metadata";
 import { encodeDataFile } from "./parquet";
 import { commitSnapshot } from "./snapshot-commit";
 import { hasLiveFiles, manifestsOf } from "./snapshot-files";
@@ -21,6 +21,8 @@ export interface AppendInput {
   now: number;
   /** where the table says it lives, for a new table (an existing one keeps its `location`) */
   baseUri?: string;
+  /** the most columns the table may have (the stream's `table.maxColumns`); fields past it are left out (evolveSchema) */
+  maxColumns?: number;
 }
 
 export interface CommitResult {
@@ -29,6 +31,10 @@ export interface CommitResult {
   /** true when nothing was written: the commit sequence is already in the table, or there were no rows */
   skipped: boolean;
   metadataLocation: string | null;
+  /** fields of these rows the table left out (names that cannot be columns, or past maxColumns); absent when none */
+  droppedFields?: string[];
+  /** the table's column names (absent before its first snapshot) */
+  columns?: string[];
 }
 
 /**
@@ -53,7 +59,9 @@ export async function appendToTable(store: TableStore, input: AppendInput): Prom
     const table = loaded?.table ?? emptyTable(tableLocation(input.baseUri ?? DEFAULT_BASE_URI, stream), crypto.randomUUID(), now);
     const parent = currentSnapshot(table);
     if (rows.length === 0 || commitSeq <= recordedCommitSeq(table)) {
+      const current = currentSchema(table);
       return {
+        ...(current ? { columns: current.fields.map((f) => f.name) } : {}),
         snapshotId: parent?.["snapshot-id"] ?? null,
         sequenceNumber: table["last-sequence-number"],
         skipped: true,
@@ -61,9 +69,10 @@ export async function appendToTable(store: TableStore, input: AppendInput): Prom
       };
     }
     const location = table.location;
-    const { schema, lastColumnId } = evolveSchema(currentSchema(table), table["last-column-id"], input.schema, rows);
+    const { schema, lastColumnId, dropped } = evolveSchema(currentSchema(table), table["last-column-id"], input.schema, rows, input.maxColumns);
     const values = rows.map((row) => schema.fields.map((f) => toTableValue(f.name, f.type, own(input.schema, f.name), own(row, f.name))));
-    const data = encodeDataFile(schema, values);
+    // The declared (typed) columns always, others only where a row has a value.
+    const data = encodeDataFile(schema, values, (f) => own(input.schema, f.name) !== undefined);
     const dataFile = dataPath("append", commitSeq, await digestOf(data));
     // Already there means a retry wrote these very bytes: the digest is in the name.
     await store.put(keyOf(stream, dataFile), data, { createOnly: true });
@@ -97,9 +106,12 @@ export async function appendToTable(store: TableStore, input: AppendInput): Prom
         "changed-partition-count": "1",
         ...totals(parent, { records: rows.length, files: 1, bytes: data.length }),
         [COMMIT_SEQ_KEY]: String(commitSeq),
+        ...(dropped.length > 0 ? { [DROPPED_FIELDS_KEY]: String(dropped.length) } : {}),
       },
     });
-    if (committed) return { snapshotId, sequenceNumber, skipped: false, ...committed };
+    if (committed) {
+      return { snapshotId, sequenceNumber, skipped: false, ...committed, ...(dropped.length > 0 ? { droppedFields: dropped } : {}), columns: schema.fields.map((f) => f.name) };
+    }
   }
   throw new Error(`table ${input.stream}: lost the metadata commit race ${MAX_COMMIT_ATTEMPTS} times`);
 }

@@ -2,7 +2,7 @@ import { loadTable, MAX_COMMIT_ATTEMPTS } from "./commit";
 import { dataPath, digestOf, keyOf, uriOf } from "./layout";
 import { STATUS, type DataFileEntry } from "./manifest";
 import { COMMIT_SEQ_KEY, currentSchema, currentSnapshot, newSnapshotId, totals } from "./metadata";
-import { decodeDataFile, encodeDataFile } from "./parquet";
+import { dataFileFieldIds, decodeDataFile, encodeDataFile } from "./parquet";
 import { commitSnapshot } from "./snapshot-commit";
 import { liveDataFiles, readDataFileBytes } from "./snapshot-files";
 import type { TableStore } from "./store";
@@ -47,10 +47,13 @@ export async function compactTable(store: TableStore, stream: string, options: C
     if (small.length < Math.max(2, options.minFiles)) {
       return { compacted: false, filesRewritten: 0, snapshotId: parent["snapshot-id"], sequenceNumber: parent["sequence-number"], metadataLocation: null };
     }
-    const rows = (await Promise.all(small.map(async (e) => decodeDataFile(schema, await readDataFileBytes(store, stream, table.location, e))))).flat();
+    const files = await Promise.all(small.map((e) => readDataFileBytes(store, stream, table.location, e)));
+    const rows = (await Promise.all(files.map((bytes) => decodeDataFile(schema, bytes)))).flat();
+    // The new file carries the columns its inputs did (and any a row has a value in), so it is no wider than they were.
+    const carried = new Set(files.flatMap((bytes) => [...dataFileFieldIds(bytes)]));
     const removedRecords = small.reduce((n, e) => n + e.recordCount, 0);
     if (rows.length !== removedRecords) throw new Error(`table ${stream}: read ${rows.length} rows from files that hold ${removedRecords}`);
-    const data = encodeDataFile(schema, rows);
+    const data = encodeDataFile(schema, rows, (f) => carried.has(f.id));
     const sequenceNumber = table["last-sequence-number"] + 1;
     const dataFile = dataPath("compact", sequenceNumber, await digestOf(data));
     await store.put(keyOf(stream, dataFile), data, { createOnly: true });

@@ -38,8 +38,17 @@ export interface TableMetadata {
 
 /** The summary key that records the highest commit sequence a snapshot contains (Delta's txnVersion). */
 export const COMMIT_SEQ_KEY = "edge-dedup.commit-seq";
+/** The summary key that counts the fields of an append's rows the table left out (src/table/table-schema.ts). */
+export const DROPPED_FIELDS_KEY = "edge-dedup.dropped-fields";
 /** Java's default for `write.metadata.previous-versions-max`; snapshots are kept as many. */
 export const HISTORY_MAX = 100;
+/**
+ * At most this many distinct schemas stay in the metadata, with the snapshots
+ * that use them. Every schema holds every column, so keeping one per
+ * schema-widening append made each version carry all earlier schemas: the
+ * metadata grew with the square of the columns (9.3 MB after 16,000).
+ */
+export const SCHEMA_HISTORY_MAX = 10;
 
 /** A table before its first snapshot; it is only ever written together with one. */
 export function emptyTable(location: string, uuid: string, now: number): TableMetadata {
@@ -84,7 +93,8 @@ export function recordedCommitSeq(table: TableMetadata): number {
 /**
  * The next version: `snapshot` becomes current on `main`, its schema current
  * (added to `schemas` if new), and the version it replaces enters the
- * metadata log. Only the last HISTORY_MAX snapshots are kept in the metadata
+ * metadata log. Only the last HISTORY_MAX snapshots are kept in the metadata,
+ * using at most SCHEMA_HISTORY_MAX schemas, and only the schemas they use
  * (their files stay; nothing is deleted here).
  */
 export function withSnapshot(
@@ -94,8 +104,11 @@ export function withSnapshot(
   lastColumnId: number,
   previousMetadata: string | null,
 ): TableMetadata {
-  const schemas = table.schemas.some((s) => s["schema-id"] === schema["schema-id"]) ? table.schemas : [...table.schemas, schema];
-  const snapshots = [...table.snapshots, snapshot].slice(-HISTORY_MAX);
+  const snapshots = retainedSnapshots([...table.snapshots, snapshot]);
+  // The spec's rule: keep the schemas that the retained snapshots (and the table, as current) use.
+  const used = new Set([schema["schema-id"], ...snapshots.map((s) => s["schema-id"])]);
+  const known = table.schemas.some((s) => s["schema-id"] === schema["schema-id"]) ? table.schemas : [...table.schemas, schema];
+  const schemas = known.filter((s) => used.has(s["schema-id"]));
   const kept = new Set(snapshots.map((s) => s["snapshot-id"]));
   const at = snapshot["timestamp-ms"];
   return {
@@ -113,6 +126,17 @@ export function withSnapshot(
       : table["metadata-log"],
     refs: { ...table.refs, main: { "snapshot-id": snapshot["snapshot-id"], type: "branch" } },
   };
+}
+
+/** The newest HISTORY_MAX snapshots, and of those only the ones whose schema is among the SCHEMA_HISTORY_MAX newest used. */
+function retainedSnapshots(all: readonly Snapshot[]): Snapshot[] {
+  const snapshots = all.slice(-HISTORY_MAX);
+  const schemas = new Set<number>();
+  for (let i = snapshots.length - 1; i >= 0; i--) {
+    schemas.add(snapshots[i]["schema-id"]);
+    if (schemas.size > SCHEMA_HISTORY_MAX) return snapshots.slice(i + 1);
+  }
+  return snapshots;
 }
 
 /**

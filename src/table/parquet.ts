@@ -22,15 +22,35 @@ function elementOf(field: IcebergField): SchemaElement {
   return { ...byType[field.type], ...base };
 }
 
-/** Rows as arrays aligned with `schema.fields` → the file's bytes. */
-export function encodeDataFile(schema: IcebergSchema, rows: readonly (readonly TableValue[])[]): Uint8Array {
+/**
+ * Rows as arrays aligned with `schema.fields` → the file's bytes. A file
+ * carries the columns `always` names (by default all) and those some row has
+ * a value in: readers take a column missing from a file as null (by field id,
+ * as for a file written before the column existed). Writing every column of a
+ * wide table made a one-row file 8 MB.
+ */
+export function encodeDataFile(
+  schema: IcebergSchema,
+  rows: readonly (readonly TableValue[])[],
+  always: (field: IcebergField) => boolean = () => true,
+): Uint8Array {
+  const used = schema.fields.flatMap((f, i) => (always(f) || rows.some((r) => r[i] !== null) ? [i] : []));
+  // A file with no column at all is not Parquet that readers take: keep the first.
+  const columns = used.length > 0 || schema.fields.length === 0 ? used : [0];
+  const fields = columns.map((i) => schema.fields[i]);
   const buffer = parquetWriteBuffer({
-    columnData: schema.fields.map((f, i) => ({ name: f.name, data: rows.map((r) => r[i]) })),
-    schema: [{ name: "table", num_children: schema.fields.length }, ...schema.fields.map(elementOf)],
-    kvMetadata: [{ key: "iceberg.schema", value: JSON.stringify(schema) }],
+    columnData: columns.map((i) => ({ name: schema.fields[i].name, data: rows.map((r) => r[i]) })),
+    schema: [{ name: "table", num_children: fields.length }, ...fields.map(elementOf)],
+    kvMetadata: [{ key: "iceberg.schema", value: JSON.stringify({ ...schema, fields }) }],
     createdBy: "edge-dedup",
   });
   return new Uint8Array(buffer);
+}
+
+/** The field ids of the columns a data file carries. */
+export function dataFileFieldIds(bytes: Uint8Array): Set<number> {
+  const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+  return new Set(parquetMetadata(file).schema.flatMap((e) => (e.field_id === undefined ? [] : [e.field_id])));
 }
 
 // Timestamps stay in the microseconds they were written in (hyparquet would make Dates of them).

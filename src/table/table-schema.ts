@@ -1,4 +1,5 @@
 import { isTimestampType, type ColumnType } from "../stream/config";
+import { caseFold, fieldNameProblem } from "../stream/table-fields";
 
 /**
  * The Iceberg schema of a stream's table and how it grows. Columns the stream
@@ -33,16 +34,26 @@ export function icebergTypeOf(type: ColumnType | undefined): IcebergType {
 
 /**
  * The schema the rows need, given the current one (null for a new table) and
- * the last column id used; the same object back when nothing changes.
+ * the last column id used; the same object back when nothing changes. The
+ * ingest planner keeps rows the table cannot take out of the output
+ * (src/stream/table-fields.ts); this enforces the same rules again for rows
+ * that got past it (committed before the table was configured, or by batches
+ * that ran side by side near the cap): a field whose name cannot be a column,
+ * differs only in case from a column, or would be a column past
+ * `maxColumns` is left out of the table (the row's other fields are written;
+ * the NDJSON output keeps the row whole) and listed in `dropped`.
  */
 export function evolveSchema(
   current: IcebergSchema | null,
   lastColumnId: number,
   declared: Readonly<Record<string, ColumnType>>,
   rows: readonly Record<string, unknown>[],
-): { schema: IcebergSchema; lastColumnId: number } {
+  maxColumns = Number.POSITIVE_INFINITY,
+): { schema: IcebergSchema; lastColumnId: number; dropped: string[] } {
   const fields = current ? current.fields.map((f) => ({ ...f })) : [];
   const byName = new Map(fields.map((f) => [f.name, f]));
+  const folded = new Set(fields.map((f) => caseFold(f.name)));
+  const dropped = new Set<string>();
   let changed = current === null;
   let nextId = lastColumnId;
   const see = (name: string, type: IcebergType) => {
@@ -51,15 +62,23 @@ export function evolveSchema(
       const added: IcebergField = { id: ++nextId, name, required: false, type };
       fields.push(added);
       byName.set(name, added);
+      folded.add(caseFold(name));
       changed = true;
     } else if (field.type === "int" && type === "long") {
       field.type = "long";
       changed = true;
     }
   };
+  // Declared columns always fit: the config refuses a cap below their count.
   for (const [name, type] of Object.entries(declared)) see(name, icebergTypeOf(type));
-  for (const row of rows) for (const name of Object.keys(row)) if (!byName.has(name)) see(name, "string");
-  if (!changed && current) return { schema: current, lastColumnId };
+  for (const row of rows) {
+    for (const name of Object.keys(row)) {
+      if (byName.has(name) || dropped.has(name)) continue;
+      if (fieldNameProblem(name) !== null || folded.has(caseFold(name)) || fields.length >= maxColumns) dropped.add(name);
+      else see(name, "string");
+    }
+  }
+  if (!changed && current) return { schema: current, lastColumnId, dropped: [...dropped] };
   const schemaId = current ? current["schema-id"] + 1 : 0;
-  return { schema: { type: "struct", "schema-id": schemaId, fields }, lastColumnId: nextId };
+  return { schema: { type: "struct", "schema-id": schemaId, fields }, lastColumnId: nextId, dropped: [...dropped] };
 }

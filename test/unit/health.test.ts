@@ -225,3 +225,19 @@ describe("a window that starts with the stream's first commit", () => {
 function at(i: number): number {
   return Date.UTC(2024, 0, 1, 10, 0) + i * 20_000;
 }
+
+describe("a stream's table", () => {
+  test("an append that keeps failing is a warning with the error; a healthy table adds nothing", () => {
+    const table = { failing: true, failures: 3, lastError: "table s: x.avro is referenced by the table but missing", publishedSeq: 4, committedSeq: 9 };
+    const h = evaluateHealth(input({ table }));
+    expect(h.status).toBe("warn");
+    expect(h.reasons).toEqual([
+      {
+        code: "table-failing",
+        severity: "warn",
+        detail: "appending to the table failed 3 time(s) in a row (5 commit(s) not in it yet, retried with backoff): table s: x.avro is referenced by the table but missing",
+      },
+    ]);
+    expect(evaluateHealth(input({ table: { ...table, failing: false, failures: 0, lastError: null } }))).toMatchObject({ status: "ok", reasons: [] });
+  });
+});
