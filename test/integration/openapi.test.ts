@@ -1,6 +1,6 @@
 /**
- * The contract (src/api/openapi.ts): every route the app serves is in
- * /openapi.json, request bodies are the schemas the routes validate with, and
+ * The contract (src/api/openapi.ts): every route the app serves is declared
+ * in src/api/routes and in /openapi.json, request bodies are the schemas the routes validate with, and
  * real responses parse with the response schemas the document publishes.
  */
 import { env } from "cloudflare:workers";
@@ -8,6 +8,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
 import { app } from "../../src/api/app";
+import { ROUTES } from "../../src/api/routes";
 import {
   adviceSchema, credentialCreatedSchema, credentialListSchema, healthSchema, healthzSchema, outcomeSchema, problemSchema, progressSchema, putStreamResultSchema,
   runSchema, runStartedSchema, statePageSchema, streamInfoSchema, streamListSchema, tableSnapshotSchema,
@@ -29,7 +30,11 @@ describe("the OpenAPI document", () => {
       .filter((rt) => ["GET", "POST", "PUT", "DELETE"].includes(rt.method) && !rt.path.startsWith("/__"))
       .map((rt) => `${rt.method.toLowerCase()} ${rt.path.replace(/:(\w+)/g, "{$1}")}`);
     const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`));
+    const declared = ROUTES.map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, "{$1}")}`);
     expect(new Set(served).size).toBeGreaterThan(15);
+    // A route served without a declaration in src/api/routes (an app.get() of its own, say) fails here.
+    for (const route of served) expect(declared, `${route} is served but not declared in src/api/routes`).toContain(route);
+    expect(new Set(declared).size).toBe(declared.length);
     for (const route of served) expect(documented, route).toContain(route);
     for (const route of documented) expect(served, route).toContain(route);
     // The stream config's schema is the one PUT validates with (zod's own conversion).
