@@ -45,13 +45,13 @@ mount(app, ROUTES);
 app.route("/", testRoutes);
 
 // What no route answered (an unknown /v1 path, a declared path with another
-// method): a valid stream name, then the admin token, before the 404 or 405.
+// method): the admin token, then a valid stream name, before the 404 or 405.
 const STREAM = "/v1/streams/:stream";
-app.use(`${STREAM}/*`, checkParams(STREAM));
-app.use(STREAM, checkParams(STREAM));
 app.use("/v1/*", async (c, next) => {
   await requireAdmin(c.req.header("authorization"), c.env);
   await next();
 });
+app.use(`${STREAM}/*`, checkParams(STREAM));
+app.use(STREAM, checkParams(STREAM));
 
 mountMethodNotAllowed(app, ROUTES);
