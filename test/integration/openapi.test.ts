@@ -5,10 +5,20 @@
  */
 import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
 import type { z } from "zod";
 import { app } from "../../src/api/app";
+import type { Answer } from "../../src/api/route";
 import { ROUTES } from "../../src/api/routes";
+import type * as credentials from "../../src/api/routes/credentials";
+import type * as health from "../../src/api/routes/health";
+import type * as ingest from "../../src/api/routes/events";
+import type * as ops from "../../src/api/routes/ops";
+import type * as runs from "../../src/api/routes/runs";
+import type * as state from "../../src/api/routes/state";
+import type * as streams from "../../src/api/routes/streams";
+import type * as table from "../../src/api/routes/table";
+import type { Client } from "../../src/client";
 import {
   adviceSchema, credentialCreatedSchema, credentialListSchema, healthSchema, healthzSchema, outcomeSchema, problemSchema, progressSchema, putStreamResultSchema,
   runSchema, runStartedSchema, statePageSchema, streamInfoSchema, streamListSchema, tableSnapshotSchema,
@@ -92,5 +102,23 @@ describe("the OpenAPI document", () => {
     const done = await client.getRun("oa2", started.id);
     expect(done).toMatchObject({ status: "done", emitted: 1 });
     holds(runSchema, done);
+  });
+
+  it("gives the client the types of the schemas the routes declare (checked by npm run typecheck)", () => {
+    type Got<K extends keyof Client> = Client[K] extends (...args: any[]) => Promise<infer T> ? T : never;
+    expectTypeOf<Got<"listStreams">>().toEqualTypeOf<Answer<typeof streams.listStreams, 200>>();
+    expectTypeOf<Got<"putStream">["result"]>().toEqualTypeOf<Answer<typeof streams.putStream, 201>>();
+    expectTypeOf<Got<"getStream">>().toEqualTypeOf<Answer<typeof streams.getStream, 200>>();
+    expectTypeOf<Got<"ingest">>().toEqualTypeOf<Answer<typeof ingest.postEvents, 200>>();
+    expectTypeOf<Got<"progress">>().toEqualTypeOf<Answer<typeof ops.progress, 200>["progress"]>();
+    expectTypeOf<Got<"health">>().toEqualTypeOf<Answer<typeof ops.health, 200>>();
+    expectTypeOf<Got<"advice">>().toEqualTypeOf<Answer<typeof ops.advice, 200>>();
+    expectTypeOf<Got<"state">>().toEqualTypeOf<Answer<typeof state.state, 200>>();
+    expectTypeOf<Got<"startRun">>().toEqualTypeOf<Answer<typeof runs.startRun, 202>>();
+    expectTypeOf<Got<"getRun">>().toEqualTypeOf<Answer<typeof runs.getRun, 200>>();
+    expectTypeOf<Got<"createCredential">>().toEqualTypeOf<Answer<typeof credentials.createCredential, 201>>();
+    expectTypeOf<Got<"listCredentials">>().toEqualTypeOf<Answer<typeof credentials.listCredentials, 200>["credentials"]>();
+    expectTypeOf<Got<"table">>().toEqualTypeOf<Answer<typeof table.table, 200>>();
+    expectTypeOf<Got<"healthz">>().toEqualTypeOf<Answer<typeof health.healthz, 200>>();
   });
 });
