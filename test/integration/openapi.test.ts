@@ -104,6 +104,31 @@ describe("the OpenAPI document", () => {
     holds(runSchema, done);
   });
 
+  it("holds each whole-number query parameter to the bounds the document publishes", async () => {
+    await createStream("oa3", { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 });
+    const doc = await json(call("GET", "/openapi.json", undefined, {}));
+    let checked = 0;
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(item)) {
+        for (const p of (op.parameters ?? []) as any[]) {
+          // With a default: the fixed bounds of intIn(…).default(…); ?partition='s bound is the stream's.
+          if (p.in !== "query" || p.schema.type !== "integer" || p.schema.default === undefined) continue;
+          const { minimum: min, maximum: max } = p.schema;
+          // partition=0 for the state reader, which asks for a partition before it reads a limit; the others ignore it.
+          const at = (v: number) => call(method.toUpperCase(), `${path.replace("{stream}", "oa3")}?partition=0&${p.name}=${v}`);
+          for (const v of [min - 1, max + 1, min + 0.5]) {
+            const r = await at(v);
+            expect(r.status, `${method} ${path}?${p.name}=${v}`).toBe(400);
+            expect((await r.json<any>()).detail).toBe(`${p.name} must be a whole number in ${min}..${max}`);
+          }
+          expect((await at(max)).status, `${method} ${path}?${p.name}=${max}`).toBe(200);
+          checked++;
+        }
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(6); // limit of streams, progress and state; after of the three lanes
+  });
+
   it("gives the client the types of the schemas the routes declare (checked by npm run typecheck)", () => {
     type Got<K extends keyof Client> = Client[K] extends (...args: any[]) => Promise<infer T> ? T : never;
     expectTypeOf<Got<"listStreams">>().toEqualTypeOf<Answer<typeof streams.listStreams, 200>>();

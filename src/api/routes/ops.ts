@@ -4,15 +4,17 @@ import { DEFAULT_THRESHOLDS, evaluateHealth, type HealthSource } from "../../str
 import { watermarkSources } from "../../stream/watermark";
 import { route } from "../route";
 import { adviceSchema, healthSchema, progressSchema } from "../schemas";
-import { intIn, intParam, missing, STREAM } from "./shared";
+import { intIn, intQuery, missing, STREAM } from "./shared";
+
+const progressQuery = z.object({ limit: intIn(1, 1000).default(100).describe("how many of the most recent reports") });
 
 // Operating one stream: what its batches did, its health, the delay advisor.
 export const progress = route({
   method: "get", path: `${STREAM}/progress`, summary: "Recent per-batch progress reports", tag: "operate", auth: "admin",
-  request: { query: z.object({ limit: intIn(1, 1000).default(100).describe("how many of the most recent reports") }) },
+  request: { query: progressQuery },
   responses: { 200: { schema: progressSchema, description: "oldest first" } },
   handler: async (c) => {
-    const limit = intParam(c.req.query("limit"), "limit", 100, 1, 1000);
+    const limit = intQuery(c, progressQuery, "limit");
     const coordinator = coordinatorStub(c.env, c.get("stream"));
     if (!(await coordinator.locate())) throw missing(c.get("stream"));
     return c.json({ progress: await coordinator.progress(limit) });

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { coordinatorStub } from "../../env";
 import { readParts } from "../../output-reader";
 import { route, type Ctx } from "../route";
-import { intIn, intParam, missing, STREAM } from "./shared";
+import { intIn, intQuery, missing, STREAM } from "./shared";
 
 /** ?after= of the NDJSON lanes: X-Commit-Seq of the last read says where to resume. */
 const laneQuery = z.object({
@@ -17,7 +17,7 @@ function readLane(lane: "data" | "late" | "rejected") {
     const coordinator = coordinatorStub(c.env, c.get("stream"));
     const where = await coordinator.locate();
     if (!where) throw missing(c.get("stream"));
-    let after = intParam(c.req.query("after"), "after", 0, 0, Number.MAX_SAFE_INTEGER);
+    let after = intQuery(c, laneQuery, "after");
     const bucket = c.env.SINK;
     // A snapshot: commits up to the last one now; X-Commit-Seq tells the reader where to resume.
     const upTo = where.lastSeq;

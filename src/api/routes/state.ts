@@ -5,21 +5,21 @@ import type { StreamConfig } from "../../stream/config";
 import { badRequest } from "../problem";
 import { route } from "../route";
 import { statePageSchema } from "../schemas";
-import { intIn, intParam, missing, STREAM } from "./shared";
+import { intIn, intParam, intQuery, missing, STREAM } from "./shared";
+
+const stateQuery = z.object({
+  partition: z.number().int().min(0).optional().describe("the partition: 0 to the stream's `partitions` - 1; required unless `row` is given"),
+  limit: intIn(1, 10_000).default(1000).describe("keys per page"),
+  after: z.string().optional().describe("the key to list after: the last key of the previous page"),
+  row: z.string().optional().describe(
+    "a row as JSON, as ingest would take it (key columns and event time): lists just its key, if remembered, from the partition it routes to (`partition` may then be left out); how a stream with hashed keys is asked about one key",
+  ),
+});
 
 export const state = route({
   method: "get", path: `${STREAM}/state`, summary: "The keys one partition remembers", tag: "operate", auth: "admin",
   description: "Each key with its `expiresAt`, like Spark's state reader. A stream with `stateKeys: \"hashed\"` lists `#` and the key's 64-bit hash in hex.",
-  request: {
-    query: z.object({
-      partition: z.number().int().min(0).optional().describe("the partition: 0 to the stream's `partitions` - 1; required unless `row` is given"),
-      limit: intIn(1, 10_000).default(1000).describe("keys per page"),
-      after: z.string().optional().describe("the key to list after: the last key of the previous page"),
-      row: z.string().optional().describe(
-        "a row as JSON, as ingest would take it (key columns and event time): lists just its key, if remembered, from the partition it routes to (`partition` may then be left out); how a stream with hashed keys is asked about one key",
-      ),
-    }),
-  },
+  request: { query: stateQuery },
   responses: { 200: { schema: statePageSchema, description: "{partition, watermark, rows, bytes, keys}" } },
   handler: async (c) => {
     const where = await coordinatorStub(c.env, c.get("stream")).locate();
@@ -30,7 +30,7 @@ export const state = route({
     const partition = probe ? probe.partition : given;
     if (Number.isNaN(partition)) throw badRequest(`partition is required: 0..${where.partitions - 1}`);
     if (probe && !Number.isNaN(given) && given !== probe.partition) throw badRequest(`the row's key is in partition ${probe.partition}, not ${given}`);
-    const limit = intParam(c.req.query("limit"), "limit", 1000, 1, 10_000);
+    const limit = intQuery(c, stateQuery, "limit");
     const after = c.req.query("after") ?? "";
     const stub = partitionStub(c.env, where.name, partition);
     const [stats, keys] = await Promise.all([stub.describe(where.epoch), probe ? stub.lookup(where.epoch, probe.stateKey) : stub.list(where.epoch, after, limit)]);

@@ -4,21 +4,21 @@ import { parseStreamConfig, streamBodySchema } from "../../stream/config";
 import { badRequest, conflict } from "../problem";
 import { route } from "../route";
 import { putStreamResultSchema, streamInfoSchema, streamListSchema } from "../schemas";
-import { intIn, intParam, missing, STREAM } from "./shared";
+import { intIn, intQuery, missing, STREAM } from "./shared";
+
+const listQuery = z.object({
+  limit: intIn(1, 100).default(100).describe("streams per page"),
+  after: z.string().optional().describe("the stream name to list after: the `next` of the previous page"),
+});
 
 // The streams, a page at a time, by name; each with its watermark and state size (as last reported).
 export const listStreams = route({
   method: "get", path: "/v1/streams", summary: "The streams by name, with watermark and state size", tag: "streams", auth: "admin",
   description: "Each stream with `createdAt`, `watermark`, `state` (rows, bytes, as the partitions last reported) and its committed batch count.",
-  request: {
-    query: z.object({
-      limit: intIn(1, 100).default(100).describe("streams per page"),
-      after: z.string().optional().describe("the stream name to list after: the `next` of the previous page"),
-    }),
-  },
+  request: { query: listQuery },
   responses: { 200: { schema: streamListSchema, description: "{streams, next}; `next` is null on the last page" } },
   handler: async (c) => {
-    const limit = intParam(c.req.query("limit"), "limit", 100, 1, 100);
+    const limit = intQuery(c, listQuery, "limit");
     const page = await registryStub(c.env).list(c.req.query("after") ?? "", limit);
     const summaries = await Promise.all(page.map((s) => coordinatorStub(c.env, s.name).summary()));
     // A stream deleted between the two reads is left out.
