@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { PROVIDER_TYPES, PROVIDERS } from "../webhooks";
-import { PATH_PARAMS, pathParams, TAGS, type Auth } from "./route";
+import { PATH_PARAMS, pathParams, TAGS, type Auth, type ResponseSpec } from "./route";
 import { ROUTES } from "./routes";
 import { problemSchema } from "./schemas";
 
@@ -53,7 +53,7 @@ export function openApiDocument(): Record<string, unknown> {
     const bodyContent = body
       ? Object.fromEntries([["application/json", { schema: jsonSchema(body) }], ...(op.request?.bodyMedia ?? []).map((m) => [m, {}])])
       : undefined;
-    const responses = Object.fromEntries(Object.entries(op.responses).map(([status, r]) => [status, {
+    const responses = Object.fromEntries(Object.entries(op.responses as Record<string, ResponseSpec>).map(([status, r]) => [status, {
       description: r.description,
       ...(r.headers ? { headers: Object.fromEntries(Object.entries(r.headers).map(([name, description]) => [name, { description, schema: { type: "string" } }])) } : {}),
       ...(status === "204" ? {} : { content: { [r.media ?? "application/json"]: r.schema ? { schema: jsonSchema(r.schema) } : {} } }),
@@ -96,7 +96,7 @@ export function docsPage(): string {
   const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
   const rows = ROUTES.map((op) => {
     const body = op.request?.body ? `<details><summary>request body</summary><pre>${esc(JSON.stringify(jsonSchema(op.request.body), null, 2))}</pre></details>` : "";
-    const [status, ok] = Object.entries(op.responses)[0]!;
+    const [status, ok] = Object.entries(op.responses as Record<string, ResponseSpec>)[0]!;
     const okBody = ok.schema ? `<details><summary>${status} body</summary><pre>${esc(JSON.stringify(jsonSchema(ok.schema), null, 2))}</pre></details>` : "";
     const described = op.description ? `<br>${esc(op.description)}` : "";
     const listed: [string, Param][] = [...params(op.request?.query).map((p): [string, Param] => [`?${p.name}`, p]), ...params(op.request?.headers).map((p): [string, Param] => [`${p.name}:`, p])];

@@ -1,4 +1,5 @@
-import type { Context, Hono, MiddlewareHandler } from "hono";
+import type { Context, Hono, MiddlewareHandler, TypedResponse } from "hono";
+import type { StatusCode } from "hono/utils/http-status";
 import { z } from "zod";
 import type { Env } from "../env";
 import { NAME_PATTERN } from "../stream/config";
@@ -96,7 +97,8 @@ export interface RequestSpec {
   bodyMedia?: string[];
 }
 
-export interface Route<Responses extends Record<number, ResponseSpec> = Record<number, ResponseSpec>> {
+/** `Route` alone is any route (the table's element type). */
+export interface Route<Responses extends Record<number, ResponseSpec> = any> {
   method: Method;
   /** Hono's path syntax (`:stream`) */
   path: string;
@@ -108,8 +110,18 @@ export interface Route<Responses extends Record<number, ResponseSpec> = Record<n
   request?: RequestSpec;
   /** the success answers by status (errors are problem+json, from ./problem.ts) */
   responses: Responses;
-  handler: (c: Ctx) => Response | Promise<Response>;
+  handler: (c: Ctx) => Answered<Responses> | Promise<Answered<Responses>>;
 }
+
+/** The JSON a route's schemas describe, over all its statuses (never: it answers no JSON). */
+type JsonOf<Responses> = { [S in keyof Responses]: Responses[S] extends { schema: infer T extends z.ZodType } ? z.output<T> : never }[keyof Responses];
+
+/**
+ * What a handler may return: a route that answers JSON answers c.json() of a
+ * value of its schema's type (the compiler holds the handler to its
+ * declaration; errors are thrown, as HttpError); others any Response.
+ */
+type Answered<Responses> = [JsonOf<Responses>] extends [never] ? Response : Response & TypedResponse<JsonOf<Responses>, StatusCode, "json">;
 
 /** Declares an operation; the path's names must be in PATH_PARAMS. */
 export function route<const Responses extends Record<number, ResponseSpec>>(r: Route<Responses>): Route<Responses> {

@@ -1,5 +1,5 @@
 import { registryStub } from "../../env";
-import { HttpError, problemResponse } from "../problem";
+import { HttpError } from "../problem";
 import { route } from "../route";
 import { healthzSchema } from "../schemas";
 
@@ -13,7 +13,7 @@ export const healthz = route({
       await Promise.all([registryStub(c.env).ping(), c.env.SINK.head("healthz/absent")]);
     } catch (e) {
       console.error("healthz", e instanceof Error ? e.message : String(e));
-      return problemResponse(new HttpError(503, "unavailable", "Service unavailable", "the service is not available"), "/healthz");
+      throw new HttpError(503, "unavailable", "Service unavailable", "the service is not available");
     }
     return c.json({ status: "ok" as const }, 200, { "cache-control": "no-store" });
   },
