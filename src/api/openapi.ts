@@ -51,7 +51,7 @@ export function openApiDocument(): Record<string, unknown> {
     ];
     const body = op.request?.body;
     const bodyContent = body
-      ? Object.fromEntries([["application/json", { schema: jsonSchema(body) }], ...(op.request?.bodyMedia ?? []).map((m) => [m, {}])])
+      ? Object.fromEntries([["application/json", { schema: jsonSchema(body) }], ...(op.request?.bodyMedia ?? []).map((m: string) => [m, {}])])
       : undefined;
     const responses = Object.fromEntries(Object.entries(op.responses as Record<string, ResponseSpec>).map(([status, r]) => [status, {
       description: r.description,

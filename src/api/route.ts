@@ -98,7 +98,7 @@ export interface RequestSpec {
 }
 
 /** `Route` alone is any route (the table's element type). */
-export interface Route<Responses extends Record<number, ResponseSpec> = any> {
+export interface Route<Responses extends Record<number, ResponseSpec> = any, Request extends RequestSpec = any> {
   method: Method;
   /** Hono's path syntax (`:stream`) */
   path: string;
@@ -107,7 +107,7 @@ export interface Route<Responses extends Record<number, ResponseSpec> = any> {
   description?: string;
   tag: Tag;
   auth: Auth;
-  request?: RequestSpec;
+  request?: Request;
   /** the success answers by status (errors are problem+json, from ./problem.ts) */
   responses: Responses;
   handler: (c: Ctx) => Answered<Responses> | Promise<Answered<Responses>>;
@@ -124,7 +124,9 @@ type JsonOf<Responses> = { [S in keyof Responses]: Responses[S] extends { schema
 type Answered<Responses> = [JsonOf<Responses>] extends [never] ? Response : Response & TypedResponse<JsonOf<Responses>, StatusCode, "json">;
 
 /** Declares an operation; the path's names must be in PATH_PARAMS. */
-export function route<const Responses extends Record<number, ResponseSpec>>(r: Route<Responses>): Route<Responses> {
+export function route<const Responses extends Record<number, ResponseSpec>, const Request extends RequestSpec = RequestSpec>(
+  r: Route<Responses, Request>,
+): Route<Responses, Request> {
   for (const name of pathParams(r.path)) {
     if (!(name in PATH_PARAMS)) throw new Error(`${r.method.toUpperCase()} ${r.path}: :${name} is not in PATH_PARAMS (src/api/route.ts)`);
   }
@@ -132,6 +134,9 @@ export function route<const Responses extends Record<number, ResponseSpec>>(r: R
 }
 
 /** The JSON a route answers with `status`, by its schema: what the client's types are made of. */
+/** The query a route takes, by its declaration: what the client's options are made of. */
+export type QueryOf<R extends Route> = NonNullable<R["request"]> extends { query: infer Q extends z.ZodType } ? z.input<Q> : never;
+
 export type Answer<R extends Route<any>, S extends keyof R["responses"]> = R["responses"][S] extends { schema: infer T extends z.ZodType } ? z.infer<T> : never;
 
 export const pathParams = (path: string): string[] => [...path.matchAll(/:(\w+)/g)].map((m) => m[1]!);

@@ -8,12 +8,13 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import type { z } from "zod";
 import { app } from "../../src/api/app";
-import type { Answer } from "../../src/api/route";
+import type { Answer, QueryOf } from "../../src/api/route";
 import { ROUTES } from "../../src/api/routes";
 import type * as credentials from "../../src/api/routes/credentials";
 import type * as health from "../../src/api/routes/health";
 import type * as ingest from "../../src/api/routes/events";
 import type * as ops from "../../src/api/routes/ops";
+import type * as output from "../../src/api/routes/output";
 import type * as runs from "../../src/api/routes/runs";
 import type * as state from "../../src/api/routes/state";
 import type * as streams from "../../src/api/routes/streams";
@@ -145,5 +146,13 @@ describe("the OpenAPI document", () => {
     expectTypeOf<Got<"listCredentials">>().toEqualTypeOf<Answer<typeof credentials.listCredentials, 200>["credentials"]>();
     expectTypeOf<Got<"table">>().toEqualTypeOf<Answer<typeof table.table, 200>>();
     expectTypeOf<Got<"healthz">>().toEqualTypeOf<Answer<typeof health.healthz, 200>>();
+    // The options that are a query: the query the route declares.
+    type Options<K extends keyof Client> = NonNullable<Parameters<Client[K]>[K extends "listStreams" ? 0 : 1]>;
+    expectTypeOf<Options<"listStreams">>().toEqualTypeOf<QueryOf<typeof streams.listStreams>>();
+    expectTypeOf<Options<"progress">>().toEqualTypeOf<QueryOf<typeof ops.progress>>();
+    expectTypeOf<Pick<Options<"output">, "after">>().toEqualTypeOf<QueryOf<typeof output.output>>();
+    // The state reader's by-partition form: its query, with the partition that the by-row form may leave out.
+    type Flat<T> = { [K in keyof T]: T[K] };
+    expectTypeOf<Exclude<Options<"state">, { row: unknown }>>().toEqualTypeOf<Flat<Omit<QueryOf<typeof state.state>, "row" | "partition"> & { partition: number }>>();
   });
 });
