@@ -72,6 +72,17 @@ export async function admitCaller(
 }
 
 /**
+ * The gate of the ingest routes (src/api/route.ts): a request with no
+ * credential at all is refused as admitCaller() would refuse it, before its
+ * stream name or anything else of it is looked at.
+ */
+export async function requireIngestCredential(env: Env, headers: Headers): Promise<void> {
+  if (bearerToken(headers.get("authorization")) !== null || headers.get("x-signature") !== null) return;
+  await isAdminToken("", env);
+  throw unauthorized("send Authorization: Bearer <token> (the admin token or a source token) or an X-Signature");
+}
+
+/**
  * Turns the claim into proof once the body is here: a signature must match one
  * of the source's signing secrets. Returns the auth that begin() re-checks and
  * the signature version used (v1 is deprecated).

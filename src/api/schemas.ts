@@ -1,9 +1,10 @@
 import { z } from "zod";
 
 /**
- * The JSON bodies the service answers, one zod schema each: the OpenAPI
- * document publishes them (./openapi.ts), the typed client (src/client) takes
- * its types from them, and test/integration/openapi.test.ts parses real
+ * The JSON bodies the service answers, one zod schema each: the routes
+ * declare them as their responses (src/api/routes), the OpenAPI document
+ * publishes them (./openapi.ts), the typed client (src/client) takes its
+ * types from them (z.infer, no interfaces of its own), and test/integration/openapi.test.ts parses real
  * responses with every one, so none can drift from what the routes send.
  * Zod only: the client imports this file's types, in Node and in workerd.
  * Open-ended parts (a stream's config, an Iceberg snapshot) are loose objects:
@@ -228,6 +229,9 @@ export type Run = z.infer<typeof runSchema>;
 export type Credential = z.infer<typeof credentialSchema>;
 export type CreatedCredential = z.infer<typeof credentialCreatedSchema>;
 export type TableSnapshot = z.infer<typeof tableSnapshotSchema>;
+export type Progress = z.infer<typeof progressSchema>;
+export type CredentialList = z.infer<typeof credentialListSchema>;
+export type Healthz = z.infer<typeof healthzSchema>;
 
 const ms = z.number().nullable();
 const adviceFiguresSchema = z.object({

@@ -16,6 +16,11 @@ const SIGNED_BY: Record<ProviderType, string[]> = {
 
 const EXPECTED = PROVIDER_TYPES.map((t) => PROVIDERS[t].signatureHeader).join(", ");
 
+/** webhook()'s first check alone, the gate of the webhook route (src/api/route.ts): no provider signature, refused before the URL's names are looked at. */
+export function requireProviderSignature(headers: Headers): void {
+  if (!PROVIDER_TYPES.some((t) => SIGNED_BY[t].some((h) => headers.has(h)))) throw webhookUnauthorized(`no provider signature: send one of ${EXPECTED}`);
+}
+
 /**
  * POST /v1/streams/{stream}/sources/{source}/webhook (DESIGN §6): a provider's
  * delivery, verified with the provider's own scheme, becomes one envelope row,

@@ -2,26 +2,35 @@
  * The typed client of the v1 HTTP API (DESIGN §4), exported as
  * `edge-dedup/client`. Only fetch: it runs in Node 22 (the CLI, the bench,
  * the end-to-end tests) and in workerd (the integration tests, a producer's
- * Worker). Its types are the response schemas' (src/api/schemas.ts), imported
+ * Worker). Its types are the schemas the routes declare (src/api/routes):
+ * the response schemas' (src/api/schemas.ts) and the request bodies', imported
  * as types only, so the client carries no zod; it does not parse answers with
  * them at run time either: test/integration/openapi.test.ts holds the schemas
  * to what the service answers, and a caller gets the service's JSON as sent.
  */
 import type {
-  Advice, CreatedCredential, Credential, Health, Outcome, PartitionState, Problem, ProgressReport, PutStreamResult, Run, RunStarted, StreamInfo, StreamList,
-  TableSnapshot,
+  Advice, CreatedCredential, Credential, CredentialList, Health, Healthz, Outcome, PartitionState, Problem, Progress, ProgressReport, PutStreamResult, Run,
+  RunStarted, StreamInfo, StreamList, TableSnapshot,
 } from "../api/schemas.ts";
+import type { credentialBody } from "../api/credentials.ts";
+import type { runBody } from "../sources/files/run-body.ts";
 import type { streamBodySchema } from "../stream/config.ts";
 import type { z } from "zod";
 
 export type {
-  Advice, CreatedCredential, Credential, Health, Outcome, PartitionState, Problem, ProgressReport, PutStreamResult, Run, RunStarted, StreamInfo, StreamList,
-  TableSnapshot,
+  Advice, CreatedCredential, Credential, CredentialList, Health, Healthz, Outcome, PartitionState, Problem, Progress, ProgressReport, PutStreamResult, Run,
+  RunStarted, StreamInfo, StreamList, TableSnapshot,
 };
 export type { SourceInfo, StateEntry, StreamConfigView } from "../api/schemas.ts";
 
 /** The body of PUT /v1/streams/{stream}, as written (intervals as text or ms; defaults omitted). */
 export type StreamBody = z.input<typeof streamBodySchema>;
+
+/** The body of POST …/sources/{source}/credentials: the route's own schema; `secret` omitted to have one generated. */
+export type CredentialRequest = z.input<typeof credentialBody>;
+
+/** The body of POST …/runs: the route's own schema. */
+export type RunRequest = z.input<typeof runBody>;
 
 export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
 
@@ -67,13 +76,6 @@ export interface Lane<T> {
   rows: T[];
   /** X-Commit-Seq: the last commit this read covers; pass it as `after` to read what comes next */
   commitSeq: number;
-}
-
-export interface CredentialRequest {
-  type: Credential["type"];
-  /** omit to have one generated */
-  secret?: string;
-  label?: string;
 }
 
 /** The service answered, but not with what the operation promises (a success whose body is not JSON, say). */
@@ -238,7 +240,7 @@ export function createClient(options: ClientOptions) {
 
     /** The last `limit` (default 100, at most 1000) batches' reports, oldest first. */
     async progress(stream: string, opts: { limit?: number } = {}): Promise<ProgressReport[]> {
-      return (await get<{ progress: ProgressReport[] }>(`${streamPath(stream)}/progress${query(opts)}`)).progress;
+      return (await get<Progress>(`${streamPath(stream)}/progress${query(opts)}`)).progress;
     },
 
     /** A page of the keys one partition remembers. */
@@ -250,7 +252,7 @@ export function createClient(options: ClientOptions) {
     /** the delay advisor's live figures per source, and the recommended watermarkDelay */
     advice: (stream: string) => get<Advice>(`${streamPath(stream)}/advice`),
 
-    async startRun(stream: string, body: { prefix: string; source?: string }): Promise<RunStarted> {
+    async startRun(stream: string, body: RunRequest): Promise<RunStarted> {
       return json<RunStarted>(await expectStatus([202], "POST", `${streamPath(stream)}/runs`, jsonBody(body)));
     },
 
@@ -261,7 +263,7 @@ export function createClient(options: ClientOptions) {
     },
 
     async listCredentials(stream: string, source: string): Promise<Credential[]> {
-      return (await get<{ credentials: Credential[] }>(`${streamPath(stream)}/sources/${seg(source)}/credentials`)).credentials;
+      return (await get<CredentialList>(`${streamPath(stream)}/sources/${seg(source)}/credentials`)).credentials;
     },
 
     async revokeCredential(stream: string, source: string, id: string): Promise<void> {
@@ -275,6 +277,6 @@ export function createClient(options: ClientOptions) {
       return (await expectStatus([200], "GET", "/metrics")).text;
     },
 
-    healthz: () => get<{ status: "ok" }>("/healthz", { token: null }),
+    healthz: () => get<Healthz>("/healthz", { token: null }),
   };
 }

@@ -1,0 +1,57 @@
+import { z } from "zod";
+import { coordinatorStub } from "../../env";
+import { readParts } from "../../output-reader";
+import { route, type Ctx } from "../route";
+import { intIn, intQuery, missing, STREAM } from "./shared";
+
+/** ?after= of the NDJSON lanes: X-Commit-Seq of the last read says where to resume. */
+const laneQuery = z.object({
+  after: intIn(0, Number.MAX_SAFE_INTEGER).default(0).describe("the commit seq to read after (the X-Commit-Seq of the last read); 0 reads from the start"),
+});
+const commitSeqHeader = { "X-Commit-Seq": "the last commit this read covers: pass it as ?after= to read on" };
+
+// The committed output (and the late and rejected lanes) as NDJSON, batch after
+// batch in commit order; pages of the commit index keep memory flat.
+function readLane(lane: "data" | "late" | "rejected") {
+  return async (c: Ctx) => {
+    const coordinator = coordinatorStub(c.env, c.get("stream"));
+    const where = await coordinator.locate();
+    if (!where) throw missing(c.get("stream"));
+    let after = intQuery(c, laneQuery, "after");
+    const bucket = c.env.SINK;
+    // A snapshot: commits up to the last one now; X-Commit-Seq tells the reader where to resume.
+    const upTo = where.lastSeq;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const page = await coordinator.commits(lane, after, upTo, 100);
+        if (page.length === 0) return controller.close();
+        for await (const bytes of readParts(bucket, page)) controller.enqueue(bytes);
+        after = page[page.length - 1].seq;
+      },
+    });
+    return new Response(body, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "x-commit-seq": String(upTo) } });
+  };
+}
+
+export const output = route({
+  method: "get", path: `${STREAM}/output`, summary: "Committed output rows in commit order", tag: "output", auth: "admin",
+  request: { query: laneQuery },
+  responses: { 200: { media: "application/x-ndjson", description: "rows", headers: commitSeqHeader } },
+  handler: readLane("data"),
+});
+
+export const late = route({
+  method: "get", path: `${STREAM}/late`, summary: "The late lane: rows dropped by the watermark", tag: "output", auth: "admin",
+  request: { query: laneQuery },
+  responses: { 200: { media: "application/x-ndjson", description: "late rows with the watermark they met", headers: commitSeqHeader } },
+  handler: readLane("late"),
+});
+
+export const rejected = route({
+  method: "get", path: `${STREAM}/rejected`, summary: "The rejected lane: rows that failed validation", tag: "output", auth: "admin",
+  request: { query: laneQuery },
+  responses: { 200: { media: "application/x-ndjson", description: "rejected rows as sent, with the error", headers: commitSeqHeader } },
+  handler: readLane("rejected"),
+});
+
+export const routes = [output, late, rejected];

@@ -1,0 +1,54 @@
+import { z } from "zod";
+import { coordinatorStub, partitionStub } from "../../env";
+import { locateRow } from "../../stream/batch";
+import type { StreamConfig } from "../../stream/config";
+import { badRequest } from "../problem";
+import { route } from "../route";
+import { statePageSchema } from "../schemas";
+import { intIn, intParam, intQuery, missing, STREAM } from "./shared";
+
+const stateQuery = z.object({
+  partition: z.number().int().min(0).optional().describe("the partition: 0 to the stream's `partitions` - 1; required unless `row` is given"),
+  limit: intIn(1, 10_000).default(1000).describe("keys per page"),
+  after: z.string().optional().describe("the key to list after: the last key of the previous page"),
+  row: z.string().optional().describe(
+    "a row as JSON, as ingest would take it (key columns and event time): lists just its key, if remembered, from the partition it routes to (`partition` may then be left out); how a stream with hashed keys is asked about one key",
+  ),
+});
+
+export const state = route({
+  method: "get", path: `${STREAM}/state`, summary: "The keys one partition remembers", tag: "operate", auth: "admin",
+  description: "Each key with its `expiresAt`, like Spark's state reader. A stream with `stateKeys: \"hashed\"` lists `#` and the key's 64-bit hash in hex.",
+  request: { query: stateQuery },
+  responses: { 200: { schema: statePageSchema, description: "{partition, watermark, rows, bytes, keys}" } },
+  handler: async (c) => {
+    const where = await coordinatorStub(c.env, c.get("stream")).locate();
+    if (!where) throw missing(c.get("stream"));
+    const given = intParam(c.req.query("partition"), "partition", NaN, 0, where.partitions - 1);
+    // ?row=: is this row's key remembered? Keyed and routed exactly as ingest does (a hashed stream's only way to ask by key).
+    const probe = c.req.query("row") === undefined ? null : stateKeyOfRow(where.config, c.req.query("row")!);
+    const partition = probe ? probe.partition : given;
+    if (Number.isNaN(partition)) throw badRequest(`partition is required: 0..${where.partitions - 1}`);
+    if (probe && !Number.isNaN(given) && given !== probe.partition) throw badRequest(`the row's key is in partition ${probe.partition}, not ${given}`);
+    const limit = intQuery(c, stateQuery, "limit");
+    const after = c.req.query("after") ?? "";
+    const stub = partitionStub(c.env, where.name, partition);
+    const [stats, keys] = await Promise.all([stub.describe(where.epoch), probe ? stub.lookup(where.epoch, probe.stateKey) : stub.list(where.epoch, after, limit)]);
+    return c.json({ partition, watermark: stats.watermark, rows: stats.rows, bytes: stats.bytes, keys });
+  },
+});
+
+/** A row given to the state reader: its state key and partition, or a 400 saying why it has none. */
+function stateKeyOfRow(config: StreamConfig, text: string): { stateKey: string; partition: number } {
+  let row: unknown;
+  try {
+    row = JSON.parse(text);
+  } catch {
+    throw badRequest("row must be a JSON object: a row as ingest takes it, with its key columns and event time");
+  }
+  const where = locateRow(config, row, Date.now());
+  if ("error" in where) throw badRequest(`row has no state key: ${where.error}`);
+  return where;
+}
+
+export const routes = [state];

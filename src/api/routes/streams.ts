@@ -1,0 +1,77 @@
+import { z } from "zod";
+import { coordinatorStub, registryStub } from "../../env";
+import { parseStreamConfig, streamBodySchema } from "../../stream/config";
+import { badRequest, conflict } from "../problem";
+import { route } from "../route";
+import { putStreamResultSchema, streamInfoSchema, streamListSchema } from "../schemas";
+import { intIn, intQuery, missing, STREAM } from "./shared";
+
+const listQuery = z.object({
+  limit: intIn(1, 100).default(100).describe("streams per page"),
+  after: z.string().optional().describe("the stream name to list after: the `next` of the previous page"),
+});
+
+// The streams, a page at a time, by name; each with its watermark and state size (as last reported).
+export const listStreams = route({
+  method: "get", path: "/v1/streams", summary: "The streams by name, with watermark and state size", tag: "streams", auth: "admin",
+  description: "Each stream with `createdAt`, `watermark`, `state` (rows, bytes, as the partitions last reported) and its committed batch count.",
+  request: { query: listQuery },
+  responses: { 200: { schema: streamListSchema, description: "{streams, next}; `next` is null on the last page" } },
+  handler: async (c) => {
+    const limit = intQuery(c, listQuery, "limit");
+    const page = await registryStub(c.env).list(c.req.query("after") ?? "", limit);
+    const summaries = await Promise.all(page.map((s) => coordinatorStub(c.env, s.name).summary()));
+    // A stream deleted between the two reads is left out.
+    const streams = page.flatMap((s, i) => (summaries[i] ? [{ name: s.name, ...summaries[i] }] : []));
+    return c.json({ streams, next: page.length === limit ? page[page.length - 1].name : null });
+  },
+});
+
+export const putStream = route({
+  method: "put", path: STREAM, summary: "Create or update a stream", tag: "streams", auth: "admin",
+  description: "The whole config every time: fields left out take their defaults (not a patch). A changed bound field (`key`, `mode`, `eventTime`, `partitions`, `stateKeys`, a key column's type) is a 409 `bound-field-changed`; an invalid config a 400.",
+  request: { body: streamBodySchema },
+  responses: { 201: { schema: putStreamResultSchema, description: "{stream, status, config}; 200 when updated or unchanged (`status` `updated` or `unchanged`)" } },
+  handler: async (c) => {
+    const body = await c.req.json().catch(() => {
+      throw badRequest("the body is not valid JSON");
+    });
+    const parsed = parseStreamConfig(body);
+    if (!parsed.ok) throw badRequest("the stream config is invalid", { errors: parsed.errors });
+    const stream = c.get("stream");
+    const r = await coordinatorStub(c.env, stream).configure(stream, parsed.config);
+    // Every successful PUT (re-)registers the stream: a failed registration heals on the next one.
+    if (r.status !== "conflict") await registryStub(c.env).add(stream);
+    if (r.status === "conflict") {
+      throw conflict("bound-field-changed", `fields bound at creation cannot change: ${r.changed.join(", ")}; create a new stream instead`, {
+        errors: r.changed.map((path) => ({ path, message: "bound at creation" })),
+      });
+    }
+    return c.json({ stream, status: r.status, config: r.config }, r.status === "created" ? 201 : 200);
+  },
+});
+
+export const getStream = route({
+  method: "get", path: STREAM, summary: "A stream's config, watermark, sources and state", tag: "streams", auth: "admin",
+  description: "With its state size and committed batch count.",
+  responses: { 200: { schema: streamInfoSchema, description: "the stream" } },
+  handler: async (c) => {
+    const d = await coordinatorStub(c.env, c.get("stream")).describe();
+    if (!d) throw missing(c.get("stream"));
+    return c.json({ stream: c.get("stream"), ...d });
+  },
+});
+
+export const deleteStream = route({
+  method: "delete", path: STREAM, summary: "Delete a stream: state, ledger, output, table", tag: "streams", auth: "admin",
+  description: "Like deleting a Spark checkpoint.",
+  responses: { 204: { description: "deleted" } },
+  handler: async (c) => {
+    const dropped = await coordinatorStub(c.env, c.get("stream")).drop();
+    await registryStub(c.env).remove(c.get("stream"));
+    if (!dropped) throw missing(c.get("stream"));
+    return c.body(null, 204);
+  },
+});
+
+export const routes = [listStreams, putStream, getStream, deleteStream];
