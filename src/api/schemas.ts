@@ -170,6 +170,17 @@ export const runSchema = z.object({
   errors: z.array(z.object({ key: z.string(), detail: z.string() })),
   startedAt: z.number(),
   finishedAt: z.number().nullable(),
+  options: z.object({
+    multiLine: z.boolean().optional(), maxFilesPerTrigger: z.number().int().optional(),
+    cleanSource: z.enum(["off", "archive", "delete"]).optional(), sourceArchiveDir: z.string().optional(),
+  }).describe("the run's file-source options as given"),
+  publication: z.object({
+    commitSeq: z.number().int().describe("the stream's last commit once every file was settled"),
+    manifest: z.number().int().describe("the last commit the committed manifest holds"),
+    table: z.number().int().nullable().describe("the last commit the table holds (null: no table)"),
+    snapshot: z.object({ "snapshot-id": z.number(), "sequence-number": z.number().int(), "total-records": z.number().int(), "commit-seq": z.number().int() })
+      .nullable().describe("the table snapshot the run waited for"),
+  }).nullable().describe("null while files are ingested; then what done waits for: done once /output, the manifest and the table hold commitSeq"),
 });
 
 export const credentialSchema = z.object({

@@ -23,8 +23,8 @@ runRoutes.post(RUNS, async (c) => {
   const stream = c.get("stream");
   const where = await coordinatorStub(c.env, stream).locate();
   if (!where) throw notFound(`stream "${stream}" does not exist`);
-  const { prefix, source = FILES_SOURCE } = parsed.data;
-  const id = await runnerStub(c.env, stream).start(stream, where.epoch, prefix, source);
+  const { prefix, source = FILES_SOURCE, ...options } = parsed.data;
+  const id = await runnerStub(c.env, stream).start(stream, where.epoch, prefix, source, options);
   return c.json({ id, stream, prefix, source }, 202, { location: `/v1/streams/${stream}/runs/${id}` });
 });
 
