@@ -5,7 +5,7 @@ import { PROVIDERS, PROVIDER_TYPES } from "../webhooks";
 import { credentialBody } from "./credentials";
 import {
   adviceSchema, credentialCreatedSchema, credentialListSchema, healthSchema, healthzSchema, outcomeSchema, problemSchema, progressSchema, putStreamResultSchema,
-  runSchema, runStartedSchema, statePageSchema, streamInfoSchema, streamListSchema, tableSnapshotSchema,
+  publicationSchema, runSchema, runStartedSchema, statePageSchema, streamInfoSchema, streamListSchema, tableSnapshotSchema,
 } from "./schemas";
 
 export * from "./schemas";
@@ -90,8 +90,9 @@ export const OPERATIONS: readonly Operation[] = [
     ok: { status: 200, schema: outcomeSchema, description: "the batch's outcome (replayed: true for a committed batch id)", headers: { "Idempotency-Key": "the batch id" } },
   },
   { method: "post", path: `${S}/sources/:source/webhook`, summary: "A provider's webhook delivery (Stripe, GitHub, Shopify, Standard Webhooks)", tag: "ingest", auth: "provider", description: "Verified by the source's provider credential; one delivery is one envelope row, and a redelivery replays.", ok: { status: 200, schema: outcomeSchema, description: "the delivery's outcome", headers: { "Idempotency-Key": "the batch id, derived from the delivery id" } } },
-  { method: "post", path: `${S}/runs`, summary: "Ingest every object under a prefix of the INPUT bucket not ingested yet", tag: "sources", auth: "admin", description: "JSON and NDJSON objects; `source` defaults to `files`.", body: runBody, ok: { status: 202, schema: runStartedSchema, description: "{id, stream, prefix, source}", headers: { Location: "the run: GET it for its status" } } },
+  { method: "post", path: `${S}/runs`, summary: "Ingest every object under a prefix of the INPUT bucket not ingested yet", tag: "sources", auth: "admin", description: "`.json` read as Spark reads it (JSON Lines unless the file is one document; `multiLine`), `.ndjson`/`.jsonl`, each optionally `.gz`; `source` defaults to `files`. Done once the manifest and the table hold what it ingested.", body: runBody, ok: { status: 202, schema: runStartedSchema, description: "{id, stream, prefix, source}", headers: { Location: "the run: GET it for its status" } } },
   { method: "get", path: `${S}/runs/:id`, summary: "A run's status and counts", tag: "sources", auth: "admin", description: "Files done, left, skipped and failed, row counts and the first errors.", ok: { status: 200, schema: runSchema, description: "the run" } },
+  { method: "get", path: `${S}/publication`, summary: "How far the committed output is readable outside", tag: "output", auth: "admin", description: "The last commit, and the last commit /output, the committed manifest and the Iceberg table hold: a file run is done, and `edge-dedup send` returns, once all of them hold what it committed.", ok: { status: 200, schema: publicationSchema, description: "{stream, committed, output, manifest, table, snapshot}" } },
   { method: "get", path: `${S}/output`, summary: "Committed output rows in commit order", tag: "output", auth: "admin", query: [afterSeq], ok: { status: 200, media: "application/x-ndjson", description: "rows", headers: commitSeqHeader } },
   { method: "get", path: `${S}/late`, summary: "The late lane: rows dropped by the watermark", tag: "output", auth: "admin", query: [afterSeq], ok: { status: 200, media: "application/x-ndjson", description: "late rows with the watermark they met", headers: commitSeqHeader } },
   { method: "get", path: `${S}/rejected`, summary: "The rejected lane: rows that failed validation", tag: "output", auth: "admin", query: [afterSeq], ok: { status: 200, media: "application/x-ndjson", description: "rejected rows as sent, with the error", headers: commitSeqHeader } },

@@ -4,6 +4,7 @@ import { badRequest, HttpError, notFound } from "../../api/problem";
 import { coordinatorStub, runnerStub, type Env } from "../../env";
 import { faultsEnabled } from "../../faults";
 import { zodErrors } from "../../stream/config";
+import { publicationOf } from "./publication";
 import { runBody } from "./run-body";
 
 /**
@@ -14,6 +15,7 @@ import { runBody } from "./run-body";
 export const runRoutes = new Hono<{ Bindings: Env; Variables: { stream: string } }>();
 
 const RUNS = "/v1/streams/:stream/runs";
+const PUBLICATION = "/v1/streams/:stream/publication";
 /** The default source of file runs, and of R2 event notifications: both name an object's batch alike, so they replay each other. */
 export const FILES_SOURCE = "files";
 
@@ -34,7 +36,14 @@ runRoutes.get(`${RUNS}/:id`, async (c) => {
   return c.json(run);
 });
 
-for (const [path, allow] of [[RUNS, "POST"], [`${RUNS}/:id`, "GET"]] as const) {
+// How far the committed output is readable outside: /output, the manifest, the table (what a run's done and `edge-dedup send` wait for).
+runRoutes.get(PUBLICATION, async (c) => {
+  const view = await publicationOf(c.env, c.get("stream"));
+  if (!view) throw notFound(`stream "${c.get("stream")}" does not exist`);
+  return c.json(view);
+});
+
+for (const [path, allow] of [[RUNS, "POST"], [`${RUNS}/:id`, "GET"], [PUBLICATION, "GET"]] as const) {
   runRoutes.all(path, () => {
     throw new HttpError(405, "method-not-allowed", "Method not allowed", `allowed: ${allow}`, {}, { allow });
   });

@@ -5,13 +5,13 @@ import { coordinatorStub, type Env } from "../../env";
 import { countedEnv, countedSql } from "../../opcount";
 import { sourceConfig } from "../../stream/config";
 import type { BatchOutcome } from "../../stream/report";
-import { COMMIT_SEQ_KEY, r2Store, readTableSnapshot } from "../../table";
 import { readObjectBatch, type ObjectBatch } from "./object";
 import {
   addFailed, addOutcome, addSkipped, ALARM_BUDGET_MS, archiveKey, emptyTotals, FILES_PER_ALARM, groupsOf, judgeError, keepError, LIST_PAGE,
   MAX_TRANSIENT_ATTEMPTS, needsListing, planPage, publicationLag, publicationState, PUBLISH_POLL_MS, retryDelayMs, takeSlice,
   type RunPublication, type RunStatus, type RunTotals, type RunView,
 } from "./plan";
+import { snapshotOf } from "./publication";
 import type { RunOptions } from "./run-body";
 
 type RunRow = {
@@ -272,14 +272,7 @@ export class Runner extends DurableObject<Env> {
       wait.manifest = p.manifest;
       wait.table = p.table;
       const state = publicationState(wait, Date.now());
-      if (state === "published" && wait.table !== null) {
-        const current = await readTableSnapshot(r2Store(this.env.SINK), stream);
-        const s = current?.snapshot;
-        wait.snapshot = s ? {
-          "snapshot-id": s["snapshot-id"], "sequence-number": s["sequence-number"],
-          "total-records": Number(s.summary["total-records"] ?? 0), "commit-seq": Number(s.summary[COMMIT_SEQ_KEY] ?? 0),
-        } : null;
-      }
+      if (state === "published" && wait.table !== null) wait.snapshot = await snapshotOf(this.env, stream);
       this.sql.exec("UPDATE runs SET publication = ? WHERE id = ?", JSON.stringify(wait), run.id);
       if (state === "published") return this.finish(run, "done");
       if (state === "timed-out") return this.finish(run, "failed", { key: "", detail: publicationLag(wait) });
