@@ -128,7 +128,7 @@ export async function send(options: SendOptions, io: Io): Promise<Summary> {
       const report = reports.get(b.file)!;
       const result = await sendBatch(b, options.target, options.retry, deps);
       if (result.ok) {
-        addOutcome(report, result.outcome);
+        addOutcome(report, result.outcome, result.attempts);
       } else {
         report.failed++;
         report.errors.push(`batch ${b.index} (${b.id}): ${result.error}`);

@@ -30,12 +30,14 @@ export interface Summary {
 export const emptyCounts = (): Counts => ({ batches: 0, rows: 0, emitted: 0, duplicates: 0, late: 0, rejected: 0, replayed: 0, failed: 0 });
 
 /**
- * Adds a committed batch's outcome to its file's counts. A replayed batch was
- * committed by an earlier run: it counts as replayed only, and its recorded
- * counts are not added again (they are not new output).
+ * Adds a committed batch's outcome to its file's counts. A batch replayed at
+ * its first attempt was committed by an earlier run: it counts as replayed
+ * only, and its recorded counts are not added again (they are not new
+ * output). A replay after a retry is this run's own commit whose answer was
+ * lost (a 503, a timeout): its rows are counted as committed now.
  */
-export function addOutcome(report: FileReport, o: Outcome): void {
-  if (o.replayed) {
+export function addOutcome(report: FileReport, o: Outcome, attempts = 1): void {
+  if (o.replayed && attempts === 1) {
     report.replayed++;
     return;
   }
