@@ -1,6 +1,6 @@
 import { Hono, type Context } from "hono";
 import { cors } from "hono/cors";
-import { NAME_PATTERN, parseStreamConfig, zodErrors, type StreamConfig } from "../stream/config";
+import { delayOf, NAME_PATTERN, parseStreamConfig, zodErrors, type StreamConfig } from "../stream/config";
 import { locateRow } from "../stream/batch";
 import { coordinatorStub, partitionStub, registryStub, type Env } from "../env";
 import { DEFAULT_THRESHOLDS, evaluateHealth, type HealthSource } from "../stream/health";
@@ -18,6 +18,7 @@ import { webhook } from "./webhook";
 import { runRoutes } from "../sources/files/routes";
 import { badRequest, conflict, HttpError, notFound, problemResponse } from "./problem";
 import { dashboardResponse } from "../dashboard/page";
+import { faviconResponse } from "../dashboard/favicon";
 
 type App = { Bindings: Env; Variables: { stream: string } };
 
@@ -268,7 +269,7 @@ app.get(`${STREAM}/health`, async (c) => {
   const counted = new Set(watermarkSources(d.config, d.sources));
   const sources: Record<string, HealthSource> = {};
   for (const [name, s] of Object.entries(d.sources)) {
-    sources[name] = { watermark: s.watermark, lastBatchAt: s.lastBatchAt, idle: s.idle, counted: counted.has(name) && !s.idle };
+    sources[name] = { watermark: s.watermark, lastBatchAt: s.lastBatchAt, idle: s.idle, counted: counted.has(name) && !s.idle, delay: delayOf(d.config, name) };
   }
   const health = evaluateHealth({
     now: Date.now(),
@@ -293,6 +294,9 @@ app.get(`${STREAM}/advice`, async (c) => {
 
 // The operator's dashboard (src/dashboard): a static page, no data and so no auth; it calls /v1 with the admin token typed into it.
 app.get("/dashboard", () => dashboardResponse());
+
+// The dashboard's tab icon: browsers ask every origin for /favicon.ico (a 404 otherwise). No auth, cached.
+app.get("/favicon.ico", () => faviconResponse());
 
 // Prometheus text exposition of every registered stream's counters and gauges.
 app.get("/metrics", async (c) => {

@@ -126,6 +126,7 @@ export const OPERATIONS: readonly Operation[] = [
   { method: "get", path: "/healthz", summary: "Liveness of the Worker and its bindings", tag: "operate", auth: "none", description: "200 when the Worker, the registry Durable Object and R2 answer; 503 problem+json otherwise, without details.", ok: { status: 200, schema: healthzSchema, description: '{"status":"ok"}' } },
   { method: "get", path: "/openapi.json", summary: "This document", tag: "operate", auth: "none", ok: { status: 200, description: "OpenAPI 3.1" } },
   { method: "get", path: "/docs", summary: "This document, as a page", tag: "operate", auth: "none", ok: { status: 200, media: "text/html", description: "HTML" } },
+  { method: "get", path: "/favicon.ico", summary: "The dashboard's tab icon", tag: "operate", auth: "none", ok: { status: 200, media: "image/svg+xml", description: "an SVG icon" } },
   { method: "get", path: "/dashboard", summary: "The operator's dashboard (a static page; it calls /v1 with the admin token typed into it)", tag: "operate", auth: "none", ok: { status: 200, media: "text/html", description: "HTML" } },
 ];
 

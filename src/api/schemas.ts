@@ -256,6 +256,8 @@ const adviceFiguresSchema = z.object({
     disorderP999: z.number(),
     basis: z.enum(["duplicate gaps", "disorder"]),
     neededMs: z.number().describe("max(gapP999, disorderP999) × margin, before rounding up"),
+    sample: z.object({ gaps: z.number().int(), events: z.number().int() }).describe("how many values the two p99.9 were read from"),
+    caveat: z.string().nullable().describe("a small-sample warning (fewer than 1,000 of either), else null"),
   }),
   currentDelay: z.object({ ms: z.number(), interval: z.string() }).nullable().describe("the delay configured now (null: no event time)"),
 });

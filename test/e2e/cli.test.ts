@@ -153,6 +153,12 @@ describe("edge-dedup send", () => {
     const attempts = new Map<string, number>();
     const order: string[] = [];
     const proxy: HttpServer = createServer(async (req, res) => {
+      if (req.method === "GET") {
+        // The wait for publication after sending (GET …/publication): passed through, not counted.
+        const up = await fetch(server.url + req.url, { headers: pick(req, ["authorization"]) });
+        res.writeHead(up.status, { "content-type": up.headers.get("content-type") ?? "application/json" });
+        return void res.end(await up.text());
+      }
       const body = await readAll(req);
       const key = String(req.headers["idempotency-key"] ?? "");
       const n = (attempts.get(key) ?? 0) + 1;
@@ -197,6 +203,7 @@ describe("edge-dedup send", () => {
       expect(run.stderr).toMatch(/HTTP 409 batch-in-flight: injected batch-in-flight; attempt 2 in 1\.0 s/);
       expect(run.stderr).toMatch(/HTTP 503 injected-unavailable/);
       expect(Date.now() - started).toBeGreaterThanOrEqual(1000); // Retry-After was honoured
+      expect(s.published).toMatchObject({ commitSeq: 10, caughtUp: true });
 
       const progress = await api.progress(stream);
       expect(progress.map((p) => p.batchId).sort()).toEqual([...attempts.keys()].sort()); // each batch committed once
