@@ -486,7 +486,6 @@ const HTML = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>edge-dedup dashboard</title>
-<link rel="icon" href="/favicon.ico" type="image/svg+xml">
 <style nonce="${NONCE}">${CSS}</style>
 </head>
 <body>
