@@ -63,3 +63,10 @@ test("the tool stops when what started node22.mjs goes away without a signal (np
     if (tool > 0 && alive(tool)) process.kill(tool, "SIGKILL"); // (only when the test failed)
   }
 }, 30_000);
+
+test("a .ts tool (the benchmarks) runs with its types stripped, on any Node that runs npm", () => {
+  writeFileSync(join(root, "typed.ts"), "const n: number = 7;\nconsole.log(JSON.stringify({ n, args: process.argv.slice(2) }));\n");
+  const r = spawnSync(process.execPath, [join(root, "scripts/node22.mjs"), join(root, "typed.ts"), "x"], { encoding: "utf8" });
+  expect(r.status, r.stderr).toBe(0);
+  expect(JSON.parse(r.stdout)).toEqual({ n: 7, args: ["x"] });
+});
