@@ -12,6 +12,8 @@ import type {
   TableSnapshot,
 } from "../api/schemas.ts";
 import type { streamBodySchema } from "../stream/config.ts";
+import type { RunBody } from "../sources/files/run-body.ts";
+import type { Publication } from "../api/schemas.ts";
 import type { z } from "zod";
 
 export type {
@@ -250,11 +252,15 @@ export function createClient(options: ClientOptions) {
     /** the delay advisor's live figures per source, and the recommended watermarkDelay */
     advice: (stream: string) => get<Advice>(`${streamPath(stream)}/advice`),
 
-    async startRun(stream: string, body: { prefix: string; source?: string }): Promise<RunStarted> {
+    /** A file run (DESIGN §7): prefix, source, and Spark's file-source options (multiLine, maxFilesPerTrigger, cleanSource…). */
+    async startRun(stream: string, body: RunBody): Promise<RunStarted> {
       return json<RunStarted>(await expectStatus([202], "POST", `${streamPath(stream)}/runs`, jsonBody(body)));
     },
 
     getRun: (stream: string, id: string) => get<Run>(`${streamPath(stream)}/runs/${seg(id)}`),
+
+    /** how far the committed output is readable outside: /output, the manifest, the table (what a run's done waits for) */
+    publication: (stream: string) => get<Publication>(`${streamPath(stream)}/publication`),
 
     async createCredential(stream: string, source: string, body: CredentialRequest): Promise<CreatedCredential> {
       return json<CreatedCredential>(await expectStatus([201], "POST", `${streamPath(stream)}/sources/${seg(source)}/credentials`, jsonBody(body)));
