@@ -1,5 +1,5 @@
 import { env, exports } from "cloudflare:workers";
-import { createExecutionContext, createMessageBatch, evictDurableObject, getQueueResult, runDurableObjectAlarm } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, evictDurableObject, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import entry from "../../src/index";
 import { processBatch } from "../../src/api/ingest";
@@ -264,6 +264,33 @@ describe("file runs read files as Spark's JSON source does", () => {
     const table = await json(call("GET", "/v1/streams/spark5/table"));
     expect(table.snapshot["snapshot-id"]).toBe(v.publication.snapshot["snapshot-id"]);
     expect(table.snapshot.summary["total-records"]).toBe("3");
+  });
+});
+
+describe("a Runner from before run options and publication", () => {
+  it("gets the new columns on its next start and runs as before", async () => {
+    await createStream("old1", base);
+    const stub = env.RUNNER.getByName("old1");
+    // The first version's tables, with a finished run in them.
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec(`
+        CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), stream TEXT NOT NULL);
+        CREATE TABLE runs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, prefix TEXT NOT NULL, source TEXT NOT NULL, epoch TEXT NOT NULL,
+          status TEXT NOT NULL, cursor TEXT, listed INTEGER NOT NULL, totals TEXT NOT NULL, errors TEXT NOT NULL, attempts INTEGER NOT NULL,
+          started_at INTEGER NOT NULL, finished_at INTEGER);
+        CREATE TABLE run_files (run_id TEXT NOT NULL, n INTEGER NOT NULL, key TEXT NOT NULL, etag TEXT NOT NULL, size INTEGER NOT NULL, PRIMARY KEY (run_id, n)) WITHOUT ROWID;
+        CREATE TABLE done_files (epoch TEXT NOT NULL, key TEXT NOT NULL, etag TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (epoch, key, etag)) WITHOUT ROWID;
+        INSERT INTO meta VALUES (1, 'old1');
+        INSERT INTO runs VALUES ('run_old', 1, 'in/old1/', 'files', 'e', 'done', NULL, 1,
+          '{"files":{"done":0,"skipped":0,"failed":0,"replayed":0},"input":0,"emitted":0,"duplicates":0,"late":0,"rejected":0}', '[]', 0, 1, 2);
+      `);
+    });
+    await evictDurableObject(stub);
+    expect(await view("old1", "run_old")).toMatchObject({ status: "done", options: {}, publication: null });
+    await env.INPUT.put("in/old1/a.json", lines([row(1), row(1)]));
+    expect(await drive("old1", await startRun("old1", { prefix: "in/old1/", maxFilesPerTrigger: 2 }))).toMatchObject({
+      status: "done", options: { maxFilesPerTrigger: 2 }, emitted: 1, duplicates: 1, publication: { commitSeq: 1 },
+    });
   });
 });
 
