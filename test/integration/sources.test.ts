@@ -163,6 +163,10 @@ describe("file runs", () => {
     expect((await call("GET", "/v1/streams/runs5/runs/run_nope")).status).toBe(404);
     expect((await call("DELETE", "/v1/streams/runs5/runs/run_nope")).status).toBe(405);
     expect((await call("POST", "/v1/streams/runs5/runs", { prefix: "x" }, { authorization: "Bearer wrong" })).status).toBe(403);
+    expect((await call("GET", "/v1/streams/nope/publication")).status).toBe(404);
+    expect((await call("GET", "/v1/streams/runs5/publication", undefined, { authorization: "Bearer wrong" })).status).toBe(403);
+    expect(await json(call("GET", "/v1/streams/runs5/publication"))).toEqual({ stream: "runs5", committed: 0, output: 0, manifest: 0, table: null, snapshot: null });
+    expect((await call("POST", "/v1/streams/runs5/publication")).status).toBe(405);
   });
 });
 
