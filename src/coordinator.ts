@@ -786,6 +786,18 @@ export class Coordinator extends DurableObject<Env> {
     return tablePublishingOf(this.published("table"), this.ledger.lastSeq(), new PublishGuard(this.sql).failure("table"));
   }
 
+  /**
+   * How far the committed output is readable outside (read-only): the last
+   * commit, and the last commit the manifest and the table (null: none
+   * configured) hold. A file run is done only once they hold its commits
+   * (src/sources/files/runner.ts), as Spark's processAllAvailable().
+   */
+  publication(): { epoch: string; committed: number; manifest: number; table: number | null } | null {
+    const meta = this.meta();
+    if (!meta) return null;
+    return { epoch: meta.epoch, committed: this.ledger.lastSeq(), manifest: this.published("manifest"), table: meta.config.table ? this.published("table") : null };
+  }
+
   private published(what: "table" | "manifest"): number {
     return this.sql.exec<{ seq: number }>("SELECT seq FROM published WHERE what = ?", what).toArray()[0]?.seq ?? 0;
   }

@@ -156,6 +156,8 @@ export const healthSchema = z.object({
 export const runStartedSchema = z.object({ id: z.string(), stream: z.string(), prefix: z.string(), source: z.string() });
 
 /** RunView in src/sources/files/plan.ts. */
+/** The table snapshot a file run waited for (and GET …/publication shows). */
+const snapshotBrief = z.object({ "snapshot-id": z.number(), "sequence-number": z.number().int(), "total-records": z.number().int(), "commit-seq": z.number().int() });
 export const runSchema = z.object({
   id: z.string(),
   status: z.enum(["running", "done", "failed"]),
@@ -171,6 +173,25 @@ export const runSchema = z.object({
   errors: z.array(z.object({ key: z.string(), detail: z.string() })),
   startedAt: z.number(),
   finishedAt: z.number().nullable(),
+  options: z.object({
+    multiLine: z.boolean().optional(), maxFilesPerTrigger: z.number().int().optional(),
+    cleanSource: z.enum(["off", "archive", "delete"]).optional(), sourceArchiveDir: z.string().optional(),
+  }).describe("the run's file-source options as given"),
+  publication: z.object({
+    commitSeq: z.number().int().describe("the stream's last commit once every file was settled"),
+    manifest: z.number().int().describe("the last commit the committed manifest holds"),
+    table: z.number().int().nullable().describe("the last commit the table holds (null: no table)"),
+    snapshot: snapshotBrief.nullable().describe("the table snapshot the run waited for"),
+  }).nullable().describe("null while files are ingested; then what done waits for: done once /output, the manifest and the table hold commitSeq"),
+});
+
+export const publicationSchema = z.object({
+  stream: z.string(),
+  committed: z.number().int().describe("the last commit"),
+  output: z.number().int().describe("the last commit GET …/output holds (every one, at once)"),
+  manifest: z.number().int().describe("the last commit the committed manifest holds"),
+  table: z.number().int().nullable().describe("the last commit the Iceberg table holds (null: no table)"),
+  snapshot: snapshotBrief.nullable().describe("the table's current snapshot"),
 });
 
 export const credentialSchema = z.object({
@@ -226,6 +247,7 @@ export type PartitionState = z.infer<typeof statePageSchema>;
 export type Health = z.infer<typeof healthSchema>;
 export type RunStarted = z.infer<typeof runStartedSchema>;
 export type Run = z.infer<typeof runSchema>;
+export type Publication = z.infer<typeof publicationSchema>;
 export type Credential = z.infer<typeof credentialSchema>;
 export type CreatedCredential = z.infer<typeof credentialCreatedSchema>;
 export type TableSnapshot = z.infer<typeof tableSnapshotSchema>;
@@ -250,6 +272,8 @@ const adviceFiguresSchema = z.object({
     disorderP999: z.number(),
     basis: z.enum(["duplicate gaps", "disorder"]),
     neededMs: z.number().describe("max(gapP999, disorderP999) × margin, before rounding up"),
+    sample: z.object({ gaps: z.number().int(), events: z.number().int() }).describe("how many values the two p99.9 were read from"),
+    caveat: z.string().nullable().describe("a small-sample warning (fewer than 1,000 of either), else null"),
   }),
   currentDelay: z.object({ ms: z.number(), interval: z.string() }).nullable().describe("the delay configured now (null: no event time)"),
 });

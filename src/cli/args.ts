@@ -8,11 +8,16 @@ export const USAGE = `Usage: edge-dedup send DIR|FILE... --url URL --stream NAME
                         (recommends a watermarkDelay from a history of events;
                         edge-dedup advise --help for its options)
 
-Sends every .json (an array or an object), .ndjson and .jsonl file under the
-given folders (recursively, in name order) to POST /v1/streams/NAME/events, as
-NDJSON batches whose ids derive from each file's path, the batch's position and
-its bytes. Running it again over the same files sends nothing new: every batch
-replays its recorded outcome.
+Sends every .json, .ndjson and .jsonl file under the given folders
+(recursively, in name order) to POST /v1/streams/NAME/events, as NDJSON
+batches whose ids derive from each file's path, the batch's position and its
+bytes. A .json file is read as Spark reads it: one object per line (as Spark
+writes part-*.json files), or the whole file when it is one JSON array or
+object. Running it again over the same files sends nothing new: every batch
+replays, and the summary counts it as replayed, not as new rows.
+
+When the batches are in, it waits (as a file run does) until the stream's
+committed manifest and, with a table, its Iceberg table hold them, and says so.
 
 Options:
   --url URL             the service, e.g. http://127.0.0.1:8787 (required)
@@ -28,6 +33,8 @@ Options:
                         span more event time than the watermark delay)
   --max-attempts N      attempts per batch before it is reported failed (default ${DEFAULT_RETRY.maxAttempts})
   --timeout SECONDS     per attempt (default ${DEFAULT_RETRY.timeoutMs / 1000})
+  --no-wait             do not wait for the manifest and the table to catch up
+  --wait-timeout SECONDS  wait at most this long (default 300)
   --json                print the summary as JSON instead of a table
   --quiet               no progress on stderr
   -h, --help            this text
@@ -42,6 +49,9 @@ export interface SendOptions {
   concurrency: number;
   json: boolean;
   quiet: boolean;
+  /** wait for publication (manifest, table) after sending */
+  wait: boolean;
+  waitTimeoutMs: number;
 }
 
 export type Parsed = { kind: "help" } | { kind: "send"; options: SendOptions } | { kind: "error"; message: string };
@@ -74,6 +84,8 @@ export function parseCli(argv: readonly string[], env: Record<string, string | u
         "max-attempts": { type: "string" },
         timeout: { type: "string" },
         json: { type: "boolean" },
+        "no-wait": { type: "boolean" },
+        "wait-timeout": { type: "string" },
         quiet: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
@@ -116,6 +128,8 @@ export function parseCli(argv: readonly string[], env: Record<string, string | u
         concurrency: positiveInt("concurrency", v.concurrency, 1, 64),
         json: v.json ?? false,
         quiet: v.quiet ?? false,
+        wait: !(v["no-wait"] ?? false),
+        waitTimeoutMs: positiveInt("wait-timeout", v["wait-timeout"], 300, 3600) * 1000,
       },
     };
   } catch (e) {

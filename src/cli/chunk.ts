@@ -30,41 +30,54 @@ export interface Batch {
 
 export class FileError extends Error {}
 
-/** One NDJSON line per row, from the text of a `.json` or `.ndjson`/`.jsonl` file. */
+/**
+ * One NDJSON line per row, from the text of a `.json` or `.ndjson`/`.jsonl`
+ * file. A `.json` file is read as Spark's JSON source reads it (as the
+ * service's file runs do): JSON Lines, unless the whole file is one JSON
+ * document (an array: one row per element; an object: one row).
+ */
 export function rowsOf(text: string, kind: InputKind): string[] {
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   return kind === "json" ? jsonRows(text) : ndjsonRows(text);
 }
 
-/** A JSON array is one row per element, a JSON object one row; each row re-serialised on one line. */
 function jsonRows(text: string): string[] {
   if (text.trim() === "") return [];
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (e) {
-    throw new FileError(`not valid JSON: ${(e as Error).message}`);
+  const whole = parseJson(text);
+  if (whole.ok) {
+    const value = whole.value;
+    if (Array.isArray(value)) return value.map((v) => JSON.stringify(v));
+    if (value !== null && typeof value === "object") return [JSON.stringify(value)];
+    throw new FileError("a .json file must hold an array or an object (the whole file, or one object per line)");
   }
-  if (Array.isArray(value)) return value.map((v) => JSON.stringify(v));
-  if (value !== null && typeof value === "object") return [JSON.stringify(value)];
-  throw new FileError("a .json file must hold an array or an object");
+  return ndjsonRows(text);
 }
 
-/** Each non-blank line is a row, kept as written (trimmed), after checking that it parses. */
+/**
+ * Each non-blank line is a row, kept as written (trimmed), after checking
+ * that it parses. A line that does not fails the file (nothing of it is sent,
+ * so the fixed file sends the same batch ids); the error names the line and
+ * never quotes it.
+ */
 function ndjsonRows(text: string): string[] {
   const rows: string[] = [];
   const lines = text.split("\n");
   for (const [i, raw] of lines.entries()) {
     const line = raw.trim();
     if (line === "") continue;
-    try {
-      JSON.parse(line);
-    } catch (e) {
-      throw new FileError(`line ${i + 1} is not valid JSON: ${(e as Error).message}`);
-    }
+    if (!parseJson(line).ok) throw new FileError(`line ${i + 1} is not valid JSON (a .json file is read as one object per line unless it is one JSON document)`);
     rows.push(line);
   }
   return rows;
+}
+
+/** The one place the CLI parses input JSON (a nesting check belongs here). */
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false };
+  }
 }
 
 export const sha256hex = (data: string | Uint8Array) => createHash("sha256").update(data).digest("hex");

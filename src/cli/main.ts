@@ -9,7 +9,8 @@ import { parseCli, USAGE, type SendOptions } from "./args.ts";
 import { chunkRows, FileError, rowsOf, type Batch } from "./chunk.ts";
 import { createProgress, type ProgressSink, type ProgressState } from "./progress.ts";
 import { realDeps, sendBatch, type SendDeps } from "./sender.ts";
-import { addOutcome, emptyCounts, renderJson, renderTable, summarize, type FileReport, type Summary } from "./summary.ts";
+import { addOutcome, emptyCounts, noFailures, renderJson, renderTable, summarize, type FileReport, type Summary } from "./summary.ts";
+import { waitPublished, type Published } from "./wait.ts";
 import { UsageError, walkInputs, type InputFile } from "./walk.ts";
 
 export interface Io {
@@ -61,6 +62,7 @@ export async function send(options: SendOptions, io: Io): Promise<Summary> {
 
   // First pass: count rows for the progress totals, and find the files that cannot be read.
   const reports = new Map<string, FileReport>();
+  const failures = noFailures();
   const readable: InputFile[] = [];
   const state: ProgressState = { filesDone: 0, filesTotal: files.length, rowsDone: 0, rowsTotal: 0, batchesFailed: 0 };
   for (const f of files) {
@@ -73,6 +75,7 @@ export async function send(options: SendOptions, io: Io): Promise<Summary> {
       if (!(e instanceof FileError)) throw e;
       report.failed++;
       report.errors.push(e.message);
+      failures.files++;
       state.filesDone++;
       state.batchesFailed++;
     }
@@ -102,6 +105,7 @@ export async function send(options: SendOptions, io: Io): Promise<Summary> {
         if (!(e instanceof FileError)) throw e;
         report.failed++;
         report.errors.push(`${e.message} (changed while sending?)`);
+        failures.files++;
         state.batchesFailed++;
         fileFinished();
         continue;
@@ -112,7 +116,7 @@ export async function send(options: SendOptions, io: Io): Promise<Summary> {
     }
   }
 
-  let stopped: string | null = null;
+  let stopped = null as { error: string; status?: number } | null;
   const queue = batches();
   const next = (): Batch | undefined => {
     if (stopped !== null) return undefined;
@@ -124,13 +128,15 @@ export async function send(options: SendOptions, io: Io): Promise<Summary> {
       const report = reports.get(b.file)!;
       const result = await sendBatch(b, options.target, options.retry, deps);
       if (result.ok) {
-        addOutcome(report, result.outcome);
+        addOutcome(report, result.outcome, result.attempts);
       } else {
         report.failed++;
         report.errors.push(`batch ${b.index} (${b.id}): ${result.error}`);
         state.batchesFailed++;
         progress.note(`${b.file} batch ${b.index} failed: ${result.error}`);
-        if (result.fatal && stopped === null) stopped = result.error;
+        if (result.fatal) stopped ??= { error: result.error, status: result.status };
+        else if (result.status !== undefined && result.status < 500) failures.refused++;
+        else failures.transient++;
       }
       state.rowsDone += b.rows;
       const remaining = left.get(b.file)! - 1;
@@ -152,10 +158,16 @@ export async function send(options: SendOptions, io: Io): Promise<Summary> {
     for (const [file, n] of unsent) {
       const report = reports.get(file)!;
       report.failed += n;
-      report.errors.push(`${n} batch${n === 1 ? "" : "es"} not sent: the run stopped at "${stopped}"`);
+      report.errors.push(`${n} batch${n === 1 ? "" : "es"} not sent: the run stopped at "${stopped.error}"`);
       state.batchesFailed += n;
     }
   }
+  failures.stopped = stopped;
+  // As a file run: done once what was committed is readable where the stream writes (manifest, table), unless told not to wait.
+  let published: Published | null = null;
+  if (options.wait && stopped === null && [...reports.values()].some((r) => r.batches > 0)) {
+    published = await waitPublished(options.target, deps, options.waitTimeoutMs, (text) => progress.note(text));
+  }
   progress.finish();
-  return summarize(options.target.stream, options.target.source ?? "default", [...reports.values()], skipped, Date.now() - started);
+  return summarize(options.target.stream, options.target.source ?? "default", [...reports.values()], skipped, Date.now() - started, failures, published);
 }

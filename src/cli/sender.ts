@@ -44,6 +44,8 @@ export type SendResult =
       attempts: number;
       /** the answer would be the same for every batch of this run (bad token, no such stream) */
       fatal: boolean;
+      /** the HTTP status of the last answer (absent: no answer, e.g. a network error) */
+      status?: number;
     };
 
 export interface SendDeps {
@@ -92,7 +94,7 @@ export async function sendBatch(batch: Batch, target: Target, policy: RetryPolic
       if (e instanceof ProblemError) {
         lastError = e.message;
         if (!isRetryableStatus(e.status, e.problem?.type)) {
-          return { ok: false, error: lastError, attempts: attempt, fatal: isFatalStatus(e.status) };
+          return { ok: false, error: lastError, attempts: attempt, fatal: isFatalStatus(e.status), status: e.status };
         }
         retryAfter = parseRetryAfter(e.headers.get("retry-after"), deps.now());
       } else if (e instanceof ResponseError) {

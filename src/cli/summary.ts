@@ -1,6 +1,7 @@
 /** What a run did, per file and in total: a table for people, JSON for scripts. */
 import type { SkippedFile } from "./walk.ts";
 import type { Outcome } from "./sender.ts";
+import type { Published } from "./wait.ts";
 
 export const COUNTS = ["batches", "rows", "emitted", "duplicates", "late", "rejected", "replayed", "failed"] as const;
 export type Count = (typeof COUNTS)[number];
@@ -20,23 +21,73 @@ export interface Summary {
   skipped: SkippedFile[];
   totals: Counts & { files: number };
   elapsedMs: number;
+  /** what the wait for publication found (null: not waited, --no-wait, or the service cannot say) */
+  published: Published | null;
+  /** what to do next when something failed */
+  advice: string[];
 }
 
 export const emptyCounts = (): Counts => ({ batches: 0, rows: 0, emitted: 0, duplicates: 0, late: 0, rejected: 0, replayed: 0, failed: 0 });
 
-/** Adds a committed batch's outcome to its file's counts. */
-export function addOutcome(report: FileReport, o: Outcome): void {
+/**
+ * Adds a committed batch's outcome to its file's counts. A batch replayed at
+ * its first attempt was committed by an earlier run: it counts as replayed
+ * only, and its recorded counts are not added again (they are not new
+ * output). A replay after a retry is this run's own commit whose answer was
+ * lost (a 503, a timeout): its rows are counted as committed now.
+ */
+export function addOutcome(report: FileReport, o: Outcome, attempts = 1): void {
+  if (o.replayed && attempts === 1) {
+    report.replayed++;
+    return;
+  }
   report.emitted += o.emitted;
   report.duplicates += o.duplicates;
   report.late += o.late;
   report.rejected += o.rejected;
-  if (o.replayed) report.replayed++;
 }
 
-export function summarize(stream: string, source: string, files: FileReport[], skipped: SkippedFile[], elapsedMs: number): Summary {
+/** Why batches failed, as far as the advice goes: answers that stop the run, refusals of a batch as it is, and what may pass. */
+export interface Failures {
+  /** the answer that stopped the run (401, 403, 404) */
+  stopped: { error: string; status?: number } | null;
+  /** 400, 413, 422…: the same bytes get the same refusal */
+  refused: number;
+  /** gave up after retries (5xx, no answer): may pass */
+  transient: number;
+  /** files that could not be read or parsed */
+  files: number;
+}
+
+export const noFailures = (): Failures => ({ stopped: null, refused: 0, transient: 0, files: 0 });
+
+export function summarize(
+  stream: string, source: string, files: FileReport[], skipped: SkippedFile[], elapsedMs: number,
+  failures: Failures = noFailures(), published: Published | null = null,
+): Summary {
   const totals = { files: files.length, ...emptyCounts() };
   for (const f of files) for (const c of COUNTS) totals[c] += f[c];
-  return { ok: totals.failed === 0, stream, source, files, skipped, totals, elapsedMs };
+  const s: Summary = { ok: totals.failed === 0, stream, source, files, skipped, totals, elapsedMs, published, advice: [] };
+  s.advice = adviceFor(s, failures);
+  return s;
+}
+
+/** What to do next, fitting what went wrong (never "run it again" for an answer that would be the same). */
+export function adviceFor(s: Pick<Summary, "ok" | "stream" | "source">, f: Failures): string[] {
+  if (s.ok) return [];
+  const out: string[] = [];
+  const status = f.stopped?.status;
+  if (status === 401 || status === 403) {
+    out.push(`the service refused the credential (HTTP ${status}), so the rest was not sent: check --token / EDGE_DEDUP_TOKEN (the admin token, or a token of source "${s.source}") and that the source is not disabled; then run the same command again (committed batches replay)`);
+  } else if (status === 404) {
+    out.push(`stream "${s.stream}" does not exist there (HTTP 404), so the rest was not sent: check --url and --stream, or create it (PUT /v1/streams/${s.stream}); then run the same command again`);
+  } else if (f.stopped) out.push(`the run stopped at "${f.stopped.error}"`);
+  if (f.files > 0) out.push(`fix the file${f.files === 1 ? "" : "s"} named under errors (nothing of ${f.files === 1 ? "it" : "them"} was sent), then run the same command again`);
+  if (f.refused > 0) {
+    out.push(`${f.refused} batch${f.refused === 1 ? " was" : "es were"} refused as sent (see errors): sending the same bytes again gets the same answer; fix the rows, or use smaller --batch-rows / --max-body-bytes for a 413`);
+  }
+  if (f.transient > 0) out.push(`${f.transient} batch${f.transient === 1 ? "" : "es"} failed for a reason that may pass: run the same command again to retry (committed batches replay)`);
+  return out;
 }
 
 const fmt = (n: number) => n.toLocaleString("en-US");
@@ -57,15 +108,24 @@ export function renderTable(s: Summary): string {
   const errors = s.files.flatMap((f) => f.errors.map((e) => `  ${f.path}: ${e}`));
   if (errors.length > 0) out.push("", "errors:", ...errors);
   const secs = (s.elapsedMs / 1000).toFixed(1);
-  out.push(
-    "",
-    s.ok
-      ? `all ${fmt(s.totals.batches)} batches committed (${fmt(s.totals.replayed)} replayed) to stream ${s.stream} in ${secs} s`
-      : `${fmt(s.totals.failed)} of ${fmt(s.totals.batches)} batches failed; run the same command again to retry them (committed batches replay)`,
-  );
+  const t = s.totals;
+  const now = t.batches - t.replayed - t.failed;
+  const sentNow = `${fmt(now)} committed now (${fmt(t.emitted)} emitted, ${fmt(t.duplicates)} duplicates, ${fmt(t.late)} late, ${fmt(t.rejected)} rejected)`;
+  const replayed = `${fmt(t.replayed)} replayed (committed by an earlier run: nothing new, not counted again)`;
+  out.push("", s.ok ? `all ${fmt(t.batches)} batches committed (${fmt(t.replayed)} replayed) to stream ${s.stream} in ${secs} s` : `${fmt(t.failed)} of ${fmt(t.batches)} batches failed`);
+  out.push(`  ${sentNow}`, `  ${replayed}`);
+  if (s.published) out.push(`  ${publishedLine(s.published)}`);
+  for (const a of s.advice) out.push(`  ${a}`);
   return out.join("\n") + "\n";
 }
 
 export function renderJson(s: Summary): string {
   return JSON.stringify(s, null, 2) + "\n";
+}
+
+function publishedLine(p: Published): string {
+  const where = p.table === null ? "/output and the committed manifest" : "/output, the committed manifest and the table";
+  if (!p.caughtUp) return `after ${(p.waitedMs / 1000).toFixed(0)} s the manifest holds commit ${p.manifest}${p.table === null ? "" : ` and the table commit ${p.table}`}, not yet ${p.commitSeq}: the rows are committed; readers outside see them shortly`;
+  const snap = p.snapshot ? ` (table snapshot ${p.snapshot["snapshot-id"]}, ${fmt(p.snapshot["total-records"])} records)` : "";
+  return `readable in ${where} up to commit ${p.commitSeq}${snap}`;
 }

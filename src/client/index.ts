@@ -9,7 +9,7 @@
  * to what the service answers, and a caller gets the service's JSON as sent.
  */
 import type {
-  Advice, CreatedCredential, Credential, CredentialList, Health, Healthz, Outcome, PartitionState, Problem, Progress, ProgressReport, PutStreamResult, Run,
+  Advice, CreatedCredential, Credential, CredentialList, Health, Healthz, Outcome, PartitionState, Problem, Progress, ProgressReport, Publication, PutStreamResult, Run,
   RunStarted, StreamInfo, StreamList, TableSnapshot,
 } from "../api/schemas.ts";
 import type { credentialBody } from "../api/credentials.ts";
@@ -18,7 +18,7 @@ import type { streamBodySchema } from "../stream/config.ts";
 import type { z } from "zod";
 
 export type {
-  Advice, CreatedCredential, Credential, CredentialList, Health, Healthz, Outcome, PartitionState, Problem, Progress, ProgressReport, PutStreamResult, Run,
+  Advice, CreatedCredential, Credential, CredentialList, Health, Healthz, Outcome, PartitionState, Problem, Progress, ProgressReport, Publication, PutStreamResult, Run,
   RunStarted, StreamInfo, StreamList, TableSnapshot,
 };
 export type { SourceInfo, StateEntry, StreamConfigView } from "../api/schemas.ts";
@@ -252,11 +252,15 @@ export function createClient(options: ClientOptions) {
     /** the delay advisor's live figures per source, and the recommended watermarkDelay */
     advice: (stream: string) => get<Advice>(`${streamPath(stream)}/advice`),
 
+    /** A file run (DESIGN §7): prefix, source, and Spark's file-source options (multiLine, maxFilesPerTrigger, cleanSource…). */
     async startRun(stream: string, body: RunRequest): Promise<RunStarted> {
       return json<RunStarted>(await expectStatus([202], "POST", `${streamPath(stream)}/runs`, jsonBody(body)));
     },
 
     getRun: (stream: string, id: string) => get<Run>(`${streamPath(stream)}/runs/${seg(id)}`),
+
+    /** how far the committed output is readable outside: /output, the manifest, the table (what a run's done waits for) */
+    publication: (stream: string) => get<Publication>(`${streamPath(stream)}/publication`),
 
     async createCredential(stream: string, source: string, body: CredentialRequest): Promise<CreatedCredential> {
       return json<CreatedCredential>(await expectStatus([201], "POST", `${streamPath(stream)}/sources/${seg(source)}/credentials`, jsonBody(body)));

@@ -269,7 +269,7 @@ const SCRIPT = String.raw`
       ]);
     });
     var table = h("div", { class: "scroll" }, [h("table", { id: "sources-table" }, [
-      h("thead", {}, [h("tr", {}, ["Source", "Watermark", "Max event time", "Last batch", "", ""].map(function (t) { return h("th", {}, [t]); }))]),
+      h("thead", {}, [h("tr", {}, ["Source", "Watermark", "Max event time", "Last batch", "Declared", "Activity"].map(function (t) { return h("th", {}, [t]); }))]),
       h("tbody", {}, rows),
     ])]);
 
@@ -375,13 +375,14 @@ const SCRIPT = String.raw`
       ]);
     }
     var names = Object.keys(advice.sources).sort();
-    var cols = ["Source", "Rows", "Duplicates", "Gap p99.9", "Disorder p99.9", "Recommended", "Current", ""];
+    var cols = ["Source", "Rows", "Duplicates", "Gap p99.9", "Disorder p99.9", "Recommended", "Current", "Verdict"];
     fill("advice", [h("div", { class: "scroll" }, [h("table", { id: "advice-table" }, [
       h("thead", {}, [h("tr", {}, cols.map(function (c, i) { return h("th", { class: i === 0 || i === 7 ? "text" : "" }, [c]); }))]),
       h("tbody", {}, names.length ? names.map(function (n) { return row(n, advice.sources[n]); }).concat(names.length > 1 ? [row("(stream)", advice.overall, "total")] : [])
         : [h("tr", {}, [h("td", { colspan: cols.length, class: "text" }, ["No rows yet."])])]),
     ])]),
       h("p", { class: "note", id: "advice-recommendation" }, ["Recommended for the stream: " + advice.overall.recommendation.watermarkDelay + " (" + advice.overall.recommendation.basis + "), the larger p99.9 × " + advice.margin + " rounded up, as edge-dedup advise computes it over a history; " + (advice.overall.currentDelay ? "configured: " + advice.overall.currentDelay.interval + "." : "no event time configured.")]),
+      advice.overall.recommendation.caveat ? h("p", { class: "note held", id: "advice-caveat" }, ["Caution, " + advice.overall.recommendation.caveat + "."]) : "",
       h("p", { class: "note" }, ["Gap: event time between a duplicate and the copy kept. Disorder: how far a row is behind its source's newest event time. Counted since the stream was created."]),
     ]);
   }
@@ -431,7 +432,8 @@ const SCRIPT = String.raw`
       if (current) await loadStream(current);
       else { $("panels").hidden = true; $("empty").hidden = false; }
       showError("");
-      $("updated").textContent = "updated " + new Date().toLocaleTimeString() + (paused ? " (paused)" : "");
+      // UTC, as every other time on the page (and in the API)
+      $("updated").textContent = "updated " + clock(Date.now()) + (paused ? " (paused)" : "");
     } catch (e) {
       showError(e instanceof ApiError ? e.message : "Error: " + (e && e.message ? e.message : String(e)));
       if (e.status === 401 || e.status === 403) setPaused(true);

@@ -52,13 +52,17 @@ export const queueIdentity = (hash: string) => `queue:${hash}`;
 
 export type FileMode = "json" | "ndjson";
 
-/** Which objects a run or a notification ingests, and how they parse: by the key's ending. */
+/** Which objects a run or a notification ingests, and how they parse: by the key's ending (before a `.gz`, which is gzip). */
 export function fileMode(key: string): FileMode | null {
-  const k = key.toLowerCase();
+  let k = key.toLowerCase();
+  if (k.endsWith(".gz")) k = k.slice(0, -3);
   if (k.endsWith(".json")) return "json";
   if (k.endsWith(".ndjson") || k.endsWith(".jsonl")) return "ndjson";
   return null;
 }
+
+/** A gzip-compressed input object (`.json.gz`, `.ndjson.gz`, `.jsonl.gz`): decompressed before parsing. */
+export const isGzip = (key: string) => key.toLowerCase().endsWith(".gz");
 
 /** The Content-Type that makes parseRows read a file of that mode. */
 export const MODE_CONTENT_TYPE: Record<FileMode, string> = { json: "application/json", ndjson: "application/x-ndjson" };

@@ -40,6 +40,7 @@ const sourceSchema = z.strictObject({
   maxEventTimeSkew: interval.optional().describe("default: the stream's"),
   maxAheadOfWatermark: interval.optional().describe("default: the stream's"),
   idleTimeout: interval.optional().describe("default: the stream's"),
+  multiLine: z.boolean().optional().describe("file runs of this source: each .json file is one JSON document (true) or JSON Lines (false); a run's own multiLine wins"),
 });
 
 const limitsSchema = z.strictObject({
@@ -143,6 +144,8 @@ export interface SourceConfig {
   maxAheadOfWatermark?: number;
   /** ms; the source's own idle timeout (defaults to the stream's) */
   idleTimeout?: number;
+  /** how file runs of this source read .json files (src/sources/files/parse.ts) */
+  multiLine?: boolean;
 }
 
 export const DEFAULT_LIMITS = { maxBodyBytes: 10 * 1024 * 1024, maxRows: 10_000 };

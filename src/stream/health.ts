@@ -50,6 +50,8 @@ export interface HealthSource {
   /** counts toward the global watermark now: declared or has sent, not disabled, not idle */
   counted: boolean;
   idle: boolean;
+  /** the source's own watermark delay, ms (absent: the stream's): a source given a longer delay on purpose is not "held back" by it */
+  delay?: number;
 }
 
 export interface HealthInput {
@@ -98,19 +100,27 @@ export function recentWindow(progress: readonly ProgressReport[], now: number, t
   return progress.filter((p) => p.committedAt >= now - t.windowMs).slice(-t.windowBatches);
 }
 
-/** Under policy min, the counted source at the min when it lags the max by more than the delay (ties: the first by name). */
+/**
+ * Under policy min, the counted source at the min when it lags the max by
+ * more than the delay (ties: the first by name). Lag is measured in event
+ * time (watermark + the source's own delay), so a source whose watermark is
+ * lower only because it was given a longer delay is not held back.
+ */
 export function heldBackBy(input: Pick<HealthInput, "policy" | "delay" | "sources" | "hasEventTime">): string | null {
   if (input.policy !== "min" || !input.hasEventTime) return null;
   const counted = Object.entries(input.sources).filter(([, s]) => s.counted).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   if (counted.length < 2) return null;
   let min = counted[0];
-  let max = counted[0][1].watermark;
+  let max = eventTimeOf(counted[0][1], input.delay);
   for (const c of counted) {
-    if (c[1].watermark < min[1].watermark) min = c;
-    max = Math.max(max, c[1].watermark);
+    if (eventTimeOf(c[1], input.delay) < eventTimeOf(min[1], input.delay)) min = c;
+    max = Math.max(max, eventTimeOf(c[1], input.delay));
   }
-  return max - min[1].watermark > input.delay ? min[0] : null;
+  return max - eventTimeOf(min[1], input.delay) > input.delay ? min[0] : null;
 }
+
+/** How far a source's event time has got: its watermark plus its own delay (one that has none yet: the stream's). */
+const eventTimeOf = (s: HealthSource, delay: number) => s.watermark + (s.watermark > 0 ? (s.delay ?? delay) : delay);
 
 export function evaluateHealth(input: HealthInput, thresholds: Partial<HealthThresholds> = {}): HealthReport {
   const t = { ...DEFAULT_THRESHOLDS, ...thresholds };

@@ -22,6 +22,18 @@ export interface RejectedRow {
 
 class RowError extends Error {}
 
+/**
+ * A line of an input file that is not JSON arrives as `{"_corrupt_line": n}`
+ * (src/sources/files/parse.ts, Spark's PERMISSIVE mode): rejected with a
+ * reason that names the line, and nothing of its bytes.
+ */
+export const CORRUPT_LINE = "_corrupt_line";
+function corruptLineOf(raw: object): number | null {
+  const keys = Object.keys(raw);
+  const n = (raw as Row)[CORRUPT_LINE];
+  return keys.length === 1 && keys[0] === CORRUPT_LINE && Number.isSafeInteger(n) && (n as number) > 0 ? (n as number) : null;
+}
+
 /** Epoch seconds at or above this (the year 5138) are milliseconds sent to a "timestamp:s" column. */
 export const MAX_PLAUSIBLE_S = 1e11;
 
@@ -113,6 +125,8 @@ export function validateRow(
 ): AcceptedRow | RejectedRow {
   try {
     if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw new RowError("row is not a JSON object");
+    const corrupt = corruptLineOf(raw);
+    if (corrupt !== null) throw new RowError(`line ${corrupt} is not valid JSON`);
     const row: Row = { ...(raw as Row) };
     for (const [column, type] of Object.entries(config.schema)) {
       const v = own(row, column);

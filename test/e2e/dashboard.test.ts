@@ -135,6 +135,13 @@ describe("the dashboard in a browser", () => {
       expect(cells[2]).toBe(iso(src.maxEventTime!));
     }
     expect(await text(page, '#sources-table tr[data-source="mobile"] td:first-child')).toContain("holds back");
+    // Every column has a heading; the page's clock is UTC, as every other time on it (#15).
+    expect(await page.$$eval("th", (ths) => ths.filter((th) => (th.textContent ?? "").trim() === "").length)).toBe(0);
+    expect(await page.$$eval("#sources-table th", (ths) => ths.map((th) => th.textContent))).toEqual(["Source", "Watermark", "Max event time", "Last batch", "Declared", "Activity"]);
+    expect(await text(page, "#updated")).toMatch(/^updated \d\d:\d\d:\d\dZ/);
+    const icon = await fetch(`${server.url}/favicon.ico`);
+    expect([icon.status, icon.headers.get("content-type")]).toEqual([200, "image/svg+xml"]);
+    expect(await icon.text()).toMatch(/^<svg /);
 
     // One bar per partition, rows and bytes, with each partition's real figures.
     const state = await api.allState(STREAM, PARTITIONS);

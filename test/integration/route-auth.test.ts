@@ -13,7 +13,7 @@ import { ROUTES } from "../../src/api/routes";
 import { AUTH as ADMIN, client, createStream } from "./helpers";
 
 /** The only routes open to anyone: liveness, the contract and the dashboard's page shell (no data behind any). */
-const PUBLIC = ["get /dashboard", "get /docs", "get /healthz", "get /openapi.json"];
+const PUBLIC = ["get /dashboard", "get /docs", "get /favicon.ico", "get /healthz", "get /openapi.json"];
 
 const LIVE = "ra-live";
 const guarded = ROUTES.filter((r) => r.auth !== "public");

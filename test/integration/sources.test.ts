@@ -1,5 +1,5 @@
 import { env, exports } from "cloudflare:workers";
-import { createExecutionContext, createMessageBatch, evictDurableObject, getQueueResult, runDurableObjectAlarm } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, evictDurableObject, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import entry from "../../src/index";
 import { processBatch } from "../../src/api/ingest";
@@ -39,12 +39,18 @@ async function startRun(stream: string, body: Record<string, unknown>): Promise<
 
 const view = (stream: string, id: string) => json(call("GET", `/v1/streams/${stream}/runs/${id}`));
 
-/** Runs the Runner's alarms until the run ends (the runtime may also fire them on its own); returns its view and the alarms run. */
+/**
+ * Runs the Runner's alarms until the run ends (the runtime may also fire them
+ * on its own); returns its view and the alarms run. Once its files are in, a
+ * run waits for the stream's publication (manifest, table): the Coordinator's
+ * alarm, which would come a few seconds later, is run at once.
+ */
 async function drive(stream: string, id: string, between?: (alarm: number) => Promise<void>) {
   const stub = env.RUNNER.getByName(stream);
   for (let alarm = 1; alarm <= 200; alarm++) {
     const v = await view(stream, id);
     if (v.status !== "running") return v;
+    if (v.publication) await runDurableObjectAlarm(env.COORDINATOR.getByName(stream));
     await runDurableObjectAlarm(stub);
     await between?.(alarm);
     await new Promise((r) => setTimeout(r, 5));
@@ -59,26 +65,27 @@ describe("file runs", () => {
     await createStream("runs1", base);
     const expected = await putFiles("in/runs1/", 25);
     await env.INPUT.put("in/runs1/notes.csv", "id\n1\n"); // not ours: ignored
+    // One line that is not JSON: as Spark's JSON source (PERMISSIVE), a rejected row, not a failed file.
     await env.INPUT.put("in/runs1/broken.json", "{not json");
     await env.INPUT.put("in/runs1-other/f.json", JSON.stringify([row(999)])); // another prefix
     const id = await startRun("runs1", { prefix: "in/runs1/" });
     const v = await drive("runs1", id);
     expect(v).toMatchObject({
       id, status: "done", source: "files", listed: true,
-      files: { done: 25, left: 0, skipped: 0, failed: 1, replayed: 0 },
-      input: 75, emitted: expected.size, duplicates: 75 - expected.size, late: 0, rejected: 0,
+      files: { done: 26, left: 0, skipped: 0, failed: 0, replayed: 0 },
+      input: 76, emitted: expected.size, duplicates: 75 - expected.size, late: 0, rejected: 1,
     });
-    expect(v.errors).toEqual([{ key: "in/runs1/broken.json", detail: expect.stringMatching(/not valid JSON/) }]);
+    expect(v.errors).toEqual([]);
     expect(v.finishedAt).toBeGreaterThanOrEqual(v.startedAt);
     expect(await ids("runs1")).toEqual([...expected].sort((a, b) => a - b));
 
-    // The same prefix again: nothing read, nothing new (the broken file is tried again and fails again).
+    // The same prefix again: nothing read, nothing new.
     const again = await drive("runs1", await startRun("runs1", { prefix: "in/runs1/" }));
-    expect(again).toMatchObject({ status: "done", files: { done: 0, left: 0, skipped: 25, failed: 1 }, input: 0, emitted: 0 });
+    expect(again).toMatchObject({ status: "done", files: { done: 0, left: 0, skipped: 26, failed: 0 }, input: 0, emitted: 0 });
     // New files under it: only those.
     const more = await putFiles("in/runs1/", 2, 25);
     const third = await drive("runs1", await startRun("runs1", { prefix: "in/runs1/" }));
-    expect(third).toMatchObject({ status: "done", files: { done: 2, skipped: 25, failed: 1 } });
+    expect(third).toMatchObject({ status: "done", files: { done: 2, skipped: 26, failed: 0 } });
     expect(await ids("runs1")).toEqual([...new Set([...expected, ...more])].sort((a, b) => a - b));
   });
 
@@ -156,6 +163,138 @@ describe("file runs", () => {
     expect((await call("GET", "/v1/streams/runs5/runs/run_nope")).status).toBe(404);
     expect((await call("DELETE", "/v1/streams/runs5/runs/run_nope")).status).toBe(405);
     expect((await call("POST", "/v1/streams/runs5/runs", { prefix: "x" }, { authorization: "Bearer wrong" })).status).toBe(403);
+    expect((await call("GET", "/v1/streams/nope/publication")).status).toBe(404);
+    expect((await call("GET", "/v1/streams/runs5/publication", undefined, { authorization: "Bearer wrong" })).status).toBe(403);
+    expect(await json(call("GET", "/v1/streams/runs5/publication"))).toEqual({ stream: "runs5", committed: 0, output: 0, manifest: 0, table: null, snapshot: null });
+    expect((await call("POST", "/v1/streams/runs5/publication")).status).toBe(405);
+  });
+});
+
+/** gzip of a text, as a producer would write a .gz object. */
+async function gzip(text: string): Promise<Uint8Array> {
+  const stream = new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+const lines = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).join("\n") + "\n";
+
+describe("file runs read files as Spark's JSON source does", () => {
+  it(".json is JSON Lines unless the file is one document; a bad line is a rejected row naming it; gzip is decompressed", async () => {
+    await createStream("spark1", base);
+    await env.INPUT.put("in/spark1/part-00000.json", lines([row(1), row(2), row(2)]));
+    await env.INPUT.put("in/spark1/part-00001.json", JSON.stringify([row(3), row(4)], null, 2)); // one document, pretty-printed
+    await env.INPUT.put("in/spark1/part-00002.json", `${JSON.stringify(row(5))}\n{"id": 6, "secret-bytes\n${JSON.stringify(row(7))}\n`);
+    await env.INPUT.put("in/spark1/part-00003.json.gz", await gzip(lines([row(8), row(1)])));
+    await env.INPUT.put("in/spark1/part-00004.ndjson.gz", await gzip(lines([row(9)])));
+    await env.INPUT.put("in/spark1/part-00005.json.gz", new TextEncoder().encode("not gzip at all"));
+    const v = await drive("spark1", await startRun("spark1", { prefix: "in/spark1/" }));
+    expect(v).toMatchObject({ status: "done", files: { done: 5, failed: 1 }, input: 11, emitted: 8, duplicates: 2, rejected: 1 });
+    expect(v.errors).toEqual([{ key: "in/spark1/part-00005.json.gz", detail: expect.stringMatching(/not valid gzip/) }]);
+    expect(await ids("spark1")).toEqual([1, 2, 3, 4, 5, 7, 8, 9]);
+    // The rejected lane names the line (2: its index is 1) and keeps none of its bytes.
+    const rejected = await (await call("GET", "/v1/streams/spark1/rejected")).text();
+    const lane = rejected.trim().split("\n").map((l) => JSON.parse(l));
+    expect(lane).toHaveLength(1);
+    expect(lane[0]).toMatchObject({ index: 1, reason: "line 2 is not valid JSON" });
+    expect(rejected).not.toContain("secret-bytes");
+    expect(v.publication).toMatchObject({ commitSeq: 5, manifest: 5, table: null, snapshot: null });
+  });
+
+  it('multiLine: true reads each .json whole (a JSON Lines file fails); false reads lines only; a declared source may set it', async () => {
+    await createStream("spark2", { ...base, sources: { docs: { multiLine: true } } });
+    await env.INPUT.put("in/spark2/a.json", lines([row(1), row(2)]));
+    await env.INPUT.put("in/spark2/b.json", JSON.stringify([row(3)], null, 2));
+    const whole = await drive("spark2", await startRun("spark2", { prefix: "in/spark2/", multiLine: true }));
+    expect(whole).toMatchObject({ status: "done", options: { multiLine: true }, files: { done: 1, failed: 1 }, emitted: 1 });
+    expect(whole.errors[0]).toMatchObject({ key: "in/spark2/a.json", detail: expect.stringMatching(/not one JSON document/) });
+    // The source's declaration says the same, without the run saying it.
+    await env.INPUT.put("in/spark2/c.json", lines([row(4), row(5)]));
+    const declared = await drive("spark2", await startRun("spark2", { prefix: "in/spark2/", source: "docs" }));
+    expect(declared).toMatchObject({ files: { failed: 2 } });
+    // multiLine false: a pretty-printed document is lines, most not JSON: rejected rows, nothing emitted from it.
+    await env.INPUT.put("in/spark2x/d.json", JSON.stringify(row(6), null, 2));
+    const asLines = await drive("spark2", await startRun("spark2", { prefix: "in/spark2x/", multiLine: false }));
+    expect(asLines).toMatchObject({ status: "done", files: { done: 1, failed: 0 }, emitted: 0 });
+    expect(asLines.rejected).toBe(asLines.input);
+    expect(asLines.rejected).toBeGreaterThan(2);
+  });
+
+  it("maxFilesPerTrigger puts that many files in one micro-batch (judged by one watermark); cleanSource archives or deletes after the commit", async () => {
+    const timed = { key: ["id"], eventTime: "ts", watermarkDelay: "1 minute", partitions: 2 };
+    const put = async (prefix: string) => {
+      for (let f = 0; f < 4; f++) await env.INPUT.put(`${prefix}part-${f}.json`, lines([{ id: f, ts: T + f * 3_600_000 }]));
+    };
+    await createStream("spark3", timed);
+    await put("in/spark3/");
+    const v = await drive("spark3", await startRun("spark3", { prefix: "in/spark3/", maxFilesPerTrigger: 4, cleanSource: "archive", sourceArchiveDir: "done/" }));
+    expect(v).toMatchObject({ status: "done", files: { done: 4 }, emitted: 4 });
+    const grouped = (await json(call("GET", "/v1/streams/spark3/progress?limit=10"))).progress as { watermark: number }[];
+    expect(new Set(grouped.map((p) => p.watermark)).size).toBe(1);
+    expect((await env.INPUT.list({ prefix: "in/spark3/" })).objects).toEqual([]);
+    expect((await env.INPUT.list({ prefix: "done/in/spark3/" })).objects.map((o) => o.key)).toEqual([0, 1, 2, 3].map((f) => `done/in/spark3/part-${f}.json`));
+    expect(await (await env.INPUT.get("done/in/spark3/part-2.json"))!.text()).toBe(lines([{ id: 2, ts: T + 2 * 3_600_000 }]));
+
+    // One file per micro-batch (the default): each judged by the watermark the one before it moved.
+    await createStream("spark4", timed);
+    await put("in/spark4/");
+    const w = await drive("spark4", await startRun("spark4", { prefix: "in/spark4/", cleanSource: "delete" }));
+    expect(w).toMatchObject({ status: "done", files: { done: 4 }, emitted: 4 });
+    const single = (await json(call("GET", "/v1/streams/spark4/progress?limit=10"))).progress as { watermark: number }[];
+    expect(new Set(single.map((p) => p.watermark)).size).toBe(4);
+    expect((await env.INPUT.list({ prefix: "in/spark4/" })).objects).toEqual([]);
+
+    // The options are checked: an archive needs a directory that does not overlap the prefix.
+    for (const bad of [
+      { prefix: "in/", cleanSource: "archive" },
+      { prefix: "in/", cleanSource: "archive", sourceArchiveDir: "in/done/" },
+      { prefix: "in/x/", cleanSource: "archive", sourceArchiveDir: "in/" },
+      { prefix: "in/", sourceArchiveDir: "done/" },
+      { prefix: "in/", maxFilesPerTrigger: 0 },
+      { prefix: "in/", multiLine: "yes" },
+    ]) expect((await call("POST", "/v1/streams/spark4/runs", bad)).status, JSON.stringify(bad)).toBe(400);
+  });
+
+  it("a run with a table is done only once the table's current snapshot holds what it ingested", async () => {
+    await createStream("spark5", { ...base, schema: { id: "long", ts: "long" }, table: { format: "iceberg" } });
+    await env.INPUT.put("in/spark5/a.json", lines([row(1), row(2), row(1)]));
+    await env.INPUT.put("in/spark5/b.json", lines([row(3), row(2)]));
+    const id = await startRun("spark5", { prefix: "in/spark5/" });
+    // Without the Coordinator's alarm (no publication), the run waits rather than reporting done.
+    const stub = env.RUNNER.getByName("spark5");
+    for (let i = 0; i < 5; i++) await runDurableObjectAlarm(stub);
+    const waiting = await view("spark5", id);
+    if (waiting.status === "running") expect(waiting.publication).toMatchObject({ commitSeq: 2, snapshot: null });
+    const v = await drive("spark5", id);
+    expect(v).toMatchObject({ status: "done", emitted: 3, publication: { commitSeq: 2, manifest: 2, table: 2, snapshot: { "total-records": 3, "commit-seq": 2 } } });
+    const table = await json(call("GET", "/v1/streams/spark5/table"));
+    expect(table.snapshot["snapshot-id"]).toBe(v.publication.snapshot["snapshot-id"]);
+    expect(table.snapshot.summary["total-records"]).toBe("3");
+  });
+});
+
+describe("a Runner from before run options and publication", () => {
+  it("gets the new columns on its next start and runs as before", async () => {
+    await createStream("old1", base);
+    const stub = env.RUNNER.getByName("old1");
+    // The first version's tables, with a finished run in them.
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec(`
+        CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), stream TEXT NOT NULL);
+        CREATE TABLE runs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, prefix TEXT NOT NULL, source TEXT NOT NULL, epoch TEXT NOT NULL,
+          status TEXT NOT NULL, cursor TEXT, listed INTEGER NOT NULL, totals TEXT NOT NULL, errors TEXT NOT NULL, attempts INTEGER NOT NULL,
+          started_at INTEGER NOT NULL, finished_at INTEGER);
+        CREATE TABLE run_files (run_id TEXT NOT NULL, n INTEGER NOT NULL, key TEXT NOT NULL, etag TEXT NOT NULL, size INTEGER NOT NULL, PRIMARY KEY (run_id, n)) WITHOUT ROWID;
+        CREATE TABLE done_files (epoch TEXT NOT NULL, key TEXT NOT NULL, etag TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (epoch, key, etag)) WITHOUT ROWID;
+        INSERT INTO meta VALUES (1, 'old1');
+        INSERT INTO runs VALUES ('run_old', 1, 'in/old1/', 'files', 'e', 'done', NULL, 1,
+          '{"files":{"done":0,"skipped":0,"failed":0,"replayed":0},"input":0,"emitted":0,"duplicates":0,"late":0,"rejected":0}', '[]', 0, 1, 2);
+      `);
+    });
+    await evictDurableObject(stub);
+    expect(await view("old1", "run_old")).toMatchObject({ status: "done", options: {}, publication: null });
+    await env.INPUT.put("in/old1/a.json", lines([row(1), row(1)]));
+    expect(await drive("old1", await startRun("old1", { prefix: "in/old1/", maxFilesPerTrigger: 2 }))).toMatchObject({
+      status: "done", options: { maxFilesPerTrigger: 2 }, emitted: 1, duplicates: 1, publication: { commitSeq: 1 },
+    });
   });
 });
 

@@ -75,6 +75,16 @@ describe("evaluateHealth", () => {
     expect(heldBackBy({ ...input(), sources: { a: src(60 * MIN) } })).toBeNull();
   });
 
+  test("not held back: a source whose watermark is lower only because it was given a longer delay on purpose (#15)", () => {
+    // "batch" runs 2 hours behind by design (its own delay); its event time is as far as the others'.
+    const sources = { live: src(300 * MIN), batch: src(300 * MIN + 5 * MIN - 120 * MIN, { delay: 120 * MIN }) };
+    expect(heldBackBy({ ...input(), sources })).toBeNull();
+    expect(evaluateHealth(input({ sources, watermark: sources.batch.watermark })).reasons).toEqual([]);
+    // …but one that also lags in event time is.
+    const behind = { ...sources, batch: src(300 * MIN + 5 * MIN - 120 * MIN - 30 * MIN, { delay: 120 * MIN }) };
+    expect(heldBackBy({ ...input(), sources: behind })).toBe("batch");
+  });
+
   test("a declared source that never sent is named, and said to be silent", () => {
     const h = evaluateHealth(input({ sources: { a: src(60 * MIN), quiet: src(0, { lastBatchAt: null }) }, watermark: 0 }));
     expect(h.heldBackBy).toBe("quiet");

@@ -1,7 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { HttpError } from "../../src/api/problem";
 import { addFailed, addOutcome, addSkipped, emptyTotals, judgeError, keepError, MAX_ERRORS, needsListing, planPage, retryDelayMs, takeSlice } from "../../src/sources/files/plan";
-import { bareEtag, canonicalJson, fileBatchId, fileMode, messageHash, queueBatchId, BATCH_ID_PATTERN } from "../../src/sources/ids";
+import { bareEtag, canonicalJson, fileBatchId, fileMode, isGzip, messageHash, queueBatchId, BATCH_ID_PATTERN } from "../../src/sources/ids";
+import { corruptRow, fileRows, parseJsonText } from "../../src/sources/files/parse";
+import { archiveKey, groupsOf, publicationLag, publicationState, PUBLISH_WAIT_MS } from "../../src/sources/files/plan";
+import { runBody } from "../../src/sources/files/run-body";
+import { TooManyRows } from "../../src/api/body";
+import { parseStreamConfig } from "../../src/stream/config";
+import { CORRUPT_LINE, validateRow } from "../../src/stream/schema";
 import { classify, retryDelaySeconds, streamOfKey, verdictOf } from "../../src/sources/queue/messages";
 
 describe("batch ids", () => {
@@ -43,6 +49,80 @@ describe("batch ids", () => {
     expect(fileMode("a/b.jsonl")).toBe("ndjson");
     expect(fileMode("a/b.csv")).toBeNull();
     expect(fileMode("a/json")).toBeNull();
+    expect(fileMode("a/b.json.gz")).toBe("json");
+    expect(fileMode("a/b.ndjson.GZ")).toBe("ndjson");
+    expect(fileMode("a/b.jsonl.gz")).toBe("ndjson");
+    expect(fileMode("a/b.csv.gz")).toBeNull();
+    expect(isGzip("a/b.json.gz")).toBe(true);
+    expect(isGzip("a/b.json")).toBe(false);
+  });
+});
+
+describe("file rows, as Spark's JSON source reads them", () => {
+  const text = (rows: unknown[], eol = "\n") => rows.map((r) => JSON.stringify(r)).join(eol) + eol;
+  const a = { id: 1 };
+  const b = { id: 2, nested: { x: [1, 2] } };
+
+  it(".json: JSON Lines, unless the file is one document (then as it always was: the bare-hash identity)", () => {
+    expect(fileRows(text([a, b]), "json", undefined, 10)).toEqual({ rows: [a, b], readAs: "ndjson", corruptLines: [] });
+    expect(fileRows(text([a, b], "\r\n"), "json", undefined, 10).rows).toEqual([a, b]);
+    expect(fileRows(JSON.stringify([a, b], null, 2), "json", undefined, 10)).toEqual({ rows: [a, b], readAs: "json", corruptLines: [] });
+    expect(fileRows(JSON.stringify(b, null, 2), "json", undefined, 10)).toEqual({ rows: [b], readAs: "json", corruptLines: [] });
+    expect(fileRows("\ufeff" + text([a]), "json", undefined, 10).rows).toEqual([a]);
+    // .ndjson never reads whole: a one-line array is one (rejected) row, as before.
+    expect(fileRows(JSON.stringify([a, b]), "ndjson", undefined, 10).rows).toEqual([[a, b]]);
+  });
+
+  it("a line that is not JSON is a placeholder row naming its line, none of its bytes; blank lines are skipped", () => {
+    const r = fileRows(`${JSON.stringify(a)}\n\n{"id": 3, "password": "hunter2\n${JSON.stringify(b)}\n`, "json", undefined, 10);
+    expect(r.rows).toEqual([a, corruptRow(3), b]);
+    expect(r.corruptLines).toEqual([3]);
+    expect(JSON.stringify(r)).not.toContain("hunter2");
+    // Validation rejects the placeholder with a reason that names the line; a real row with more fields is not one.
+    const parsed = parseStreamConfig({ key: ["id"], mode: "global" });
+    if (!parsed.ok) throw new Error("config");
+    const config = parsed.config;
+    expect(validateRow(config, r.rows[1], 1, 0)).toEqual({ index: 1, error: "line 3 is not valid JSON" });
+    expect(validateRow(config, { [CORRUPT_LINE]: 3, id: 1 }, 0, 0)).toMatchObject({ key: expect.any(String) });
+  });
+
+  it("multiLine: true reads the file whole only; false reads lines only", () => {
+    expect(() => fileRows(text([a, b]), "json", true, 10)).toThrow(/not one JSON document/);
+    expect(fileRows(JSON.stringify([a, b], null, 2), "json", true, 10).rows).toEqual([a, b]);
+    const lines = fileRows(JSON.stringify(b, null, 2), "json", false, 100);
+    expect(lines.readAs).toBe("ndjson");
+    expect(lines.corruptLines.length).toBeGreaterThan(2);
+  });
+
+  it("refuses empty files, too many rows and deep nesting, without quoting the input", () => {
+    expect(() => fileRows("  \n", "json", undefined, 10)).toThrow(/empty/);
+    expect(() => fileRows("[]", "json", undefined, 10)).toThrow(/empty JSON array/);
+    expect(() => fileRows(text([a, a, a]), "json", undefined, 2)).toThrow(TooManyRows);
+    expect(() => fileRows(JSON.stringify([a, a, a]), "json", undefined, 2)).toThrow(TooManyRows);
+    const deep = "[".repeat(40) + "]".repeat(40);
+    expect(() => fileRows(deep, "json", undefined, 10)).toThrow(/nests more than/);
+    expect(fileRows(`${JSON.stringify(a)}\n${deep}\n`, "ndjson", undefined, 10).corruptLines).toEqual([2]);
+    expect(parseJsonText("{bad")).toEqual({ ok: false, why: "invalid" });
+  });
+});
+
+describe("run publication and options", () => {
+  const p = { commitSeq: 5, manifest: 5, table: 5, since: 1000 };
+  it("is published when the manifest and the table (if any) hold the run's last commit; gives up after a while", () => {
+    expect(publicationState(p, 1000)).toBe("published");
+    expect(publicationState({ ...p, table: null }, 1000)).toBe("published");
+    expect(publicationState({ ...p, table: 4 }, 1000)).toBe("waiting");
+    expect(publicationState({ ...p, manifest: 4 }, 1000)).toBe("waiting");
+    expect(publicationState({ ...p, manifest: 4 }, 1000 + PUBLISH_WAIT_MS)).toBe("timed-out");
+    expect(publicationLag({ ...p, table: 3, snapshot: null })).toMatch(/the table holds commit 3/);
+  });
+  it("groups files into micro-batches of maxFilesPerTrigger; archives under the directory", () => {
+    expect(groupsOf([1, 2, 3, 4, 5], 2)).toEqual([[1, 2], [3, 4], [5]]);
+    expect(groupsOf([1, 2], undefined)).toEqual([[1], [2]]);
+    expect(archiveKey("done/", "in/a.json")).toBe("done/in/a.json");
+    expect(runBody.safeParse({ prefix: "in/", cleanSource: "archive", sourceArchiveDir: "done/" }).success).toBe(true);
+    expect(runBody.safeParse({ prefix: "in/", cleanSource: "archive", sourceArchiveDir: "in/old/" }).success).toBe(false);
+    expect(runBody.safeParse({ prefix: "", cleanSource: "archive", sourceArchiveDir: "x/" }).success).toBe(false);
   });
 });
 

@@ -1,3 +1,4 @@
+import { faviconResponse } from "../../dashboard/favicon";
 import { dashboardResponse } from "../../dashboard/page";
 import { route } from "../route";
 
@@ -8,4 +9,11 @@ export const dashboard = route({
   handler: () => dashboardResponse(),
 });
 
-export const routes = [dashboard];
+// The dashboard's tab icon: browsers ask every origin for /favicon.ico (a 404 otherwise). No auth, cached.
+export const favicon = route({
+  method: "get", path: "/favicon.ico", summary: "The dashboard's tab icon", tag: "operate", auth: "public",
+  responses: { 200: { media: "image/svg+xml", description: "an SVG icon" } },
+  handler: () => faviconResponse(),
+});
+
+export const routes = [dashboard, favicon];

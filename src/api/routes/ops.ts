@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { coordinatorStub } from "../../env";
 import { DEFAULT_THRESHOLDS, evaluateHealth, type HealthSource } from "../../stream/health";
+import { delayOf } from "../../stream/config";
 import { watermarkSources } from "../../stream/watermark";
 import { route } from "../route";
 import { adviceSchema, healthSchema, progressSchema } from "../schemas";
@@ -46,7 +47,7 @@ export const health = route({
     const counted = new Set(watermarkSources(d.config, d.sources));
     const sources: Record<string, HealthSource> = {};
     for (const [name, s] of Object.entries(d.sources)) {
-      sources[name] = { watermark: s.watermark, lastBatchAt: s.lastBatchAt, idle: s.idle, counted: counted.has(name) && !s.idle };
+      sources[name] = { watermark: s.watermark, lastBatchAt: s.lastBatchAt, idle: s.idle, counted: counted.has(name) && !s.idle, delay: delayOf(d.config, name) };
     }
     const health = evaluateHealth({
       now: Date.now(),

@@ -1,10 +1,11 @@
 import { coordinatorStub, runnerStub } from "../../env";
+import { publicationOf } from "../../sources/files/publication";
 import { FILES_SOURCE } from "../../sources/files/routes";
 import { runBody } from "../../sources/files/run-body";
 import { zodErrors } from "../../stream/config";
 import { badRequest, notFound } from "../problem";
 import { route } from "../route";
-import { runSchema, runStartedSchema } from "../schemas";
+import { publicationSchema, runSchema, runStartedSchema } from "../schemas";
 import { STREAM } from "./shared";
 
 // File runs (DESIGN §7): the work itself is the Runner's (src/sources/files/runner.ts).
@@ -12,7 +13,7 @@ const RUNS = `${STREAM}/runs`;
 
 export const startRun = route({
   method: "post", path: RUNS, summary: "Ingest every object under a prefix of the INPUT bucket not ingested yet", tag: "sources", auth: "admin",
-  description: "JSON and NDJSON objects; `source` defaults to `files`.",
+  description: "`.json` read as Spark reads it (JSON Lines unless the file is one document; `multiLine`), `.ndjson`/`.jsonl`, each optionally `.gz`; `source` defaults to `files`. Done once the manifest and the table hold what it ingested.",
   request: { body: runBody },
   responses: { 202: { schema: runStartedSchema, description: "{id, stream, prefix, source}", headers: { Location: "the run: GET it for its status" } } },
   handler: async (c) => {
@@ -21,8 +22,8 @@ export const startRun = route({
     const stream = c.get("stream");
     const where = await coordinatorStub(c.env, stream).locate();
     if (!where) throw notFound(`stream "${stream}" does not exist`);
-    const { prefix, source = FILES_SOURCE } = parsed.data;
-    const id = await runnerStub(c.env, stream).start(stream, where.epoch, prefix, source);
+    const { prefix, source = FILES_SOURCE, ...options } = parsed.data;
+    const id = await runnerStub(c.env, stream).start(stream, where.epoch, prefix, source, options);
     return c.json({ id, stream, prefix, source }, 202, { location: `/v1/streams/${stream}/runs/${id}` });
   },
 });
@@ -38,4 +39,16 @@ export const getRun = route({
   },
 });
 
-export const routes = [startRun, getRun];
+// How far the committed output is readable outside: /output, the manifest, the table (what a run's done and `edge-dedup send` wait for).
+export const publication = route({
+  method: "get", path: `${STREAM}/publication`, summary: "How far the committed output is readable outside", tag: "output", auth: "admin",
+  description: "The last commit, and the last commit /output, the committed manifest and the Iceberg table hold: a file run is done, and `edge-dedup send` returns, once all of them hold what it committed.",
+  responses: { 200: { schema: publicationSchema, description: "{stream, committed, output, manifest, table, snapshot}" } },
+  handler: async (c) => {
+    const view = await publicationOf(c.env, c.get("stream"));
+    if (!view) throw notFound(`stream "${c.get("stream")}" does not exist`);
+    return c.json(view);
+  },
+});
+
+export const routes = [startRun, getRun, publication];

@@ -7,6 +7,7 @@
 import { HttpError } from "../../api/problem";
 import { rejectedTotal, type BatchOutcome } from "../../stream/report";
 import { fileMode } from "../ids";
+import type { RunOptions } from "./run-body";
 
 /** At most this many objects, or this many bytes of them, per alarm (at least one object). */
 export const FILES_PER_ALARM = 20;
@@ -127,6 +128,51 @@ export function keepError(errors: readonly { key: string; detail: string }[], ke
 
 export type RunStatus = "running" | "done" | "failed";
 
+/**
+ * Where a run's output must be readable before the run is done (DESIGN §7,
+ * Spark's processAllAvailable()): once every file is settled, the run notes
+ * the stream's last commit and waits until /output (at once), the committed
+ * manifest and, with a table, the table's current snapshot hold it.
+ */
+export interface RunPublication {
+  /** the stream's last commit once the run had settled its files */
+  commitSeq: number;
+  /** the last commit each place holds (null: no table) */
+  manifest: number;
+  table: number | null;
+  /** the table snapshot the run waited for (with a table, once published) */
+  snapshot: { "snapshot-id": number; "sequence-number": number; "total-records": number; "commit-seq": number } | null;
+  /** when the wait began (ms) */
+  since: number;
+}
+
+/** A run gives up waiting for publication after this long (its rows are committed; only readers outside lag). */
+export const PUBLISH_WAIT_MS = 5 * 60_000;
+/** How often a waiting run looks again. */
+export const PUBLISH_POLL_MS = 250;
+
+/** Whether what a run committed is readable everywhere yet: done, wait more, or give up. */
+export function publicationState(p: Pick<RunPublication, "commitSeq" | "manifest" | "table" | "since">, now: number): "published" | "waiting" | "timed-out" {
+  if (p.manifest >= p.commitSeq && (p.table === null || p.table >= p.commitSeq)) return "published";
+  return now - p.since >= PUBLISH_WAIT_MS ? "timed-out" : "waiting";
+}
+
+export function publicationLag(p: RunPublication): string {
+  const behind = [p.manifest < p.commitSeq ? `the manifest holds commit ${p.manifest}` : null, p.table !== null && p.table < p.commitSeq ? `the table holds commit ${p.table}` : null];
+  return `commit ${p.commitSeq} is committed and in /output, but after ${PUBLISH_WAIT_MS / 60_000} minutes ${behind.filter(Boolean).join(" and ")}; the rows are safe: a later run (or GET …/table) shows when it catches up`;
+}
+
+/** Where cleanSource "archive" moves an ingested object (Spark keeps the source path under the archive dir). */
+export const archiveKey = (dir: string, key: string) => dir + key;
+
+/** The objects an alarm takes go in micro-batches of this many (maxFilesPerTrigger; default one file per commit). */
+export function groupsOf<T>(items: readonly T[], perGroup = 1): T[][] {
+  const n = Math.max(1, perGroup);
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += n) out.push(items.slice(i, i + n));
+  return out;
+}
+
 /** GET …/runs/{id}. `files.left`: listed and not yet taken (while `listed` is false, more may come). */
 export interface RunView {
   id: string;
@@ -143,4 +189,8 @@ export interface RunView {
   errors: { key: string; detail: string }[];
   startedAt: number;
   finishedAt: number | null;
+  /** how the files are read and cleaned (the run's body, defaults left out) */
+  options: RunOptions;
+  /** null while files are being ingested; then what done waits for (RunPublication) */
+  publication: Omit<RunPublication, "since"> | null;
 }

@@ -1,13 +1,18 @@
 import { DurableObject } from "cloudflare:workers";
+import type { IngestRequest } from "../../coordinator";
 import { processBatch } from "../../api/ingest";
 import { coordinatorStub, type Env } from "../../env";
 import { countedEnv, countedSql } from "../../opcount";
+import { sourceConfig } from "../../stream/config";
 import type { BatchOutcome } from "../../stream/report";
-import { readObjectBatch } from "./object";
+import { readObjectBatch, type ObjectBatch } from "./object";
 import {
-  addFailed, addOutcome, addSkipped, ALARM_BUDGET_MS, emptyTotals, FILES_PER_ALARM, judgeError, keepError, LIST_PAGE,
-  MAX_TRANSIENT_ATTEMPTS, needsListing, planPage, retryDelayMs, takeSlice, type RunStatus, type RunTotals, type RunView,
+  addFailed, addOutcome, addSkipped, ALARM_BUDGET_MS, archiveKey, emptyTotals, FILES_PER_ALARM, groupsOf, judgeError, keepError, LIST_PAGE,
+  MAX_TRANSIENT_ATTEMPTS, needsListing, planPage, publicationLag, publicationState, PUBLISH_POLL_MS, retryDelayMs, takeSlice,
+  type RunPublication, type RunStatus, type RunTotals, type RunView,
 } from "./plan";
+import { snapshotOf } from "./publication";
+import type { RunOptions } from "./run-body";
 
 type RunRow = {
   id: string;
@@ -22,8 +27,16 @@ type RunRow = {
   attempts: number;
   started_at: number;
   finished_at: number | null;
+  options: string;
+  publication: string | null;
 };
-type Run = Omit<RunRow, "totals" | "errors"> & { totals: RunTotals; errors: { key: string; detail: string }[] };
+type Run = Omit<RunRow, "totals" | "errors" | "options" | "publication"> & {
+  totals: RunTotals;
+  errors: { key: string; detail: string }[];
+  options: RunOptions;
+  publication: RunPublication | null;
+};
+type Pending = { n: number; key: string; etag: string; size: number };
 
 /** Finished runs kept for GET …/runs/{id}. */
 const KEEP_RUNS = 100;
@@ -47,6 +60,14 @@ export class Runner extends DurableObject<Env> {
     this.sql = countedSql(ctx.storage.sql, "Runner");
     // Tables only once a run or a record exists: GETs of made-up run ids leave nothing behind.
     this.ready = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'runs'").one().n > 0;
+    if (this.ready) this.upgrade();
+  }
+
+  /** Columns added since the first version: a Runner created before them gets them (empty) on its next start. */
+  private upgrade(): void {
+    const have = new Set(this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('runs')").toArray().map((c) => c.name));
+    if (!have.has("options")) this.sql.exec("ALTER TABLE runs ADD COLUMN options TEXT NOT NULL DEFAULT '{}'");
+    if (!have.has("publication")) this.sql.exec("ALTER TABLE runs ADD COLUMN publication TEXT");
   }
 
   private migrate(stream: string): void {
@@ -55,26 +76,27 @@ export class Runner extends DurableObject<Env> {
         CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), stream TEXT NOT NULL);
         CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, prefix TEXT NOT NULL, source TEXT NOT NULL, epoch TEXT NOT NULL,
           status TEXT NOT NULL, cursor TEXT, listed INTEGER NOT NULL, totals TEXT NOT NULL, errors TEXT NOT NULL, attempts INTEGER NOT NULL,
-          started_at INTEGER NOT NULL, finished_at INTEGER);
+          started_at INTEGER NOT NULL, finished_at INTEGER, options TEXT NOT NULL DEFAULT '{}', publication TEXT);
         CREATE TABLE IF NOT EXISTS run_files (run_id TEXT NOT NULL, n INTEGER NOT NULL, key TEXT NOT NULL, etag TEXT NOT NULL, size INTEGER NOT NULL,
           PRIMARY KEY (run_id, n)) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS done_files (epoch TEXT NOT NULL, key TEXT NOT NULL, etag TEXT NOT NULL, at INTEGER NOT NULL,
           PRIMARY KEY (epoch, key, etag)) WITHOUT ROWID;
       `);
+      this.upgrade();
       this.ready = true;
     }
     this.sql.exec("INSERT OR REPLACE INTO meta (id, stream) VALUES (1, ?)", stream);
   }
 
   /** Starts a run over `prefix` (its stream at `epoch`); runs of one stream go one after another, oldest first. */
-  async start(stream: string, epoch: string, prefix: string, source: string): Promise<string> {
+  async start(stream: string, epoch: string, prefix: string, source: string, options: RunOptions = {}): Promise<string> {
     this.migrate(stream);
     const id = `run_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
     const now = Date.now();
     this.sql.exec(
-      `INSERT INTO runs (id, seq, prefix, source, epoch, status, cursor, listed, totals, errors, attempts, started_at, finished_at)
-       VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM runs), ?, ?, ?, 'running', NULL, 0, ?, '[]', 0, ?, NULL)`,
-      id, prefix, source, epoch, JSON.stringify(emptyTotals()), now,
+      `INSERT INTO runs (id, seq, prefix, source, epoch, status, cursor, listed, totals, errors, attempts, started_at, finished_at, options, publication)
+       VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM runs), ?, ?, ?, 'running', NULL, 0, ?, '[]', 0, ?, NULL, ?, NULL)`,
+      id, prefix, source, epoch, JSON.stringify(emptyTotals()), now, JSON.stringify(options),
     );
     this.sql.exec("DELETE FROM runs WHERE status <> 'running' AND seq <= (SELECT max(seq) FROM runs) - ?", KEEP_RUNS);
     // Records of an earlier incarnation of the stream (deleted and created again) are of no use.
@@ -95,7 +117,8 @@ export class Runner extends DurableObject<Env> {
       id: run.id, status: run.status, prefix: run.prefix, source: run.source, listed: run.listed === 1,
       files: { done: t.files.done, left, skipped: t.files.skipped, failed: t.files.failed, replayed: t.files.replayed },
       input: t.input, emitted: t.emitted, duplicates: t.duplicates, late: t.late, rejected: t.rejected,
-      errors: run.errors, startedAt: run.started_at, finishedAt: run.finished_at,
+      errors: run.errors, startedAt: run.started_at, finishedAt: run.finished_at, options: run.options,
+      publication: run.publication && { commitSeq: run.publication.commitSeq, manifest: run.publication.manifest, table: run.publication.table, snapshot: run.publication.snapshot },
     };
   }
 
@@ -135,7 +158,9 @@ export class Runner extends DurableObject<Env> {
     const stream = this.sql.exec<{ stream: string }>("SELECT stream FROM meta").one().stream;
     const coordinator = coordinatorStub(this.env, stream);
     const deadline = Date.now() + ALARM_BUDGET_MS;
+    if (run.publication) return this.awaitPublication(run, stream);
     let limits;
+    let multiLine = run.options.multiLine;
     try {
       const [where, admission] = await Promise.all([coordinator.locate(), coordinator.admit(run.source, { kind: "admin" })]);
       if (!where || where.epoch !== run.epoch) return this.finish(run, "failed", { key: "", detail: `stream "${stream}" was deleted` });
@@ -143,29 +168,118 @@ export class Runner extends DurableObject<Env> {
         return this.finish(run, "failed", { key: "", detail: admission.kind === "forbidden" ? admission.detail : `stream "${stream}" refused the run` });
       }
       limits = admission.limits;
+      // The run's own multiLine, else its source's (a declared source may say how its files are written).
+      multiLine ??= sourceConfig(where.config, run.source)?.multiLine;
       if (needsListing(this.pendingCount(run.id), run.listed === 1)) await this.listPage(run);
     } catch (e) {
       return this.transient(run, "", e);
     }
+    const perTrigger = run.options.maxFilesPerTrigger ?? 1;
+    const perAlarm = Math.max(FILES_PER_ALARM, perTrigger);
     const files = this.sql
-      .exec<{ n: number; key: string; etag: string; size: number }>("SELECT n, key, etag, size FROM run_files WHERE run_id = ? ORDER BY n LIMIT ?", run.id, FILES_PER_ALARM)
+      .exec<Pending>("SELECT n, key, etag, size FROM run_files WHERE run_id = ? ORDER BY n LIMIT ?", run.id, perAlarm)
       .toArray();
-    const take = takeSlice(files);
-    for (let i = 0; i < take && (i === 0 || Date.now() < deadline); i++) {
-      const f = files[i];
-      try {
-        const r = await readObjectBatch(this.env.INPUT, f.key, run.source, limits, (s, b) => coordinator.knownBatch(s, b));
-        if (r.kind === "gone") this.fileFailed(run, f.n, f.key, "the object was deleted before the run read it");
-        else this.fileDone(run, f.n, f.key, r.etag, await processBatch(this.env, stream, r.batch));
-      } catch (e) {
-        const j = judgeError(e);
-        if (j.kind === "file") this.fileFailed(run, f.n, f.key, j.detail);
-        else if (j.kind === "run") return this.finish(run, "failed", { key: f.key, detail: j.detail });
-        else return this.transient(run, f.key, e);
+    const take = takeSlice(files, perAlarm);
+    const read = (f: Pending) => readObjectBatch(this.env.INPUT, f.key, run.source, limits, (s, b) => coordinator.knownBatch(s, b), { multiLine });
+    for (const [g, group] of groupsOf(files.slice(0, take), perTrigger).entries()) {
+      if (g > 0 && Date.now() >= deadline) break;
+      const batches: { f: Pending; r: Extract<ObjectBatch, { kind: "batch" }> }[] = [];
+      for (const f of group) {
+        const outcome = await this.attempt(run, f, async () => {
+          const r = await read(f);
+          if (r.kind === "gone") this.fileFailed(run, f.n, f.key, "the object was deleted before the run read it");
+          else batches.push({ f, r });
+        });
+        if (outcome !== undefined) return outcome;
+      }
+      // One micro-batch (one commit) for the group; a file the Coordinator did not take goes alone, for its own answer.
+      const together = batches.length > 1
+        ? await coordinator.ingestMany(batches.map(({ r }): IngestRequest => ({ ...r.batch, fault: null }))).catch(() => null)
+        : null;
+      for (const [i, { f, r }] of batches.entries()) {
+        const answer = together?.[i];
+        const outcome = await this.attempt(run, f, async () => {
+          const o = answer && (answer.kind === "done" || answer.kind === "replay") ? answer.outcome : await processBatch(this.env, stream, r.batch);
+          this.fileDone(run, f.n, f.key, r.etag, o);
+          await this.clean(run, f.key, r.etag);
+        });
+        if (outcome !== undefined) return outcome;
       }
     }
-    if (run.listed === 1 && this.pendingCount(run.id) === 0) return this.finish(run, "done");
+    if (run.listed === 1 && this.pendingCount(run.id) === 0) return this.beginPublication(run, stream);
     return Date.now();
+  }
+
+  /** Runs one file's work; an error settles the file (failed), ends the run, or retries it later: that answer, else undefined. */
+  private async attempt(run: Run, f: Pending, work: () => Promise<void>): Promise<number | null | undefined> {
+    try {
+      await work();
+      return undefined;
+    } catch (e) {
+      const j = judgeError(e);
+      if (j.kind === "file") {
+        this.fileFailed(run, f.n, f.key, j.detail);
+        return undefined;
+      }
+      if (j.kind === "run") return this.finish(run, "failed", { key: f.key, detail: j.detail });
+      return this.transient(run, f.key, e);
+    }
+  }
+
+  /**
+   * cleanSource after a file's commit (Spark's, best effort: an object that
+   * changed since it was read, or a crash before this, stays where it is; a
+   * later run skips it as ingested). R2 has no rename: archive is copy, then delete.
+   */
+  private async clean(run: Run, key: string, etag: string): Promise<void> {
+    const how = run.options.cleanSource ?? "off";
+    if (how === "off") return;
+    try {
+      const obj = await this.env.INPUT.get(key, { onlyIf: { etagMatches: etag } });
+      if (obj === null || !("body" in obj)) return; // gone or changed: not ours to clean
+      if (how === "archive") {
+        await this.env.INPUT.put(archiveKey(run.options.sourceArchiveDir!, key), obj.body, { httpMetadata: obj.httpMetadata, customMetadata: obj.customMetadata });
+      } else await obj.body.cancel();
+      const still = await this.env.INPUT.head(key);
+      if (still && still.etag === etag) await this.env.INPUT.delete(key);
+    } catch (e) {
+      console.warn(`run ${run.id}: cleanSource ${how} of ${key}: ${e instanceof Error ? e.message : e}; left in place`);
+    }
+  }
+
+  /** Every file is settled: note the last commit; done waits until it is readable everywhere the stream writes. */
+  private async beginPublication(run: Run, stream: string): Promise<number | null> {
+    let p;
+    try {
+      const coordinator = coordinatorStub(this.env, stream);
+      p = await coordinator.publication();
+      // Rows still in the outbox reach R2 now (the manifest lists only what is there), not when it fills.
+      if (p && p.manifest < p.committed) await coordinator.flush();
+    } catch (e) {
+      return this.transient(run, "", e);
+    }
+    if (!p || p.epoch !== run.epoch) return this.finish(run, "failed", { key: "", detail: `stream "${stream}" was deleted` });
+    run.publication = { commitSeq: p.committed, manifest: p.manifest, table: p.table, snapshot: null, since: Date.now() };
+    this.sql.exec("UPDATE runs SET publication = ?, attempts = 0 WHERE id = ?", JSON.stringify(run.publication), run.id);
+    return this.awaitPublication(run, stream);
+  }
+
+  private async awaitPublication(run: Run, stream: string): Promise<number | null> {
+    const wait = run.publication!;
+    try {
+      const p = await coordinatorStub(this.env, stream).publication();
+      if (!p || p.epoch !== run.epoch) return this.finish(run, "failed", { key: "", detail: `stream "${stream}" was deleted` });
+      wait.manifest = p.manifest;
+      wait.table = p.table;
+      const state = publicationState(wait, Date.now());
+      if (state === "published" && wait.table !== null) wait.snapshot = await snapshotOf(this.env, stream);
+      this.sql.exec("UPDATE runs SET publication = ? WHERE id = ?", JSON.stringify(wait), run.id);
+      if (state === "published") return this.finish(run, "done");
+      if (state === "timed-out") return this.finish(run, "failed", { key: "", detail: publicationLag(wait) });
+      return Date.now() + PUBLISH_POLL_MS;
+    } catch (e) {
+      return this.transient(run, "", e);
+    }
   }
 
   private pendingCount(runId: string): number {
@@ -252,5 +366,11 @@ export class Runner extends DurableObject<Env> {
 }
 
 function parse(row: RunRow): Run {
-  return { ...row, totals: JSON.parse(row.totals) as RunTotals, errors: JSON.parse(row.errors) as Run["errors"] };
+  return {
+    ...row,
+    totals: JSON.parse(row.totals) as RunTotals,
+    errors: JSON.parse(row.errors) as Run["errors"],
+    options: JSON.parse(row.options ?? "{}") as RunOptions,
+    publication: row.publication ? (JSON.parse(row.publication) as RunPublication) : null,
+  };
 }

@@ -1,5 +1,6 @@
 import type { IngestRequest } from "../../coordinator";
 import { coordinatorStub, runnerStub, type Env } from "../../env";
+import { sourceConfig } from "../../stream/config";
 import { queueBatchId, queueIdentity, messageHash } from "../ids";
 import { readObjectBatch } from "../files/object";
 import { judgeError } from "../files/plan";
@@ -45,6 +46,9 @@ async function consumeStream(env: Env, queue: string, stream: string, items: Ite
   };
   try {
     const objects = items.filter((i) => i.c.kind === "object");
+    // How the "files" source's objects are read, when its declaration says (multiLine); asked once, only for objects.
+    let options: Promise<{ multiLine?: boolean }> | undefined;
+    const readOptions = () => (options ??= coordinator.locate().then((w) => ({ multiLine: w ? sourceConfig(w.config, FILES_SOURCE)?.multiLine : undefined })));
     if (objects.length > 0) {
       const admission = await coordinator.admit(FILES_SOURCE, { kind: "admin" });
       for (const { msg, c } of objects) {
@@ -54,7 +58,7 @@ async function consumeStream(env: Env, queue: string, stream: string, items: Ite
         }
         const key = (c as Extract<Classified, { kind: "object" }>).key;
         try {
-          const r = await readObjectBatch(env.INPUT, key, FILES_SOURCE, admission.limits, (s, b) => coordinator.knownBatch(s, b));
+          const r = await readObjectBatch(env.INPUT, key, FILES_SOURCE, admission.limits, (s, b) => coordinator.knownBatch(s, b), await readOptions());
           if (r.kind === "gone") decide(msg, { action: "ack" }); // deleted since: nothing to ingest
           else add(msg, { ...r.batch, fault: null }, { key, etag: r.etag });
         } catch (e) {

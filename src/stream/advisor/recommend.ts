@@ -53,6 +53,20 @@ export interface Recommendation {
   basis: "duplicate gaps" | "disorder";
   /** max(gapP999, disorderP999) × margin, before rounding up */
   neededMs: number;
+  /** how many values the two p99.9 were read from */
+  sample: { gaps: number; events: number };
+  /** set when the sample is too small for a p99.9 to mean much: say so next to the number */
+  caveat: string | null;
+}
+
+/** A p99.9 read from fewer values than this is mostly the maximum of a few: the advice says so. */
+export const MIN_SAMPLE = 1_000;
+
+/** The small-sample warning, or null when both distributions have MIN_SAMPLE values. */
+export function sampleCaveat(gaps: number, events: number): string | null {
+  if (gaps >= MIN_SAMPLE && events >= MIN_SAMPLE) return null;
+  const few = (n: number, what: string) => `${n.toLocaleString("en-US")} ${what}${n === 1 ? "" : "s"}`;
+  return `small sample: read from ${few(events, "event")} and ${few(gaps, "duplicate gap")}; a p99.9 needs about ${MIN_SAMPLE.toLocaleString("en-US")} of each to mean much, so treat this delay as a floor and ask again with more history`;
 }
 
 /** `m`: the two distributions, from a history (measure) or kept live per source (live.ts). */
@@ -70,6 +84,8 @@ export function recommendDelay(m: Pick<Measurements, "gaps" | "disorder">, margi
     disorderP999: disorder,
     basis: gap >= disorder ? "duplicate gaps" : "disorder",
     neededMs,
+    sample: { gaps: m.gaps.count, events: m.disorder.count },
+    caveat: sampleCaveat(m.gaps.count, m.disorder.count),
   };
 }
 

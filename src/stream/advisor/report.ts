@@ -71,6 +71,7 @@ export function renderAdvice({ advice: a, sketches }: AdviceWithSketches): strin
     "",
     `recommended watermarkDelay: "${r.watermarkDelay}"`,
     `  max(p99.9 gap, p99.9 disorder) × margin ${r.margin} ≤ max(${shortDuration(r.gapP999)}, ${shortDuration(r.disorderP999)}) × ${r.margin} = ${shortDuration(r.neededMs)}, rounded up`,
+    ...(r.caveat ? [`  note: ${r.caveat}`] : []),
     `  this history replayed under it (within-watermark, each row its own batch):`,
   );
   out.push(...table([

@@ -4,7 +4,9 @@ import { advise } from "../../../src/stream/advisor/index.ts";
 import type { HistoryEvent } from "../../../src/stream/advisor/history.ts";
 import { measure } from "../../../src/stream/advisor/measure.ts";
 import { exactQuantile } from "../../../src/stream/advisor/sketch.ts";
-import { DEFAULT_BYTES_PER_KEY, estimateState, FRIENDLY_DELAYS, friendlyCeil, recommendDelay, simulate, type Simulation } from "../../../src/stream/advisor/recommend.ts";
+import {
+  DEFAULT_BYTES_PER_KEY, estimateState, FRIENDLY_DELAYS, friendlyCeil, MIN_SAMPLE, recommendDelay, sampleCaveat, simulate, type Simulation,
+} from "../../../src/stream/advisor/recommend.ts";
 import { formatInterval, parseInterval } from "../../../src/stream/interval.ts";
 import { generateHistory } from "./history-gen.ts";
 
@@ -73,6 +75,19 @@ describe("recommendDelay", () => {
 
   test("nothing to cover: 1 second", () => {
     expect(recommendDelay(measure([ev("a", 1), ev("b", 2)])).watermarkDelay).toBe("1 second");
+  });
+
+  test("a small sample says so next to the number (#15: \"1 second\" from 2 rows)", () => {
+    const tiny = recommendDelay(measure([ev("a", 1), ev("b", 2)]));
+    expect(tiny.sample).toEqual({ gaps: 0, events: 2 });
+    expect(tiny.caveat).toMatch(/^small sample: read from 2 events and 0 duplicate gaps; a p99\.9 needs about 1,000 of each/);
+    const events: HistoryEvent[] = [];
+    for (let i = 0; i < MIN_SAMPLE; i++) events.push(ev(`k${i}`, i), ev(`k${i}`, i + 30));
+    events.sort((a, b) => a.time - b.time);
+    const big = recommendDelay(measure(events));
+    expect(big.sample.gaps).toBe(MIN_SAMPLE);
+    expect(big.caveat).toBeNull();
+    expect(sampleCaveat(MIN_SAMPLE - 1, MIN_SAMPLE)).not.toBeNull();
   });
 
   test("always covers both p99.9 figures × margin, rounded up to the smallest friendly delay", () => {

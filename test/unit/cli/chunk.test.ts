@@ -15,7 +15,20 @@ describe("rowsOf", () => {
   test("a .json scalar or invalid JSON is a file error", () => {
     expect(() => rowsOf("42", "json")).toThrow(FileError);
     expect(() => rowsOf("null", "json")).toThrow(/array or an object/);
-    expect(() => rowsOf("[1,", "json")).toThrow(/not valid JSON/);
+    expect(() => rowsOf("[1,", "json")).toThrow(/line 1 is not valid JSON/);
+  });
+
+  test("a .json file of one object per line (JSON Lines, as Spark writes part-….json) is one row per line; errors never quote it", () => {
+    expect(rowsOf('{"a": 1}\n{"a": 2}\n', "json")).toEqual(['{"a": 1}', '{"a": 2}']);
+    expect(rowsOf('{"a": 1}\r\n\r\n{"a": 2}', "json")).toEqual(['{"a": 1}', '{"a": 2}']);
+    let message = "";
+    try {
+      rowsOf('{"a": 1}\n{"password": "hunter2\n', "json");
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toMatch(/^line 2 is not valid JSON/);
+    expect(message).not.toContain("hunter2");
   });
 
   test("NDJSON keeps each non-blank line as written (trimmed, CRLF too) and names a bad line", () => {

@@ -23,7 +23,13 @@ function fakeService(opts: { status?: number; flaky?: boolean } = {}) {
   const committed = new Map<string, string>();
   const failedOnce = new Set<string>();
   let calls = 0;
-  const fetch = (async (_url: string, init: RequestInit) => {
+  let lookedUp = 0;
+  const fetch = (async (url: string, init: RequestInit) => {
+    // The wait after sending: the manifest catches up one look after the first.
+    if (init.method === "GET" && url.endsWith("/publication")) {
+      const n = committed.size;
+      return new Response(JSON.stringify({ stream: "s", committed: n, output: n, manifest: lookedUp++ === 0 ? 0 : n, table: null, snapshot: null }), { status: 200 });
+    }
     calls++;
     const h = init.headers as Record<string, string>;
     if (opts.status) return new Response(JSON.stringify({ type: "https://edge-dedup.dev/problems/x", status: opts.status, detail: "nope" }), { status: opts.status });
@@ -41,7 +47,7 @@ function fakeService(opts: { status?: number; flaky?: boolean } = {}) {
     committed.set(id, out);
     return new Response(out, { status: 200 });
   }) as typeof globalThis.fetch;
-  return { fetch, calls: () => calls };
+  return { fetch, calls: () => calls, lookups: () => lookedUp };
 }
 
 async function run(args: string[], service: ReturnType<typeof fakeService>, env: Record<string, string> = { EDGE_DEDUP_TOKEN: "t" }) {
@@ -59,7 +65,7 @@ async function run(args: string[], service: ReturnType<typeof fakeService>, env:
 const SEND = ["send", dir, "--url", "http://127.0.0.1:9", "--stream", "s", "--batch-rows", "2"];
 
 describe("main", () => {
-  test("sends every file, sums per file; a re-run replays every batch and counts the same", async () => {
+  test("sends every file, sums per file; a re-run replays every batch and counts nothing new", async () => {
     const svc = fakeService();
     const first = await run([...SEND, "--json"], svc);
     expect(first.code).toBe(0);
@@ -75,8 +81,25 @@ describe("main", () => {
     const second = await run([...SEND, "--json", "--quiet"], svc);
     const t = JSON.parse(second.stdout) as Summary;
     expect(second.stderr).toBe("");
-    expect(t.totals).toEqual({ ...s.totals, replayed: 3 });
+    // The replayed batches' recorded counts are not new output (#15: "emitted 60" for a run that sent nothing new).
+    expect(t.totals).toEqual({ ...s.totals, emitted: 0, duplicates: 0, replayed: 3 });
+    expect(t.files.map((f) => [f.path, f.emitted, f.replayed])).toEqual([["a.json", 0, 2], ["sub/b.ndjson", 0, 1]]);
     expect(svc.calls()).toBe(6);
+    // Each run waited until the manifest held its commits, and said so.
+    expect(s.published).toMatchObject({ commitSeq: 3, manifest: 3, table: null, caughtUp: true });
+    expect(first.stderr).toMatch(/waiting until the committed manifest hold commit 3/);
+    expect(t.published).toMatchObject({ commitSeq: 3, caughtUp: true });
+  });
+
+  test("the table's last lines separate batches committed now from replayed ones; --no-wait skips the wait", async () => {
+    const svc = fakeService();
+    await run([...SEND, "--quiet"], svc);
+    const again = await run([...SEND, "--quiet", "--no-wait"], svc);
+    expect(again.stdout).toContain("all 3 batches committed (3 replayed) to stream s in");
+    expect(again.stdout).toContain("  0 committed now (0 emitted, 0 duplicates, 0 late, 0 rejected)");
+    expect(again.stdout).toContain("  3 replayed (committed by an earlier run: nothing new, not counted again)");
+    expect(again.stdout).not.toMatch(/readable in/);
+    expect(svc.lookups()).toBe(2);
   });
 
   test("the table lists files, totals, skipped files and the outcome", async () => {
@@ -109,6 +132,20 @@ describe("main", () => {
     expect(s.totals.failed).toBe(3);
     expect(s.files[0].errors[0]).toMatch(/^batch 0 \(cli:[0-9a-f]{16}:0:[0-9a-f]{16}\): HTTP 404 x: nope$/);
     expect(s.files[0].errors[1]).toMatch(/^1 batch not sent/);
+    expect(s.advice).toEqual([expect.stringMatching(/^stream "s" does not exist there \(HTTP 404\)/)]);
+  });
+
+  test("the advice fits the error: a 403 is not fixed by running again; a 503 may be", async () => {
+    const refused = await run([...SEND, "--json", "--quiet"], fakeService({ status: 403 }));
+    const s = JSON.parse(refused.stdout) as Summary;
+    expect(s.advice).toHaveLength(1);
+    expect(s.advice[0]).toMatch(/refused the credential \(HTTP 403\).*check --token \/ EDGE_DEDUP_TOKEN/);
+    const table = await run([...SEND, "--quiet"], fakeService({ status: 403 }));
+    expect(table.stdout).not.toMatch(/run the same command again to retry/);
+    const busy = await run([...SEND, "--json", "--quiet", "--max-attempts", "1"], fakeService({ status: 503 }));
+    expect((JSON.parse(busy.stdout) as Summary).advice).toEqual([expect.stringMatching(/^3 batches failed for a reason that may pass: run the same command again/)]);
+    const bad = await run([...SEND, "--json", "--quiet"], fakeService({ status: 422 }));
+    expect((JSON.parse(bad.stdout) as Summary).advice).toEqual([expect.stringMatching(/^3 batches were refused as sent/)]);
   });
 
   test("an unreadable file fails alone; the others are sent", async () => {
@@ -120,7 +157,7 @@ describe("main", () => {
     expect(code).toBe(1);
     const s = JSON.parse(stdout) as Summary;
     expect(s.files.map((f) => [f.path, f.failed, f.emitted])).toEqual([["bad.json", 1, 0], ["good.jsonl", 0, 1]]);
-    expect(s.files[0].errors[0]).toMatch(/^not valid JSON/);
+    expect(s.files[0].errors[0]).toMatch(/^line 1 is not valid JSON/);
   });
 
   test("usage errors exit 2 without sending", async () => {
@@ -191,6 +228,22 @@ describe("bin/edge-dedup.mjs", () => {
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^Usage: edge-dedup send/);
     expect(r.stderr).toBe("");
+  });
+
+  test("`npx edge-dedup --help` runs under the machine's own Node (Node 20 here), through the Node 22 bootstrap when it must", () => {
+    // The PATH without the Node 22 that scripts/node22.mjs put first for this test run: npm's own Node.
+    const PATH = (process.env.PATH ?? "").split(":").filter((d) => !d.includes("edge-dedup-node22")).join(":");
+    const machine = spawnSync("node", ["--version"], { encoding: "utf8", env: { ...process.env, PATH } }).stdout.trim();
+    const r = spawnSync("npx", ["--no-install", "edge-dedup", "--help"], {
+      cwd: fileURLToPath(new URL("../../..", import.meta.url)), encoding: "utf8", timeout: 120_000, env: { ...process.env, PATH },
+    });
+    expect(r.status, `node ${machine}: ${r.stderr}`).toBe(0);
+    expect(r.stdout).toMatch(/^Usage: edge-dedup send/);
+    expect(r.stderr).not.toMatch(/bad option/);
+    const advise = spawnSync("npx", ["--no-install", "edge-dedup", "advise", "--help"], {
+      cwd: fileURLToPath(new URL("../../..", import.meta.url)), encoding: "utf8", timeout: 120_000, env: { ...process.env, PATH },
+    });
+    expect(advise.status, advise.stderr).toBe(0);
   });
 
   test("without type stripping (Node 22.12–22.17) it runs itself again with --experimental-strip-types", () => {

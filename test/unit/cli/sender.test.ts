@@ -68,7 +68,7 @@ describe("sendBatch", () => {
   test("other 4xx are not retried and report the problem's detail; 401/403/404 are fatal", async () => {
     const f = fake([problem(422, "idempotency-key-reused", "batch id was already used with a different body")]);
     expect(await sendBatch(batch, target, DEFAULT_RETRY, f.deps)).toEqual({
-      ok: false, attempts: 1, fatal: false, error: "HTTP 422 idempotency-key-reused: batch id was already used with a different body",
+      ok: false, attempts: 1, fatal: false, status: 422, error: "HTTP 422 idempotency-key-reused: batch id was already used with a different body",
     });
     const g = fake([problem(404, "not-found", 'stream "s" does not exist')]);
     const r = await sendBatch(batch, target, DEFAULT_RETRY, g.deps);

@@ -20,7 +20,7 @@ interface Declared {
 const { ROUTES } = (await import(new URL("../../../src/api/routes/index.ts", import.meta.url).href)) as { ROUTES: readonly Declared[] };
 
 /** Pages and the document itself: read by browsers and tools, not by programs through the client. */
-const NOT_FOR_THE_CLIENT = ["get /openapi.json", "get /docs", "get /dashboard"];
+const NOT_FOR_THE_CLIENT = ["get /openapi.json", "get /docs", "get /dashboard", "get /favicon.ico"];
 
 const pattern = (path: string) => new RegExp(`^${path.replace(/:\w+/g, "[^/]+")}$`);
 const declared = (method: string, pathname: string) => ROUTES.filter((r) => r.method === method.toLowerCase() && pattern(r.path).test(pathname));
@@ -43,6 +43,7 @@ const CALLS: { [K in Exclude<keyof Client, "request">]: (c: Client) => Promise<u
   advice: (c) => c.advice("s"),
   startRun: (c) => c.startRun("s", { prefix: "in/" }),
   getRun: (c) => c.getRun("s", "run_1"),
+  publication: (c) => c.publication("s"),
   createCredential: (c) => c.createCredential("s", "a", { type: "token" }),
   listCredentials: (c) => c.listCredentials("s", "a"),
   revokeCredential: (c) => c.revokeCredential("s", "a", "cred_1"),
