@@ -16,6 +16,7 @@ import { sealSecret } from "./sealing";
 import { ingest } from "./ingest";
 import { webhook } from "./webhook";
 import { runRoutes } from "../sources/files/routes";
+import { destinationRoutes } from "./destinations";
 import { badRequest, conflict, HttpError, notFound, problemResponse } from "./problem";
 import { dashboardResponse } from "../dashboard/page";
 
@@ -114,6 +115,7 @@ app.post(WEBHOOK, sourceParam, async (c) => {
 
 // File runs (DESIGN §7): POST/GET …/runs, in src/sources/files.
 app.route("/", runRoutes);
+app.route("/", destinationRoutes); // destinations (DESIGN §10), in ./destinations.ts
 
 app.get(`${STREAM}/progress`, async (c) => {
   const limit = intParam(c.req.query("limit"), "limit", 100, 1, 1000);

@@ -3,6 +3,8 @@ import { runBody } from "../sources/files/run-body";
 import { NAME_PATTERN, streamBodySchema } from "../stream/config";
 import { PROVIDERS, PROVIDER_TYPES } from "../webhooks";
 import { credentialBody } from "./credentials";
+import { destinationBodySchema, replayBodySchema, rotateBodySchema } from "../delivery/config";
+import { deadLaneSchema, destinationListSchema, destinationPutSchema, destinationSchema, replaySchema, rotatedSchema } from "../delivery/schemas";
 import {
   adviceSchema, credentialCreatedSchema, credentialListSchema, healthSchema, healthzSchema, outcomeSchema, problemSchema, progressSchema, putStreamResultSchema,
   runSchema, runStartedSchema, statePageSchema, streamInfoSchema, streamListSchema, tableSnapshotSchema,
@@ -50,6 +52,7 @@ const TAGS: Record<string, string> = {
   ingest: "Send batches: your own producers, or a provider's webhooks.",
   credentials: "Per-source credentials for ingest and webhooks.",
   sources: "Files in the INPUT bucket, ingested by a run.",
+  delivery: "Destinations: each output row pushed to your handler (Standard Webhooks) or a queue.",
   output: "What the service wrote: the output, the late and rejected lanes, the table.",
   operate: "Progress, state, health, metrics, and this contract.",
 };
@@ -121,6 +124,24 @@ export const OPERATIONS: readonly Operation[] = [
   { method: "post", path: `${S}/sources/:source/credentials`, summary: "Create a source credential; its secret is shown once", tag: "credentials", auth: "admin", description: "The provider types need the provider's `secret`; `token` and `hmac` get a generated one when it is left out.", body: credentialBody, ok: { status: 201, schema: credentialCreatedSchema, description: "the credential with its secret" } },
   { method: "get", path: `${S}/sources/:source/credentials`, summary: "A source's credentials, without secrets", tag: "credentials", auth: "admin", ok: { status: 200, schema: credentialListSchema, description: "{credentials}" } },
   { method: "delete", path: `${S}/sources/:source/credentials/:id`, summary: "Revoke a credential", tag: "credentials", auth: "admin", description: "At once.", ok: { status: 204, description: "revoked" } },
+  { method: "get", path: `${S}/destinations`, summary: "The stream's destinations with their delivery status", tag: "delivery", auth: "admin", ok: { status: 200, schema: destinationListSchema, description: "{destinations}" } },
+  {
+    method: "put", path: `${S}/destinations/:name`, summary: "Create or update a destination (http: Standard Webhooks; queue: a Queues producer)", tag: "delivery", auth: "admin", body: destinationBodySchema,
+    description: "A new destination receives the rows of commits after its creation (replay reaches back). A new http destination answers its `whsec_` secret once. A PUT again updates it and resumes a paused one. URLs must be https:// with a public host.",
+    ok: { status: 201, schema: destinationPutSchema, description: "{stream, name, status, secret?, destination}; 200 when updated" },
+  },
+  { method: "get", path: `${S}/destinations/:name`, summary: "A destination: deliveredSeq, pending, failing, lastError, lastSuccessAt, lagMs", tag: "delivery", auth: "admin", ok: { status: 200, schema: destinationSchema, description: "the destination" } },
+  { method: "delete", path: `${S}/destinations/:name`, summary: "Stop and forget a destination", tag: "delivery", auth: "admin", ok: { status: 204, description: "deleted" } },
+  {
+    method: "get", path: `${S}/destinations/:name/dead`, summary: "The dead lane: rows whose retryFor ran out", tag: "delivery", auth: "admin",
+    query: [
+      { name: "limit", description: "rows per page", schema: intIn(1, 1000).default(100) },
+      { name: "after", description: "<seq>.<index>: the `next` of the previous page", schema: z.string() },
+    ],
+    ok: { status: 200, schema: deadLaneSchema, description: "{rows, next}" },
+  },
+  { method: "post", path: `${S}/destinations/:name/replay`, summary: "Send every row from a commit seq on again (dead ones included), with the same ids", tag: "delivery", auth: "admin", body: replayBodySchema, ok: { status: 202, schema: replaySchema, description: "{fromSeq, fromDead}" } },
+  { method: "post", path: `${S}/destinations/:name/rotate-secret`, summary: "A new signing secret; the old one keeps signing during the overlap", tag: "delivery", auth: "admin", body: rotateBodySchema, ok: { status: 201, schema: rotatedSchema, description: "{id, secret}, shown once" } },
   { method: "get", path: "/metrics", summary: "Prometheus text exposition of every stream", tag: "operate", auth: "admin", ok: { status: 200, media: "text/plain", description: "counters and gauges" } },
   { method: "get", path: "/healthz", summary: "Liveness of the Worker and its bindings", tag: "operate", auth: "none", description: "200 when the Worker, the registry Durable Object and R2 answer; 503 problem+json otherwise, without details.", ok: { status: 200, schema: healthzSchema, description: '{"status":"ok"}' } },
   { method: "get", path: "/openapi.json", summary: "This document", tag: "operate", auth: "none", ok: { status: 200, description: "OpenAPI 3.1" } },
@@ -132,6 +153,7 @@ const PATH_PARAMS: Record<string, { description: string; schema: Record<string, 
   stream: { description: "the stream's name", schema: { type: "string", pattern: NAME_PATTERN.source } },
   source: { description: "the source's name", schema: { type: "string", pattern: NAME_PATTERN.source } },
   id: { description: "the id its creation answered", schema: { type: "string" } },
+  name: { description: "the destination's name", schema: { type: "string", pattern: NAME_PATTERN.source } },
 };
 
 const jsonSchema = (schema: z.ZodType) => z.toJSONSchema(schema, { io: "input", unrepresentable: "any" });

@@ -1,0 +1,55 @@
+import type { Env } from "../env";
+import { destinationIndex } from "./destination";
+
+/**
+ * The Coordinator's one hook into delivery: after a commit (and in its alarm,
+ * which survives a crash between the commit and the poke) it tells the
+ * stream's destinations how far the commits go. Never awaited on the ingest
+ * path and never throws. Per isolate, a stream found to have no destinations
+ * is not asked again for NO_DESTINATIONS_TTL_MS, and pokes to one stream are
+ * sent at most every MIN_POKE_INTERVAL_MS (the last one trailing), so
+ * delivery adds no Durable Object call per commit to a busy stream.
+ */
+export const NO_DESTINATIONS_TTL_MS = 2_000;
+export const MIN_POKE_INTERVAL_MS = 100;
+
+interface StreamPokes {
+  noneUntil: number;
+  lastSentAt: number;
+  /** the highest seq waiting for the trailing poke */
+  waiting: number | null;
+}
+const pokes = new Map<string, StreamPokes>();
+
+export function pokeDestinations(ctx: { waitUntil(p: Promise<unknown>): void }, env: Env, stream: string, lastSeq: number): void {
+  if (!env.DESTINATION || lastSeq <= 0) return;
+  const now = Date.now();
+  const s = pokes.get(stream) ?? { noneUntil: 0, lastSentAt: 0, waiting: null };
+  pokes.set(stream, s);
+  if (s.noneUntil > now) return;
+  if (s.waiting !== null) {
+    s.waiting = Math.max(s.waiting, lastSeq);
+    return;
+  }
+  const wait = s.lastSentAt + MIN_POKE_INTERVAL_MS - now;
+  s.waiting = lastSeq;
+  const send = async () => {
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const seq = s.waiting!;
+    s.waiting = null;
+    s.lastSentAt = Date.now();
+    try {
+      const n = await destinationIndex(env, stream).pokeMembers(stream, seq, Date.now());
+      if (n === 0) s.noneUntil = Date.now() + NO_DESTINATIONS_TTL_MS;
+    } catch (e) {
+      console.warn(`delivery: poke of ${stream}'s destinations failed (their alarms catch up): ${(e as Error).message}`);
+    }
+  };
+  ctx.waitUntil(send());
+}
+
+/** A destination was added: pokes reach the stream at once again (this isolate). */
+export function forgetNoDestinations(stream: string): void {
+  const s = pokes.get(stream);
+  if (s) s.noneUntil = 0;
+}
