@@ -17,6 +17,7 @@ import { ingest } from "./ingest";
 import { webhook } from "./webhook";
 import { runRoutes } from "../sources/files/routes";
 import { destinationRoutes } from "./destinations";
+import { deliveryMetrics } from "../delivery/collect";
 import { badRequest, conflict, HttpError, notFound, problemResponse } from "./problem";
 import { dashboardResponse } from "../dashboard/page";
 
@@ -300,14 +301,16 @@ app.get("/dashboard", () => dashboardResponse());
 app.get("/metrics", async (c) => {
   await requireAdmin(c.req.header("authorization"), c.env);
   const figures: StreamMetrics[] = [];
+  const names: string[] = [];
   for (let after = ""; ; ) {
     const page = await registryStub(c.env).list(after, METRICS_PAGE);
+    names.push(...page.map((s) => s.name));
     const got = await Promise.all(page.map(async (s) => (await coordinatorStub(c.env, s.name).metrics()) as StreamMetrics | null));
     for (const m of got) if (m) figures.push(m);
     if (page.length < METRICS_PAGE) break;
     after = page[page.length - 1].name;
   }
-  return c.body(renderPrometheus(figures), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "cache-control": "no-store" });
+  return c.body(renderPrometheus(figures) + (await deliveryMetrics(c.env, names)), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "cache-control": "no-store" });
 });
 
 /** Streams asked at once for /metrics. */

@@ -10,6 +10,8 @@
  */
 import { createServer, type IncomingMessage, type Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { existsSync } from "node:fs";
+import { chromium } from "playwright-core";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { at, pollUntil, rng, sleep, useServer } from "./server";
@@ -173,5 +175,43 @@ describe("http destinations", () => {
     expect(receiver.got.get("gone")!.size).toBe(emitted);
     expect(receiver.badSignatures).toEqual([]);
     await sleep(0);
+  });
+
+  test("/metrics and the dashboard show each destination's lag and failures", async () => {
+    const s = "deliver-watch";
+    await api.putStream(s, config);
+    receiver.modes.set("watch-ok", "ok");
+    receiver.secrets.set("watch-ok", await putDestination(s, "ok", { type: "http", url: receiver.url("watch-ok") }));
+    receiver.modes.set("watch-down", "fail");
+    receiver.secrets.set("watch-down", await putDestination(s, "down", { type: "http", url: receiver.url("watch-down") }));
+    await api.ingest(s, batch(0), { batchId: "w0" });
+    await pollUntil(() => getJson(D(s, "down")), (d) => d.failing && d.lastError === "HTTP 500", 30_000, 250);
+    await pollUntil(() => getJson(D(s, "ok")), (d) => d.deliveredSeq === 1, 30_000, 250);
+    const metrics = (await api.request("GET", "/metrics")).text;
+    expect(metrics).toContain('edge_dedup_delivery_failing{stream="deliver-watch",destination="down",type="http"} 1');
+    expect(metrics).toContain('edge_dedup_delivery_failing{stream="deliver-watch",destination="ok",type="http"} 0');
+    expect(metrics).toContain('edge_dedup_delivery_lag_ms{stream="deliver-watch",destination="ok",type="http"} 0');
+    expect(metrics).toMatch(/edge_dedup_delivery_lag_ms\{stream="deliver-watch",destination="down",type="http"\} [1-9]\d*/);
+    expect(metrics).toContain('edge_dedup_deliveries_total{stream="deliver-watch",destination="ok",type="http",outcome="delivered"} 10');
+
+    const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+    if (!existsSync(CHROMIUM)) throw new Error(`the dashboard check needs a headless chromium at ${CHROMIUM} (apt-get install -y chromium), or set CHROMIUM_PATH`);
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${server.url}/dashboard#stream=${s}`);
+      await page.fill("#token", server.token);
+      await page.click("#connect");
+      await page.waitForSelector('#delivery-table tr[data-destination="down"]', { timeout: 20_000 });
+      const cell = async (name: string, figure: string) => ((await page.textContent(`tr[data-destination="${name}"] [data-figure="${figure}"]`)) ?? "").trim();
+      expect(await cell("down", "failing")).toBe("yes");
+      expect(await cell("ok", "failing")).toBe("no");
+      expect(await cell("ok", "delivered-seq")).toBe("1");
+      expect(await cell("ok", "lag")).toBe("0");
+      expect(await cell("down", "lag")).not.toBe("0");
+      expect(await page.textContent('tr[data-destination="down"]')).toContain("HTTP 500");
+    } finally {
+      await browser.close();
+    }
   });
 });

@@ -99,6 +99,10 @@ describe("a queue destination", () => {
       return s.deliveredSeq === 6 && s.pending === 0 ? s : null;
     });
     expect(status).toMatchObject({ delivered: emitted, failing: false, dead: 0, lagMs: 0 });
+    const metrics = await (await call("GET", "/metrics")).text();
+    expect(metrics).toContain(`edge_dedup_deliveries_total{stream="d-queue",destination="q",type="queue",outcome="delivered"} ${emitted}`);
+    expect(metrics).toContain('edge_dedup_delivery_delivered_seq{stream="d-queue",destination="q",type="queue"} 6');
+    expect(metrics).toContain('edge_dedup_delivery_lag_ms{stream="d-queue",destination="q",type="queue"} 0');
   });
 });
 
