@@ -594,7 +594,7 @@ export class Coordinator extends DurableObject<Env> {
     });
     if (done.length > 0) observeCommit(this.env, meta.name, done, meta.watermark, watermark);
     this.forgetCaches();
-    if (done.length > 0) pokeDestinations(this.ctx, this.env, meta.name, this.ledger.lastSeq()); // delivery (src/delivery), not awaited
+    if (done.length > 0) pokeDestinations(this.ctx, this.env, meta.name, () => this.ledger.lastSeq()); // delivery (src/delivery), not awaited
     for (const r of reqs) {
       this.leases.delete(`${r.source}\n${r.batchId}`);
       // Its decisions in the partitions are no longer needed: a retry is answered here.
@@ -693,7 +693,7 @@ export class Coordinator extends DurableObject<Env> {
       await this.outbox.flush(this.env.SINK, { stream: meta.name, epoch: meta.epoch }, (fn) => this.ctx.storage.transactionSync(fn));
     }
     await this.publish(meta);
-    pokeDestinations(this.ctx, this.env, meta.name, this.ledger.lastSeq()); // a poke lost to a crash after its commit
+    pokeDestinations(this.ctx, this.env, meta.name, () => this.ledger.lastSeq()); // a poke lost to a crash after its commit
     if (meta.config.mode !== "global") await this.evictDue(meta);
     const now = this.meta();
     if (!now || now.epoch !== meta.epoch) return; // dropped meanwhile

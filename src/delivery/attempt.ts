@@ -7,7 +7,12 @@ import { parseRetryAfter } from "./schedule";
  * connection error or the timeout: retried, no sooner than its Retry-After.
  */
 export type Answer = { status: number; retryAfter: string | null } | { error: string };
-export type Verdict = { kind: "delivered" } | { kind: "gone"; error: string } | { kind: "retry"; error: string; retryAfterMs: number | null };
+export type Verdict =
+  | { kind: "delivered" }
+  | { kind: "gone"; error: string }
+  | { kind: "retry"; error: string; retryAfterMs: number | null }
+  /** no attempt can succeed (a row too large for a queue message): straight to the dead lane */
+  | { kind: "undeliverable"; error: string };
 
 export function judge(answer: Answer, now: number): Verdict {
   if ("error" in answer) return { kind: "retry", error: answer.error, retryAfterMs: null };

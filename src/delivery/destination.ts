@@ -17,6 +17,8 @@ const COMMITS_PER_READ = 20;
 /** Queue messages per sendBatch (the Queues limit is 100 messages and 256 KB). */
 const QUEUE_BATCH = 100;
 const QUEUE_BATCH_BYTES = 200 * 1024;
+/** Room for the message's other fields within the Queues limit of 128 KB per message. */
+const MAX_QUEUE_ROW_BYTES = 120 * 1024;
 
 export type ConfigureResult = { status: "created" | "updated"; secret: string | null };
 
@@ -262,7 +264,11 @@ export class Destination extends DurableObject<Env> {
   private async read(d: DestRow): Promise<void> {
     const coordinator = coordinatorStub(this.env, d.stream);
     const at = await coordinator.locate();
-    if (!at) return; // the stream is gone (or not there yet): nothing to read
+    if (!at) {
+      // The stream is gone (or not there yet): nothing to read, and no reported commit to wait for.
+      this.sql.exec("DELETE FROM marks");
+      return;
+    }
     if (at.epoch !== d.epoch) {
       // The stream was deleted and created again: its commits start over.
       this.sql.exec("DELETE FROM pending; DELETE FROM marks;");
@@ -346,8 +352,12 @@ export class Destination extends DurableObject<Env> {
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, rows.length) }, worker));
   }
 
-  private async sendQueue(d: DestRow, binding: string, rows: PendingRow[]): Promise<void> {
+  private async sendQueue(d: DestRow, binding: string, all: PendingRow[]): Promise<void> {
     const queue = (this.env as unknown as Record<string, Queue | undefined>)[binding];
+    // A message is at most 128 KB: a larger row can never be sent, and must not hold its neighbours back.
+    const rows = all.filter((r) => r.row.length <= MAX_QUEUE_ROW_BYTES);
+    const tooLarge = all.filter((r) => r.row.length > MAX_QUEUE_ROW_BYTES);
+    if (tooLarge.length > 0) this.record(d, tooLarge, { kind: "undeliverable", error: `the row is larger than a queue message can be (${MAX_QUEUE_ROW_BYTES} bytes)` }, Date.now());
     for (let i = 0; i < rows.length; ) {
       const chunk: PendingRow[] = [];
       let bytes = 0;
@@ -382,7 +392,10 @@ export class Destination extends DurableObject<Env> {
         }
         const firstAt = r.first_at ?? sentAt;
         const failures = r.attempts + 1;
-        const next = verdict.kind === "gone" ? { at: now } : nextAttempt({ failures, firstAttemptAt: firstAt }, verdict.retryAfterMs, d.config, now, Math.random());
+        const next =
+          verdict.kind === "gone" ? { at: now }
+          : verdict.kind === "undeliverable" ? "dead"
+          : nextAttempt({ failures, firstAttemptAt: firstAt }, verdict.retryAfterMs, d.config, now, Math.random());
         if (next === "dead") {
           this.sql.exec(
             "INSERT OR REPLACE INTO dead (seq, idx, row, committed_at, attempts, last_error, died_at) VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -21,12 +21,15 @@ interface StreamPokes {
 }
 const pokes = new Map<string, StreamPokes>();
 
-export function pokeDestinations(ctx: { waitUntil(p: Promise<unknown>): void }, env: Env, stream: string, lastSeq: number): void {
-  if (!env.DESTINATION || lastSeq <= 0) return;
+/** `seq` is asked only when a poke goes out: a stream without destinations pays no statement per commit. */
+export function pokeDestinations(ctx: { waitUntil(p: Promise<unknown>): void }, env: Env, stream: string, seq: () => number): void {
+  if (!env.DESTINATION) return;
   const now = Date.now();
   const s = pokes.get(stream) ?? { noneUntil: 0, lastSentAt: 0, waiting: null };
   pokes.set(stream, s);
   if (s.noneUntil > now) return;
+  const lastSeq = seq();
+  if (lastSeq <= 0) return;
   if (s.waiting !== null) {
     s.waiting = Math.max(s.waiting, lastSeq);
     return;

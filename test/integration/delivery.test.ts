@@ -106,6 +106,24 @@ describe("a queue destination", () => {
   });
 });
 
+describe("a queue destination and a row no queue message can hold", () => {
+  it("puts that row in the dead lane at once and sends its neighbours", async () => {
+    await createStream("d-big", base);
+    expect((await call("PUT", D("d-big", "q"), { type: "queue", binding: "DELIVERIES" })).status).toBe(201);
+    await post("d-big", [{ id: 1, ts: T }, { id: 2, ts: T, blob: "x".repeat(130 * 1024) }, { id: 3, ts: T }], { "idempotency-key": "big" });
+    const dead = await until("the dead lane", async () => {
+      const page = deadLaneSchema.parse(await json(call("GET", `${D("d-big", "q")}/dead`)));
+      return page.rows.length === 1 ? page : null;
+    });
+    expect(dead.rows[0]).toMatchObject({ id: "d-big.1.1", attempts: 1, lastError: expect.stringMatching(/larger than a queue message/) });
+    const received = await until("the other two", async () => {
+      const got = await (await helper.fetch("http://helper/received?prefix=d-big.")).json<any[]>();
+      return got.length >= 2 ? got : null;
+    });
+    expect(received.map((m) => m.body.id).sort()).toEqual(["d-big.1.0", "d-big.1.2"]);
+  });
+});
+
 describe("an http destination nobody answers", () => {
   it("retries, puts rows in the dead lane after retryFor, and replay sends them again under the same ids", async () => {
     await createStream("d-dead", base);
