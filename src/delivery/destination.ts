@@ -7,6 +7,9 @@ import { DEFAULT_ROTATION_OVERLAP_MS, type DestinationConfig } from "./config";
 import { messageBody, newSigningSecret, queueMessage, signedHeaders, webhookId } from "./message";
 import { nextAttempt } from "./schedule";
 import { commitTime, DESTINATION_TABLES, MAX_DEAD, MAX_MARKS, MAX_PENDING, readDest, type DestRow, type PendingRow, type SealedSecret } from "./store";
+import type { DestinationStatus } from "./status";
+
+export type { DestinationStatus };
 
 /** Rows sent per alarm round (each a subrequest); the alarm re-arms for the rest. */
 const ROUND_ROWS = 50;
@@ -21,29 +24,6 @@ const QUEUE_BATCH_BYTES = 200 * 1024;
 const MAX_QUEUE_ROW_BYTES = 120 * 1024;
 
 export type ConfigureResult = { status: "created" | "updated"; secret: string | null };
-
-export interface DestinationStatus {
-  stream: string;
-  name: string;
-  type: "http" | "queue";
-  url?: string;
-  binding?: string;
-  timeoutMs?: number;
-  retryForMs: number;
-  createdAt: number;
-  deliveredSeq: number;
-  pending: number;
-  failing: boolean;
-  paused: boolean;
-  lastError: string | null;
-  lastErrorAt: number | null;
-  lastSuccessAt: number | null;
-  lagMs: number;
-  delivered: number;
-  failures: number;
-  dead: number;
-  secrets: { id: string; createdAt: number; expiresAt: number | null }[];
-}
 
 export interface DeadRow {
   id: string;

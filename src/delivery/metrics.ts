@@ -1,4 +1,4 @@
-import type { DestinationStatus } from "./destination";
+import type { DestinationStatus } from "./status";
 
 /**
  * Delivery's part of GET /metrics (Prometheus text): per destination, its lag,

@@ -1,5 +1,3 @@
-import type { Env } from "../env";
-import { destinationIndex } from "./destination";
 
 /**
  * The Coordinator's one hook into delivery: after a commit (and in its alarm,
@@ -21,8 +19,13 @@ interface StreamPokes {
 }
 const pokes = new Map<string, StreamPokes>();
 
+/** What the poke needs of the Worker's env (the DESTINATION namespace; structural, so the pure tests need no workerd types). */
+export interface PokeEnv {
+  DESTINATION?: { getByName(name: string): { pokeMembers(stream: string, lastSeq: number, at: number): Promise<number> } };
+}
+
 /** `seq` is asked only when a poke goes out: a stream without destinations pays no statement per commit. */
-export function pokeDestinations(ctx: { waitUntil(p: Promise<unknown>): void }, env: Env, stream: string, seq: () => number): void {
+export function pokeDestinations(ctx: { waitUntil(p: Promise<unknown>): void }, env: PokeEnv, stream: string, seq: () => number): void {
   if (!env.DESTINATION) return;
   const now = Date.now();
   const s = pokes.get(stream) ?? { noneUntil: 0, lastSentAt: 0, waiting: null };
@@ -38,14 +41,15 @@ export function pokeDestinations(ctx: { waitUntil(p: Promise<unknown>): void }, 
   s.waiting = lastSeq;
   const send = async () => {
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    const seq = s.waiting!;
+    const upTo = s.waiting!;
     s.waiting = null;
     s.lastSentAt = Date.now();
     try {
-      const n = await destinationIndex(env, stream).pokeMembers(stream, seq, Date.now());
+      // The stream's index object (see ./destination.ts), named by the stream alone.
+      const n = await env.DESTINATION!.getByName(stream).pokeMembers(stream, upTo, Date.now());
       if (n === 0) s.noneUntil = Date.now() + NO_DESTINATIONS_TTL_MS;
     } catch (e) {
-      console.warn(`delivery: poke of ${stream}'s destinations failed (their alarms catch up): ${(e as Error).message}`);
+      console.warn(`delivery: poke of ${stream}'s destinations failed (the Coordinator's next alarm pokes again): ${(e as Error).message}`);
     }
   };
   ctx.waitUntil(send());

@@ -105,12 +105,16 @@ describe("http destinations", () => {
   test("every emitted row reaches a flaky, slow handler once per id with its body, through a crash and restart", async () => {
     const s = "deliver";
     await api.putStream(s, config);
-    receiver.modes.set("flaky", "flaky");
+    // Down at first, so that a backlog (rows failed, waiting for their retry) is there when the server crashes.
+    receiver.modes.set("flaky", "fail");
     receiver.secrets.set("flaky", await putDestination(s, "flaky", { type: "http", url: receiver.url("flaky"), timeout: "1 second" }));
     let emitted = 0;
     for (let b = 0; b < 12; b++) emitted += (await api.ingest(s, batch(b), { batchId: `b${b}` })).emitted;
-    // A crash in the middle: deliveries in flight are lost with the process and resent after it.
+    const before = await pollUntil(() => getJson(D(s, "flaky")), (d) => d.failing && d.pending > 0, 30_000, 250);
+    expect(before).toMatchObject({ failing: true, deliveredSeq: 0, lastError: "HTTP 500" });
+    // A crash in the middle: the backlog, and deliveries in flight, survive it.
     await server.restart("SIGKILL");
+    receiver.modes.set("flaky", "flaky");
     for (let b = 12; b < 24; b++) emitted += (await api.ingest(s, batch(b), { batchId: `b${b}` })).emitted;
     expect(emitted).toBe(24 * 8 + 2);
 

@@ -135,3 +135,19 @@ describe("destination bodies", () => {
     expect(destinationBodySchema.safeParse({ type: "smtp" }).success).toBe(false);
   });
 });
+
+describe("delivery metrics", () => {
+  it("one sample per destination and figure, labels escaped", async () => {
+    const { renderDeliveryMetrics } = await import("../../../src/delivery/metrics");
+    const text = renderDeliveryMetrics([
+      { stream: "s", name: "a", type: "http", lagMs: 1500, pending: 3, failing: true, dead: 2, deliveredSeq: 7, delivered: 40, failures: 9 },
+      { stream: "s", name: 'q"x', type: "queue", lagMs: 0, pending: 0, failing: false, dead: 0, deliveredSeq: 9, delivered: 50, failures: 0 },
+    ]);
+    expect(text).toContain('edge_dedup_delivery_lag_ms{stream="s",destination="a",type="http"} 1500');
+    expect(text).toContain('edge_dedup_delivery_failing{stream="s",destination="a",type="http"} 1');
+    expect(text).toContain('edge_dedup_delivery_failing{stream="s",destination="q\\"x",type="queue"} 0');
+    expect(text).toContain('edge_dedup_deliveries_total{stream="s",destination="a",type="http",outcome="failed"} 9');
+    expect(text).toContain("# TYPE edge_dedup_deliveries_total counter");
+    expect(text.split("\n").filter((l) => l.startsWith("edge_dedup_delivery_dead_rows"))).toHaveLength(2);
+  });
+});
