@@ -6,6 +6,7 @@ import { deliveredSeq, describeError, judge, type Answer, type Verdict } from ".
 import { DEFAULT_ROTATION_OVERLAP_MS, type DestinationConfig } from "./config";
 import { messageBody, newSigningSecret, queueMessage, signedHeaders, webhookId } from "./message";
 import { nextAttempt } from "./schedule";
+import { INSERT_CHARS, MAX_ROW_BYTES, slices, tooLarge } from "./rows";
 import { commitTime, DESTINATION_TABLES, MAX_DEAD, MAX_MARKS, MAX_PENDING, readDest, type DestRow, type PendingRow, type SealedSecret } from "./store";
 import type { DestinationStatus } from "./status";
 
@@ -271,13 +272,25 @@ export class Destination extends DurableObject<Env> {
         // A replay or a delete while this read awaited moved the cursor: this read is stale.
         if (!again || again.readSeq !== readSeq || again.readIndex !== readIndex || again.epoch !== at.epoch) return;
         this.ctx.storage.transactionSync(() => {
-          if (take.length > 0) {
+          const now = Date.now();
+          // In slices of at most ~1 MB of text: a bound value, like a stored row, is limited to 2 MB.
+          for (const slice of slices(take, start, INSERT_CHARS)) {
             this.sql.exec(
               `INSERT OR IGNORE INTO pending (seq, idx, row, committed_at, next_at)
                SELECT ?, ? + key, value, ?, ? FROM json_each(?)`,
-              part.seq, start, committedAt, Date.now(), JSON.stringify(take),
+              part.seq, slice.first, committedAt, now, JSON.stringify(slice.rows),
             );
           }
+          // A row too large to keep (or to POST sensibly) goes to the dead lane at once, as a stand-in that says so.
+          take.forEach((line, i) => {
+            if (!tooLarge(line)) return;
+            this.sql.exec(
+              "INSERT OR REPLACE INTO dead (seq, idx, row, committed_at, attempts, last_error, died_at) VALUES (?, ?, ?, ?, 0, ?, ?)",
+              part.seq, start + i, JSON.stringify({ tooLarge: true, length: line.length }), committedAt,
+              `the row is over ${MAX_ROW_BYTES} bytes, more than destinations send (read it from /output)`, now,
+            );
+            this.sql.exec("UPDATE dest SET died = died + 1 WHERE id = 1");
+          });
           readSeq = complete ? part.seq : part.seq - 1;
           readIndex = complete ? 0 : start + take.length;
           this.sql.exec("UPDATE dest SET read_seq = ?, read_index = ? WHERE id = 1", readSeq, readIndex);
@@ -336,8 +349,8 @@ export class Destination extends DurableObject<Env> {
     const queue = (this.env as unknown as Record<string, Queue | undefined>)[binding];
     // A message is at most 128 KB: a larger row can never be sent, and must not hold its neighbours back.
     const rows = all.filter((r) => r.row.length <= MAX_QUEUE_ROW_BYTES);
-    const tooLarge = all.filter((r) => r.row.length > MAX_QUEUE_ROW_BYTES);
-    if (tooLarge.length > 0) this.record(d, tooLarge, { kind: "undeliverable", error: `the row is larger than a queue message can be (${MAX_QUEUE_ROW_BYTES} bytes)` }, Date.now());
+    const oversized = all.filter((r) => r.row.length > MAX_QUEUE_ROW_BYTES);
+    if (oversized.length > 0) this.record(d, oversized, { kind: "undeliverable", error: `the row is larger than a queue message can be (${MAX_QUEUE_ROW_BYTES} bytes)` }, Date.now());
     for (let i = 0; i < rows.length; ) {
       const chunk: PendingRow[] = [];
       let bytes = 0;

@@ -121,6 +121,17 @@ describe("a queue destination and a row no queue message can hold", () => {
       return got.length >= 2 ? got : null;
     });
     expect(received.map((m) => m.body.id).sort()).toEqual(["d-big.1.0", "d-big.1.2"]);
+    // Beyond what any destination sends (512 KB): a stand-in in the dead lane, never attempted.
+    await post("d-big", [{ id: 4, ts: T, blob: "y".repeat(600 * 1024) }, { id: 5, ts: T }], { "idempotency-key": "huge" });
+    const both = await until("the huge row's stand-in", async () => {
+      const page = deadLaneSchema.parse(await json(call("GET", `${D("d-big", "q")}/dead`)));
+      return page.rows.length === 2 ? page : null;
+    });
+    expect(both.rows[1]).toMatchObject({ id: "d-big.2.0", attempts: 0, row: { tooLarge: true }, lastError: expect.stringMatching(/over 524288 bytes/) });
+    await until("the row after it", async () => {
+      const got = await (await helper.fetch("http://helper/received?prefix=d-big.2.")).json<any[]>();
+      return got.length === 1 && got[0].body.row.id === 5;
+    });
   });
 });
 

@@ -151,3 +151,22 @@ describe("delivery metrics", () => {
     expect(text.split("\n").filter((l) => l.startsWith("edge_dedup_delivery_dead_rows"))).toHaveLength(2);
   });
 });
+
+describe("backlog rows", () => {
+  it("slices cover every row that fits exactly once, in order, within the budget, skipping the too large", async () => {
+    const { slices, tooLarge, MAX_ROW_BYTES } = await import("../../../src/delivery/rows");
+    expect(tooLarge("x".repeat(MAX_ROW_BYTES))).toBe(false);
+    expect(tooLarge("x".repeat(MAX_ROW_BYTES + 1))).toBe(true);
+    expect(tooLarge("é".repeat(MAX_ROW_BYTES / 2 + 1))).toBe(true); // 2 bytes each in UTF-8
+    const big = "z".repeat(MAX_ROW_BYTES + 1);
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fc.string({ maxLength: 40 }), fc.constant(big)), { maxLength: 30 }), fc.integer({ min: 0, max: 5 }), fc.integer({ min: 1, max: 100 }), (lines, start, budget) => {
+        const out = slices(lines, start, budget);
+        const covered = out.flatMap((s) => s.rows.map((row, k) => ({ at: s.first + k, row })));
+        const expected = lines.flatMap((row, i) => (row === big ? [] : [{ at: start + i, row }]));
+        expect(covered).toEqual(expected);
+        for (const s of out) expect(s.rows.length === 1 || s.rows.reduce((n, r) => n + r.length, 0) <= budget).toBe(true);
+      }),
+    );
+  });
+});
