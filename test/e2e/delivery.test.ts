@@ -18,7 +18,7 @@ import { at, pollUntil, rng, sleep, useServer } from "./server";
 
 const { server, api } = useServer();
 
-type Mode = "flaky" | "fail" | "ok" | "gone";
+type Mode = "flaky" | "fail" | "ok" | "gone" | "hang";
 interface Delivery {
   id: string;
   body: string;
@@ -67,6 +67,7 @@ class Receiver {
       return { status: 401, delayMs: 0 };
     }
     if (mode === "gone") return { status: 410, delayMs: 0 };
+    if (mode === "hang") return { status: 204, delayMs: 25_000 };
     if (mode === "fail") return { status: 500, delayMs: 0 };
     const r = this.random();
     if (mode === "flaky" && r < 0.25) return { status: 500, delayMs: 0 };
@@ -179,6 +180,27 @@ describe("http destinations", () => {
     expect(receiver.got.get("gone")!.size).toBe(emitted);
     expect(receiver.badSignatures).toEqual([]);
     await sleep(0);
+  });
+
+  test("a handler that hangs slows neither ingest nor another destination", async () => {
+    const s = "deliver-hang";
+    await api.putStream(s, config);
+    receiver.modes.set("hang", "hang");
+    receiver.secrets.set("hang", await putDestination(s, "hang", { type: "http", url: receiver.url("hang"), timeout: "30 seconds" }));
+    receiver.modes.set("brisk", "ok");
+    receiver.secrets.set("brisk", await putDestination(s, "brisk", { type: "http", url: receiver.url("brisk"), timeout: "30 seconds" }));
+    let emitted = 0;
+    for (let b = 0; b < 5; b++) {
+      const started = Date.now();
+      emitted += (await api.ingest(s, batch(b), { batchId: `h${b}` })).emitted;
+      expect(Date.now() - started).toBeLessThan(2_000);
+    }
+    await pollUntil(async () => receiver.got.get("brisk")?.size ?? 0, (n) => n >= emitted, 10_000, 100);
+    expect(receiver.got.get("brisk")!.size).toBe(emitted);
+    const hung = await getJson(D(s, "hang"));
+    expect(hung.deliveredSeq).toBe(0);
+    expect(hung.pending).toBeGreaterThan(0);
+    expect(hung.lagMs).toBeGreaterThan(0);
   });
 
   test("/metrics and the dashboard show each destination's lag and failures", async () => {
