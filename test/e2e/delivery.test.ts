@@ -18,7 +18,7 @@ import { at, pollUntil, rng, sleep, useServer } from "./server";
 
 const { server, api } = useServer();
 
-type Mode = "flaky" | "fail" | "ok" | "gone" | "hang";
+type Mode = "flaky" | "fail" | "ok" | "gone" | "hang" | "throttle";
 interface Delivery {
   id: string;
   body: string;
@@ -33,12 +33,15 @@ class Receiver {
   /** verified deliveries per path, by webhook-id */
   readonly got = new Map<string, Map<string, Delivery>>();
   readonly badSignatures: string[] = [];
+  /** when each attempt of an id came (throttle mode) */
+  readonly attemptsAt = new Map<string, number[]>();
   readonly bodyChanged: string[] = [];
   requests = 0;
   private readonly random = rng(17);
 
   async start(): Promise<void> {
-    this.http = createServer((req, res) => void this.handle(req).then(({ status, delayMs }) => setTimeout(() => res.writeHead(status).end(), delayMs)));
+    this.http = createServer((req, res) =>
+      void this.handle(req).then(({ status, delayMs, retryAfter }) => setTimeout(() => res.writeHead(status, retryAfter ? { "retry-after": retryAfter } : {}).end(), delayMs)));
     await new Promise<void>((r) => this.http.listen(0, "127.0.0.1", r));
   }
 
@@ -51,7 +54,7 @@ class Receiver {
     await new Promise((r) => this.http.close(r));
   }
 
-  private async handle(req: IncomingMessage): Promise<{ status: number; delayMs: number }> {
+  private async handle(req: IncomingMessage): Promise<{ status: number; delayMs: number; retryAfter?: string }> {
     this.requests++;
     const path = (req.url ?? "").slice(1);
     const chunks: Buffer[] = [];
@@ -68,6 +71,11 @@ class Receiver {
     }
     if (mode === "gone") return { status: 410, delayMs: 0 };
     if (mode === "hang") return { status: 204, delayMs: 25_000 };
+    if (mode === "throttle") {
+      const times = this.attemptsAt.get(headers["webhook-id"]) ?? this.attemptsAt.set(headers["webhook-id"], []).get(headers["webhook-id"])!;
+      times.push(Date.now());
+      if (times.length === 1) return { status: 429, delayMs: 0, retryAfter: "3" };
+    }
     if (mode === "fail") return { status: 500, delayMs: 0 };
     const r = this.random();
     if (mode === "flaky" && r < 0.25) return { status: 500, delayMs: 0 };
@@ -180,6 +188,23 @@ describe("http destinations", () => {
     expect(receiver.got.get("gone")!.size).toBe(emitted);
     expect(receiver.badSignatures).toEqual([]);
     await sleep(0);
+  });
+
+  test("Retry-After is honoured", async () => {
+    const s = "deliver-throttle";
+    await api.putStream(s, config);
+    receiver.modes.set("throttle", "throttle");
+    receiver.secrets.set("throttle", await putDestination(s, "t", { type: "http", url: receiver.url("throttle") }));
+    const { emitted } = await api.ingest(s, batch(0), { batchId: "t0" });
+    await pollUntil(async () => receiver.got.get("throttle")?.size ?? 0, (n) => n >= emitted, 30_000, 100);
+    expect(receiver.got.get("throttle")!.size).toBe(emitted);
+    const ids = [...receiver.attemptsAt.keys()].filter((id) => id.startsWith(`${s}.`));
+    expect(ids).toHaveLength(emitted);
+    for (const id of ids) {
+      const [first, second] = receiver.attemptsAt.get(id)!;
+      // Backoff alone would have retried after 0.5-1 s; the 429 asked for 3 s.
+      expect(second - first).toBeGreaterThanOrEqual(2_900);
+    }
   });
 
   test("a handler that hangs slows neither ingest nor another destination", async () => {
