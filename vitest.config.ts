@@ -17,7 +17,21 @@ export default defineConfig({
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
-              bindings: { ADMIN_TOKEN: "test-admin-token", ADMIN_TOKEN_PREVIOUS: "", CREDENTIALS_KEY: "test-credentials-key-of-32-characters-or-more", CORS_ORIGINS: "" },
+              bindings: { ADMIN_TOKEN: "test-admin-token", ADMIN_TOKEN_PREVIOUS: "", CREDENTIALS_KEY: "test-credentials-key-of-32-characters-or-more", CORS_ORIGINS: "", ALLOW_LOOPBACK_DESTINATIONS: "true" },
+              // The delivery tests' second Worker (test/support/delivery-helper-worker.js): a queue consumer and an RPC caller.
+              serviceBindings: { DELIVERY_HELPER: "delivery-helper" },
+              workers: [
+                {
+                  name: "delivery-helper",
+                  modules: true,
+                  scriptPath: "./test/support/delivery-helper-worker.js",
+                  compatibilityDate: "2026-11-01",
+                  kvNamespaces: ["RECEIVED"],
+                  queueConsumers: { "edge-dedup-deliveries": { maxBatchSize: 100, maxBatchTimeout: 0.05 } },
+                  // The Worker under test runs as the pool's runner (named after the project).
+                  serviceBindings: { DEDUP: { name: "vitest-plugin-runner-workers", entrypoint: "EdgeDedup" } },
+                },
+              ],
             },
           }),
         ],

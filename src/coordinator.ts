@@ -9,6 +9,7 @@ import { observeCommit } from "./observe";
 import { partitionStub, type Env } from "./env";
 import { deleteStreamObjects, LANES, type Lane, type LaneKeys } from "./sink";
 import { FLUSH_AFTER_MS, FLUSH_BYTES, Outbox, OUTBOX_TABLES } from "./outbox";
+import { pokeDestinations } from "./delivery/poke";
 import { PUBLISH_FAILURES_TABLE, PUBLISHED_TABLE, PublishGuard, publishManifest, publishTable, tablePublishingOf, type PublishContext, type TablePublishing } from "./publisher";
 import { columnsKnownBefore, recordColumns, TABLE_COLUMNS_TABLE } from "./table/known-columns";
 import type { StoredCredential } from "./api/credentials";
@@ -597,6 +598,7 @@ export class Coordinator extends DurableObject<Env> {
     });
     if (done.length > 0) observeCommit(this.env, meta.name, done, meta.watermark, watermark);
     this.forgetCaches();
+    if (done.length > 0) pokeDestinations(this.ctx, this.env, meta.name, () => this.ledger.lastSeq()); // delivery (src/delivery), not awaited
     for (const r of reqs) {
       this.leases.delete(`${r.source}\n${r.batchId}`);
       // Its decisions in the partitions are no longer needed: a retry is answered here.
@@ -695,6 +697,7 @@ export class Coordinator extends DurableObject<Env> {
       await this.outbox.flush(this.env.SINK, { stream: meta.name, epoch: meta.epoch }, (fn) => this.ctx.storage.transactionSync(fn));
     }
     await this.publish(meta); // never throws: a failing publication backs off (src/publisher.ts)
+    pokeDestinations(this.ctx, this.env, meta.name, () => this.ledger.lastSeq()); // a poke lost to a crash after its commit
     if (meta.config.mode !== "global") await this.evictDue(meta);
     const now = this.meta();
     if (!now || now.epoch !== meta.epoch) return; // dropped meanwhile

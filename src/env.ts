@@ -2,6 +2,7 @@ import type { Coordinator } from "./coordinator";
 import type { Partition } from "./partition";
 import type { Runner } from "./sources/files/runner";
 import type { Registry } from "./registry";
+import type { Destination } from "./delivery/destination";
 
 /** The Worker's bindings (wrangler.toml) and secrets (.dev.vars / wrangler secret). */
 export interface Env {
@@ -19,6 +20,12 @@ export interface Env {
   EVENTS: Queue;
   /** the dead-letter queue: poison messages go there with their reason */
   DLQ: Queue;
+  /** one sender per destination and one index per stream (src/delivery) */
+  DESTINATION: DurableObjectNamespace<Destination>;
+  /** a Queues producer that queue destinations may name (wrangler.toml; more can be added) */
+  DELIVERIES?: Queue;
+  /** "true" accepts http://127.0.0.1 and http://localhost destinations (local development and tests only) */
+  ALLOW_LOOPBACK_DESTINATIONS?: string;
   /**
    * Optional Workers Analytics Engine dataset: one data point per micro-batch
    * commit when bound (README, Operating it); nothing is written without it.

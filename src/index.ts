@@ -7,6 +7,8 @@ export { Coordinator } from "./coordinator";
 export { Partition } from "./partition";
 export { Runner } from "./sources/files/runner";
 export { Registry } from "./registry";
+export { Destination } from "./delivery/destination";
+export { EdgeDedup } from "./rpc/entrypoint";
 
 const http = withOpCount(app);
 

@@ -1,14 +1,14 @@
 import { NAME_PATTERN } from "../stream/config";
 import type { BatchOutcome } from "../stream/report";
 import { coordinatorStub, type Env } from "../env";
-import { WAIT_FOR_INFLIGHT_MS, type IngestResult, type ReceivedBatch } from "../coordinator";
+import type { ReceivedBatch } from "../coordinator";
+import { submitBatch } from "../ingest/submit";
 import { requestedFault, type FaultPoint } from "../faults";
 import { admitCaller, proveCaller } from "./admission";
 import { batchIdentity, HARD_BODY_LIMIT, HARD_MAX_ROWS, parseMode, parseRows, readBody, TooManyRows } from "./body";
 import { badRequest, conflict, forbidden, HttpError, notFound } from "./problem";
 
 const BATCH_ID_PATTERN = /^[\x21-\x7e]{1,255}$/;
-const POLL_MS = 100;
 
 /**
  * POST /v1/streams/{stream}/events: admit the caller from its headers, read
@@ -66,43 +66,21 @@ export type { ReceivedBatch };
  * after a failure anywhere re-runs to the same result.
  */
 export async function processBatch(env: Env, stream: string, received: ReceivedBatch, fault: FaultPoint | null = null): Promise<BatchOutcome> {
-  const { sourceHeader, batchId } = received;
-  const coordinator = coordinatorStub(env, stream);
-  // One call per request: coalescing happens in the Coordinator (a Worker can't share a
-  // pending call between requests: each request's I/O belongs to that request).
-  const r = await ingestOrWait(() => coordinator.ingest({ ...received, fault }));
-  const source = "source" in r ? r.source : sourceHeader ?? "default";
+  const r = await submitBatch(env, stream, received, fault);
+  if (r.ok) return r.outcome;
   switch (r.kind) {
-    case "done":
-    case "replay":
-      return r.outcome;
     case "missing":
-      throw notFound(`stream "${stream}" does not exist; create it with PUT /v1/streams/${stream}`);
+      throw notFound(r.detail);
     case "unauthorized":
-      throw forbidden("the token is not valid for this stream");
     case "forbidden":
       throw forbidden(r.detail);
     case "too-large":
       throw new HttpError(413, "batch-too-large", "Payload too large", r.detail);
     case "conflict":
-      throw new HttpError(422, "idempotency-key-reused", "Idempotency key reused",
-        `batch id "${batchId}" from source "${source}" was already used with a different body`);
+      throw new HttpError(422, "idempotency-key-reused", "Idempotency key reused", r.detail);
     case "busy":
-      throw conflict("batch-in-flight", `batch id "${batchId}" is being processed by another request; retry later`,
-        {}, { "retry-after": String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))) });
-  }
-}
-
-/**
- * A request for a batch id that is in flight waits for it, up to
- * WAIT_FOR_INFLIGHT_MS: the Coordinator waits for a run of its own; this polls
- * only for an id held outside it (a begin() through the direct RPC form).
- */
-async function ingestOrWait(ingest: () => Promise<IngestResult>): Promise<IngestResult> {
-  const deadline = Date.now() + WAIT_FOR_INFLIGHT_MS;
-  for (;;) {
-    const r = await ingest();
-    if (r.kind !== "busy" || Date.now() + POLL_MS > deadline) return r;
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      throw conflict("batch-in-flight", r.detail, {}, { "retry-after": String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))) });
+    case "invalid":
+      throw badRequest(r.detail);
   }
 }

@@ -49,6 +49,7 @@ export const TAGS = {
   ingest: "Send batches: your own producers, or a provider's webhooks.",
   credentials: "Per-source credentials for ingest and webhooks.",
   sources: "Files in the INPUT bucket, ingested by a run.",
+  delivery: "Destinations: each output row pushed to your handler (Standard Webhooks) or a queue.",
   output: "What the service wrote: the output, the late and rejected lanes, the table.",
   operate: "Progress, state, health, metrics, and this contract.",
 } as const;
@@ -74,6 +75,11 @@ export const PATH_PARAMS: Record<string, PathParam> = {
     invalid: () => "source name is invalid: 1-64 characters, letters, digits, '_', '.', '-'",
   },
   id: { description: "the id its creation answered", schema: z.string() },
+  name: {
+    description: "the destination's name",
+    schema: z.string().regex(NAME_PATTERN),
+    invalid: (v) => `destination name "${v}" is invalid: 1-64 characters, letters, digits, '_', '.', '-'`,
+  },
 };
 
 export interface ResponseSpec {

@@ -14,6 +14,8 @@ import type {
 } from "../api/schemas.ts";
 import type { credentialBody } from "../api/credentials.ts";
 import type { runBody } from "../sources/files/run-body.ts";
+import type { destinationBodySchema, replayBodySchema, rotateBodySchema } from "../delivery/config.ts";
+import type { deadLaneSchema, destinationListSchema, destinationPutSchema, destinationSchema, replaySchema, rotatedSchema } from "../delivery/schemas.ts";
 import type { streamBodySchema } from "../stream/config.ts";
 import type { z } from "zod";
 
@@ -31,6 +33,14 @@ export type CredentialRequest = z.input<typeof credentialBody>;
 
 /** The body of POST …/runs: the route's own schema. */
 export type RunRequest = z.input<typeof runBody>;
+
+/** Destinations (DESIGN §10): the routes' own schemas. */
+export type DestinationRequest = z.input<typeof destinationBodySchema>;
+export type Destination = z.infer<typeof destinationSchema>;
+export type DestinationPut = z.infer<typeof destinationPutSchema>;
+export type DeadLane = z.infer<typeof deadLaneSchema>;
+export type Replayed = z.infer<typeof replaySchema>;
+export type RotatedSecret = z.infer<typeof rotatedSchema>;
 
 export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
 
@@ -275,6 +285,33 @@ export function createClient(options: ClientOptions) {
     },
 
     table: (stream: string) => get<TableSnapshot>(`${streamPath(stream)}/table`),
+
+    listDestinations: async (stream: string): Promise<Destination[]> =>
+      (await get<z.infer<typeof destinationListSchema>>(`${streamPath(stream)}/destinations`)).destinations,
+
+    /** 201 with the http secret (shown once) when created; 200 when updated (a paused destination resumes). */
+    async putDestination(stream: string, name: string, body: DestinationRequest): Promise<{ status: number; result: DestinationPut }> {
+      const res = await expectStatus([200, 201], "PUT", `${streamPath(stream)}/destinations/${seg(name)}`, jsonBody(body));
+      return { status: res.status, result: json<DestinationPut>(res) };
+    },
+
+    getDestination: (stream: string, name: string) => get<Destination>(`${streamPath(stream)}/destinations/${seg(name)}`),
+
+    async deleteDestination(stream: string, name: string): Promise<void> {
+      await expectStatus([204], "DELETE", `${streamPath(stream)}/destinations/${seg(name)}`);
+    },
+
+    /** a page of the destination's dead lane; pass `next` as `after` for the next one */
+    deadLane: (stream: string, name: string, opts: { limit?: number; after?: string } = {}) =>
+      get<DeadLane>(`${streamPath(stream)}/destinations/${seg(name)}/dead${query(opts)}`),
+
+    async replayDestination(stream: string, name: string, body: z.input<typeof replayBodySchema>): Promise<Replayed> {
+      return json<Replayed>(await expectStatus([202], "POST", `${streamPath(stream)}/destinations/${seg(name)}/replay`, jsonBody(body)));
+    },
+
+    async rotateDestinationSecret(stream: string, name: string, body: z.input<typeof rotateBodySchema> = {}): Promise<RotatedSecret> {
+      return json<RotatedSecret>(await expectStatus([201], "POST", `${streamPath(stream)}/destinations/${seg(name)}/rotate-secret`, jsonBody(body)));
+    },
 
     /** Prometheus text exposition. */
     async metrics(): Promise<string> {

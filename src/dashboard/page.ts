@@ -387,6 +387,23 @@ const SCRIPT = String.raw`
     ]);
   }
 
+  /** Delivery (GET /destinations): per destination, how far it has delivered, how far behind it is, whether it is failing. */
+  function renderDelivery(list) {
+    var cols = ["Destination", "Type", "Target", "Delivered seq", "Pending", "Lag", "Failing", "Dead", "Last success", "Last error"];
+    fill("delivery", [h("div", { class: "scroll" }, [h("table", { id: "delivery-table" }, [
+      h("thead", {}, [h("tr", {}, cols.map(function (c, i) { return h("th", { class: i < 3 || i === 9 ? "text" : "" }, [c]); }))]),
+      h("tbody", {}, list.length ? list.map(function (d) {
+        return h("tr", { "data-destination": d.name }, [
+          h("td", { class: "text" }, [d.name]), h("td", { class: "text" }, [d.type]), h("td", { class: "text" }, [d.url || d.binding || "—"]),
+          h("td", { "data-figure": "delivered-seq" }, [num(d.deliveredSeq)]), h("td", { "data-figure": "pending" }, [num(d.pending)]),
+          h("td", { "data-figure": "lag" }, [d.lagMs ? dur(d.lagMs) : "0"]),
+          h("td", { "data-figure": "failing", class: d.failing ? "held" : "" }, [d.paused ? "paused" : d.failing ? "yes" : "no"]),
+          h("td", { "data-figure": "dead" }, [num(d.dead)]), h("td", {}, [ts(d.lastSuccessAt)]), h("td", { class: "text" }, [d.lastError || "—"]),
+        ]);
+      }) : [h("tr", {}, [h("td", { colspan: cols.length, class: "text" }, ["No destinations: PUT /v1/streams/{stream}/destinations/{name} adds one."])])]),
+    ])])]);
+  }
+
   // ---- loading
   async function loadStreams() {
     var names = [], after = "";
@@ -405,8 +422,9 @@ const SCRIPT = String.raw`
 
   async function loadStream(name) {
     var base = "/v1/streams/" + encodeURIComponent(name);
-    var got = await Promise.all([api(base), api(base + "/health"), api(base + "/progress?limit=1000"), api(base + "/advice")]);
+    var got = await Promise.all([api(base), api(base + "/health"), api(base + "/progress?limit=1000"), api(base + "/advice"), api(base + "/destinations")]);
     var info = got[0], health = got[1], progress = got[2].progress, advice = got[3];
+    var destinations = got[4].destinations;
     // One call per partition: with many partitions, at most every STATE_EVERY_MS.
     var cached = stateCache[name];
     var parts = cached && cached.parts.length === info.config.partitions && info.config.partitions > 32 && Date.now() - cached.at < STATE_EVERY_MS
@@ -421,6 +439,7 @@ const SCRIPT = String.raw`
     renderRates(progress);
     renderBatches(progress);
     renderAdvice(advice);
+    renderDelivery(destinations);
   }
 
   async function refresh() {
@@ -514,6 +533,7 @@ const HTML = `<!doctype html>
   <section><h2>State per partition</h2><div id="state"></div></section>
   <section class="wide"><h2>Delay advisor</h2><div id="advice"></div></section>
   <section class="wide"><h2>Recent batches (last 20)</h2><div id="batches"></div></section>
+  <section class="wide"><h2>Delivery</h2><div id="delivery"></div></section>
 </main>
 <script nonce="${NONCE}">${SCRIPT}</script>
 </body>

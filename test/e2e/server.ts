@@ -145,6 +145,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
         "--persist-to", persistDir,
         "--var", `ADMIN_TOKEN:${token}`,
         "--var", `CREDENTIALS_KEY:${E2E_CREDENTIALS_KEY}`,
+        "--var", "ALLOW_LOOPBACK_DESTINATIONS:true", // destinations may POST to the tests' receivers on 127.0.0.1
         "--show-interactive-dev-session=false",
         "--log-level", "warn",
         ...(options.faults ? ["--define", "__FAULTS__:true"] : []),

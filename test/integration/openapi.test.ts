@@ -112,6 +112,8 @@ describe("the OpenAPI document", () => {
 
   it("holds each whole-number query parameter to the bounds the document publishes", async () => {
     await createStream("oa3", { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 });
+    // A destination for …/destinations/{name}/dead (never sent to: this stream commits nothing).
+    expect((await call("PUT", "/v1/streams/oa3/destinations/d", { type: "http", url: "https://example.com/hook" })).status).toBe(201);
     const doc = await json(call("GET", "/openapi.json", undefined, {}));
     let checked = 0;
     for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
@@ -121,7 +123,7 @@ describe("the OpenAPI document", () => {
           if (p.in !== "query" || p.schema.type !== "integer" || p.schema.default === undefined) continue;
           const { minimum: min, maximum: max } = p.schema;
           // partition=0 for the state reader, which asks for a partition before it reads a limit; the others ignore it.
-          const at = (v: number) => call(method.toUpperCase(), `${path.replace("{stream}", "oa3")}?partition=0&${p.name}=${v}`);
+          const at = (v: number) => call(method.toUpperCase(), `${path.replace("{stream}", "oa3").replace("{name}", "d")}?partition=0&${p.name}=${v}`);
           for (const v of [min - 1, max + 1, min + 0.5]) {
             const r = await at(v);
             expect(r.status, `${method} ${path}?${p.name}=${v}`).toBe(400);
@@ -132,7 +134,7 @@ describe("the OpenAPI document", () => {
         }
       }
     }
-    expect(checked).toBeGreaterThanOrEqual(6); // limit of streams, progress and state; after of the three lanes
+    expect(checked).toBeGreaterThanOrEqual(7); // limit of streams, progress, state and the dead lane; after of the three lanes
   });
 
   it("gives the client the types of the schemas the routes declare (checked by npm run typecheck)", () => {

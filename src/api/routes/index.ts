@@ -1,6 +1,7 @@
 import type { Route } from "../route";
 import * as credentials from "./credentials";
 import * as dashboard from "./dashboard";
+import * as destinations from "./destinations";
 import * as docs from "./docs";
 import * as events from "./events";
 import * as health from "./health";
@@ -28,6 +29,7 @@ export const ROUTES: readonly Route[] = [
   ...ops.routes,
   ...state.routes,
   ...credentials.routes,
+  ...destinations.routes,
   ...metrics.routes,
   ...health.routes,
   ...docs.routes,

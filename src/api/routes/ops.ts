@@ -1,8 +1,6 @@
 import { z } from "zod";
 import { coordinatorStub } from "../../env";
-import { DEFAULT_THRESHOLDS, evaluateHealth, type HealthSource } from "../../stream/health";
-import { delayOf } from "../../stream/config";
-import { watermarkSources } from "../../stream/watermark";
+import { streamHealth } from "../stream-health";
 import { route } from "../route";
 import { adviceSchema, healthSchema, progressSchema } from "../schemas";
 import { intIn, intQuery, missing, STREAM } from "./shared";
@@ -40,27 +38,9 @@ export const health = route({
   description: "`status`, `reasons`, `heldBackBy` and the figures behind them.",
   responses: { 200: { schema: healthSchema, description: "the stream's health" } },
   handler: async (c) => {
-    const stream = c.get("stream");
-    const coordinator = coordinatorStub(c.env, stream);
-    const [d, progress, table] = await Promise.all([coordinator.describe(), coordinator.progress(DEFAULT_THRESHOLDS.windowBatches), coordinator.tablePublishing()]);
-    if (!d) throw missing(stream);
-    const counted = new Set(watermarkSources(d.config, d.sources));
-    const sources: Record<string, HealthSource> = {};
-    for (const [name, s] of Object.entries(d.sources)) {
-      sources[name] = { watermark: s.watermark, lastBatchAt: s.lastBatchAt, idle: s.idle, counted: counted.has(name) && !s.idle, delay: delayOf(d.config, name) };
-    }
-    const health = evaluateHealth({
-      now: Date.now(),
-      mode: d.config.mode,
-      policy: d.config.watermarkPolicy,
-      delay: d.config.watermarkDelay,
-      hasEventTime: d.config.eventTime !== null,
-      watermark: d.watermark,
-      sources,
-      progress,
-      ...(table ? { table } : {}),
-    });
-    return c.json({ stream, ...health, state: d.state });
+    const health = await streamHealth(c.env, c.get("stream"));
+    if (!health) throw missing(c.get("stream"));
+    return c.json(health);
   },
 });
 

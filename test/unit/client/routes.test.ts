@@ -48,6 +48,13 @@ const CALLS: { [K in Exclude<keyof Client, "request">]: (c: Client) => Promise<u
   listCredentials: (c) => c.listCredentials("s", "a"),
   revokeCredential: (c) => c.revokeCredential("s", "a", "cred_1"),
   table: (c) => c.table("s"),
+  listDestinations: (c) => c.listDestinations("s"),
+  putDestination: (c) => c.putDestination("s", "hook", { type: "http", url: "https://example.com/hook" }),
+  getDestination: (c) => c.getDestination("s", "hook"),
+  deleteDestination: (c) => c.deleteDestination("s", "hook"),
+  deadLane: (c) => c.deadLane("s", "hook", { limit: 10, after: "3.1" }),
+  replayDestination: (c) => c.replayDestination("s", "hook", { fromSeq: 1 }),
+  rotateDestinationSecret: (c) => c.rotateDestinationSecret("s", "hook"),
   metrics: (c) => c.metrics(),
   healthz: (c) => c.healthz(),
 };

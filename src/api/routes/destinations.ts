@@ -1,0 +1,150 @@
+import { z } from "zod";
+import { coordinatorStub } from "../../env";
+import { zodErrors } from "../../stream/config";
+import { destinationBodySchema, replayBodySchema, RESERVED_QUEUE_BINDINGS, rotateBodySchema, toConfig } from "../../delivery/config";
+import { destinationIndex, destinationStub } from "../../delivery/destination";
+import { forgetNoDestinations } from "../../delivery/poke";
+import { deadLaneSchema, destinationListSchema, destinationPutSchema, destinationSchema, replaySchema, rotatedSchema } from "../../delivery/schemas";
+import { checkDestinationUrl } from "../../delivery/url";
+import { badRequest, notFound } from "../problem";
+import { route } from "../route";
+import { intIn, intQuery, STREAM } from "./shared";
+
+// Destinations (DESIGN §10): each output row pushed on to the user's handler or a queue; the sending is the Destination object's (src/delivery).
+// Admin only, so a URL is only ever set, and fetched, for the admin.
+const LIST = `${STREAM}/destinations`;
+const ONE = `${LIST}/:name`;
+
+const missing = (stream: string, name: string | undefined) => notFound(`stream "${stream}" has no destination "${name}"`);
+
+export const listDestinations = route({
+  method: "get", path: LIST, summary: "The stream's destinations with their delivery status", tag: "delivery", auth: "admin",
+  responses: { 200: { schema: destinationListSchema, description: "{destinations}" } },
+  handler: async (c) => {
+    const stream = c.get("stream");
+    const names = await destinationIndex(c.env, stream).members();
+    const all = await Promise.all(names.map((n) => destinationStub(c.env, stream, n).status()));
+    return c.json({ destinations: all.filter((d) => d !== null) });
+  },
+});
+
+export const putDestination = route({
+  method: "put", path: ONE, summary: "Create or update a destination (http: Standard Webhooks; queue: a Queues producer)", tag: "delivery", auth: "admin",
+  description: "A new destination receives the rows of commits after its creation (replay reaches back). A new http destination answers its `whsec_` secret once. A PUT again updates it and resumes a paused one. URLs must be https:// with a public host.",
+  request: { body: destinationBodySchema },
+  responses: {
+    201: { schema: destinationPutSchema, description: "{stream, name, status, secret?, destination}" },
+    200: { schema: destinationPutSchema, description: "updated" },
+  },
+  handler: async (c) => {
+    const stream = c.get("stream");
+    const name = c.req.param("name")!;
+    const parsed = destinationBodySchema.safeParse(await c.req.json().catch(() => undefined));
+    if (!parsed.success) {
+      throw badRequest('the destination is invalid: send {"type": "http", "url": "https://…"} or {"type": "queue", "binding": "…"}', { errors: zodErrors(parsed.error) });
+    }
+    const config = toConfig(parsed.data);
+    if (config.type === "http") {
+      const url = checkDestinationUrl(config.url, c.env.ALLOW_LOOPBACK_DESTINATIONS === "true");
+      if (!url.ok) throw badRequest(`url: ${url.reason}`, { errors: [{ path: "url", message: url.reason }] });
+      config.url = url.url;
+    } else {
+      const bound = (c.env as unknown as Record<string, { sendBatch?: unknown } | undefined>)[config.binding];
+      if (RESERVED_QUEUE_BINDINGS.includes(config.binding) || typeof bound?.sendBatch !== "function") {
+        const reason = `${config.binding} is not a Queues producer binding destinations may use (add one in wrangler.toml; EVENTS and DLQ are the service's own)`;
+        throw badRequest(`binding: ${reason}`, { errors: [{ path: "binding", message: reason }] });
+      }
+    }
+    const at = await coordinatorStub(c.env, stream).locate();
+    if (!at) throw notFound(`stream "${stream}" does not exist`);
+    const dest = destinationStub(c.env, stream, name);
+    const r = await dest.configure(stream, name, config, { epoch: at.epoch, lastSeq: at.lastSeq });
+    await destinationIndex(c.env, stream).addMember(name);
+    forgetNoDestinations(stream);
+    const destination = (await dest.status())!;
+    return c.json({ stream, name, status: r.status, ...(r.secret ? { secret: r.secret } : {}), destination }, r.status === "created" ? 201 : 200);
+  },
+});
+
+export const getDestination = route({
+  method: "get", path: ONE, summary: "A destination: deliveredSeq, pending, failing, lastError, lastSuccessAt, lagMs", tag: "delivery", auth: "admin",
+  responses: { 200: { schema: destinationSchema, description: "the destination" } },
+  handler: async (c) => {
+    const d = await destinationStub(c.env, c.get("stream"), c.req.param("name")!).status();
+    if (!d) throw missing(c.get("stream"), c.req.param("name"));
+    return c.json(d);
+  },
+});
+
+export const deleteDestination = route({
+  method: "delete", path: ONE, summary: "Stop and forget a destination", tag: "delivery", auth: "admin",
+  responses: { 204: { description: "deleted" } },
+  handler: async (c) => {
+    const stream = c.get("stream");
+    const name = c.req.param("name")!;
+    const removed = await destinationStub(c.env, stream, name).remove();
+    await destinationIndex(c.env, stream).removeMember(name);
+    if (!removed) throw missing(stream, name);
+    return c.body(null, 204);
+  },
+});
+
+const deadQuery = z.object({
+  limit: intIn(1, 1000).default(100).describe("rows per page"),
+  after: z.string().regex(/^\d+\.-?\d+$/).optional().describe("<seq>.<index>: the `next` of the previous page"),
+});
+
+export const deadLane = route({
+  method: "get", path: `${ONE}/dead`, summary: "The dead lane: rows whose retryFor ran out", tag: "delivery", auth: "admin",
+  request: { query: deadQuery },
+  responses: { 200: { schema: deadLaneSchema, description: "{rows, next}" } },
+  handler: async (c) => {
+    const stream = c.get("stream");
+    const name = c.req.param("name")!;
+    const limit = intQuery(c, deadQuery, "limit");
+    const after = /^(\d+)\.(-?\d+)$/.exec(c.req.query("after") || "0.-1");
+    if (!after) throw badRequest("after must be <seq>.<index>: the `next` of the previous page");
+    const dest = destinationStub(c.env, stream, name);
+    const [status, rows] = await Promise.all([dest.status(), dest.dead({ seq: Number(after[1]), index: Number(after[2]) }, limit)]);
+    if (!status) throw missing(stream, name);
+    const last = rows[rows.length - 1];
+    return c.json({ rows: rows.map((r) => ({ ...r, row: JSON.parse(r.row) as unknown })), next: rows.length === limit && last ? `${last.seq}.${last.index}` : null });
+  },
+});
+
+export const replay = route({
+  method: "post", path: `${ONE}/replay`, summary: "Send every row from a commit seq on again (dead ones included), with the same ids", tag: "delivery", auth: "admin",
+  request: { body: replayBodySchema },
+  responses: { 202: { schema: replaySchema, description: "{fromSeq, fromDead}" } },
+  handler: async (c) => {
+    const parsed = replayBodySchema.safeParse(await c.req.json().catch(() => undefined));
+    if (!parsed.success) throw badRequest('send {"fromSeq": <the first commit seq to send again>}', { errors: zodErrors(parsed.error) });
+    const r = await destinationStub(c.env, c.get("stream"), c.req.param("name")!).replay(parsed.data.fromSeq);
+    if (!r) throw missing(c.get("stream"), c.req.param("name"));
+    return c.json(r, 202);
+  },
+});
+
+export const rotateSecret = route({
+  method: "post", path: `${ONE}/rotate-secret`, summary: "A new signing secret; the old one keeps signing during the overlap", tag: "delivery", auth: "admin",
+  request: { body: rotateBodySchema },
+  responses: { 201: { schema: rotatedSchema, description: "{id, secret}, shown once" } },
+  handler: async (c) => {
+    const text = await c.req.text();
+    const parsed = rotateBodySchema.safeParse(text.trim() === "" ? undefined : safeJson(text));
+    if (!parsed.success) throw badRequest('send {} or {"overlap": "24 hours"}', { errors: zodErrors(parsed.error) });
+    const r = await destinationStub(c.env, c.get("stream"), c.req.param("name")!).rotateSecret(parsed.data.overlap);
+    if (!r) throw notFound(`stream "${c.get("stream")}" has no http destination "${c.req.param("name")}"`);
+    return c.json(r, 201);
+  },
+});
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return Symbol("invalid");
+  }
+}
+
+export const routes = [listDestinations, putDestination, getDestination, deleteDestination, deadLane, replay, rotateSecret];

@@ -1,0 +1,66 @@
+import { z } from "zod";
+import { parseInterval } from "../stream/interval";
+
+/**
+ * A destination's config (PUT /v1/streams/{stream}/destinations/{name}),
+ * validated at the edge. Durations take the stream config's forms
+ * ("10 seconds", "3 days" or milliseconds).
+ */
+export const DEFAULT_TIMEOUT_MS = 10_000;
+export const MAX_TIMEOUT_MS = 30_000;
+export const DEFAULT_RETRY_FOR_MS = 3 * 24 * 60 * 60 * 1000;
+const MAX_RETRY_FOR_MS = 14 * 24 * 60 * 60 * 1000;
+/** The old secret keeps signing this long after a rotation (Svix's overlap). */
+export const DEFAULT_ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+/** Queue bindings rows may not go to: the Worker's own ingest queue and its dead-letter queue. */
+export const RESERVED_QUEUE_BINDINGS = ["EVENTS", "DLQ"];
+
+const duration = (what: string, min: number, max: number) =>
+  z.union([z.string(), z.number()]).transform((v, ctx) => {
+    try {
+      const ms = parseInterval(v);
+      if (ms < min || ms > max) throw new Error(`${what} must be between ${min} ms and ${max} ms`);
+      return ms;
+    } catch (e) {
+      ctx.addIssue({ code: "custom", message: (e as Error).message });
+      return z.NEVER;
+    }
+  });
+
+const retryFor = duration("retryFor", 1_000, MAX_RETRY_FOR_MS).optional().describe('how long a row is retried before it goes to the dead lane (default "3 days")');
+
+export const destinationBodySchema = z.discriminatedUnion("type", [
+  z.strictObject({
+    type: z.literal("http"),
+    url: z.string().max(2048).describe("https:// with a public host (loopback only when ALLOW_LOOPBACK_DESTINATIONS is \"true\")"),
+    timeout: duration("timeout", 100, MAX_TIMEOUT_MS).optional().describe('per attempt (default "10 seconds", at most 30 seconds)'),
+    retryFor,
+  }),
+  z.strictObject({
+    type: z.literal("queue"),
+    binding: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/).describe("a Queues producer binding of this Worker (wrangler.toml [[queues.producers]])"),
+    retryFor,
+  }),
+]);
+
+export type DestinationBody = z.output<typeof destinationBodySchema>;
+
+/** What the Destination object keeps (secrets apart). */
+export type DestinationConfig =
+  | { type: "http"; url: string; timeoutMs: number; retryForMs: number }
+  | { type: "queue"; binding: string; retryForMs: number };
+
+export function toConfig(body: DestinationBody): DestinationConfig {
+  const retryForMs = body.retryFor ?? DEFAULT_RETRY_FOR_MS;
+  return body.type === "http"
+    ? { type: "http", url: body.url, timeoutMs: body.timeout ?? DEFAULT_TIMEOUT_MS, retryForMs }
+    : { type: "queue", binding: body.binding, retryForMs };
+}
+
+export const rotateBodySchema = z
+  .strictObject({ overlap: duration("overlap", 0, 7 * 24 * 60 * 60 * 1000).optional().describe('how long the old secret keeps signing too (default "24 hours")') })
+  .default({});
+
+export const replayBodySchema = z.strictObject({
+  fromSeq: z.number().int().min(1).describe("the first commit seq to send again (the seq of a webhook-id {stream}.{seq}.{index})"),
+});

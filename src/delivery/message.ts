@@ -1,0 +1,44 @@
+import { signStandardWebhooks } from "../webhooks/standard-webhooks";
+import { toBase64 } from "../webhooks/bytes";
+
+/**
+ * One output row as a Standard Webhooks message: the id is the row's place in
+ * the output (`{stream}.{seq}.{index}`), the same on every attempt and replay,
+ * so the handler can be idempotent on it; the body's timestamp is the commit
+ * time, so the body is the same on every attempt too. Only webhook-timestamp
+ * (the send time, which the receiver checks for freshness) changes.
+ */
+export const MESSAGE_TYPE = "row.emitted";
+
+export const webhookId = (stream: string, seq: number, index: number) => `${stream}.${seq}.${index}`;
+
+export function messageBody(row: unknown, committedAt: number): string {
+  return JSON.stringify({ type: MESSAGE_TYPE, timestamp: new Date(committedAt).toISOString(), data: row });
+}
+
+/** A new signing secret, `whsec_` + base64 of 24 random bytes (as Svix issues them). */
+export function newSigningSecret(): string {
+  return `whsec_${toBase64(crypto.getRandomValues(new Uint8Array(24)))}`;
+}
+
+/**
+ * The three headers of one attempt. Every secret in `secrets` signs (the new
+ * one and, while a rotation overlaps, the old one), space-separated as the
+ * spec allows, so a receiver holding either verifies.
+ */
+export async function signedHeaders(secrets: readonly string[], id: string, nowMs: number, body: string): Promise<Record<string, string>> {
+  const t = Math.floor(nowMs / 1000);
+  const signatures = await Promise.all(secrets.map((s) => signStandardWebhooks(s, id, t, body)));
+  return {
+    "content-type": "application/json",
+    "webhook-id": id,
+    "webhook-timestamp": String(t),
+    "webhook-signature": signatures.join(" "),
+    "user-agent": "edge-dedup-delivery/1",
+  };
+}
+
+/** A queue destination's message: the same id, the row and where it came from. */
+export function queueMessage(stream: string, seq: number, index: number, row: unknown, committedAt: number) {
+  return { id: webhookId(stream, seq, index), type: MESSAGE_TYPE, stream, seq, index, committedAt, row };
+}

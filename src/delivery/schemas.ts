@@ -1,0 +1,44 @@
+import { z } from "zod";
+
+/** The JSON bodies the destination routes answer (zod only: the OpenAPI document and Node-side code import them). */
+export const destinationSchema = z.object({
+  stream: z.string(),
+  name: z.string(),
+  type: z.enum(["http", "queue"]),
+  url: z.string().optional().describe("http: where rows are POSTed"),
+  binding: z.string().optional().describe("queue: the Queues producer binding"),
+  timeoutMs: z.number().int().optional().describe("http: per attempt"),
+  retryForMs: z.number().int().describe("how long a row is retried before the dead lane"),
+  createdAt: z.number(),
+  deliveredSeq: z.number().int().describe("every row of every commit up to this seq is delivered (or in the dead lane)"),
+  pending: z.number().int().describe("rows read and not yet delivered"),
+  failing: z.boolean().describe("a pending row has failed at least once, or the destination is paused"),
+  paused: z.boolean().describe("the receiver answered 410 Gone; PUT the destination again to resume"),
+  lastError: z.string().nullable(),
+  lastErrorAt: z.number().nullable(),
+  lastSuccessAt: z.number().nullable(),
+  lagMs: z.number().describe("how long the oldest undelivered row has been committed (0: caught up)"),
+  delivered: z.number().int().describe("rows delivered, all time"),
+  failures: z.number().int().describe("failed attempts, all time"),
+  dead: z.number().int().describe("rows in the dead lane"),
+  secrets: z.array(z.object({ id: z.string(), createdAt: z.number(), expiresAt: z.number().nullable() })).describe("http: the secrets that sign now (never their values)"),
+});
+export const destinationPutSchema = z.object({
+  stream: z.string(),
+  name: z.string(),
+  status: z.enum(["created", "updated"]),
+  secret: z.string().optional().describe("http, on creation: the whsec_ signing secret, shown once"),
+  destination: destinationSchema,
+});
+export const destinationListSchema = z.object({ destinations: z.array(destinationSchema) });
+export const deadLaneSchema = z.object({
+  rows: z.array(z.object({
+    id: z.string().describe("the webhook-id it had: {stream}.{seq}.{index}"),
+    seq: z.number().int(), index: z.number().int(), attempts: z.number().int(), lastError: z.string().nullable(),
+    diedAt: z.number(), committedAt: z.number(), row: z.unknown(),
+  })),
+  next: z.string().nullable().describe("pass as ?after= for the next page"),
+});
+export const replaySchema = z.object({ fromSeq: z.number().int(), fromDead: z.number().int().describe("rows taken back from the dead lane") });
+export const rotatedSchema = z.object({ id: z.string(), secret: z.string().describe("the new whsec_ secret, shown once") });
+

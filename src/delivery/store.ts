@@ -1,0 +1,84 @@
+import type { DestinationConfig } from "./config";
+
+/**
+ * The Destination object's SQLite tables. `dest` holds the one destination
+ * (config, sealed secrets, the read cursor, counters); `pending` the rows read
+ * from the committed output and not yet delivered (at most MAX_PENDING: the
+ * state stays bounded however far behind the receiver is); `dead` the rows
+ * that ran out of retryFor (the newest MAX_DEAD); `marks` commit times the
+ * Coordinator's pokes reported, so that a row's body carries its commit time
+ * on every attempt; `members` (only in the stream's index object, named
+ * `{stream}`) the names of the stream's destinations.
+ */
+export const DESTINATION_TABLES = `
+  CREATE TABLE IF NOT EXISTS dest (id INTEGER PRIMARY KEY CHECK (id = 1), stream TEXT NOT NULL, name TEXT NOT NULL,
+    config TEXT NOT NULL, secrets TEXT NOT NULL, created_at INTEGER NOT NULL, epoch TEXT NOT NULL,
+    read_seq INTEGER NOT NULL, read_index INTEGER NOT NULL, paused TEXT, last_error TEXT, last_error_at INTEGER,
+    last_success_at INTEGER, delivered INTEGER NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0, died INTEGER NOT NULL DEFAULT 0);
+  CREATE TABLE IF NOT EXISTS pending (seq INTEGER NOT NULL, idx INTEGER NOT NULL, row TEXT NOT NULL, committed_at INTEGER NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0, first_at INTEGER, next_at INTEGER NOT NULL, last_error TEXT, PRIMARY KEY (seq, idx)) WITHOUT ROWID;
+  CREATE INDEX IF NOT EXISTS pending_due ON pending (next_at);
+  CREATE TABLE IF NOT EXISTS dead (seq INTEGER NOT NULL, idx INTEGER NOT NULL, row TEXT NOT NULL, committed_at INTEGER NOT NULL,
+    attempts INTEGER NOT NULL, last_error TEXT, died_at INTEGER NOT NULL, PRIMARY KEY (seq, idx)) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS marks (seq INTEGER PRIMARY KEY, at INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS members (name TEXT PRIMARY KEY) WITHOUT ROWID;
+`;
+
+/** Rows read ahead of delivery, at most. */
+export const MAX_PENDING = 1_000;
+/** Dead rows kept (the oldest go first beyond this; `died` still counts them). */
+export const MAX_DEAD = 10_000;
+/** Commit-time marks kept, at most. */
+export const MAX_MARKS = 10_000;
+
+export interface SealedSecret {
+  id: string;
+  sealed: string;
+  createdAt: number;
+  /** null: current; otherwise it stops signing then (a rotation's overlap) */
+  expiresAt: number | null;
+}
+
+export interface DestRow {
+  stream: string;
+  name: string;
+  config: DestinationConfig;
+  secrets: SealedSecret[];
+  createdAt: number;
+  epoch: string;
+  readSeq: number;
+  readIndex: number;
+  paused: string | null;
+  lastError: string | null;
+  lastErrorAt: number | null;
+  lastSuccessAt: number | null;
+  delivered: number;
+  failures: number;
+  died: number;
+}
+
+export type PendingRow = {
+  seq: number;
+  idx: number;
+  row: string;
+  committed_at: number;
+  attempts: number;
+  first_at: number | null;
+  next_at: number;
+  last_error: string | null;
+};
+
+export function readDest(sql: SqlStorage): DestRow | null {
+  const r = sql.exec<Record<string, any>>("SELECT * FROM dest WHERE id = 1").toArray()[0];
+  if (!r) return null;
+  return {
+    stream: r.stream, name: r.name, config: JSON.parse(r.config), secrets: JSON.parse(r.secrets), createdAt: r.created_at, epoch: r.epoch,
+    readSeq: r.read_seq, readIndex: r.read_index, paused: r.paused, lastError: r.last_error, lastErrorAt: r.last_error_at,
+    lastSuccessAt: r.last_success_at, delivered: r.delivered, failures: r.failures, died: r.died,
+  };
+}
+
+/** The commit time a poke reported for `seq` (the first mark at or after it), or null. */
+export function commitTime(sql: SqlStorage, seq: number): number | null {
+  return sql.exec<{ at: number }>("SELECT at FROM marks WHERE seq >= ? ORDER BY seq LIMIT 1", seq).toArray()[0]?.at ?? null;
+}
