@@ -2,6 +2,8 @@ import { Hono, type Context } from "hono";
 import { cors } from "hono/cors";
 import { NAME_PATTERN, parseStreamConfig, zodErrors, type StreamConfig } from "../stream/config";
 import { locateRow } from "../stream/batch";
+import { withReceipts } from "./receipts";
+import type { StoredReceipt } from "../stream/receipt";
 import { coordinatorStub, partitionStub, registryStub, type Env } from "../env";
 import { DEFAULT_THRESHOLDS, evaluateHealth, type HealthSource } from "../stream/health";
 import { renderPrometheus, type StreamMetrics } from "../stream/metrics";
@@ -135,7 +137,9 @@ app.get(`${STREAM}/state`, async (c) => {
   const after = c.req.query("after") ?? "";
   const stub = partitionStub(c.env, where.name, partition);
   const [stats, keys] = await Promise.all([stub.describe(where.epoch), probe ? stub.lookup(where.epoch, probe.stateKey) : stub.list(where.epoch, after, limit)]);
-  return c.json({ partition, watermark: stats.watermark, rows: stats.rows, bytes: stats.bytes, keys });
+  // Asked by row: the remembered key's receipt (src/api/receipts.ts).
+  const answered = probe ? await withReceipts(coordinatorStub(c.env, c.get("stream")), where.config, keys as unknown as StoredReceipt[]) : keys;
+  return c.json({ partition, watermark: stats.watermark, rows: stats.rows, bytes: stats.bytes, keys: answered });
 });
 
 /** A row given to the state reader: its state key and partition, or a 400 saying why it has none. */
@@ -203,7 +207,7 @@ app.delete(`${CREDENTIALS}/:id`, async (c) => {
 
 // The committed output (and the late and rejected lanes) as NDJSON, batch after
 // batch in commit order; pages of the commit index keep memory flat.
-for (const [path, lane] of [["output", "data"], ["late", "late"], ["rejected", "rejected"]] as const) {
+for (const [path, lane] of [["output", "data"], ["late", "late"], ["rejected", "rejected"], ["conflicts", "conflicts"], ["duplicates", "duplicates"]] as const) {
   app.get(`${STREAM}/${path}`, async (c) => {
     const coordinator = coordinatorStub(c.env, c.get("stream"));
     const where = await coordinator.locate();
@@ -323,6 +327,8 @@ for (const [path, allow] of [
   [WEBHOOK, "POST"],
   [`${STREAM}/late`, "GET"],
   [`${STREAM}/rejected`, "GET"],
+  [`${STREAM}/conflicts`, "GET"],
+  [`${STREAM}/duplicates`, "GET"],
   [`${STREAM}/table`, "GET"],
   [`${STREAM}/health`, "GET"],
   [`${STREAM}/advice`, "GET"],

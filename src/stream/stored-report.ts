@@ -8,8 +8,8 @@
  */
 import { progressOf, type BatchOutcome, type ProgressReport } from "./report";
 
-/** Version 1: [1, watermark, watermarkAfter, input, emitted, duplicates, late, committedAt, durationMs, numRowsTotal, numRowsUpdated, numRowsRemoved, stateBytes, rejected?, rejectedCount?] */
-type Compact = [1, number, number, number, number, number, number, number, number, number, number, number, number, ([number, string][] | 0)?, number?];
+/** Version 1: [1, watermark, watermarkAfter, input, emitted, duplicates, late, committedAt, durationMs, numRowsTotal, numRowsUpdated, numRowsRemoved, stateBytes, rejected?, rejectedCount?, conflicts?] (conflicts: when not 0; 0 and null fill the places before it) */
+type Compact = [1, number, number, number, number, number, number, number, number, number, number, number, number, ([number, string][] | 0)?, (number | null)?, number?];
 
 export interface StoredReport {
   outcome: BatchOutcome;
@@ -23,6 +23,10 @@ export function encodeStoredReport(outcome: BatchOutcome, progress: ProgressRepo
   ];
   if (outcome.rejected.length > 0 || outcome.rejectedCount !== undefined) c.push(outcome.rejected.length > 0 ? outcome.rejected.map((r) => [r.index, r.error]) : 0);
   if (outcome.rejectedCount !== undefined) c.push(outcome.rejectedCount);
+  if (outcome.conflicts) {
+    while (c.length < 15) c.push(c.length === 13 ? 0 : null);
+    c.push(outcome.conflicts);
+  }
   return JSON.stringify(c);
 }
 
@@ -30,12 +34,12 @@ export function encodeStoredReport(outcome: BatchOutcome, progress: ProgressRepo
 export function decodeStoredReport(text: string, source: string, batchId: string, commitSeq: number): StoredReport {
   const parsed = JSON.parse(text) as Compact | StoredReport;
   if (!Array.isArray(parsed)) return parsed; // the first layout
-  const [, watermark, watermarkAfter, input, emitted, duplicates, late, committedAt, durationMs, numRowsTotal, numRowsUpdated, numRowsRemoved, stateBytes, rejected, rejectedCount] = parsed;
+  const [, watermark, watermarkAfter, input, emitted, duplicates, late, committedAt, durationMs, numRowsTotal, numRowsUpdated, numRowsRemoved, stateBytes, rejected, rejectedCount, conflicts] = parsed;
   // The key order of the outcome as first answered, so that a replay is the same JSON.
   const outcome: BatchOutcome = {
-    batchId, source, replayed: false, watermark, watermarkAfter, input, emitted, duplicates, late,
+    batchId, source, replayed: false, watermark, watermarkAfter, input, emitted, duplicates, late, conflicts: conflicts ?? 0,
     rejected: rejected ? rejected.map(([index, error]) => ({ index, error })) : [],
-    ...(rejectedCount === undefined ? {} : { rejectedCount }),
+    ...(rejectedCount === undefined || rejectedCount === null ? {} : { rejectedCount }),
   };
   return { outcome, progress: progressOf(outcome, { commitSeq, committedAt, durationMs, numRowsTotal, numRowsUpdated, numRowsRemoved, stateBytes }) };
 }

@@ -163,7 +163,11 @@ describe("a stream with stateKeys: hashed", () => {
       call("GET", `/v1/streams/${stream}/state?row=${encodeURIComponent(JSON.stringify(row))}${partition === undefined ? "" : `&partition=${partition}`}`);
     for (const [stream, key] of [["text-keys", '["c"]'], ["hashed-keys", keyHashLabel('["c"]')]]) {
       const found = await client.state(stream, { row: { id: "c", ts: at(10, 30) } });
-      expect(found.keys).toEqual([{ key, eventTime: stream === "text-keys" ? at(10, 30) : null, expiresAt: text[0].expiresAt }]);
+      // With its receipt (DESIGN §11): c was kept by the second commit; hashed state implies its event time from the expiry.
+      expect(found.keys).toEqual([{
+        key, eventTime: stream === "text-keys" ? at(10, 30) : null, expiresAt: text[0].expiresAt,
+        kept: { batchId: expect.any(String), source: "default", seq: 2, eventTime: at(10, 30) }, dropped: 0, conflicts: 0,
+      }]);
       expect((await json<{ keys: unknown[] }>(byRow(stream, { id: "a", ts: at(10, 0) }))).keys).toEqual([]); // expired
       expect((await json<{ keys: unknown[] }>(byRow(stream, { id: "zz", ts: at(10, 30) }))).keys).toEqual([]); // never sent
       const elsewhere = await byRow(stream, { id: "c", ts: at(10, 30) }, 1 - found.partition);

@@ -10,7 +10,7 @@ describe("the ledger's stored report", () => {
   it("gives back the outcome and progress report as first made, to the JSON text (a replay is the same body)", () => {
     fc.assert(
       fc.property(
-        fc.record({ batchId: fc.string({ minLength: 1 }), source: fc.string({ minLength: 1 }), watermark: time, watermarkAfter: time, input: count, emitted: count, duplicates: count, late: count }),
+        fc.record({ batchId: fc.string({ minLength: 1 }), source: fc.string({ minLength: 1 }), watermark: time, watermarkAfter: time, input: count, emitted: count, duplicates: count, late: count, conflicts: fc.oneof(fc.constant(0), count) }),
         fc.array(fc.record({ index: fc.nat(), error: fc.string() }), { maxLength: 140 }),
         fc.record({ commitSeq: fc.integer({ min: 1, max: 2 ** 40 }), committedAt: time, durationMs: fc.nat(), numRowsTotal: count, numRowsUpdated: count, numRowsRemoved: count, stateBytes: count }),
         (o, rejected, extra) => {

@@ -26,5 +26,6 @@ test.each(Object.keys(deliveries) as ProviderType[])("a %s envelope is an accept
     row: envelope.row,
     key: JSON.stringify([envelope.row.id]),
     eventTime: envelope.row.time,
+    digest: expect.stringMatching(/^-?\d+$/), // the content digest of DESIGN §11
   });
 });
