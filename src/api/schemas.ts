@@ -147,7 +147,7 @@ export const healthSchema = z.object({
   status: z.enum(["ok", "warn", "critical"]),
   reasons: z.array(
     z.object({
-      code: z.enum(["watermark-stalled", "held-back", "state-rising", "late-rate", "rejected-rate"]),
+      code: z.enum(["watermark-stalled", "held-back", "state-rising", "late-rate", "rejected-rate", "conflict-rate"]),
       severity: z.enum(["warn", "critical"]),
       detail: z.string(),
     }),
@@ -163,6 +163,8 @@ export const healthSchema = z.object({
     rejected: z.number().int(),
     lateRate: z.number().nullable(),
     rejectedRate: z.number().nullable(),
+    conflicts: z.number().int().optional(),
+    conflictRate: z.number().nullable().optional(),
     watermarkAdvanceMs: z.number().nullable(),
     stateRowsFirst: z.number().nullable(),
     stateRowsLast: z.number().nullable(),
