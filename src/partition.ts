@@ -117,6 +117,13 @@ type PartitionMeta = {
   front_b: number | null;
 };
 
+/**
+ * The kept copy's batch of a key row (joined with its receipt as r): the one
+ * its receipt names, else the batch whose range of expiries holds its expiry.
+ */
+const KEPT_BATCH = `coalesce((SELECT batch FROM kept_batches WHERE kept_batches.n = r.n),
+  (SELECT batch FROM (SELECT batch, lo FROM kept_batches WHERE hi >= keys.e ORDER BY hi LIMIT 1) WHERE lo <= keys.e))`;
+
 /** Counted in duplicates: a duplicate or a dropped conflict (a rejected one is in rejected). */
 const countsAsDuplicate = (d: Decision) => d === "d" || d === "c";
 
@@ -168,14 +175,14 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
   {
     // Version 4 is the decision ledger's (another change); this one touches only its own columns and tables.
     version: 5,
-    does: "what counts as the same event: keys.d (the kept copy's 64-bit content digest), keys.n (its batch, in kept_batches), receipts (copies dropped against a key)",
+    does: "what counts as the same event: keys.d (the kept copy's 64-bit content digest), kept_batches (which batch kept which keys), receipts (copies dropped against a key, and a key's batch where its range can't tell)",
     up: (sql) =>
       sql.exec(`
         ALTER TABLE keys ADD COLUMN d INTEGER;
-        ALTER TABLE keys ADD COLUMN n INTEGER;
-        CREATE TABLE IF NOT EXISTS kept_batches (n INTEGER PRIMARY KEY, batch TEXT NOT NULL, until INTEGER);
+        CREATE TABLE IF NOT EXISTS kept_batches (n INTEGER PRIMARY KEY, batch TEXT NOT NULL, lo INTEGER, hi INTEGER, until INTEGER);
+        CREATE INDEX IF NOT EXISTS kept_batches_by_hi ON kept_batches (hi) WHERE hi IS NOT NULL;
         CREATE INDEX IF NOT EXISTS kept_batches_by_until ON kept_batches (until) WHERE until IS NOT NULL;
-        CREATE TABLE IF NOT EXISTS receipts (b INTEGER NOT NULL, k NOT NULL, dropped INTEGER NOT NULL, conflicts INTEGER NOT NULL, PRIMARY KEY (b, k)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS receipts (b INTEGER NOT NULL, k NOT NULL, n INTEGER, dropped INTEGER NOT NULL, conflicts INTEGER NOT NULL, PRIMARY KEY (b, k)) WITHOUT ROWID;
       `),
   },
 ];
@@ -279,7 +286,7 @@ export class Partition extends DurableObject<Env> {
     });
   }
 
-  /** The next number for kept_batches: a kept key's `n` names its batch there. */
+  /** The next number for kept_batches (see keptBatch()). */
   private batchNumber(): number {
     this.nextBatch ??= this.sql.exec<{ n: number }>("SELECT coalesce(max(n), 0) + 1 AS n FROM kept_batches").one().n;
     return this.nextBatch;
@@ -316,8 +323,8 @@ export class Partition extends DurableObject<Env> {
     const found = new Map(
       this.sql
         .exec<{ id: string; b: number; batch: string | null }>(
-          `SELECT ${meta.hashed ? "CAST(k AS TEXT)" : "k"} AS id, b, (SELECT batch FROM kept_batches WHERE kept_batches.n = keys.n) AS batch
-           FROM keys WHERE b IN (SELECT value FROM json_each(?1)) AND k IN (SELECT value FROM json_each(?2))`,
+          `SELECT ${meta.hashed ? "CAST(keys.k AS TEXT)" : "keys.k"} AS id, keys.b AS b, ${KEPT_BATCH} AS batch
+           FROM keys LEFT JOIN receipts r ON r.b = keys.b AND r.k = keys.k WHERE keys.b IN (SELECT value FROM json_each(?1)) AND keys.k IN (SELECT value FROM json_each(?2))`,
           JSON.stringify([...this.liveBuckets()]), `[${stored.map((k) => this.keyLiteral(meta, k)).join(",")}]`,
         )
         .toArray()
@@ -337,8 +344,8 @@ export class Partition extends DurableObject<Env> {
     }
     if (counts.size > 0) {
       this.sql.exec(
-        `INSERT INTO receipts (b, k, dropped, conflicts)
-         SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each(?) WHERE true
+        `INSERT INTO receipts (b, k, n, dropped, conflicts)
+         SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), NULL, json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each(?) WHERE true
          ON CONFLICT (b, k) DO UPDATE SET dropped = dropped + excluded.dropped, conflicts = conflicts + excluded.conflicts`,
         `[${[...counts.values()].map(([b, k, dr, co]) => `[${b},${k},${dr},${co}]`).join(",")}]`,
       );
@@ -420,7 +427,7 @@ export class Partition extends DurableObject<Env> {
     const key = meta.hashed ? "printf('#%016x', keys.k)" : "keys.k";
     return this.sql
       .exec<{ key: string; t: number | null; e: number | null; batch: string | null; dropped: number | null; conflicts: number | null }>(
-        `SELECT ${key} AS key, keys.t AS t, keys.e AS e, (SELECT batch FROM kept_batches WHERE kept_batches.n = keys.n) AS batch, r.dropped AS dropped, r.conflicts AS conflicts
+        `SELECT ${key} AS key, keys.t AS t, keys.e AS e, ${KEPT_BATCH} AS batch, r.dropped AS dropped, r.conflicts AS conflicts
          FROM keys LEFT JOIN receipts r ON r.b = keys.b AND r.k = keys.k
          WHERE keys.b IN (SELECT value FROM json_each(?1)) AND keys.k = json_extract(?2, '$[0]')`,
         JSON.stringify([...this.liveBuckets()]), `[${this.keyLiteral(meta, this.storedKey(meta, stateKey))}]`,
@@ -474,19 +481,14 @@ export class Partition extends DurableObject<Env> {
     const k = "json_extract(c.value, '$[1]')";
     const inserted = this.sql
       .exec<{ id: string; b: number; e: number | null }>(
-        `INSERT INTO keys (b, k, t, e, d, n)
-         SELECT json_extract(c.value, '$[0]'), ${k}, json_extract(c.value, '$[2]'), json_extract(c.value, '$[3]'), json_extract(c.value, '$[4]'), ?3 FROM json_each(?1) c
+        `INSERT INTO keys (b, k, t, e, d)
+         SELECT json_extract(c.value, '$[0]'), ${k}, json_extract(c.value, '$[2]'), json_extract(c.value, '$[3]'), json_extract(c.value, '$[4]') FROM json_each(?1) c
          WHERE NOT EXISTS (SELECT 1 FROM keys x WHERE x.b IN (SELECT value FROM json_each(?2)) AND x.k = ${k})
          RETURNING ${meta.hashed ? "CAST(k AS TEXT)" : "k"} AS id, b, e`,
-        `[${rows.join(",")}]`, JSON.stringify([...this.liveBuckets()]), batch.n,
+        `[${rows.join(",")}]`, JSON.stringify([...this.liveBuckets()]),
       )
       .toArray();
-    if (inserted.length > 0) {
-      // The batch's number names it for its keys' receipts until the last of them expires (null: never).
-      const until = inserted.some((r) => r.e === null) ? null : Math.max(...inserted.map((r) => r.e!));
-      this.sql.exec("INSERT INTO kept_batches (n, batch, until) VALUES (?, ?, ?)", batch.n, batch.batch, until);
-      this.nextBatch = batch.n + 1;
-    }
+    if (inserted.length > 0) this.keptBatch(meta, batch, inserted);
     const intoFront: string[] = [];
     for (const r of inserted) {
       this.buckets!.add(r.b);
@@ -497,6 +499,31 @@ export class Partition extends DurableObject<Env> {
       this.sql.exec("INSERT INTO front (e, k) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)", `[${intoFront.join(",")}]`);
     }
     return new Set(inserted.map((r) => byStored.get(String(r.id))!));
+  }
+
+  /**
+   * Records which batch kept the keys just inserted, for their receipts,
+   * without a column per key (a key costs ≤ 40 B with its digest): a batch
+   * whose keys' expiries span a range no other such batch's range overlaps
+   * is found by a key's expiry ([lo, hi]); the keys of any other batch (out
+   * of order, or without expiry) name it in `receipts.n`. The name goes
+   * once the last of its keys has expired (until; null: never).
+   */
+  private keptBatch(meta: PartitionMeta, batch: { n: number; batch: string }, inserted: { id: string; b: number; e: number | null }[]): void {
+    const exps = inserted.map((r) => r.e);
+    const lo = exps.includes(null) ? null : Math.min(...(exps as number[]));
+    const hi = lo === null ? null : Math.max(...(exps as number[]));
+    // Ranges are disjoint, so the first one ending at or after lo is the only one that can overlap.
+    const next = lo === null ? undefined : this.sql.exec<{ lo: number }>("SELECT lo FROM kept_batches WHERE hi >= ? ORDER BY hi LIMIT 1", lo).toArray()[0];
+    const byRange = lo !== null && (next === undefined || next.lo > hi!);
+    this.sql.exec("INSERT INTO kept_batches (n, batch, lo, hi, until) VALUES (?, ?, ?, ?, ?)", batch.n, batch.batch, byRange ? lo : null, byRange ? hi : null, hi);
+    if (!byRange) {
+      this.sql.exec(
+        `INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), ?, 0, 0 FROM json_each(?)`,
+        batch.n, `[${inserted.map((r) => `[${r.b},${this.keyLiteral(meta, String(r.id))}]`).join(",")}]`,
+      );
+    }
+    this.nextBatch = batch.n + 1;
   }
 
   /** The buckets that hold keys, read with a skip scan of the primary key the first time. */

@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import type { Partition, PartitionRow } from "../../src/partition";
 import { applyBatch, isExpired, type DedupSettings } from "../../src/stream/dedup";
 import { keyHashLabel } from "../../src/stream/key-hash";
+import { contentDigest } from "../../src/stream/content";
 import { at, call, client, createStream, json, output, post } from "./helpers";
 
 let n = 0;
@@ -85,17 +86,21 @@ describe("compact state against the model", () => {
 });
 
 describe("compact state: size and eviction work", () => {
-  it("a hashed key costs at most 40 bytes of storage, every table counted", async () => {
+  it("a hashed key costs at most 40 bytes of storage, every table counted, with its content digest and receipt (DESIGN §11)", async () => {
     const p = fresh();
     const settings: DedupSettings = { mode: "within-watermark", delay: 2 * 3_600_000, hasEventTime: true, hashedKeys: true };
     const t0 = Date.UTC(2026, 0, 1);
     let last = { rows: 0, bytes: 0 };
     for (let b = 0; b < 40; b++) {
-      const rows = Array.from({ length: 1000 }, (_, i) => ({ index: i, key: `["evt_${b}_${i}_${(i * 7919) % 10007}"]`, eventTime: t0 + (b * 1000 + i) * 200 }));
+      // Each row with its 64-bit content digest, as an id-keyed stream sends it (src/stream/content.ts).
+      const rows = Array.from({ length: 1000 }, (_, i) => ({
+        index: i, key: `["evt_${b}_${i}_${(i * 7919) % 10007}"]`, eventTime: t0 + (b * 1000 + i) * 200, digest: contentDigest({ id: `evt_${b}_${i}`, n: i }, []),
+      }));
       last = await p.apply({ epoch: "e1", batch: `s\nb${b}`, watermark: 0, settings, rows });
       await p.applyGroup({ epoch: "e1", watermark: 0, entries: [], forget: [`s\nb${b}`] }); // committed: its ledger is dropped
     }
     expect(last.rows).toBe(40_000);
+    console.log(`compact state: ${(last.bytes / last.rows).toFixed(1)} B per hashed key with its digest`);
     expect(last.bytes / last.rows).toBeLessThanOrEqual(40);
   });
 

@@ -4,8 +4,13 @@
  * reader, the duplicates lane, content keys, and retries after a crash at
  * every step, which never write a lane entry twice.
  */
+import { env } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { FAULT_POINTS } from "../../src/faults";
+import type { Partition } from "../../src/partition";
+import type { DedupSettings } from "../../src/stream/dedup";
 import { at, call, createStream, json, output, post } from "./helpers";
 
 async function lane(stream: string, name: string): Promise<any[]> {
@@ -130,5 +135,36 @@ describe.each(FAULT_POINTS)("crash %s", (point) => {
     expect((await lane(name, "conflicts")).map((x) => [x.batchId, x.index, x.kept])).toEqual([["b2", 1, { batchId: "b1", source: "default", seq: 1 }]]);
     expect((await lane(name, "duplicates")).map((x) => [x.batchId, x.index])).toEqual([["b2", 0], ["b2", 1]]);
     expect((await receipt(name, { id: "A", ts: at(10, 0) }))[0]).toMatchObject({ dropped: 2, conflicts: 1 });
+  });
+});
+
+describe("a partition's receipts", () => {
+  let n = 0;
+  it("name the batch that kept each key, in order or not, and are forgotten with their keys (property)", async () => {
+    const settings: DedupSettings = { mode: "within-watermark", delay: 100, hasEventTime: true };
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.array(fc.tuple(fc.constantFrom("a", "b", "c", "d", "e", "f", "g"), fc.integer({ min: 0, max: 400 })), { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 8 }), fc.integer({ min: 0, max: 450 }), async (batches, evictAt) => {
+        const p = env.PARTITION.getByName(`receipts-${++n}/0`) as DurableObjectStub<Partition>;
+        const keptBy = new Map<string, { batch: string; e: number }>();
+        for (const [b, rows] of batches.entries()) {
+          const batch = `s\nb${b}`;
+          const r = await p.apply({ epoch: "e1", batch, watermark: 0, settings, rows: rows.map(([key, t], index) => ({ index, key, eventTime: 1000 + t })) });
+          rows.forEach(([key, t], i) => r.decisions[i] === "e" && keptBy.set(key, { batch, e: 1000 + t + 100 }));
+        }
+        for (const [key, kept] of keptBy) expect((await p.lookup("e1", key))[0]).toMatchObject({ batch: kept.batch, expiresAt: kept.e });
+        await p.advance("e1", 1100 + evictAt);
+        for (const [key, kept] of keptBy) {
+          const found = await p.lookup("e1", key);
+          expect(found.map((f) => f.batch)).toEqual(kept.e <= 1100 + evictAt ? [] : [kept.batch]);
+        }
+        // Nothing outlives its keys: a batch's name once its last key has expired, a receipt with its key.
+        const left = await runInDurableObject(p, (_o, state) => ({
+          batches: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM kept_batches WHERE until <= ?", 1100 + evictAt).one().n,
+          receipts: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM receipts r WHERE NOT EXISTS (SELECT 1 FROM keys k WHERE k.b = r.b AND k.k = r.k)").one().n,
+        }));
+        expect(left).toEqual({ batches: 0, receipts: 0 });
+      }),
+      { numRuns: 25 },
+    );
   });
 });
