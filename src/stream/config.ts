@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { IntervalError, parseInterval } from "./interval";
 import { own } from "./own";
+import { PROVIDER_VOLATILE, type ProviderType } from "../webhooks/provider";
 
 export const MODES = ["within-watermark", "event-time-key", "global"] as const;
 export type Mode = (typeof MODES)[number];
@@ -89,7 +90,7 @@ export const streamBodySchema = z
       .array(fieldPath)
       .max(64)
       .default([])
-      .describe("fields (or dotted paths) that may differ between copies of one event without making them a conflict, e.g. a delivery attempt counter; bound at creation"),
+      .describe('fields (or dotted paths) that may differ between copies of one event without making them a conflict, e.g. a delivery attempt counter; "webhook:<provider>" for a provider\'s (stripe, github, shopify, standard-webhooks); bound at creation'),
     onConflict: z
       .enum(["drop", "reject"])
       .default("drop")
@@ -103,6 +104,12 @@ export const streamBodySchema = z
     if (b.eventTime !== undefined && b.watermarkDelay === undefined) {
       ctx.addIssue({ code: "custom", path: ["watermarkDelay"], message: "required when eventTime is set" });
     }
+    b.volatile.forEach((f, i) => {
+      const preset = WEBHOOK_PRESET.exec(f)?.[1];
+      if (preset !== undefined && !Object.hasOwn(PROVIDER_VOLATILE, preset)) {
+        ctx.addIssue({ code: "custom", path: ["volatile", i], message: `no webhook preset "${preset}": one of ${Object.keys(PROVIDER_VOLATILE).join(", ")}` });
+      }
+    });
     if (!Array.isArray(b.key) && b.volatile.length > 0) {
       ctx.addIssue({ code: "custom", path: ["volatile"], message: "a content key has no conflicts: leave the fields out of the content with key.content.exclude instead" });
     }
@@ -196,11 +203,22 @@ export function parseStreamConfig(body: unknown): ConfigResult {
       limits: { ...DEFAULT_LIMITS, ...b.limits },
       ...(b.table ? { table: b.table } : {}),
       ...(b.stateKeys === "hashed" ? { stateKeys: "hashed" as const } : {}),
-      ...(b.volatile.length > 0 ? { volatile: b.volatile } : {}),
+      ...(b.volatile.length > 0 ? { volatile: expandVolatile(b.volatile) } : {}),
       ...(b.onConflict === "reject" ? { onConflict: "reject" as const } : {}),
       ...(b.keepDuplicates ? { keepDuplicates: true as const } : {}),
     },
   };
+}
+
+const WEBHOOK_PRESET = /^webhook:(.+)$/;
+
+/** "webhook:<provider>" stands for that provider's volatile fields (src/webhooks/provider.ts); the rest are fields. */
+function expandVolatile(fields: readonly string[]): string[] {
+  const out = fields.flatMap((f) => {
+    const preset = WEBHOOK_PRESET.exec(f)?.[1];
+    return preset !== undefined && Object.hasOwn(PROVIDER_VOLATILE, preset) ? PROVIDER_VOLATILE[preset as ProviderType] : [f];
+  });
+  return [...new Set(out)];
 }
 
 export function zodErrors(error: z.ZodError): FieldError[] {
