@@ -118,11 +118,15 @@ type PartitionMeta = {
 };
 
 /**
- * The kept copy's batch of a key row (joined with its receipt as r): the one
- * its receipt names, else the batch whose range of expiries holds its expiry.
+ * Where a key row keeps its batch's number (kept_batches.n): a hashed key
+ * with an expiry stores no event time (the expiry implies it), so its `t`
+ * holds the number; any other key has it in its receipt (r, joined). See keptBatch().
  */
-const KEPT_BATCH = `coalesce((SELECT batch FROM kept_batches WHERE kept_batches.n = r.n),
-  (SELECT batch FROM (SELECT batch, lo FROM kept_batches WHERE hi >= keys.e ORDER BY hi LIMIT 1) WHERE lo <= keys.e))`;
+const batchNumberOf = (hashed: number) => (hashed ? "CASE WHEN keys.e IS NOT NULL THEN keys.t ELSE r.n END" : "r.n");
+/** A key row's event time: what `t` holds, unless it holds the batch number. */
+const eventTimeOf = (hashed: number) => (hashed ? "CASE WHEN keys.e IS NULL THEN keys.t END" : "keys.t");
+/** The kept copy's batch of a key row (joined with its receipt as r). */
+const keptBatchOf = (hashed: number) => `(SELECT batch FROM kept_batches WHERE kept_batches.n = ${batchNumberOf(hashed)})`;
 
 /** Counted in duplicates: a duplicate or a dropped conflict (a rejected one is in rejected). */
 const countsAsDuplicate = (d: Decision) => d === "d" || d === "c";
@@ -175,13 +179,11 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
   {
     // Version 4 is the decision ledger's (another change); this one touches only its own columns and tables.
     version: 5,
-    does: "what counts as the same event: keys.d (the kept copy's 64-bit content digest), kept_batches (which batch kept which keys), receipts (copies dropped against a key, and a key's batch where its range can't tell)",
+    does: "what counts as the same event: keys.d (the kept copy's 64-bit content digest), kept_batches (the batches' names by number), receipts (copies dropped against a key; its batch's number where t can't hold it)",
     up: (sql) =>
       sql.exec(`
         ALTER TABLE keys ADD COLUMN d INTEGER;
-        CREATE TABLE IF NOT EXISTS kept_batches (n INTEGER PRIMARY KEY, batch TEXT NOT NULL, lo INTEGER, hi INTEGER, until INTEGER);
-        CREATE INDEX IF NOT EXISTS kept_batches_by_hi ON kept_batches (hi) WHERE hi IS NOT NULL;
-        CREATE INDEX IF NOT EXISTS kept_batches_by_until ON kept_batches (until) WHERE until IS NOT NULL;
+        CREATE TABLE IF NOT EXISTS kept_batches (n INTEGER PRIMARY KEY, batch TEXT NOT NULL, until INTEGER);
         CREATE TABLE IF NOT EXISTS receipts (b INTEGER NOT NULL, k NOT NULL, n INTEGER, dropped INTEGER NOT NULL, conflicts INTEGER NOT NULL, PRIMARY KEY (b, k)) WITHOUT ROWID;
       `),
   },
@@ -323,7 +325,7 @@ export class Partition extends DurableObject<Env> {
     const found = new Map(
       this.sql
         .exec<{ id: string; b: number; batch: string | null }>(
-          `SELECT ${meta.hashed ? "CAST(keys.k AS TEXT)" : "keys.k"} AS id, keys.b AS b, ${KEPT_BATCH} AS batch
+          `SELECT ${meta.hashed ? "CAST(keys.k AS TEXT)" : "keys.k"} AS id, keys.b AS b, ${keptBatchOf(meta.hashed)} AS batch
            FROM keys LEFT JOIN receipts r ON r.b = keys.b AND r.k = keys.k WHERE keys.b IN (SELECT value FROM json_each(?1)) AND keys.k IN (SELECT value FROM json_each(?2))`,
           JSON.stringify([...this.liveBuckets()]), `[${stored.map((k) => this.keyLiteral(meta, k)).join(",")}]`,
         )
@@ -366,7 +368,7 @@ export class Partition extends DurableObject<Env> {
     const kept = new Map(
       this.sql
         .exec<{ id: string; t: number | null; e: number | null }>(
-          `SELECT ${meta.hashed ? "CAST(k AS TEXT)" : "k"} AS id, t, e FROM keys WHERE b IN (SELECT value FROM json_each(?1)) AND k IN (SELECT value FROM json_each(?2))`,
+          `SELECT ${meta.hashed ? "CAST(k AS TEXT)" : "k"} AS id, ${eventTimeOf(meta.hashed)} AS t, e FROM keys WHERE b IN (SELECT value FROM json_each(?1)) AND k IN (SELECT value FROM json_each(?2))`,
           JSON.stringify([...this.liveBuckets()]), `[${stored.map((k) => this.keyLiteral(meta, k)).join(",")}]`,
         )
         .toArray()
@@ -415,7 +417,7 @@ export class Partition extends DurableObject<Env> {
     // Hashed keys are listed as their label (`#` + 16 hex digits), in label order.
     const key = meta.hashed ? "printf('#%016x', k)" : "k";
     return this.sql
-      .exec<{ key: string; t: number | null; e: number | null }>(`SELECT ${key} AS key, t, e FROM keys WHERE ${key} > ? ORDER BY 1 LIMIT ?`, after, limit)
+      .exec<{ key: string; t: number | null; e: number | null }>(`SELECT ${key} AS key, ${eventTimeOf(meta.hashed)} AS t, e FROM keys WHERE ${key} > ? ORDER BY 1 LIMIT ?`, after, limit)
       .toArray()
       .map((r) => ({ key: r.key, eventTime: r.t, expiresAt: r.e }));
   }
@@ -427,7 +429,7 @@ export class Partition extends DurableObject<Env> {
     const key = meta.hashed ? "printf('#%016x', keys.k)" : "keys.k";
     return this.sql
       .exec<{ key: string; t: number | null; e: number | null; batch: string | null; dropped: number | null; conflicts: number | null }>(
-        `SELECT ${key} AS key, keys.t AS t, keys.e AS e, ${KEPT_BATCH} AS batch, r.dropped AS dropped, r.conflicts AS conflicts
+        `SELECT ${key} AS key, ${eventTimeOf(meta.hashed)} AS t, keys.e AS e, ${keptBatchOf(meta.hashed)} AS batch, r.dropped AS dropped, r.conflicts AS conflicts
          FROM keys LEFT JOIN receipts r ON r.b = keys.b AND r.k = keys.k
          WHERE keys.b IN (SELECT value FROM json_each(?1)) AND keys.k = json_extract(?2, '$[0]')`,
         JSON.stringify([...this.liveBuckets()]), `[${this.keyLiteral(meta, this.storedKey(meta, stateKey))}]`,
@@ -476,7 +478,9 @@ export class Partition extends DurableObject<Env> {
       if (byStored.has(stored)) continue;
       byStored.set(stored, c.stateKey);
       // The digest as an integer literal (json_extract reads it as an exact 64-bit INTEGER); the batch by its number.
-      rows.push(`[${bucketOf(c.expiresAt, width)},${this.keyLiteral(meta, stored)},${meta.hashed && c.expiresAt !== null ? null : c.eventTime},${c.expiresAt},${c.digest ?? null}]`);
+      // A hashed key with an expiry keeps its batch's number in t, not its event time (the expiry implies it).
+      const inT = meta.hashed && c.expiresAt !== null;
+      rows.push(`[${bucketOf(c.expiresAt, width)},${this.keyLiteral(meta, stored)},${inT ? batch.n : c.eventTime},${c.expiresAt},${c.digest ?? null}]`);
     }
     const k = "json_extract(c.value, '$[1]')";
     const inserted = this.sql
@@ -502,25 +506,20 @@ export class Partition extends DurableObject<Env> {
   }
 
   /**
-   * Records which batch kept the keys just inserted, for their receipts,
-   * without a column per key (a key costs ≤ 40 B with its digest): a batch
-   * whose keys' expiries span a range no other such batch's range overlaps
-   * is found by a key's expiry ([lo, hi]); the keys of any other batch (out
-   * of order, or without expiry) name it in `receipts.n`. The name goes
-   * once the last of its keys has expired (until; null: never).
+   * Names the batch that kept the keys just inserted, for their receipts: a
+   * number in kept_batches, which a hashed key with an expiry holds in `t`
+   * (no column more: a key costs ~40 B with its digest) and any other key in
+   * its receipt row. The name goes once the last of its keys has expired
+   * (until; null: never).
    */
   private keptBatch(meta: PartitionMeta, batch: { n: number; batch: string }, inserted: { id: string; b: number; e: number | null }[]): void {
-    const exps = inserted.map((r) => r.e);
-    const lo = exps.includes(null) ? null : Math.min(...(exps as number[]));
-    const hi = lo === null ? null : Math.max(...(exps as number[]));
-    // Ranges are disjoint, so the first one ending at or after lo is the only one that can overlap.
-    const next = lo === null ? undefined : this.sql.exec<{ lo: number }>("SELECT lo FROM kept_batches WHERE hi >= ? ORDER BY hi LIMIT 1", lo).toArray()[0];
-    const byRange = lo !== null && (next === undefined || next.lo > hi!);
-    this.sql.exec("INSERT INTO kept_batches (n, batch, lo, hi, until) VALUES (?, ?, ?, ?, ?)", batch.n, batch.batch, byRange ? lo : null, byRange ? hi : null, hi);
-    if (!byRange) {
+    const until = inserted.some((r) => r.e === null) ? null : Math.max(...inserted.map((r) => r.e!));
+    this.sql.exec("INSERT INTO kept_batches (n, batch, until) VALUES (?, ?, ?)", batch.n, batch.batch, until);
+    const named = inserted.filter((r) => !(meta.hashed && r.e !== null));
+    if (named.length > 0) {
       this.sql.exec(
         `INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), ?, 0, 0 FROM json_each(?)`,
-        batch.n, `[${inserted.map((r) => `[${r.b},${this.keyLiteral(meta, String(r.id))}]`).join(",")}]`,
+        batch.n, `[${named.map((r) => `[${r.b},${this.keyLiteral(meta, String(r.id))}]`).join(",")}]`,
       );
     }
     this.nextBatch = batch.n + 1;
@@ -615,10 +614,14 @@ export class Partition extends DurableObject<Env> {
     return removed;
   }
 
-  /** Receipts go with their keys (buckets below `at`), batch names once all their keys have expired. */
+  /**
+   * Receipts go with their keys (buckets below `at`); batch names once all
+   * their keys have expired, looked for among the oldest names only (no
+   * index: numbers grow with time, and so, roughly, do expiries).
+   */
   private forgetReceipts(at: number, wm: number): void {
     this.sql.exec("DELETE FROM receipts WHERE b < ?", at);
-    this.sql.exec("DELETE FROM kept_batches WHERE until <= ?", wm);
+    this.sql.exec("DELETE FROM kept_batches WHERE n IN (SELECT n FROM kept_batches ORDER BY n LIMIT 256) AND until <= ?", wm);
   }
 
   /** Exact while `front` holds keys; otherwise the start of the lowest bucket, a lower bound that costs no scan. */
