@@ -123,10 +123,13 @@ type PartitionMeta = {
  * holds the number; any other key has it in its receipt (r, joined). See keptBatch().
  */
 const batchNumberOf = (hashed: number) => (hashed ? "CASE WHEN keys.e IS NOT NULL THEN keys.t ELSE r.n END" : "r.n");
+/** A text key whose receipt names no batch: the batch whose range of expiries holds its expiry (ranges kept are disjoint; see keptBatch()). */
+const BY_RANGE = "(SELECT batch FROM (SELECT batch, lo FROM kept_batches WHERE hi >= keys.e ORDER BY hi LIMIT 1) WHERE lo <= keys.e)";
 /** A key row's event time: what `t` holds, unless it holds the batch number. */
 const eventTimeOf = (hashed: number) => (hashed ? "CASE WHEN keys.e IS NULL THEN keys.t END" : "keys.t");
 /** The kept copy's batch of a key row (joined with its receipt as r). */
-const keptBatchOf = (hashed: number) => `(SELECT batch FROM kept_batches WHERE kept_batches.n = ${batchNumberOf(hashed)})`;
+const keptBatchOf = (hashed: number) =>
+  hashed ? `(SELECT batch FROM kept_batches WHERE kept_batches.n = ${batchNumberOf(hashed)})` : `coalesce((SELECT batch FROM kept_batches WHERE kept_batches.n = r.n), ${BY_RANGE})`;
 
 /** Counted in duplicates: a duplicate or a dropped conflict (a rejected one is in rejected). */
 const countsAsDuplicate = (d: Decision) => d === "d" || d === "c";
@@ -183,7 +186,7 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
     up: (sql) =>
       sql.exec(`
         ALTER TABLE keys ADD COLUMN d INTEGER;
-        CREATE TABLE IF NOT EXISTS kept_batches (n INTEGER PRIMARY KEY, batch TEXT NOT NULL, until INTEGER);
+        CREATE TABLE IF NOT EXISTS kept_batches (n INTEGER PRIMARY KEY, batch TEXT NOT NULL, until INTEGER, lo INTEGER, hi INTEGER);
         CREATE TABLE IF NOT EXISTS receipts (b INTEGER NOT NULL, k NOT NULL, n INTEGER, dropped INTEGER NOT NULL, conflicts INTEGER NOT NULL, PRIMARY KEY (b, k)) WITHOUT ROWID;
       `),
   },
@@ -506,16 +509,28 @@ export class Partition extends DurableObject<Env> {
   }
 
   /**
-   * Names the batch that kept the keys just inserted, for their receipts: a
-   * number in kept_batches, which a hashed key with an expiry holds in `t`
-   * (no column more: a key costs ~40 B with its digest) and any other key in
-   * its receipt row. The name goes once the last of its keys has expired
-   * (until; null: never).
+   * Names the batch that kept the keys just inserted, for their receipts,
+   * with no column more per key: a number in kept_batches, which a hashed key
+   * with an expiry holds in `t` (its event time follows from the expiry; a
+   * key costs < 40 B with its digest). A text key keeps its event time in
+   * `t`; its batch is found by its expiry when the batch's keys span a range
+   * of expiries [lo, hi] that no other such batch's overlaps (batches in
+   * event-time order). Any other key names the number in a receipt row. The
+   * name goes once the last of its keys has expired (until; null: never).
    */
   private keptBatch(meta: PartitionMeta, batch: { n: number; batch: string }, inserted: { id: string; b: number; e: number | null }[]): void {
     const until = inserted.some((r) => r.e === null) ? null : Math.max(...inserted.map((r) => r.e!));
-    this.sql.exec("INSERT INTO kept_batches (n, batch, until) VALUES (?, ?, ?)", batch.n, batch.batch, until);
-    const named = inserted.filter((r) => !(meta.hashed && r.e !== null));
+    let range: [number, number] | null = null;
+    if (!meta.hashed && until !== null) {
+      const lo = Math.min(...inserted.map((r) => r.e!));
+      // Created on a text partition's first batch only: a hashed one has no use for it (a page of storage).
+      this.sql.exec("CREATE INDEX IF NOT EXISTS kept_batches_by_hi ON kept_batches (hi) WHERE hi IS NOT NULL");
+      // Ranges are disjoint, so the first one ending at or after lo is the only one that can overlap.
+      const next = this.sql.exec<{ lo: number }>("SELECT lo FROM kept_batches WHERE hi >= ? ORDER BY hi LIMIT 1", lo).toArray()[0];
+      if (next === undefined || next.lo > until) range = [lo, until];
+    }
+    this.sql.exec("INSERT INTO kept_batches (n, batch, until, lo, hi) VALUES (?, ?, ?, ?, ?)", batch.n, batch.batch, until, range?.[0] ?? null, range?.[1] ?? null);
+    const named = range ? [] : inserted.filter((r) => !(meta.hashed && r.e !== null));
     if (named.length > 0) {
       this.sql.exec(
         `INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), ?, 0, 0 FROM json_each(?)`,

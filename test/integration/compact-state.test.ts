@@ -104,6 +104,24 @@ describe("compact state: size and eviction work", () => {
     expect(last.bytes / last.rows).toBeLessThanOrEqual(40);
   });
 
+  it("a text key of 18 characters costs at most 60 bytes with its digest and receipt (49 B before digests), batches in event-time order", async () => {
+    const p = fresh();
+    const settings: DedupSettings = { mode: "within-watermark", delay: 2 * 3_600_000, hasEventTime: true };
+    const t0 = Date.UTC(2026, 0, 1);
+    let last = { rows: 0, bytes: 0 };
+    for (let b = 0; b < 40; b++) {
+      const rows = Array.from({ length: 1000 }, (_, i) => ({
+        index: i, key: `["evt_${String(b * 1000 + i).padStart(11, "0")}"]`, eventTime: t0 + (b * 1000 + i) * 200, digest: contentDigest({ id: b * 1000 + i }, []),
+      }));
+      last = await p.apply({ epoch: "e1", batch: `s\nb${b}`, watermark: 0, settings, rows });
+      await p.applyGroup({ epoch: "e1", watermark: 0, entries: [], forget: [`s\nb${b}`] });
+    }
+    console.log(`compact state: ${(last.bytes / last.rows).toFixed(1)} B per 18-character text key with its digest`);
+    expect(last.bytes / last.rows).toBeLessThanOrEqual(60);
+    // The batch is found by the key's expiry: no receipt row per key.
+    expect((await p.lookup("e1", '["evt_00000012345"]'))[0]).toMatchObject({ batch: "s\nb12", dropped: 0 });
+  });
+
   it("evicting reads the keys it forgets, not the state: the watermark's bucket is copied once, then trimmed by expiry", async () => {
     const p = fresh();
     const settings: DedupSettings = { mode: "within-watermark", delay: 40 * MIN, hasEventTime: true, hashedKeys: true }; // 10-minute buckets
