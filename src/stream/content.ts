@@ -43,11 +43,47 @@ export function canonicalContent(row: Record<string, unknown>, exclude: readonly
 
 /** A content key: the hex SHA-256 of the row's canonical JSON without the excluded fields. */
 export function contentHash(row: Record<string, unknown>, exclude: readonly string[]): string {
-  return Array.from(sha256Words(canonicalContent(row, exclude)), (x) => x.toString(16).padStart(8, "0")).join("");
+  const h = sha256Words(canonicalContent(row, exclude));
+  let hex = "";
+  for (let i = 0; i < 8; i++) hex += h[i].toString(16).padStart(8, "0");
+  return hex;
 }
 
 /** The 64-bit content digest a partition keeps per kept copy: the SHA-256's first 64 bits, signed, in decimal. */
 export function contentDigest(row: Record<string, unknown>, volatile: readonly string[]): string {
-  const [h1, h2] = sha256Words(canonicalContent(row, volatile));
-  return BigInt.asIntN(64, (BigInt(h1) << 32n) | BigInt(h2)).toString();
+  const h = sha256Words(canonicalContent(row, volatile));
+  return int64Decimal(h[0], h[1]);
+}
+
+const pad7 = (n: number) => String(n).padStart(7, "0");
+
+/**
+ * hi·2^32 + lo read as a signed 64-bit integer, in decimal, without BigInt
+ * (several times slower, per row): split into 24-bit limbs, gathered in base
+ * 10^7 (2^24 = 10^7 + 6777216, 2^48 = 28147497·10^7 + 6710656).
+ */
+export function int64Decimal(hi: number, lo: number): string {
+  let sign = "";
+  if (hi & 0x80000000) {
+    sign = "-";
+    lo = (~lo + 1) >>> 0;
+    hi = (~hi + (lo === 0 ? 1 : 0)) >>> 0;
+  } else hi >>>= 0;
+  lo >>>= 0;
+  const low = lo & 0xffffff;
+  const mid = ((lo >>> 24) | (hi << 8)) & 0xffffff;
+  const high = (hi >>> 16) & 0xffff;
+  let a = low + mid * 6777216 + high * 6710656;
+  let b = mid + high * 8147497;
+  let c = high * 2;
+  const base = 10_000_000;
+  if (a >= base) {
+    b += Math.floor(a / base);
+    a %= base;
+  }
+  if (b >= base) {
+    c += Math.floor(b / base);
+    b %= base;
+  }
+  return sign + (c > 0 ? `${c}${pad7(b)}${pad7(a)}` : b > 0 ? `${b}${pad7(a)}` : String(a));
 }

@@ -15,8 +15,19 @@ export function canonicalJson(value: unknown): string {
     }
     return JSON.stringify(value);
   }
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(",")}]`;
+  // Plain loops: this runs for every row of an id-keyed stream.
+  let out: string;
+  if (Array.isArray(value)) {
+    out = "[";
+    for (let i = 0; i < value.length; i++) out += (i > 0 ? "," : "") + canonicalJson(value[i] === undefined ? null : value[i]);
+    return out + "]";
+  }
   const obj = value as Record<string, unknown>;
-  const names = Object.keys(obj).filter((k) => obj[k] !== undefined).sort();
-  return `{${names.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(",")}}`;
+  out = "{";
+  for (const k of Object.keys(obj).sort()) {
+    const v = obj[k];
+    if (v === undefined) continue;
+    out += (out.length > 1 ? "," : "") + JSON.stringify(k) + ":" + canonicalJson(v);
+  }
+  return out + "}";
 }

@@ -15,25 +15,35 @@ const K = new Uint32Array([
 
 const ror = (x: number, n: number) => (x >>> n) | (x << (32 - n));
 
+// The message schedule, reused: the function is synchronous and runs one call at a time.
+const w = new Uint32Array(64);
+
 /** The digest as eight big-endian 32-bit words. */
 export function sha256Words(bytes: Uint8Array): Uint32Array {
   const h = new Uint32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
   // The message, a 1 bit, zeros, and its length in bits as 64 bits big-endian, to a multiple of 64 bytes.
-  const padded = new Uint8Array((((bytes.length + 8) >> 6) + 1) << 6);
+  const n = bytes.length;
+  const padded = new Uint8Array((((n + 8) >> 6) + 1) << 6);
   padded.set(bytes);
-  padded[bytes.length] = 0x80;
-  const view = new DataView(padded.buffer);
-  view.setUint32(padded.length - 8, Math.floor(bytes.length / 0x20000000));
-  view.setUint32(padded.length - 4, (bytes.length << 3) >>> 0);
-  const w = new Uint32Array(64);
-  for (let off = 0; off < padded.length; off += 64) {
-    for (let i = 0; i < 16; i++) w[i] = view.getUint32(off + i * 4);
+  padded[n] = 0x80;
+  const hiBits = Math.floor(n / 0x20000000);
+  const loBits = (n << 3) >>> 0;
+  const end = padded.length;
+  padded[end - 8] = hiBits >>> 24; padded[end - 7] = hiBits >>> 16; padded[end - 6] = hiBits >>> 8; padded[end - 5] = hiBits;
+  padded[end - 4] = loBits >>> 24; padded[end - 3] = loBits >>> 16; padded[end - 2] = loBits >>> 8; padded[end - 1] = loBits;
+  for (let off = 0; off < end; off += 64) {
+    for (let i = 0; i < 16; i++) {
+      const j = off + i * 4;
+      w[i] = (padded[j] << 24) | (padded[j + 1] << 16) | (padded[j + 2] << 8) | padded[j + 3];
+    }
     for (let i = 16; i < 64; i++) {
-      const s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >>> 3);
-      const s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >>> 10);
+      const x = w[i - 15];
+      const y = w[i - 2];
+      const s0 = ror(x, 7) ^ ror(x, 18) ^ (x >>> 3);
+      const s1 = ror(y, 17) ^ ror(y, 19) ^ (y >>> 10);
       w[i] = (w[i - 16] + s0 + w[i - 7] + s1) | 0;
     }
-    let [a, b, c, d, e, f, g, hh] = h;
+    let a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
     for (let i = 0; i < 64; i++) {
       const t1 = (hh + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i]) | 0;
       const t2 = ((ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) | 0;

@@ -118,3 +118,16 @@ describe("content keys and digests", () => {
     );
   });
 });
+
+describe("int64Decimal", () => {
+  test("is BigInt's signed 64-bit decimal of hi·2^32 + lo, for any words (property) and at the edges", async () => {
+    const { int64Decimal } = await import("../../src/stream/content");
+    const want = (hi: number, lo: number) => BigInt.asIntN(64, (BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0)).toString();
+    for (const [hi, lo] of [[0, 0], [0, 1], [0, 0xffffffff], [0x7fffffff, 0xffffffff], [0x80000000, 0], [0xffffffff, 0xffffffff], [0xffffffff, 0], [1, 0], [0x00ffffff, 0xff000000]]) {
+      expect(int64Decimal(hi, lo), `${hi}:${lo}`).toBe(want(hi, lo));
+    }
+    fc.assert(fc.property(fc.nat({ max: 0xffffffff }), fc.nat({ max: 0xffffffff }), (hi, lo) => {
+      expect(int64Decimal(hi, lo)).toBe(want(hi, lo));
+    }), { numRuns: 5000 });
+  });
+});
