@@ -337,7 +337,8 @@ async function startEdgeDedup(name: "edge-dedup" | "edge-dedup-hashed"): Promise
     name,
     url: server.url,
     async prepare(stream) {
-      await api.putStream(stream, { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 8, stateKeys });
+      // A repeated id is a retry: its new ts and v are volatile, so it is a duplicate, not a conflict (docs/concepts/same-event.md).
+      await api.putStream(stream, { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 8, stateKeys, volatile: ["ts", "v"] });
     },
     async state(stream) {
       const s = await api.getStream(stream);

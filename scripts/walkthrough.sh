@@ -7,7 +7,7 @@
 #   PORT=40123 bash scripts/walkthrough.sh   # another port (test/e2e/walkthrough.test.ts)
 #
 # The server must take the admin token `dev-admin-token` (.dev.vars.example) and
-# must not have the streams `orders` or `demo`; the script deletes both at the end.
+# must not have the streams `orders`, `demo`, `purchases` or `clicks`; the script deletes them at the end.
 # test/unit/docs-links.test.ts checks that the page's blocks are all in here.
 set -euo pipefail
 
@@ -65,6 +65,33 @@ expect "$out" '"replayed":true' '"emitted":2'
 out=$(curl -s localhost:8787/v1/streams/demo/output -H "$A")
 expect "$out" '{"id":"a","ts":"2026-11-29T10:00:00Z"}' '{"id":"b","ts":"2026-11-29T10:01:00Z"}'
 [[ $(printf '%s\n' "$out" | grep -c '"id"') == 2 ]] || fail "expected two output rows" "$out"
+ok
+
+# --- README: what counts as the same event --------------------------------------
+step="README: a conflict"
+out=$(
+A='Authorization: Bearer dev-admin-token'
+curl -s -X PUT localhost:8787/v1/streams/purchases -H "$A" -d '{"key": ["order_id"], "eventTime": "ts", "watermarkDelay": "10 minutes", "volatile": ["received_at"]}'
+curl -s -X POST localhost:8787/v1/streams/purchases/events -H "$A" -H 'Idempotency-Key: orders-1' \
+  -d '[{"order_id": "o1", "ts": "2026-11-29T10:00:00Z", "amount": 10, "received_at": 1},
+       {"order_id": "o1", "ts": "2026-11-29T10:00:00Z", "amount": 10, "received_at": 2},
+       {"order_id": "o1", "ts": "2026-11-29T10:00:00Z", "amount": 12, "received_at": 3}]'
+curl -s localhost:8787/v1/streams/purchases/conflicts -H "$A"
+)
+expect "$out" '"stream":"purchases"' '"batchId":"orders-1"' '"input":3' '"emitted":1' '"duplicates":2' '"conflicts":1' '"rejected":[]' \
+  '"index":2,"verdict":"dropped","kept":{"batchId":"orders-1","source":"default","seq":null}' '"amount":12'
+ok
+step="README: a receipt"
+out=$(curl -s -G localhost:8787/v1/streams/purchases/state -H "$A" --data-urlencode 'row={"order_id": "o1", "ts": "2026-11-29T10:00:00Z"}')
+expect "$out" '"key":"[\"o1\"]"' '"kept":{"batchId":"orders-1","source":"default","seq":1,"eventTime":1795946400000},"dropped":2,"conflicts":1'
+ok
+step="README: a content key"
+out=$(
+curl -s -X PUT localhost:8787/v1/streams/clicks -H "$A" -d '{"key": {"content": {"exclude": ["received_at"]}}, "eventTime": "ts", "watermarkDelay": "10 minutes"}'
+curl -s -X POST localhost:8787/v1/streams/clicks/events -H "$A" -H 'Idempotency-Key: clicks-1' \
+  -d '[{"user": "u1", "page": "/a", "ts": "2026-11-29T10:00:00Z", "received_at": 1}, {"page": "/a", "user": "u1", "ts": "2026-11-29T10:00:00Z", "received_at": 2}]'
+)
+expect "$out" '"stream":"clicks"' '"batchId":"clicks-1"' '"input":2' '"emitted":1' '"duplicates":1' '"conflicts":0'
 ok
 
 # --- docs/walkthrough.md -------------------------------------------------------
@@ -243,5 +270,11 @@ step="clean up the README's stream"
 out=$(curl -si -X DELETE localhost:8787/v1/streams/demo -H 'Authorization: Bearer dev-admin-token')
 expect "$out" "204 No Content"
 ok
+for stream in purchases clicks; do
+  step="clean up the README's stream $stream"
+  out=$(curl -si -X DELETE localhost:8787/v1/streams/$stream -H 'Authorization: Bearer dev-admin-token')
+  expect "$out" "204 No Content"
+  ok
+done
 
 echo "walkthrough: all steps passed against $HOST:$PORT"

@@ -8,10 +8,11 @@ import { METRICS_TABLE, METRICS_UPSERT, metricDeltas, streamMetricsOf, type Comm
 import { observeCommit } from "./observe";
 import { partitionStub, type Env } from "./env";
 import { deleteStreamObjects, LANES, type Lane, type LaneKeys } from "./sink";
-import { FLUSH_AFTER_MS, FLUSH_BYTES, Outbox, OUTBOX_TABLES } from "./outbox";
+import { FLUSH_AFTER_MS, FLUSH_BYTES, Outbox, OUTBOX_SAME_EVENT_LANES, OUTBOX_TABLES } from "./outbox";
 import { pokeDestinations } from "./delivery/poke";
 import { PUBLISH_FAILURES_TABLE, PUBLISHED_TABLE, PublishGuard, publishManifest, publishTable, tablePublishingOf, type PublishContext, type TablePublishing } from "./publisher";
 import { columnsKnownBefore, recordColumns, TABLE_COLUMNS_TABLE } from "./table/known-columns";
+import { isSameEventLane, LANE_REFS_TABLE, LaneRefs } from "./coordinator/lane-refs";
 import type { StoredCredential } from "./api/credentials";
 import { countedEnv, countedSql } from "./opcount";
 import { migrate, type Migration } from "./storage/migrations";
@@ -62,6 +63,7 @@ export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
   { version: 3, does: "the outbox, publication progress (manifest, table) and metrics counters", up: (sql) => sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE + METRICS_TABLE) },
   { version: 4, does: "advice: the delay advisor's live figures per source", up: (sql) => sql.exec(ADVICE_TABLE) },
   { version: 5, does: "the table's known columns (ingest column cap) and publication failures", up: (sql) => sql.exec(TABLE_COLUMNS_TABLE + PUBLISH_FAILURES_TABLE) },
+  { version: 6, does: "the conflicts and duplicates lanes: their outbox columns and commit index (lane_refs)", up: (sql) => sql.exec(OUTBOX_SAME_EVENT_LANES + LANE_REFS_TABLE) },
 ];
 
 /** How long a request for a batch id that is in flight waits for it before a 409. */
@@ -190,6 +192,8 @@ export class Coordinator extends DurableObject<Env> {
   private figures: AdviceFigures;
   /** the partitions' last figures and forget-lists (src/coordinator/partitions.ts) */
   private partitions: PartitionBook;
+  /** the commit index of the conflicts and duplicates lanes (src/coordinator/lane-refs.ts) */
+  private laneRefs: LaneRefs;
   private batcher = new MicroBatcher<Submission, BatchOutcome>((items) => this.runMicroBatch(items), {
     maxWeight: MICRO_BATCH_MAX_ROWS,
     weigh: (s) => s.rows.length,
@@ -209,6 +213,7 @@ export class Coordinator extends DurableObject<Env> {
     this.keys = new CredentialStore(this.sql);
     this.figures = new AdviceFigures(this.sql);
     this.partitions = new PartitionBook(this.sql);
+    this.laneRefs = new LaneRefs(this.sql, this.outbox);
     this.exists = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'").one().n > 0;
     if (this.exists) this.migrate(); // storage written by an earlier release is brought up to date on first use
   }
@@ -422,6 +427,7 @@ export class Coordinator extends DurableObject<Env> {
         bucket: this.env.SINK,
         applyGroup: (p, r) => partitionStub(this.env, meta.name, p).applyGroup(r),
         takeForget: (p) => this.partitions.takeForget(p),
+        committedSeq: (source, batchId) => this.committedSeq(source, batchId),
       },
       members,
     );
@@ -588,6 +594,7 @@ export class Coordinator extends DurableObject<Env> {
           stateBytes: totals.bytes,
         });
         this.ledger.commit(seq, req, outcome, report);
+        this.laneRefs.record(seq, req.objects);
         return outcome;
       });
       // The counters of /metrics: one statement for the whole micro-batch.
@@ -632,6 +639,7 @@ export class Coordinator extends DurableObject<Env> {
   /** Committed batches that wrote to `lane`, in commit order, after commit number `afterSeq`. */
   commits(lane: Lane, afterSeq: number, upToSeq: number, limit: number): ({ seq: number } & ({ ref: string } | { bytes: Uint8Array }))[] {
     if (!this.exists) return [];
+    if (isSameEventLane(lane)) return this.laneRefs.commits(lane, afterSeq, upToSeq, limit);
     return this.ledger.commits(lane, afterSeq, upToSeq, limit);
   }
 
@@ -659,6 +667,12 @@ export class Coordinator extends DurableObject<Env> {
   deleteCredential(source: string, id: string): boolean {
     if (!this.exists) return false;
     return this.keys.delete(source, id);
+  }
+
+  /** A kept copy's commit number, while the ledger remembers its batch (null: not committed, or forgotten). */
+  committedSeq(source: string, batchId: string): number | null {
+    if (!this.exists) return null;
+    return this.ledger.row(source, batchId)?.seq ?? null;
   }
 
   /** The stream's name, epoch, partition count and last commit number, for reads. */

@@ -24,6 +24,7 @@ export const FLUSH_AFTER_MS = 10_000;
 const FLUSH_MAX_BYTES = 8 * FLUSH_BYTES;
 
 const PREFIX = "outbox:";
+const LANE_REF = new RegExp(`^outbox:(\\d+)/(${LANES.join("|")})$`);
 
 // AUTOINCREMENT: entry ids are never reused, so a flushed entry's record stays unambiguous.
 export const OUTBOX_TABLES = `
@@ -32,6 +33,16 @@ export const OUTBOX_TABLES = `
   CREATE TABLE IF NOT EXISTS outbox_flushed (id INTEGER PRIMARY KEY, data TEXT, late TEXT, rejected TEXT);
   CREATE TABLE IF NOT EXISTS flushes (first INTEGER PRIMARY KEY, last INTEGER NOT NULL);
 `;
+
+/** The conflicts and duplicates lanes (DESIGN §11) in the outbox: added by a later migration, empty for entries from before. */
+export const OUTBOX_SAME_EVENT_LANES = `
+  ALTER TABLE outbox ADD COLUMN conflicts BLOB NOT NULL DEFAULT x'';
+  ALTER TABLE outbox ADD COLUMN duplicates BLOB NOT NULL DEFAULT x'';
+  ALTER TABLE outbox_flushed ADD COLUMN conflicts TEXT;
+  ALTER TABLE outbox_flushed ADD COLUMN duplicates TEXT;
+`;
+
+const laneBytes = LANES.map((lane) => `length(${lane})`).join(" + ");
 
 type Transact = <T>(fn: () => T) => T;
 
@@ -42,8 +53,8 @@ export class Outbox {
   append(lanes: Record<Lane, Uint8Array>, batches: readonly { source: string; batchId: string }[], now: number): number {
     return this.sql
       .exec<{ id: number }>(
-        "INSERT INTO outbox (at, data, late, rejected, batches) VALUES (?, ?, ?, ?, ?) RETURNING id",
-        now, blob(lanes.data), blob(lanes.late), blob(lanes.rejected), JSON.stringify(batches.map((b) => [b.source, b.batchId])),
+        `INSERT INTO outbox (at, ${LANES.join(", ")}, batches) VALUES (?, ${LANES.map(() => "?").join(", ")}, ?) RETURNING id`,
+        now, ...LANES.map((lane) => blob(lanes[lane])), JSON.stringify(batches.map((b) => [b.source, b.batchId])),
       )
       .one().id;
   }
@@ -60,15 +71,15 @@ export class Outbox {
   resolve(refs: readonly string[]): ({ ref: string } | { bytes: Uint8Array })[] {
     const parsed = refs.map((ref) => {
       const r = parseRef(ref);
-      const m = /^outbox:(\d+)\/(data|late|rejected)$/.exec(r.key);
+      const m = LANE_REF.exec(r.key);
       return m && r.range ? { entry: Number(m[1]), lane: m[2] as Lane, range: r.range } : null;
     });
     const entries = JSON.stringify([...new Set(parsed.flatMap((p) => (p ? [p.entry] : [])))]);
     if (entries === "[]") return refs.map((ref) => ({ ref }));
     const landed = new Map(
       this.sql
-        .exec<{ id: number; data: string | null; late: string | null; rejected: string | null }>(
-          "SELECT id, data, late, rejected FROM outbox_flushed WHERE id IN (SELECT value FROM json_each(?))", entries,
+        .exec<{ id: number } & Record<Lane, string | null>>(
+          `SELECT id, ${LANES.join(", ")} FROM outbox_flushed WHERE id IN (SELECT value FROM json_each(?))`, entries,
         )
         .toArray()
         .map((r) => [r.id, r]),
@@ -78,7 +89,7 @@ export class Outbox {
     const columns = LANES.map((lane) => (lanes.has(lane) ? lane : `NULL AS ${lane}`)).join(", ");
     const waiting = new Map(
       this.sql
-        .exec<{ id: number; data: ArrayBuffer; late: ArrayBuffer; rejected: ArrayBuffer }>(
+        .exec<{ id: number } & Record<Lane, ArrayBuffer>>(
           `SELECT id, ${columns} FROM outbox WHERE id IN (SELECT value FROM json_each(?))`, entries,
         )
         .toArray()
@@ -102,7 +113,7 @@ export class Outbox {
   pending(): { bytes: number; oldest: number | null } {
     return this.sql
       .exec<{ bytes: number; oldest: number | null }>(
-        "SELECT coalesce(sum(length(data) + length(late) + length(rejected)), 0) AS bytes, min(at) AS oldest FROM outbox",
+        `SELECT coalesce(sum(${laneBytes}), 0) AS bytes, min(at) AS oldest FROM outbox`,
       )
       .one();
   }
@@ -116,8 +127,8 @@ export class Outbox {
     const plan = transact(() => this.plan());
     if (!plan) return 0;
     const rows = this.sql
-      .exec<{ id: number; data: ArrayBuffer; late: ArrayBuffer; rejected: ArrayBuffer; batches: string }>(
-        "SELECT id, data, late, rejected, batches FROM outbox WHERE id BETWEEN ? AND ? ORDER BY id", plan.first, plan.last,
+      .exec<{ id: number; batches: string } & Record<Lane, ArrayBuffer>>(
+        `SELECT id, ${LANES.join(", ")}, batches FROM outbox WHERE id BETWEEN ? AND ? ORDER BY id`, plan.first, plan.last,
       )
       .toArray();
     const lanes = {} as Record<Lane, Uint8Array>;
@@ -137,11 +148,11 @@ export class Outbox {
       const landed = rows.map((r, i) => {
         const at = (lane: Lane) =>
           keys[lane] && r[lane].byteLength > 0 ? formatRef({ key: keys[lane]!, range: { offset: offsets[i][lane], length: r[lane].byteLength } }) : null;
-        return [r.id, at("data"), at("late"), at("rejected")];
+        return [r.id, ...LANES.map(at)];
       });
       this.sql.exec(
-        `INSERT OR REPLACE INTO outbox_flushed (id, data, late, rejected)
-         SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each(?)`,
+        `INSERT OR REPLACE INTO outbox_flushed (id, ${LANES.join(", ")})
+         SELECT json_extract(value, '$[0]'), ${LANES.map((_, i) => `json_extract(value, '$[${i + 1}]')`).join(", ")} FROM json_each(?)`,
         JSON.stringify(landed),
       );
       this.sql.exec("DELETE FROM outbox WHERE id BETWEEN ? AND ?", plan.first, plan.last);
@@ -155,7 +166,7 @@ export class Outbox {
     const planned = this.sql.exec<{ first: number; last: number }>("SELECT first, last FROM flushes ORDER BY first LIMIT 1").toArray()[0];
     if (planned) return planned;
     const entries = this.sql
-      .exec<{ id: number; size: number }>("SELECT id, length(data) + length(late) + length(rejected) AS size FROM outbox ORDER BY id LIMIT 10000")
+      .exec<{ id: number; size: number }>(`SELECT id, ${laneBytes} AS size FROM outbox ORDER BY id LIMIT 10000`)
       .toArray();
     if (entries.length === 0) return null;
     let size = 0;

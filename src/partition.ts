@@ -65,6 +65,12 @@ export interface GroupApplyResult extends PartitionStats {
   /** per entry, one character per row */
   decisions: string[];
   /**
+   * per entry, the kept copy's batch (`{source}\n{batchId}`, null: forgotten)
+   * of each conflict, and of each duplicate when the entry keeps duplicates:
+   * at: the position in the entry's rows
+   */
+  kept?: KeptBatch[][];
+  /**
    * per entry, |T − T_first| of each duplicate to the copy kept (the delay
    * advisor's gaps), in no particular order; rows without an event time give none
    */
@@ -77,6 +83,22 @@ export interface StateEntry {
   key: string;
   eventTime: number | null;
   expiresAt: number | null;
+}
+
+/** A dropped row's kept copy: its position in the entry's rows and the kept copy's batch. */
+export interface KeptBatch {
+  at: number;
+  batch: string | null;
+}
+
+/** A remembered key's receipt (lookup): the kept copy's batch, and the copies dropped against it. */
+export interface StateReceipt extends StateEntry {
+  /** `{source}\n{batchId}` of the kept copy (null: kept before receipts were recorded) */
+  batch: string | null;
+  /** copies dropped against it: duplicates and dropped conflicts */
+  dropped: number;
+  /** copies whose content differed: dropped or rejected */
+  conflicts: number;
 }
 
 /**
@@ -94,6 +116,23 @@ type PartitionMeta = {
   hashed: number;
   front_b: number | null;
 };
+
+/**
+ * Where a key row keeps its batch's number (kept_batches.n): a hashed key
+ * with an expiry stores no event time (the expiry implies it), so its `t`
+ * holds the number; any other key has it in its receipt (r, joined). See keptBatch().
+ */
+const batchNumberOf = (hashed: number) => (hashed ? "CASE WHEN keys.e IS NOT NULL THEN keys.t ELSE r.n END" : "r.n");
+/** A text key whose receipt names no batch: the batch whose range of expiries holds its expiry (ranges kept are disjoint; see keptBatch()). */
+const BY_RANGE = "(SELECT batch FROM (SELECT batch, lo FROM kept_batches WHERE hi >= keys.e ORDER BY hi LIMIT 1) WHERE lo <= keys.e)";
+/** A key row's event time: what `t` holds, unless it holds the batch number. */
+const eventTimeOf = (hashed: number) => (hashed ? "CASE WHEN keys.e IS NULL THEN keys.t END" : "keys.t");
+/** The kept copy's batch of a key row (joined with its receipt as r). */
+const keptBatchOf = (hashed: number) =>
+  hashed ? `(SELECT batch FROM kept_batches WHERE kept_batches.n = ${batchNumberOf(hashed)})` : `coalesce((SELECT batch FROM kept_batches WHERE kept_batches.n = r.n), ${BY_RANGE})`;
+
+/** Counted in duplicates: a duplicate or a dropped conflict (a rejected one is in rejected). */
+const countsAsDuplicate = (d: Decision) => d === "d" || d === "c";
 
 /** A row judged a duplicate: which entry, its state key and event time. */
 type Duplicate = { entry: number; key: string; t: number; settings: DedupSettings };
@@ -140,6 +179,17 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
       sql.exec("DROP INDEX IF EXISTS keys_by_expiry; DROP TABLE keys; ALTER TABLE keys_v3 RENAME TO keys;");
     },
   },
+  {
+    // Version 4 is the decision ledger's (another change); this one touches only its own columns and tables.
+    version: 5,
+    does: "what counts as the same event: keys.d (the kept copy's 64-bit content digest), kept_batches (the batches' names by number), receipts (copies dropped against a key; its batch's number where t can't hold it)",
+    up: (sql) =>
+      sql.exec(`
+        ALTER TABLE keys ADD COLUMN d INTEGER;
+        CREATE TABLE IF NOT EXISTS kept_batches (n INTEGER PRIMARY KEY, batch TEXT NOT NULL, until INTEGER, lo INTEGER, hi INTEGER);
+        CREATE TABLE IF NOT EXISTS receipts (b INTEGER NOT NULL, k NOT NULL, n INTEGER, dropped INTEGER NOT NULL, conflicts INTEGER NOT NULL, PRIMARY KEY (b, k)) WITHOUT ROWID;
+      `),
+  },
 ];
 
 /** How long a batch's decisions are kept for a replay of a batch that crashed before its commit. */
@@ -159,6 +209,8 @@ export class Partition extends DurableObject<Env> {
   private cached: PartitionMeta | null | undefined;
   /** the expiry buckets that hold keys (a few): a key is looked up in each; read once, then kept */
   private buckets: Set<number> | undefined;
+  /** the next kept_batches number (read once, then kept) */
+  private nextBatch: number | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -198,20 +250,29 @@ export class Partition extends DurableObject<Env> {
       let judged = 0;
       const ledger: [string, string][] = [];
       const duplicates: Duplicate[] = [];
+      const kept: KeptBatch[][] = [];
       const decisions = req.entries.map((entry, e) => {
         // Rows this batch already had decided here (an attempt that crashed before
         // its commit) keep their decision; only rows new to this partition are judged.
         const known = recorded.get(entry.batch) ?? new Map<number, Decision>();
         const fresh = entry.rows.filter((r) => !known.has(r.index));
+        let freshDrops: PartitionRow[] = [];
         if (fresh.length > 0 || known.size === 0) {
-          const r = decideByInsert(entry.settings, meta.watermark, fresh, (candidates) => this.insertNew(candidates, meta, entry.settings));
+          const n = this.batchNumber();
+          const r = decideByInsert(
+            entry.settings, meta.watermark, fresh,
+            (candidates) => this.insertNew(candidates, meta, entry.settings, { n, batch: entry.batch }),
+            (keys) => this.keptDigests(meta, keys),
+          );
           fresh.forEach((row, i) => known.set(row.index, r.decisions[i]));
+          freshDrops = fresh.filter((_, i) => r.decisions[i] !== "e" && r.decisions[i] !== "l");
           inserted += r.inserted;
           judged += fresh.length;
           ledger.push([entry.batch, encodeDecisions(known)]);
         }
         // Recorded duplicates too: their batch never committed, so the Coordinator has not counted them.
-        for (const r of entry.rows) if (known.get(r.index) === "d" && r.eventTime !== null) duplicates.push({ entry: e, key: stateKeyFor(entry.settings, r), t: r.eventTime, settings: entry.settings });
+        for (const r of entry.rows) if (countsAsDuplicate(known.get(r.index)!) && r.eventTime !== null) duplicates.push({ entry: e, key: stateKeyFor(entry.settings, r), t: r.eventTime, settings: entry.settings });
+        kept.push(this.receipts(meta, entry, known, freshDrops));
         return entry.rows.map((r) => known.get(r.index)!).join("");
       });
       const gaps = this.duplicateGaps(req.entries.length, duplicates, meta);
@@ -226,8 +287,75 @@ export class Partition extends DurableObject<Env> {
       if (inserted > 0 || removed > 0 || ledger.length > 0) this.saveMeta(meta);
       this.maybePruneLedger();
       const replayed = judged === 0 && req.entries.some((e) => e.rows.length > 0);
-      return { decisions, gaps, replayed, inserted, removed, ...this.stats(meta) };
+      return { decisions, gaps, ...(kept.some((k) => k.length > 0) ? { kept } : {}), replayed, inserted, removed, ...this.stats(meta) };
     });
+  }
+
+  /** The next number for kept_batches (see keptBatch()). */
+  private batchNumber(): number {
+    this.nextBatch ??= this.sql.exec<{ n: number }>("SELECT coalesce(max(n), 0) + 1 AS n FROM kept_batches").one().n;
+    return this.nextBatch;
+  }
+
+  /** The kept copies' digests of remembered keys (null: kept without one), for the conflict check. */
+  private keptDigests(meta: PartitionMeta, stateKeys: string[]): Map<string, string | null> {
+    const byStored = new Map(stateKeys.map((k) => [this.storedKey(meta, k), k]));
+    const rows = this.sql
+      .exec<{ id: string; d: string | null }>(
+        `SELECT ${meta.hashed ? "CAST(k AS TEXT)" : "k"} AS id, CAST(d AS TEXT) AS d FROM keys WHERE b IN (SELECT value FROM json_each(?1)) AND k IN (SELECT value FROM json_each(?2))`,
+        JSON.stringify([...this.liveBuckets()]), `[${[...byStored.keys()].map((k) => this.keyLiteral(meta, k)).join(",")}]`,
+      )
+      .toArray();
+    return new Map(rows.map((r) => [byStored.get(String(r.id))!, r.d]));
+  }
+
+  /**
+   * The receipts of an entry's dropped rows, in one read of their kept keys:
+   * each fresh drop is counted against its key (a recorded one was counted by
+   * the attempt that judged it), and the kept copy's batch is returned for
+   * each conflict (and each duplicate, with keepDuplicates), recorded ones
+   * too, since the lanes are written again on a retry.
+   */
+  private receipts(meta: PartitionMeta, entry: GroupEntry, known: Map<number, Decision>, freshDrops: PartitionRow[]): KeptBatch[] {
+    const wanted: number[] = [];
+    entry.rows.forEach((r, i) => {
+      const d = known.get(r.index)!;
+      if (d === "c" || d === "x" || (d === "d" && entry.settings.keepDuplicates)) wanted.push(i);
+    });
+    if (wanted.length === 0 && freshDrops.length === 0) return [];
+    const stateKeys = new Set([...wanted.map((i) => stateKeyFor(entry.settings, entry.rows[i])), ...freshDrops.map((r) => stateKeyFor(entry.settings, r))]);
+    const stored = [...stateKeys].map((k) => this.storedKey(meta, k));
+    const found = new Map(
+      this.sql
+        .exec<{ id: string; b: number; batch: string | null }>(
+          `SELECT ${meta.hashed ? "CAST(keys.k AS TEXT)" : "keys.k"} AS id, keys.b AS b, ${keptBatchOf(meta.hashed)} AS batch
+           FROM keys LEFT JOIN receipts r ON r.b = keys.b AND r.k = keys.k WHERE keys.b IN (SELECT value FROM json_each(?1)) AND keys.k IN (SELECT value FROM json_each(?2))`,
+          JSON.stringify([...this.liveBuckets()]), `[${stored.map((k) => this.keyLiteral(meta, k)).join(",")}]`,
+        )
+        .toArray()
+        .map((r) => [String(r.id), r]),
+    );
+    // Counted per kept key: [b, k, dropped, conflicts].
+    const counts = new Map<string, [number, string, number, number]>();
+    for (const r of freshDrops) {
+      const id = this.storedKey(meta, stateKeyFor(entry.settings, r));
+      const at = found.get(id);
+      if (!at) continue;
+      const d = known.get(r.index)!;
+      const c = counts.get(id) ?? [at.b, this.keyLiteral(meta, id), 0, 0];
+      if (d !== "x") c[2]++;
+      if (d !== "d") c[3]++;
+      counts.set(id, c);
+    }
+    if (counts.size > 0) {
+      this.sql.exec(
+        `INSERT INTO receipts (b, k, n, dropped, conflicts)
+         SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), NULL, json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each(?) WHERE true
+         ON CONFLICT (b, k) DO UPDATE SET dropped = dropped + excluded.dropped, conflicts = conflicts + excluded.conflicts`,
+        `[${[...counts.values()].map(([b, k, dr, co]) => `[${b},${k},${dr},${co}]`).join(",")}]`,
+      );
+    }
+    return wanted.map((at) => ({ at, batch: found.get(this.storedKey(meta, stateKeyFor(entry.settings, entry.rows[at])))?.batch ?? null }));
   }
 
   /**
@@ -243,7 +371,7 @@ export class Partition extends DurableObject<Env> {
     const kept = new Map(
       this.sql
         .exec<{ id: string; t: number | null; e: number | null }>(
-          `SELECT ${meta.hashed ? "CAST(k AS TEXT)" : "k"} AS id, t, e FROM keys WHERE b IN (SELECT value FROM json_each(?1)) AND k IN (SELECT value FROM json_each(?2))`,
+          `SELECT ${meta.hashed ? "CAST(k AS TEXT)" : "k"} AS id, ${eventTimeOf(meta.hashed)} AS t, e FROM keys WHERE b IN (SELECT value FROM json_each(?1)) AND k IN (SELECT value FROM json_each(?2))`,
           JSON.stringify([...this.liveBuckets()]), `[${stored.map((k) => this.keyLiteral(meta, k)).join(",")}]`,
         )
         .toArray()
@@ -292,29 +420,32 @@ export class Partition extends DurableObject<Env> {
     // Hashed keys are listed as their label (`#` + 16 hex digits), in label order.
     const key = meta.hashed ? "printf('#%016x', k)" : "k";
     return this.sql
-      .exec<{ key: string; t: number | null; e: number | null }>(`SELECT ${key} AS key, t, e FROM keys WHERE ${key} > ? ORDER BY 1 LIMIT ?`, after, limit)
+      .exec<{ key: string; t: number | null; e: number | null }>(`SELECT ${key} AS key, ${eventTimeOf(meta.hashed)} AS t, e FROM keys WHERE ${key} > ? ORDER BY 1 LIMIT ?`, after, limit)
       .toArray()
       .map((r) => ({ key: r.key, eventTime: r.t, expiresAt: r.e }));
   }
 
-  /** The one remembered key `stateKey`, if it is (a list of at most one entry, as list() answers). */
-  lookup(epoch: string, stateKey: string): StateEntry[] {
+  /** The one remembered key `stateKey`, if it is (a list of at most one entry, as list() answers), with its receipt. */
+  lookup(epoch: string, stateKey: string): StateReceipt[] {
     const meta = this.currentMeta(epoch);
     if (!meta || meta.width === null) return [];
-    const key = meta.hashed ? "printf('#%016x', k)" : "k";
+    const key = meta.hashed ? "printf('#%016x', keys.k)" : "keys.k";
     return this.sql
-      .exec<{ key: string; t: number | null; e: number | null }>(
-        `SELECT ${key} AS key, t, e FROM keys WHERE b IN (SELECT value FROM json_each(?1)) AND k = json_extract(?2, '$[0]')`,
+      .exec<{ key: string; t: number | null; e: number | null; batch: string | null; dropped: number | null; conflicts: number | null }>(
+        `SELECT ${key} AS key, ${eventTimeOf(meta.hashed)} AS t, keys.e AS e, ${keptBatchOf(meta.hashed)} AS batch, r.dropped AS dropped, r.conflicts AS conflicts
+         FROM keys LEFT JOIN receipts r ON r.b = keys.b AND r.k = keys.k
+         WHERE keys.b IN (SELECT value FROM json_each(?1)) AND keys.k = json_extract(?2, '$[0]')`,
         JSON.stringify([...this.liveBuckets()]), `[${this.keyLiteral(meta, this.storedKey(meta, stateKey))}]`,
       )
       .toArray()
-      .map((r) => ({ key: r.key, eventTime: r.t, expiresAt: r.e }));
+      .map((r) => ({ key: r.key, eventTime: r.t, expiresAt: r.e, batch: r.batch, dropped: r.dropped ?? 0, conflicts: r.conflicts ?? 0 }));
   }
 
   async drop(): Promise<void> {
     await this.ctx.storage.deleteAll();
     this.cached = undefined;
     this.buckets = undefined;
+    this.nextBatch = undefined;
     this.migrate(); // the instance may serve again (the stream created anew)
   }
 
@@ -335,7 +466,7 @@ export class Partition extends DurableObject<Env> {
    * and the stored keys come back. Eviction ran first, so no key held has
    * expired.
    */
-  private insertNew(candidates: StateInsert[], meta: PartitionMeta, settings: DedupSettings): Set<string> {
+  private insertNew(candidates: StateInsert[], meta: PartitionMeta, settings: DedupSettings, batch: { n: number; batch: string }): Set<string> {
     if (meta.width === null) {
       meta.width = bucketWidthFor(settings);
       meta.hashed = settings.hashedKeys ? 1 : 0;
@@ -349,18 +480,22 @@ export class Partition extends DurableObject<Env> {
       const stored = this.storedKey(meta, c.stateKey);
       if (byStored.has(stored)) continue;
       byStored.set(stored, c.stateKey);
-      rows.push(`[${bucketOf(c.expiresAt, width)},${this.keyLiteral(meta, stored)},${meta.hashed && c.expiresAt !== null ? null : c.eventTime},${c.expiresAt}]`);
+      // The digest as an integer literal (json_extract reads it as an exact 64-bit INTEGER); the batch by its number.
+      // A hashed key with an expiry keeps its batch's number in t, not its event time (the expiry implies it).
+      const inT = meta.hashed && c.expiresAt !== null;
+      rows.push(`[${bucketOf(c.expiresAt, width)},${this.keyLiteral(meta, stored)},${inT ? batch.n : c.eventTime},${c.expiresAt},${c.digest ?? null}]`);
     }
     const k = "json_extract(c.value, '$[1]')";
     const inserted = this.sql
       .exec<{ id: string; b: number; e: number | null }>(
-        `INSERT INTO keys (b, k, t, e)
-         SELECT json_extract(c.value, '$[0]'), ${k}, json_extract(c.value, '$[2]'), json_extract(c.value, '$[3]') FROM json_each(?1) c
+        `INSERT INTO keys (b, k, t, e, d)
+         SELECT json_extract(c.value, '$[0]'), ${k}, json_extract(c.value, '$[2]'), json_extract(c.value, '$[3]'), json_extract(c.value, '$[4]') FROM json_each(?1) c
          WHERE NOT EXISTS (SELECT 1 FROM keys x WHERE x.b IN (SELECT value FROM json_each(?2)) AND x.k = ${k})
          RETURNING ${meta.hashed ? "CAST(k AS TEXT)" : "k"} AS id, b, e`,
         `[${rows.join(",")}]`, JSON.stringify([...this.liveBuckets()]),
       )
       .toArray();
+    if (inserted.length > 0) this.keptBatch(meta, batch, inserted);
     const intoFront: string[] = [];
     for (const r of inserted) {
       this.buckets!.add(r.b);
@@ -371,6 +506,38 @@ export class Partition extends DurableObject<Env> {
       this.sql.exec("INSERT INTO front (e, k) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)", `[${intoFront.join(",")}]`);
     }
     return new Set(inserted.map((r) => byStored.get(String(r.id))!));
+  }
+
+  /**
+   * Names the batch that kept the keys just inserted, for their receipts,
+   * with no column more per key: a number in kept_batches, which a hashed key
+   * with an expiry holds in `t` (its event time follows from the expiry; a
+   * key costs < 40 B with its digest). A text key keeps its event time in
+   * `t`; its batch is found by its expiry when the batch's keys span a range
+   * of expiries [lo, hi] that no other such batch's overlaps (batches in
+   * event-time order). Any other key names the number in a receipt row. The
+   * name goes once the last of its keys has expired (until; null: never).
+   */
+  private keptBatch(meta: PartitionMeta, batch: { n: number; batch: string }, inserted: { id: string; b: number; e: number | null }[]): void {
+    const until = inserted.some((r) => r.e === null) ? null : Math.max(...inserted.map((r) => r.e!));
+    let range: [number, number] | null = null;
+    if (!meta.hashed && until !== null) {
+      const lo = Math.min(...inserted.map((r) => r.e!));
+      // Created on a text partition's first batch only: a hashed one has no use for it (a page of storage).
+      this.sql.exec("CREATE INDEX IF NOT EXISTS kept_batches_by_hi ON kept_batches (hi) WHERE hi IS NOT NULL");
+      // Ranges are disjoint, so the first one ending at or after lo is the only one that can overlap.
+      const next = this.sql.exec<{ lo: number }>("SELECT lo FROM kept_batches WHERE hi >= ? ORDER BY hi LIMIT 1", lo).toArray()[0];
+      if (next === undefined || next.lo > until) range = [lo, until];
+    }
+    this.sql.exec("INSERT INTO kept_batches (n, batch, until, lo, hi) VALUES (?, ?, ?, ?, ?)", batch.n, batch.batch, until, range?.[0] ?? null, range?.[1] ?? null);
+    const named = range ? [] : inserted.filter((r) => !(meta.hashed && r.e !== null));
+    if (named.length > 0) {
+      this.sql.exec(
+        `INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), ?, 0, 0 FROM json_each(?)`,
+        batch.n, `[${named.map((r) => `[${r.b},${this.keyLiteral(meta, String(r.id))}]`).join(",")}]`,
+      );
+    }
+    this.nextBatch = batch.n + 1;
   }
 
   /** The buckets that hold keys, read with a skip scan of the primary key the first time. */
@@ -398,7 +565,7 @@ export class Partition extends DurableObject<Env> {
     const current = this.currentMeta(epoch);
     if (current) return current;
     // First use, or state left by a deleted incarnation of the stream: start clean.
-    this.sql.exec("DELETE FROM keys; DELETE FROM front; DELETE FROM ledger;");
+    this.sql.exec("DELETE FROM keys; DELETE FROM front; DELETE FROM ledger; DELETE FROM kept_batches; DELETE FROM receipts;");
     this.buckets = new Set();
     const fresh = { epoch, watermark: 0, rows: 0, next_expiry: null, width: null, hashed: 0, front_b: null };
     this.saveMeta(fresh);
@@ -420,6 +587,7 @@ export class Partition extends DurableObject<Env> {
     } catch (e) {
       this.cached = undefined;
       this.buckets = undefined;
+      this.nextBatch = undefined;
       throw e;
     }
   }
@@ -439,6 +607,7 @@ export class Partition extends DurableObject<Env> {
     const wm = meta.watermark;
     const at = bucketAtWatermark(wm, meta.width);
     let removed = this.sql.exec("DELETE FROM keys WHERE b < ? RETURNING 1", at).toArray().length;
+    this.forgetReceipts(at, wm);
     const buckets = this.liveBuckets();
     for (const b of buckets) if (b < at) buckets.delete(b);
     if (meta.front_b !== null && meta.front_b !== at) {
@@ -452,11 +621,22 @@ export class Partition extends DurableObject<Env> {
         meta.front_b = at;
       }
       removed += this.sql.exec("DELETE FROM keys WHERE b = ? AND k IN (SELECT k FROM front WHERE e <= ?) RETURNING 1", at, wm).toArray().length;
+      this.sql.exec("DELETE FROM receipts WHERE b = ? AND k IN (SELECT k FROM front WHERE e <= ?)", at, wm);
       this.sql.exec("DELETE FROM front WHERE e <= ?", wm);
     }
     meta.rows -= removed;
     meta.next_expiry = this.earliestExpiry(meta);
     return removed;
+  }
+
+  /**
+   * Receipts go with their keys (buckets below `at`); batch names once all
+   * their keys have expired, looked for among the oldest names only (no
+   * index: numbers grow with time, and so, roughly, do expiries).
+   */
+  private forgetReceipts(at: number, wm: number): void {
+    this.sql.exec("DELETE FROM receipts WHERE b < ?", at);
+    this.sql.exec("DELETE FROM kept_batches WHERE n IN (SELECT n FROM kept_batches ORDER BY n LIMIT 256) AND until <= ?", wm);
   }
 
   /** Exact while `front` holds keys; otherwise the start of the lowest bucket, a lower bound that costs no scan. */

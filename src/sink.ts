@@ -2,17 +2,19 @@ import { failAt, type FaultPoint } from "./faults";
 import type { ObjectRef } from "./microbatch/group";
 
 /**
- * The R2 sink. A micro-batch (a group of requests) writes up to three NDJSON
- * objects — its output (`data`), its late rows and its rejected rows — and
- * then one commit marker. Each request's rows are a byte range of the group's
+ * The R2 sink. A micro-batch (a group of requests) writes up to five NDJSON
+ * objects — its output (`data`), its late rows, its rejected rows, its
+ * conflicts and (with keepDuplicates) its duplicates — and then one commit
+ * marker. Each request's rows are a byte range of the group's
  * objects; the commit index records `key#offset+length` per request and lane.
  * Every put is create-only and every group has a fresh id, so nothing is ever
  * overwritten. Keys carry the stream's epoch, so a stream deleted and created
  * again never meets its predecessor's objects.
  */
-export const LANES = ["data", "late", "rejected"] as const;
+export const LANES = ["data", "late", "rejected", "conflicts", "duplicates"] as const;
 export type Lane = (typeof LANES)[number];
-export type LaneKeys = Record<Lane, string | null>;
+/** The conflicts and duplicates lanes' keys may be absent (a commit from callers that write neither). */
+export type LaneKeys = Record<"data" | "late" | "rejected", string | null> & Partial<Record<"conflicts" | "duplicates", string | null>>;
 
 export function groupObjectKey(stream: string, epoch: string, group: string, lane: Lane | "_commits"): string {
   return `streams/${stream}/${lane}/${epoch}/${group}.${lane === "_commits" ? "json" : "ndjson"}`;

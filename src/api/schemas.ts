@@ -30,6 +30,7 @@ export const outcomeSchema = z.object({
   emitted: z.number().int().describe("rows written to the output"),
   duplicates: z.number().int().describe("rows dropped as copies of a remembered key, or of an earlier row in the batch"),
   late: z.number().int().describe("rows dropped because their event time <= the watermark"),
+  conflicts: z.number().int().optional().describe("copies of a remembered id whose content (minus volatile fields) differs from the kept copy's: counted in duplicates too (onConflict drop) or in rejected (reject)"),
   rejected: z
     .array(z.object({ index: z.number().int().describe("zero-based position in the batch"), error: z.string() }))
     .describe("rows that failed validation; at most the first 100"),
@@ -46,6 +47,7 @@ export const progressReportSchema = z.object({
   emitted: z.number().int(),
   duplicates: z.number().int(),
   late: z.number().int(),
+  conflicts: z.number().int().optional().describe("of the duplicates or rejected: copies whose content differed from the kept copy's"),
   rejected: z.number().int(),
   watermark: z.number(),
   watermarkAfter: z.number(),
@@ -73,6 +75,10 @@ export const streamConfigSchema = z.looseObject({
   limits: z.object({ maxBodyBytes: z.number().int(), maxRows: z.number().int() }),
   table: z.looseObject({ format: z.literal("iceberg"), location: z.string().optional() }).optional(),
   stateKeys: z.literal("hashed").optional().describe("present when partitions keep 64-bit key hashes"),
+  contentKey: z.object({ exclude: z.array(z.string()) }).optional().describe('present for "key": {"content": …}; key is then []'),
+  volatile: z.array(z.string()).optional(),
+  onConflict: z.literal("reject").optional().describe("absent: drop"),
+  keepDuplicates: z.literal(true).optional(),
 });
 
 export const putStreamResultSchema = z.object({
@@ -115,7 +121,19 @@ export const streamListSchema = z.object({
   next: z.string().nullable().describe("pass as ?after= for the next page; null on the last"),
 });
 
-export const stateEntrySchema = z.object({ key: z.string(), eventTime: z.number().nullable(), expiresAt: z.number().nullable() });
+export const stateEntrySchema = z.object({
+  key: z.string(),
+  eventTime: z.number().nullable(),
+  expiresAt: z.number().nullable(),
+  // Asked by ?row= only: the key's receipt (DESIGN §11).
+  kept: z
+    .object({ batchId: z.string(), source: z.string(), seq: z.number().int().nullable().describe("its commit number; null once the ledger has forgotten the batch"), eventTime: z.number().nullable() })
+    .nullable()
+    .optional()
+    .describe("?row= only: the kept copy's batch (null: kept before receipts were recorded)"),
+  dropped: z.number().int().optional().describe("?row= only: copies dropped against the kept copy"),
+  conflicts: z.number().int().optional().describe("?row= only: copies whose content differed from it"),
+});
 
 export const statePageSchema = z.object({
   partition: z.number().int(),
@@ -130,7 +148,7 @@ export const healthSchema = z.object({
   status: z.enum(["ok", "warn", "critical"]),
   reasons: z.array(
     z.object({
-      code: z.enum(["watermark-stalled", "held-back", "state-rising", "late-rate", "rejected-rate", "table-failing"]),
+      code: z.enum(["watermark-stalled", "held-back", "state-rising", "late-rate", "rejected-rate", "table-failing", "conflict-rate"]),
       severity: z.enum(["warn", "critical"]),
       detail: z.string(),
     }),
@@ -146,6 +164,8 @@ export const healthSchema = z.object({
     rejected: z.number().int(),
     lateRate: z.number().nullable(),
     rejectedRate: z.number().nullable(),
+    conflicts: z.number().int().optional(),
+    conflictRate: z.number().nullable().optional(),
     watermarkAdvanceMs: z.number().nullable(),
     stateRowsFirst: z.number().nullable(),
     stateRowsLast: z.number().nullable(),

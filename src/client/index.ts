@@ -247,6 +247,10 @@ export function createClient(options: ClientOptions) {
     output: <T = Record<string, unknown>>(stream: string, opts?: { after?: number } & RequestOptions) => lane<T>("output", stream, opts),
     late: <T = Record<string, unknown>>(stream: string, opts?: { after?: number } & RequestOptions) => lane<T>("late", stream, opts),
     rejected: <T = Record<string, unknown>>(stream: string, opts?: { after?: number } & RequestOptions) => lane<T>("rejected", stream, opts),
+    /** Copies of a remembered id whose content differed from the kept copy's (DESIGN §11). */
+    conflicts: <T = Record<string, unknown>>(stream: string, opts?: { after?: number } & RequestOptions) => lane<T>("conflicts", stream, opts),
+    /** Every dropped copy, for a stream with keepDuplicates. */
+    duplicates: <T = Record<string, unknown>>(stream: string, opts?: { after?: number } & RequestOptions) => lane<T>("duplicates", stream, opts),
 
     /** The last `limit` (default 100, at most 1000) batches' reports, oldest first. */
     async progress(stream: string, opts: { limit?: number } = {}): Promise<ProgressReport[]> {

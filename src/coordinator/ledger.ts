@@ -88,7 +88,7 @@ export class BatchLedger {
   }
 
   /** Committed batches that wrote to `lane`, in commit order, after commit number `afterSeq`. */
-  commits(lane: Lane, afterSeq: number, upToSeq: number, limit: number): ({ seq: number } & ({ ref: string } | { bytes: Uint8Array }))[] {
+  commits(lane: Exclude<Lane, "conflicts" | "duplicates">, afterSeq: number, upToSeq: number, limit: number): ({ seq: number } & ({ ref: string } | { bytes: Uint8Array }))[] {
     const column = { data: "data_key", late: "late_key", rejected: "rejected_key" }[lane];
     const rows = this.sql
       .exec<{ seq: number; key: string }>(

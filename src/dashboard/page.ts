@@ -314,11 +314,12 @@ const SCRIPT = String.raw`
   }
 
   function renderRates(progress) {
-    var totals = { emitted: 0, duplicates: 0, late: 0, rejected: 0, input: 0 };
+    var totals = { emitted: 0, duplicates: 0, late: 0, rejected: 0, input: 0, conflicts: 0 };
     var buckets = {};
     progress.forEach(function (p) {
       RATE_SERIES.forEach(function (r) { totals[r[0]] += p[r[0]]; });
       totals.input += p.input;
+      totals.conflicts += p.conflicts || 0; // a subset of duplicates and rejected: a total, not a series
       var m = Math.floor(p.committedAt / 60000) * 60000;
       var b = buckets[m] || (buckets[m] = { emitted: 0, duplicates: 0, late: 0, rejected: 0 });
       RATE_SERIES.forEach(function (r) { b[r[0]] += p[r[0]]; });
@@ -332,7 +333,7 @@ const SCRIPT = String.raw`
     fill("rates", [
       h("div", { class: "totals" }, RATE_SERIES.map(function (r) {
         return h("div", {}, [h("b", { id: "total-" + r[0] }, [num(totals[r[0]])]), r[0]]);
-      }).concat([h("div", {}, [h("b", { id: "total-input" }, [num(totals.input)]), "input rows"])])),
+      }).concat([h("div", {}, [h("b", { id: "total-input" }, [num(totals.input)]), "input rows"]), h("div", {}, [h("b", { id: "total-conflicts" }, [num(totals.conflicts)]), "conflicts"])])),
       stackedBars(columns, RATE_SERIES, { id: "rates", label: "rows per minute by outcome" }),
       legend(RATE_SERIES.map(function (r) { return { name: r[0], color: r[1] }; })),
       h("p", { class: "note" }, ["Rows per minute of commit time (UTC), by outcome, " + span + "."]),
@@ -341,13 +342,13 @@ const SCRIPT = String.raw`
 
   function renderBatches(progress) {
     var recent = progress.slice(-20).reverse();
-    var cols = ["Committed", "Source", "Batch", "Input", "Emitted", "Dups", "Late", "Rejected", "Watermark after", "State rows", "State bytes", "ms"];
+    var cols = ["Committed", "Source", "Batch", "Input", "Emitted", "Dups", "Late", "Rejected", "Conflicts", "Watermark after", "State rows", "State bytes", "ms"];
     fill("batches", [h("div", { class: "scroll" }, [h("table", { id: "batches-table" }, [
       h("thead", {}, [h("tr", {}, cols.map(function (c, i) { return h("th", { class: i < 3 ? "text" : "" }, [c]); }))]),
       h("tbody", {}, recent.length ? recent.map(function (p) {
         return h("tr", { "data-batch": p.batchId }, [
           h("td", { class: "text" }, [ts(p.committedAt)]), h("td", { class: "text" }, [p.source]), h("td", { class: "text", title: p.batchId }, [p.batchId.length > 24 ? p.batchId.slice(0, 22) + "…" : p.batchId]),
-          h("td", {}, [num(p.input)]), h("td", {}, [num(p.emitted)]), h("td", {}, [num(p.duplicates)]), h("td", {}, [num(p.late)]), h("td", {}, [num(p.rejected)]),
+          h("td", {}, [num(p.input)]), h("td", {}, [num(p.emitted)]), h("td", {}, [num(p.duplicates)]), h("td", {}, [num(p.late)]), h("td", {}, [num(p.rejected)]), h("td", { "data-figure": "conflicts" }, [num(p.conflicts || 0)]),
           h("td", {}, [ts(p.watermarkAfter)]), h("td", {}, [num(p.numRowsTotal)]), h("td", {}, [bytes(p.stateBytes)]), h("td", {}, [num(p.durationMs)]),
         ]);
       }) : [h("tr", {}, [h("td", { colspan: cols.length, class: "text" }, ["No batches committed yet."])])]),

@@ -14,7 +14,7 @@ export interface Member {
 
 export interface PartitionEntry {
   batch: string;
-  rows: { index: number; key: string; eventTime: number | null }[];
+  rows: { index: number; key: string; eventTime: number | null; digest?: string }[];
 }
 
 /** Per partition, an entry per member with rows there, in member order. */
@@ -24,7 +24,7 @@ export function partitionPayloads(members: readonly Member[]): Map<number, Parti
     for (const [p, rows] of m.plan.subBatches) {
       let entries = out.get(p);
       if (!entries) out.set(p, (entries = []));
-      entries.push({ batch: m.ledger, rows: rows.map((r) => ({ index: r.index, key: r.key, eventTime: r.eventTime })) });
+      entries.push({ batch: m.ledger, rows: rows.map((r) => ({ index: r.index, key: r.key, eventTime: r.eventTime, ...(r.digest === undefined ? {} : { digest: r.digest }) })) });
     }
   }
   return out;

@@ -3,7 +3,7 @@ import { failAt, type FaultPoint } from "../faults";
 import type { GroupApplyRequest, GroupApplyResult } from "../partition";
 import { OUTBOX_MAX_ENTRY_BYTES } from "../outbox";
 import { LANES, writeGroup, type Lane, type LaneKeys } from "../sink";
-import { dedupSettings, encodeLate, encodeOutput, encodeRejected, mergeDecisions, planBatch } from "../stream/batch";
+import { dedupSettings, encodeDropped, encodeLate, encodeOutput, encodeRejected, mergeDecisions, planBatch } from "../stream/batch";
 import type { StreamConfig } from "../stream/config";
 import { capRejected } from "../stream/report";
 import { concatParts, formatRef, memberDecisions, partitionPayloads, type ByteRange } from "./group";
@@ -33,6 +33,8 @@ export interface GroupContext {
   bucket: R2Bucket;
   /** ledgers of committed batches that partition p may drop, taken (the next call to p carries them) */
   takeForget(p: number): string[];
+  /** a kept copy's commit number, if its batch has committed (absent: unknown) */
+  committedSeq?(source: string, batchId: string): number | null;
 }
 
 /**
@@ -80,7 +82,11 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
   const decided = memberDecisions(planned, new Map([...results].map(([p, r]) => [p, r.decisions])));
   // The delay advisor's gaps (a partition of an older release reports none).
   const gaps = memberDecisions(planned, new Map([...results].map(([p, r]) => [p, r.gaps ?? r.decisions.map((): number[] => [])])));
-  const merged = planned.map((m, i) => mergeDecisions(m.plan, decided[i]));
+  // The kept copies of conflicts (and of duplicates, with keepDuplicates), by partition and position.
+  const keptBy = memberDecisions(planned, new Map([...results].map(([p, r]) => [p, r.kept ?? r.decisions.map(() => [])])));
+  const seqOf = (source: string, batchId: string) => ctx.committedSeq?.(source, batchId) ?? null;
+  const merged = planned.map((m, i) =>
+    mergeDecisions(m.plan, decided[i], new Map([...keptBy[i]].map(([p, k]) => [p, new Map(k.map((x) => [x.at, x.batch]))])), { source: m.source, batchId: m.batchId, seqOf }));
   failAt(fault, "after-decide");
 
   const judgedBy = (p: number) => results.get(p)!.watermark;
@@ -88,15 +94,17 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
     data: merged.map((x) => encodeOutput(x.emitted)),
     late: merged.map((x, i) => encodeLate({ source: planned[i].source, batchId: planned[i].batchId }, x.late, judgedBy)),
     rejected: merged.map((x, i) => encodeRejected({ source: planned[i].source, batchId: planned[i].batchId }, x.counts.rejected, planned[i].rows)),
+    conflicts: merged.map((x, i) => encodeDropped({ source: planned[i].source, batchId: planned[i].batchId }, x.dropped, "conflicts")),
+    duplicates: merged.map((x, i) => (planned[i].config.keepDuplicates ? encodeDropped({ source: planned[i].source, batchId: planned[i].batchId }, x.dropped, "duplicates") : "")),
   };
-  const lanes = { data: concatParts(parts.data), late: concatParts(parts.late), rejected: concatParts(parts.rejected) };
-  const bodies = { data: lanes.data.body, late: lanes.late.body, rejected: lanes.rejected.body };
-  const size = bodies.data.length + bodies.late.length + bodies.rejected.length;
+  const lanes = Object.fromEntries(LANES.map((lane) => [lane, concatParts(parts[lane])])) as Record<Lane, ReturnType<typeof concatParts>>;
+  const bodies = Object.fromEntries(LANES.map((lane) => [lane, lanes[lane].body])) as Record<Lane, Uint8Array>;
+  const size = LANES.reduce((n, lane) => n + bodies[lane].length, 0);
   const direct = size > OUTBOX_MAX_ENTRY_BYTES;
   const group = `g-${crypto.randomUUID()}`;
   // A small group writes nothing to R2 here: its lanes go into the outbox in the commit's transaction,
   // so the crash points before the commit all leave the same thing behind: nothing.
-  const objects: LaneKeys = !direct ? { data: null, late: null, rejected: null } : await writeGroup(
+  const objects: LaneKeys = !direct ? { data: null, late: null, rejected: null, conflicts: null, duplicates: null } : await writeGroup(
     ctx.bucket,
     { stream: ctx.stream, epoch: ctx.epoch, group },
     bodies,
@@ -133,7 +141,7 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
     return {
       source: m.source,
       batchId: m.batchId,
-      maxEventTime: m.plan.maxEventTime,
+      maxEventTime: merged[i].maxEventTime,
       counts: capRejected(merged[i].counts),
       seen: { times: m.plan.eventTimes, gaps: [...gaps[i].values()].flat() },
       touched,
@@ -141,6 +149,6 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
       startedAt,
     };
   });
-  const ranges = { data: lanes.data.ranges, late: lanes.late.ranges, rejected: lanes.rejected.ranges };
+  const ranges = Object.fromEntries(LANES.map((lane) => [lane, lanes[lane].ranges])) as Record<Lane, (ByteRange | null)[]>;
   return { commits, outbox: direct ? null : { lanes: bodies, ranges }, columns: [...new Set(planned.flatMap((m) => m.plan.newColumns ?? []))] };
 }

@@ -51,15 +51,56 @@ export function locateRow(config: StreamConfig, row: unknown, now: number): { st
 }
 
 export function dedupSettings(config: StreamConfig): DedupSettings {
-  return { mode: config.mode, delay: config.watermarkDelay, hasEventTime: config.eventTime !== null, ...(config.stateKeys === "hashed" ? { hashedKeys: true } : {}) };
+  return {
+    mode: config.mode, delay: config.watermarkDelay, hasEventTime: config.eventTime !== null,
+    ...(config.stateKeys === "hashed" ? { hashedKeys: true } : {}),
+    ...(config.onConflict === "reject" ? { onConflict: "reject" as const } : {}),
+    ...(config.keepDuplicates ? { keepDuplicates: true } : {}),
+  };
 }
 
 export interface BatchCounts {
   input: number;
   emitted: number;
+  /** rows dropped against a kept copy, conflicts dropped among them */
   duplicates: number;
   late: number;
+  /** copies whose content differed from the kept copy's (DESIGN §11): dropped ones are in duplicates too, rejected ones in rejected */
+  conflicts?: number;
   rejected: RejectedRow[];
+}
+
+/** Where the kept copy of a dropped row's key is: its batch and, once that committed, its commit number. */
+export interface KeptRef {
+  batchId: string;
+  source: string;
+  /** null: not committed when this row was judged (the same batch, or one committing with it) */
+  seq: number | null;
+}
+
+/** A row dropped against a kept copy: a duplicate (d) or a conflict (c dropped, x rejected). */
+export interface DroppedRow {
+  index: number;
+  row: Row;
+  verdict: "d" | "c" | "x";
+  /** null: the kept copy was forgotten meanwhile (a retried batch's recorded decision) */
+  kept: KeptRef | null;
+}
+
+/** A partition's ledger key `{source}\n{batchId}` as a kept copy's reference. */
+export function keptRefOf(batch: string, seqOf: (source: string, batchId: string) => number | null): KeptRef {
+  const at = batch.indexOf("\n");
+  const source = batch.slice(0, at);
+  const batchId = batch.slice(at + 1);
+  return { batchId, source, seq: seqOf(source, batchId) };
+}
+
+function conflictReason(kept: KeptRef | null, self: { source: string; batchId: string }): string {
+  if (!kept) return "conflict: its content differs from the kept copy of its key";
+  const where = kept.source === self.source && kept.batchId === self.batchId
+    ? "an earlier row of this batch"
+    : `batch "${kept.batchId}" from source "${kept.source}", ${kept.seq === null ? "committing with this one" : `commit ${kept.seq}`}`;
+  return `conflict: its content differs from the kept copy of its key (${where})`;
 }
 
 /** A row dropped by the watermark, with what it was judged by, for the late lane. */
@@ -78,10 +119,17 @@ export interface LateRow {
 export function mergeDecisions(
   plan: BatchPlan,
   decisions: Map<number, string>,
-): { emitted: Row[]; late: LateRow[]; counts: BatchCounts } {
+  /** per partition, the kept copy's batch of its dropped rows, by position in the sub-batch (absent: not asked for) */
+  keptBatches: ReadonlyMap<number, ReadonlyMap<number, string | null>> = new Map(),
+  self: { source: string; batchId: string; seqOf: (source: string, batchId: string) => number | null } = { source: "", batchId: "", seqOf: () => null },
+): { emitted: Row[]; late: LateRow[]; dropped: DroppedRow[]; counts: BatchCounts; maxEventTime: number | null } {
   const kept: { index: number; row: Row }[] = [];
   const late: LateRow[] = [];
+  const dropped: DroppedRow[] = [];
   let duplicates = 0;
+  let conflicts = 0;
+  // Rejected rows never move the watermark (DESIGN §2.1): a rejected conflict's event time is taken back out.
+  let maxEventTime: number | null = null;
   for (const [p, rows] of plan.subBatches) {
     const codes = decisions.get(p);
     if (codes === undefined || codes.length !== rows.length) {
@@ -89,18 +137,30 @@ export function mergeDecisions(
     }
     rows.forEach((r, i) => {
       const d = codes[i] as Decision;
+      if (d !== "x" && r.eventTime !== null && (maxEventTime === null || r.eventTime > maxEventTime)) maxEventTime = r.eventTime;
       if (d === "e") kept.push({ index: r.index, row: r.row });
-      else if (d === "d") duplicates++;
-      else late.push({ index: r.index, row: r.row, eventTime: r.eventTime, partition: p });
+      else if (d === "l") late.push({ index: r.index, row: r.row, eventTime: r.eventTime, partition: p });
+      else {
+        if (d !== "x") duplicates++;
+        if (d !== "d") conflicts++;
+        const batch = keptBatches.get(p)?.get(i);
+        dropped.push({ index: r.index, row: r.row, verdict: d, kept: batch ? keptRefOf(batch, self.seqOf) : null });
+      }
     });
   }
   const byIndex = (a: { index: number }, b: { index: number }) => a.index - b.index;
   const emitted = kept.sort(byIndex).map((x) => x.row);
   late.sort(byIndex);
+  dropped.sort(byIndex);
+  // A rejected conflict is reported with the rows that failed validation, in input order.
+  const refused = dropped.filter((x) => x.verdict === "x").map((x) => ({ index: x.index, error: conflictReason(x.kept, self) }));
+  const rejected = refused.length === 0 ? plan.rejected : [...plan.rejected, ...refused].sort(byIndex);
   return {
     emitted,
     late,
-    counts: { input: plan.input, emitted: emitted.length, duplicates, late: late.length, rejected: plan.rejected },
+    dropped,
+    counts: { input: plan.input, emitted: emitted.length, duplicates, late: late.length, conflicts, rejected },
+    maxEventTime,
   };
 }
 
@@ -120,6 +180,19 @@ export function encodeLate(
 ): string {
   return late
     .map((l) => JSON.stringify({ ...batch, index: l.index, reason: "late", eventTime: l.eventTime, watermark: watermarkOf(l.partition), row: l.row }) + "\n")
+    .join("");
+}
+
+/**
+ * The conflicts lane (every conflict, dropped or rejected) and the duplicates
+ * lane (every row counted in duplicates, with keepDuplicates): each row as
+ * sent after coercion, with the kept copy's reference.
+ */
+export function encodeDropped(batch: { source: string; batchId: string }, dropped: readonly DroppedRow[], lane: "conflicts" | "duplicates"): string {
+  const verdict = { d: "duplicate", c: "dropped", x: "rejected" } as const;
+  return dropped
+    .filter((x) => (lane === "conflicts" ? x.verdict !== "d" : x.verdict !== "x"))
+    .map((x) => JSON.stringify({ ...batch, index: x.index, ...(lane === "conflicts" ? { verdict: verdict[x.verdict] } : {}), kept: x.kept, row: x.row }) + "\n")
     .join("");
 }
 

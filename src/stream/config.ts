@@ -2,6 +2,7 @@ import { z } from "zod";
 import { IntervalError, parseInterval } from "./interval";
 import { own } from "./own";
 import { ColumnBudget, DEFAULT_MAX_COLUMNS, MAX_COLUMNS_LIMIT } from "./table-fields";
+import { PROVIDER_VOLATILE, type ProviderType } from "../webhooks/provider";
 
 export const MODES = ["within-watermark", "event-time-key", "global"] as const;
 export type Mode = (typeof MODES)[number];
@@ -49,10 +50,22 @@ const limitsSchema = z.strictObject({
   maxRows: z.number().int().min(1).max(100_000).optional().describe("rows per batch; default 10,000"),
 });
 
+// A field of a row: "received_at", or a dotted path into nested objects, "meta.attempt".
+const fieldPath = z.string().min(1).max(256).refine((c) => c.split(".").every((part) => part !== "" && part !== "__proto__"), "a field or a dotted path of fields, none empty or \"__proto__\"");
+
+/** "key": {"content": {"exclude": [...]}}: the row's canonical JSON without these fields is its key (src/stream/content.ts). */
+const contentKeySchema = z
+  .strictObject({
+    content: z.strictObject({ exclude: z.array(fieldPath).max(64).default([]).describe("fields left out of the content (top-level or dotted paths)") }),
+  })
+  .describe("a content key: the SHA-256 of the row's canonical JSON (RFC 8785) without the excluded fields");
+
 /** The body of PUT /v1/streams/{stream}. Unknown fields are an error, not ignored. */
 export const streamBodySchema = z
   .strictObject({
-    key: z.array(column).min(1).max(16).describe("distinct column names; a time in the key is compared as an instant"),
+    key: z
+      .union([z.array(column).min(1).max(16), contentKeySchema])
+      .describe('distinct column names (a time in the key is compared as an instant), or {"content": {"exclude": [fields]}}; bound at creation'),
     eventTime: column.optional().describe("the event-time column; required unless mode is global"),
     mode: z.enum(MODES).default("within-watermark"),
     watermarkDelay: interval.optional().describe('"10 seconds", "2 hours", "1 hour 30 minutes", "500 ms", or ms; required when eventTime is set'),
@@ -80,6 +93,17 @@ export const streamBodySchema = z
       .enum(["text", "hashed"])
       .default("text")
       .describe("how partitions remember keys: their text (the state reader lists them), or a 64-bit hash (compact state, ~32 B a key; the state reader lists hashes); bound at creation"),
+    // What counts as the same event (DESIGN §11, docs/concepts/same-event.md).
+    volatile: z
+      .array(fieldPath)
+      .max(64)
+      .default([])
+      .describe('fields (or dotted paths) that may differ between copies of one event without making them a conflict, e.g. a delivery attempt counter; "webhook:<provider>" for a provider\'s (stripe, github, shopify, standard-webhooks); bound at creation'),
+    onConflict: z
+      .enum(["drop", "reject"])
+      .default("drop")
+      .describe("a copy with a remembered id whose content differs from the kept copy's: dropped (counted in duplicates and conflicts) or rejected; either way it goes to the conflicts lane"),
+    keepDuplicates: z.boolean().default(false).describe("write every dropped copy to the duplicates lane, with the kept copy's reference"),
   })
   .superRefine((b, ctx) => {
     if (b.mode !== "global" && b.eventTime === undefined) {
@@ -87,6 +111,15 @@ export const streamBodySchema = z
     }
     if (b.eventTime !== undefined && b.watermarkDelay === undefined) {
       ctx.addIssue({ code: "custom", path: ["watermarkDelay"], message: "required when eventTime is set" });
+    }
+    b.volatile.forEach((f, i) => {
+      const preset = WEBHOOK_PRESET.exec(f)?.[1];
+      if (preset !== undefined && !Object.hasOwn(PROVIDER_VOLATILE, preset)) {
+        ctx.addIssue({ code: "custom", path: ["volatile", i], message: `no webhook preset "${preset}": one of ${Object.keys(PROVIDER_VOLATILE).join(", ")}` });
+      }
+    });
+    if (!Array.isArray(b.key) && b.volatile.length > 0) {
+      ctx.addIssue({ code: "custom", path: ["volatile"], message: "a content key has no conflicts: leave the fields out of the content with key.content.exclude instead" });
     }
     if (b.idleTimeout === 0) ctx.addIssue({ code: "custom", path: ["idleTimeout"], message: "must be more than 0" });
     for (const [name, src] of Object.entries(b.sources)) {
@@ -101,7 +134,7 @@ export const streamBodySchema = z
       const problem = new ColumnBudget([], Number.POSITIVE_INFINITY).admit(b.schema);
       if (problem !== null) ctx.addIssue({ code: "custom", path: ["schema"], message: `with a table: ${problem}` });
     }
-    if (new Set(b.key).size !== b.key.length) {
+    if (Array.isArray(b.key) && new Set(b.key).size !== b.key.length) {
       ctx.addIssue({ code: "custom", path: ["key"], message: "key columns must be distinct" });
     }
     if (b.eventTime !== undefined && own(b.schema, b.eventTime) !== undefined && !isTimestampType(own(b.schema, b.eventTime))) {
@@ -114,7 +147,16 @@ export const streamBodySchema = z
   });
 
 export interface StreamConfig {
+  /** the key columns; empty for a content key */
   key: string[];
+  /** a content key (src/stream/content.ts): the row's canonical JSON without these fields; absent: the key columns */
+  contentKey?: { exclude: string[] };
+  /** fields left out of the conflict digest of an id-keyed stream's kept copies; absent: none */
+  volatile?: string[];
+  /** absent: "drop" */
+  onConflict?: "reject";
+  /** every dropped copy goes to the duplicates lane */
+  keepDuplicates?: true;
   eventTime: string | null;
   mode: Mode;
   /** ms */
@@ -165,7 +207,8 @@ export function parseStreamConfig(body: unknown): ConfigResult {
   return {
     ok: true,
     config: {
-      key: b.key,
+      key: Array.isArray(b.key) ? b.key : [],
+      ...(Array.isArray(b.key) ? {} : { contentKey: { exclude: b.key.content.exclude } }),
       eventTime: b.eventTime ?? null,
       mode: b.mode,
       watermarkDelay: b.watermarkDelay ?? 0,
@@ -179,8 +222,22 @@ export function parseStreamConfig(body: unknown): ConfigResult {
       limits: { ...DEFAULT_LIMITS, ...b.limits },
       ...(b.table ? { table: b.table } : {}),
       ...(b.stateKeys === "hashed" ? { stateKeys: "hashed" as const } : {}),
+      ...(b.volatile.length > 0 ? { volatile: expandVolatile(b.volatile) } : {}),
+      ...(b.onConflict === "reject" ? { onConflict: "reject" as const } : {}),
+      ...(b.keepDuplicates ? { keepDuplicates: true as const } : {}),
     },
   };
+}
+
+const WEBHOOK_PRESET = /^webhook:(.+)$/;
+
+/** "webhook:<provider>" stands for that provider's volatile fields (src/webhooks/provider.ts); the rest are fields. */
+function expandVolatile(fields: readonly string[]): string[] {
+  const out = fields.flatMap((f) => {
+    const preset = WEBHOOK_PRESET.exec(f)?.[1];
+    return preset !== undefined && Object.hasOwn(PROVIDER_VOLATILE, preset) ? PROVIDER_VOLATILE[preset as ProviderType] : [f];
+  });
+  return [...new Set(out)];
 }
 
 export function zodErrors(error: z.ZodError): FieldError[] {
@@ -194,11 +251,13 @@ export function zodErrors(error: z.ZodError): FieldError[] {
  */
 export function boundFieldChanges(old: StreamConfig, next: StreamConfig): string[] {
   const changed: string[] = [];
-  if (JSON.stringify(old.key) !== JSON.stringify(next.key)) changed.push("key");
+  if (JSON.stringify(old.key) !== JSON.stringify(next.key) || JSON.stringify(old.contentKey ?? null) !== JSON.stringify(next.contentKey ?? null)) changed.push("key");
   if (old.mode !== next.mode) changed.push("mode");
   if (old.eventTime !== next.eventTime) changed.push("eventTime");
   if (old.partitions !== next.partitions) changed.push("partitions");
   if ((old.stateKeys ?? "text") !== (next.stateKeys ?? "text")) changed.push("stateKeys");
+  // The kept copies' digests in state were taken without these fields.
+  if (JSON.stringify(old.volatile ?? []) !== JSON.stringify(next.volatile ?? [])) changed.push("volatile");
   for (const col of old.key) {
     if (keyEncoding(old, col) !== keyEncoding(next, col)) changed.push(`schema.${col}`);
   }

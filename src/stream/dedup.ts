@@ -10,19 +10,36 @@ export interface DedupSettings {
   hasEventTime: boolean;
   /** partitions store 64-bit key hashes instead of key text (compact state) */
   hashedKeys?: boolean;
+  /** a conflicting copy is rejected (x) instead of dropped (c) */
+  onConflict?: "reject";
+  /** the kept copy's batch is wanted for every dropped copy (the duplicates lane), not only for conflicts */
+  keepDuplicates?: boolean;
 }
 
 export interface DedupInput {
   key: string;
   eventTime: number | null;
+  /** the row's content digest (src/stream/content.ts), for an id-keyed stream; absent: never a conflict */
+  digest?: string;
 }
 
-/** e = emitted, d = duplicate, l = late. One character per row, in order. */
-export type Decision = "e" | "d" | "l";
+/**
+ * e = emitted, d = duplicate, l = late; c = a conflict, dropped (a duplicate
+ * whose content differs from the kept copy's), x = a conflict, rejected. One
+ * character per row, in order.
+ */
+export type Decision = "e" | "d" | "l" | "c" | "x";
+
+/** Whether a copy of a kept row is a plain duplicate or a conflict: both digests known, and different. */
+export function dropVerdict(settings: DedupSettings, digest: string | undefined, kept: string | null | undefined): "d" | "c" | "x" {
+  if (digest === undefined || kept === null || kept === undefined || digest === kept) return "d";
+  return settings.onConflict === "reject" ? "x" : "c";
+}
 
 export interface StateInsert {
   stateKey: string;
   eventTime: number | null;
+  digest?: string;
   /** epoch ms at which the key may be forgotten (evicted when wm >= expiresAt); null = never */
   expiresAt: number | null;
 }
@@ -65,10 +82,12 @@ export function applyBatch(
   watermark: number,
   rows: readonly DedupInput[],
   remembered: (stateKey: string) => boolean,
+  /** the kept copy's digest of a remembered key (null: none kept, e.g. state from before digests) */
+  keptDigest: (stateKey: string) => string | null = () => null,
 ): { decisions: Decision[]; inserts: StateInsert[] } {
   const decisions: Decision[] = [];
   const inserts: StateInsert[] = [];
-  const seen = new Set<string>();
+  const seen = new Map<string, string | null>();
   for (const row of rows) {
     if (settings.hasEventTime && row.eventTime !== null && row.eventTime <= watermark) {
       decisions.push("l");
@@ -76,12 +95,12 @@ export function applyBatch(
     }
     const stateKey = stateKeyFor(settings, row);
     if (seen.has(stateKey) || remembered(stateKey)) {
-      decisions.push("d");
+      decisions.push(dropVerdict(settings, row.digest, seen.has(stateKey) ? seen.get(stateKey) : keptDigest(stateKey)));
       continue;
     }
-    seen.add(stateKey);
+    seen.set(stateKey, row.digest ?? null);
     decisions.push("e");
-    inserts.push({ stateKey, eventTime: row.eventTime, expiresAt: expiryOf(settings, row.eventTime) });
+    inserts.push({ stateKey, eventTime: row.eventTime, expiresAt: expiryOf(settings, row.eventTime), ...(row.digest === undefined ? {} : { digest: row.digest }) });
   }
   return { decisions, inserts };
 }
@@ -92,26 +111,36 @@ export function applyBatch(
  * is offered in order, and `insertNew` stores the candidates whose state key is
  * not remembered (the first copy of each key wins the insert) and returns the
  * state keys it stored. The first copy of a stored key is emitted; every other
- * row is a duplicate. Decides exactly as applyBatch does.
+ * row is dropped: a duplicate, or a conflict when its digest differs from the
+ * kept copy's (this call's first copy, or `keptDigests` of the ones remembered
+ * before, asked once for all of them). Decides exactly as applyBatch does.
  */
 export function decideByInsert(
   settings: DedupSettings,
   watermark: number,
   rows: readonly DedupInput[],
   insertNew: (candidates: StateInsert[]) => Set<string>,
+  keptDigests: (stateKeys: string[]) => Map<string, string | null> = () => new Map(),
 ): { decisions: Decision[]; inserted: number } {
   const isLate = (row: DedupInput) => settings.hasEventTime && row.eventTime !== null && row.eventTime <= watermark;
   const candidates: StateInsert[] = [];
   for (const row of rows) {
-    if (!isLate(row)) candidates.push({ stateKey: stateKeyFor(settings, row), eventTime: row.eventTime, expiresAt: expiryOf(settings, row.eventTime) });
+    if (!isLate(row)) {
+      candidates.push({ stateKey: stateKeyFor(settings, row), eventTime: row.eventTime, expiresAt: expiryOf(settings, row.eventTime), ...(row.digest === undefined ? {} : { digest: row.digest }) });
+    }
   }
   const stored = candidates.length > 0 ? insertNew(candidates) : new Set<string>();
+  // The kept copy's digest per key: the first copy here for a key stored now, else state's (only where a row has a digest to compare).
+  const kept = new Map<string, string | null>();
+  for (const c of candidates) if (stored.has(c.stateKey) && !kept.has(c.stateKey)) kept.set(c.stateKey, c.digest ?? null);
+  const before = [...new Set(candidates.filter((c) => !stored.has(c.stateKey) && c.digest !== undefined).map((c) => c.stateKey))];
+  if (before.length > 0) for (const [k, d] of keptDigests(before)) kept.set(k, d);
   const claimed = new Set<string>();
   let next = 0;
   const decisions = rows.map((row): Decision => {
     if (isLate(row)) return "l";
     const k = candidates[next++].stateKey;
-    if (!stored.has(k) || claimed.has(k)) return "d";
+    if (!stored.has(k) || claimed.has(k)) return dropVerdict(settings, row.digest, kept.get(k));
     claimed.add(k);
     return "e";
   });

@@ -8,7 +8,7 @@ import type { ProgressReport } from "./report";
 
 export type HealthStatus = "ok" | "warn" | "critical";
 
-export type HealthReasonCode = "watermark-stalled" | "held-back" | "state-rising" | "late-rate" | "rejected-rate" | "table-failing";
+export type HealthReasonCode = "watermark-stalled" | "held-back" | "state-rising" | "late-rate" | "rejected-rate" | "table-failing" | "conflict-rate";
 
 export interface HealthReason {
   code: HealthReasonCode;
@@ -31,6 +31,8 @@ export interface HealthThresholds {
   /** rejected / input at or above these is a warning / critical */
   rejectedWarn: number;
   rejectedCritical: number;
+  /** conflicts / input at or above this is a warning (a producer sending changed copies under one id) */
+  conflictWarn?: number;
 }
 
 export const DEFAULT_THRESHOLDS: HealthThresholds = {
@@ -42,6 +44,7 @@ export const DEFAULT_THRESHOLDS: HealthThresholds = {
   lateCritical: 0.5,
   rejectedWarn: 0.01,
   rejectedCritical: 0.25,
+  conflictWarn: 0.01,
 };
 
 export interface HealthSource {
@@ -86,6 +89,9 @@ export interface HealthReport {
     rejected: number;
     lateRate: number | null;
     rejectedRate: number | null;
+    /** copies whose content differed from the kept copy's (DESIGN §11) */
+    conflicts?: number;
+    conflictRate?: number | null;
     watermarkAdvanceMs: number | null;
     stateRowsFirst: number | null;
     stateRowsLast: number | null;
@@ -129,6 +135,7 @@ export function evaluateHealth(input: HealthInput, thresholds: Partial<HealthThr
   const rows = win.reduce((a, p) => a + p.input, 0);
   const late = win.reduce((a, p) => a + p.late, 0);
   const rejected = win.reduce((a, p) => a + p.rejected, 0);
+  const conflicts = win.reduce((a, p) => a + (p.conflicts ?? 0), 0);
   const accepted = rows - rejected;
   const first = win[0];
   const last = win[win.length - 1];
@@ -206,6 +213,15 @@ export function evaluateHealth(input: HealthInput, thresholds: Partial<HealthThr
     });
   }
 
+  const conflictRate = rows > 0 ? conflicts / rows : null;
+  if (rows >= t.minRows && conflictRate !== null && t.conflictWarn !== undefined && conflictRate >= t.conflictWarn) {
+    reasons.push({
+      code: "conflict-rate",
+      severity: "warn",
+      detail: `${percent(conflictRate)} of recent rows were conflicts (${conflicts} of ${rows}): copies of a kept id with other content; see GET …/conflicts`,
+    });
+  }
+
   const status: HealthStatus = reasons.some((r) => r.severity === "critical") ? "critical" : reasons.length > 0 ? "warn" : "ok";
   return {
     status,
@@ -221,6 +237,8 @@ export function evaluateHealth(input: HealthInput, thresholds: Partial<HealthThr
       rejected,
       lateRate,
       rejectedRate,
+      conflicts,
+      conflictRate,
       watermarkAdvanceMs: advance,
       stateRowsFirst: states[0] ?? null,
       stateRowsLast: states[states.length - 1] ?? null,

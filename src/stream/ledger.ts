@@ -20,7 +20,7 @@ export function encodeDecisions(decisions: ReadonlyMap<number, Decision>): strin
 export function decodeDecisions(encoded: string): Map<number, Decision> {
   const out = new Map<number, Decision>();
   let index = 0;
-  for (const [, gap, decision] of encoded.matchAll(/(\d+)([edl])/g)) {
+  for (const [, gap, decision] of encoded.matchAll(/(\d+)([edlcx])/g)) {
     index += Number(gap);
     out.set(index, decision as Decision);
   }

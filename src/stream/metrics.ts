@@ -26,6 +26,8 @@ export interface CommittedFigures {
   duplicates: number;
   late: number;
   rejected: number;
+  /** of the duplicates or rejected: copies whose content differed from the kept copy's (DESIGN §11) */
+  conflicts?: number;
   durationMs: number;
 }
 
@@ -50,6 +52,7 @@ export function metricDeltas(batches: readonly CommittedFigures[]): [string, str
     add("rows:duplicate", b.source, b.duplicates);
     add("rows:late", b.source, b.late);
     add("rows:rejected", b.source, b.rejected);
+    add("conflicts", b.source, b.conflicts ?? 0);
     add("batches", "", 1);
     add(`duration:${bucketOf(b.durationMs / 1000)}`, "", 1);
     add("duration:sum", "", b.durationMs / 1000);
@@ -64,6 +67,8 @@ export interface StreamMetrics {
   /** source → its watermark */
   sources: Record<string, number>;
   rows: { source: string; outcome: Outcome; n: number }[];
+  /** per source: conflicts (a subset of the duplicate and rejected rows, so a counter of its own) */
+  conflicts?: { source: string; n: number }[];
   batches: number;
   /** per bucket (not cumulative), DURATION_BUCKETS.length + 1 of them */
   durationBuckets: number[];
@@ -81,6 +86,7 @@ export function streamMetricsOf(
   for (const c of counters) {
     const [kind, what] = c.name.split(":");
     if (kind === "rows" && (OUTCOMES as readonly string[]).includes(what)) m.rows.push({ source: c.source, outcome: what as Outcome, n: c.n });
+    else if (c.name === "conflicts") (m.conflicts ??= []).push({ source: c.source, n: c.n });
     else if (c.name === "batches") m.batches = c.n;
     else if (c.name === "duration:sum") m.durationSum = c.n;
     else if (kind === "duration" && Number.isInteger(Number(what)) && Number(what) < m.durationBuckets.length) m.durationBuckets[Number(what)] = c.n;
@@ -108,6 +114,8 @@ export function renderPrometheus(streams: readonly StreamMetrics[]): string {
   const sample = (name: string, l: Record<string, string>, v: number) => `${name}${labels(l)} ${Number.isFinite(v) ? v : 0}`;
   family("edge_dedup_rows_total", "counter", "Rows of committed batches, by outcome.",
     streams.flatMap((s) => s.rows.map((r) => sample("edge_dedup_rows_total", { stream: s.stream, source: r.source, outcome: r.outcome }, r.n))));
+  family("edge_dedup_conflicts_total", "counter", "Copies of a remembered key whose content differed from the kept copy's (also counted as duplicate or rejected).",
+    streams.flatMap((s) => (s.conflicts ?? []).map((c) => sample("edge_dedup_conflicts_total", { stream: s.stream, source: c.source }, c.n))));
   family("edge_dedup_watermark_ms", "gauge", "Watermark, epoch ms: the stream's (no source label) and each source's.",
     streams.flatMap((s) => [
       sample("edge_dedup_watermark_ms", { stream: s.stream }, s.watermark),

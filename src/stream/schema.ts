@@ -1,4 +1,5 @@
 import { delayOf, eventTimeCaps, isTimestampType, type ColumnType, type StreamConfig } from "./config";
+import { contentDigest, contentHash } from "./content";
 import { encodeKey, MAX_KEY_BYTES, type KeyValue } from "./key";
 import { own } from "./own";
 import { DECIMAL, MIN_PLAUSIBLE_MS, parseTimestamp, type TimeUnit } from "./timestamp";
@@ -14,6 +15,8 @@ export interface AcceptedRow {
   key: string;
   /** epoch ms, or null in `global` mode without an event-time column */
   eventTime: number | null;
+  /** an id-keyed stream's content digest of the row (without its volatile fields): a copy with another one is a conflict */
+  digest?: string;
 }
 export interface RejectedRow {
   index: number;
@@ -143,7 +146,8 @@ export function validateRow(
       if (column === config.eventTime || isTimestampType(own(config.schema, column))) return readInstant(column, own(config.schema, column), v);
       return v as KeyValue;
     });
-    const key = encodeKey(values);
+    // A content key: the hash of the row (as coerced) without the excluded fields, as a one-value key.
+    const key = config.contentKey ? encodeKey([contentHash(row, config.contentKey.exclude)]) : encodeKey(values);
     if (key.length > MAX_KEY_BYTES / 3 && encoder.encode(key).length > MAX_KEY_BYTES) {
       throw new RowError(`key is longer than ${MAX_KEY_BYTES} bytes`);
     }
@@ -163,7 +167,7 @@ export function validateRow(
         );
       }
     }
-    return { index, row, key, eventTime };
+    return config.contentKey ? { index, row, key, eventTime } : { index, row, key, eventTime, digest: contentDigest(row, config.volatile ?? []) };
   } catch (e) {
     if (e instanceof RowError) return { index, error: e.message };
     throw e;

@@ -10,6 +10,8 @@ import { progressOf, type BatchOutcome, type ProgressReport } from "./report";
 
 /** Version 1: [1, watermark, watermarkAfter, input, emitted, duplicates, late, committedAt, durationMs, numRowsTotal, numRowsUpdated, numRowsRemoved, stateBytes, rejected?, rejectedCount?] */
 type Compact = [1, number, number, number, number, number, number, number, number, number, number, number, number, ([number, string][] | 0)?, number?];
+/** Version 2 (an outcome with conflicts, DESIGN §11): version 1 with conflicts after late. */
+type CompactWithConflicts = [2, number, number, number, number, number, number, number, ...(number | [number, string][] | 0)[]];
 
 export interface StoredReport {
   outcome: BatchOutcome;
@@ -23,17 +25,20 @@ export function encodeStoredReport(outcome: BatchOutcome, progress: ProgressRepo
   ];
   if (outcome.rejected.length > 0 || outcome.rejectedCount !== undefined) c.push(outcome.rejected.length > 0 ? outcome.rejected.map((r) => [r.index, r.error]) : 0);
   if (outcome.rejectedCount !== undefined) c.push(outcome.rejectedCount);
+  if (outcome.conflicts !== undefined) return JSON.stringify([2, ...c.slice(1, 7), outcome.conflicts, ...c.slice(7)]);
   return JSON.stringify(c);
 }
 
 /** The stored record of batch `batchId` from `source`, committed as number `commitSeq`. */
 export function decodeStoredReport(text: string, source: string, batchId: string, commitSeq: number): StoredReport {
-  const parsed = JSON.parse(text) as Compact | StoredReport;
-  if (!Array.isArray(parsed)) return parsed; // the first layout
+  const stored = JSON.parse(text) as Compact | CompactWithConflicts | StoredReport;
+  if (!Array.isArray(stored)) return stored; // the first layout
+  const conflicts = stored[0] === 2 ? { conflicts: stored[7] as number } : {};
+  const parsed = (stored[0] === 2 ? [1, ...stored.slice(1, 7), ...stored.slice(8)] : stored) as Compact;
   const [, watermark, watermarkAfter, input, emitted, duplicates, late, committedAt, durationMs, numRowsTotal, numRowsUpdated, numRowsRemoved, stateBytes, rejected, rejectedCount] = parsed;
   // The key order of the outcome as first answered, so that a replay is the same JSON.
   const outcome: BatchOutcome = {
-    batchId, source, replayed: false, watermark, watermarkAfter, input, emitted, duplicates, late,
+    batchId, source, replayed: false, watermark, watermarkAfter, input, emitted, duplicates, late, ...conflicts,
     rejected: rejected ? rejected.map(([index, error]) => ({ index, error })) : [],
     ...(rejectedCount === undefined ? {} : { rejectedCount }),
   };

@@ -38,3 +38,20 @@ export interface Provider {
 }
 
 export const refuse = (reason: string): Refusal => ({ ok: false, reason });
+
+/**
+ * Fields of the envelope row that a provider's redeliveries of one event may
+ * change (DESIGN §11): listed as `volatile`, so that a redelivery judged
+ * afresh (after the idempotency window, or under another batch id) is a
+ * duplicate, not a conflict. A stream takes them with `"volatile": ["webhook:<type>"]`.
+ * - stripe: the event's `pending_webhooks` counts the endpoints still to be sent to;
+ * - github: `time` is the arrival time (GitHub signs no time);
+ * - shopify: `time` is X-Shopify-Triggered-At, or the arrival time without it;
+ * - standard-webhooks: `time` is the signed webhook-timestamp, set per attempt, when the body has no timestamp.
+ */
+export const PROVIDER_VOLATILE: Record<ProviderType, readonly string[]> = {
+  stripe: ["payload.pending_webhooks"],
+  github: ["time"],
+  shopify: ["time"],
+  "standard-webhooks": ["time"],
+};

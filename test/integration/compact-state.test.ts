@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import type { Partition, PartitionRow } from "../../src/partition";
 import { applyBatch, isExpired, type DedupSettings } from "../../src/stream/dedup";
 import { keyHashLabel } from "../../src/stream/key-hash";
+import { contentDigest } from "../../src/stream/content";
 import { at, call, client, createStream, json, output, post } from "./helpers";
 
 let n = 0;
@@ -85,18 +86,40 @@ describe("compact state against the model", () => {
 });
 
 describe("compact state: size and eviction work", () => {
-  it("a hashed key costs at most 40 bytes of storage, every table counted", async () => {
+  it("a hashed key costs at most 40 bytes of storage, every table counted, with its content digest and receipt (DESIGN §11)", async () => {
     const p = fresh();
     const settings: DedupSettings = { mode: "within-watermark", delay: 2 * 3_600_000, hasEventTime: true, hashedKeys: true };
     const t0 = Date.UTC(2026, 0, 1);
     let last = { rows: 0, bytes: 0 };
     for (let b = 0; b < 40; b++) {
-      const rows = Array.from({ length: 1000 }, (_, i) => ({ index: i, key: `["evt_${b}_${i}_${(i * 7919) % 10007}"]`, eventTime: t0 + (b * 1000 + i) * 200 }));
+      // Each row with its 64-bit content digest, as an id-keyed stream sends it (src/stream/content.ts).
+      const rows = Array.from({ length: 1000 }, (_, i) => ({
+        index: i, key: `["evt_${b}_${i}_${(i * 7919) % 10007}"]`, eventTime: t0 + (b * 1000 + i) * 200, digest: contentDigest({ id: `evt_${b}_${i}`, n: i }, []),
+      }));
       last = await p.apply({ epoch: "e1", batch: `s\nb${b}`, watermark: 0, settings, rows });
       await p.applyGroup({ epoch: "e1", watermark: 0, entries: [], forget: [`s\nb${b}`] }); // committed: its ledger is dropped
     }
     expect(last.rows).toBe(40_000);
+    console.log(`compact state: ${(last.bytes / last.rows).toFixed(1)} B per hashed key with its digest`);
     expect(last.bytes / last.rows).toBeLessThanOrEqual(40);
+  });
+
+  it("a text key of 18 characters costs at most 60 bytes with its digest and receipt (49 B before digests), batches in event-time order", async () => {
+    const p = fresh();
+    const settings: DedupSettings = { mode: "within-watermark", delay: 2 * 3_600_000, hasEventTime: true };
+    const t0 = Date.UTC(2026, 0, 1);
+    let last = { rows: 0, bytes: 0 };
+    for (let b = 0; b < 40; b++) {
+      const rows = Array.from({ length: 1000 }, (_, i) => ({
+        index: i, key: `["evt_${String(b * 1000 + i).padStart(11, "0")}"]`, eventTime: t0 + (b * 1000 + i) * 200, digest: contentDigest({ id: b * 1000 + i }, []),
+      }));
+      last = await p.apply({ epoch: "e1", batch: `s\nb${b}`, watermark: 0, settings, rows });
+      await p.applyGroup({ epoch: "e1", watermark: 0, entries: [], forget: [`s\nb${b}`] });
+    }
+    console.log(`compact state: ${(last.bytes / last.rows).toFixed(1)} B per 18-character text key with its digest`);
+    expect(last.bytes / last.rows).toBeLessThanOrEqual(60);
+    // The batch is found by the key's expiry: no receipt row per key.
+    expect((await p.lookup("e1", '["evt_00000012345"]'))[0]).toMatchObject({ batch: "s\nb12", dropped: 0 });
   });
 
   it("evicting reads the keys it forgets, not the state: the watermark's bucket is copied once, then trimmed by expiry", async () => {
@@ -163,7 +186,11 @@ describe("a stream with stateKeys: hashed", () => {
       call("GET", `/v1/streams/${stream}/state?row=${encodeURIComponent(JSON.stringify(row))}${partition === undefined ? "" : `&partition=${partition}`}`);
     for (const [stream, key] of [["text-keys", '["c"]'], ["hashed-keys", keyHashLabel('["c"]')]]) {
       const found = await client.state(stream, { row: { id: "c", ts: at(10, 30) } });
-      expect(found.keys).toEqual([{ key, eventTime: stream === "text-keys" ? at(10, 30) : null, expiresAt: text[0].expiresAt }]);
+      // With its receipt (DESIGN §11): c was kept by the second commit; hashed state implies its event time from the expiry.
+      expect(found.keys).toEqual([{
+        key, eventTime: stream === "text-keys" ? at(10, 30) : null, expiresAt: text[0].expiresAt,
+        kept: { batchId: expect.any(String), source: "default", seq: 2, eventTime: at(10, 30) }, dropped: 0, conflicts: 0,
+      }]);
       expect((await json<{ keys: unknown[] }>(byRow(stream, { id: "a", ts: at(10, 0) }))).keys).toEqual([]); // expired
       expect((await json<{ keys: unknown[] }>(byRow(stream, { id: "zz", ts: at(10, 30) }))).keys).toEqual([]); // never sent
       const elsewhere = await byRow(stream, { id: "c", ts: at(10, 30) }, 1 - found.partition);

@@ -17,7 +17,7 @@ async function objects(stream: string): Promise<string[]> {
 }
 async function lanes(stream: string) {
   const text = async (path: string) => (await call("GET", `/v1/streams/${stream}/${path}`)).text();
-  return { output: await text("output"), late: await text("late"), rejected: await text("rejected"), after2: await text("output?after=2") };
+  return { output: await text("output"), late: await text("late"), rejected: await text("rejected"), conflicts: await text("conflicts"), after2: await text("output?after=2") };
 }
 
 describe("the outbox", () => {
@@ -37,7 +37,8 @@ describe("the outbox", () => {
     const keys = await objects("ob1");
     expect(keys.filter((k) => k.includes("/data/"))).toHaveLength(1);
     expect(keys.filter((k) => k.includes("/_commits/"))).toHaveLength(1);
-    expect(keys).toHaveLength(4); // data, late, rejected, marker
+    expect(before.conflicts).toMatch(/"kept":\{"batchId"/); // A@10:01 differs from the kept A@10:00 (DESIGN §11)
+    expect(keys).toHaveLength(5); // data, late, rejected, conflicts, marker
     expect(await lanes("ob1")).toEqual(before);
     const marker = await (await env.SINK.get(keys.find((k) => k.includes("/_commits/"))!))!.json<any>();
     expect(marker.batches).toHaveLength(3);

@@ -105,7 +105,7 @@ describe("mergeDecisions", () => {
   test("emitted rows in input order, and the counts add up", () => {
     const m = mergeDecisions(plan, new Map([[0, "eedl"]]));
     expect(m.emitted).toEqual([rows[0], rows[1]]);
-    expect(m.counts).toEqual({ input: 5, emitted: 2, duplicates: 1, late: 1, rejected: plan.rejected });
+    expect(m.counts).toEqual({ input: 5, emitted: 2, duplicates: 1, late: 1, conflicts: 0, rejected: plan.rejected }); // conflicts: DESIGN §11
     expect(m.counts.emitted + m.counts.duplicates + m.counts.late + m.counts.rejected.length).toBe(m.counts.input);
   });
 

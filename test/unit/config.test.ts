@@ -309,3 +309,46 @@ describe("boundFieldChanges", () => {
     expect(boundFieldChanges(base, { ...base, ...change })).toEqual([]);
   });
 });
+
+describe("what counts as the same event (DESIGN §11)", () => {
+  test("defaults: an id key, no volatile fields, conflicts dropped, no duplicates lane; none of them written into the config", () => {
+    const c = ok(MINIMAL);
+    expect(c.contentKey).toBeUndefined();
+    expect(c.volatile).toBeUndefined();
+    expect(c.onConflict).toBeUndefined();
+    expect(c.keepDuplicates).toBeUndefined();
+  });
+
+  test("a content key: key is {content: {exclude}}, the key columns empty", () => {
+    const c = ok({ ...MINIMAL, key: { content: { exclude: ["received_at", "meta.attempt"] } } });
+    expect(c.key).toEqual([]);
+    expect(c.contentKey).toEqual({ exclude: ["received_at", "meta.attempt"] });
+    expect(ok({ ...MINIMAL, key: { content: {} } }).contentKey).toEqual({ exclude: [] });
+    expect(paths({ ...MINIMAL, key: { content: { exclude: ["a..b"] } } })).toEqual(["key.content.exclude.0"]);
+    expect(paths({ ...MINIMAL, key: { content: { exclude: [] }, other: 1 } })).toEqual(["key"]);
+    expect(errors({ ...MINIMAL, key: { content: {} }, volatile: ["x"] })).toEqual([
+      { path: "volatile", message: "a content key has no conflicts: leave the fields out of the content with key.content.exclude instead" },
+    ]);
+  });
+
+  test("volatile, onConflict and keepDuplicates", () => {
+    const c = ok({ ...MINIMAL, volatile: ["received_at", "meta.attempt"], onConflict: "reject", keepDuplicates: true });
+    expect(c).toMatchObject({ volatile: ["received_at", "meta.attempt"], onConflict: "reject", keepDuplicates: true });
+    expect(paths({ ...MINIMAL, onConflict: "ignore" })).toEqual(["onConflict"]);
+    expect(paths({ ...MINIMAL, volatile: ["__proto__.x"] })).toEqual(["volatile.0"]);
+  });
+
+  test('"webhook:<provider>" in volatile stands for the provider\'s fields', () => {
+    expect(ok({ ...MINIMAL, volatile: ["webhook:stripe", "received_at"] }).volatile).toEqual(["payload.pending_webhooks", "received_at"]);
+    expect(ok({ ...MINIMAL, volatile: ["webhook:github", "time"] }).volatile).toEqual(["time"]);
+    expect(errors({ ...MINIMAL, volatile: ["webhook:paypal"] })).toEqual([{ path: "volatile.0", message: 'no webhook preset "paypal": one of stripe, github, shopify, standard-webhooks' }]);
+  });
+
+  test("the key (columns or content) and volatile are bound; onConflict and keepDuplicates are not", () => {
+    const c = ok(MINIMAL);
+    expect(boundFieldChanges(c, ok({ ...MINIMAL, key: { content: {} } }))).toContain("key");
+    expect(boundFieldChanges(ok({ ...MINIMAL, key: { content: { exclude: ["a"] } } }), ok({ ...MINIMAL, key: { content: { exclude: ["b"] } } }))).toEqual(["key"]);
+    expect(boundFieldChanges(c, ok({ ...MINIMAL, volatile: ["x"] }))).toEqual(["volatile"]);
+    expect(boundFieldChanges(c, ok({ ...MINIMAL, onConflict: "reject", keepDuplicates: true }))).toEqual([]);
+  });
+});

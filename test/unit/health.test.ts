@@ -251,3 +251,13 @@ describe("a stream's table", () => {
     expect(evaluateHealth(input({ table: { ...table, failing: false, failures: 0, lastError: null } }))).toMatchObject({ status: "ok", reasons: [] });
   });
 });
+
+describe("conflicts (DESIGN §11)", () => {
+  test("a conflict rate at or above 1% of recent rows is a warning that points at the conflicts lane", () => {
+    const h = evaluateHealth(input({ progress: series(6, MIN, 0, { input: 50, emitted: 49, duplicates: 1, conflicts: 1 }) }));
+    expect(h.reasons).toEqual([expect.objectContaining({ code: "conflict-rate", severity: "warn" })]);
+    expect(h.reasons[0].detail).toContain("/conflicts");
+    expect(h.window).toMatchObject({ conflicts: 6, conflictRate: 6 / 300 });
+    expect(evaluateHealth(input({ progress: series(6, MIN, 0, { input: 200, emitted: 199, duplicates: 1, conflicts: 1 }) })).reasons).toEqual([]);
+  });
+});

@@ -9,8 +9,9 @@ import { Pipeline } from "./pipeline";
 const hm = (h: number, m: number) => Date.UTC(2024, 0, 1, h, m);
 const NOW = hm(12, 0);
 
+// Copies here differ in their event time (and n): volatile, so that they stay plain duplicates rather than conflicts (DESIGN §11).
 function stream(mode: string, partitions: number) {
-  return new Pipeline({ key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", mode, partitions }, NOW);
+  return new Pipeline({ key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", mode, partitions, volatile: ["ts", "n"] }, NOW);
 }
 
 describe.each([1, 4])("%d partition(s)", (P) => {

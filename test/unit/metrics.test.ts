@@ -80,3 +80,15 @@ test("the commit log line sums a micro-batch's batches", () => {
     stream: "s", batches: 2, emitted: 2, duplicates: 0, late: 1, rejected: 3, watermark: 10, watermarkAfter: 20, durationMs: 9,
   });
 });
+
+describe("conflicts (DESIGN §11)", () => {
+  test("are a counter of their own, by source: they are also duplicate or rejected rows, so rows_total still sums to the input", () => {
+    const d = metricDeltas([batch("a", { duplicates: 2, conflicts: 1 }), batch("a", { rejected: 1, conflicts: 1 }), batch("b", { emitted: 1 })]);
+    const m = streamMetricsOf("s", d.map(([name, source, n]) => ({ name, source, n })), { watermark: 0, sources: {}, state: { rows: 0, bytes: 0 } });
+    expect(m.conflicts).toEqual([{ source: "a", n: 2 }]);
+    const text = renderPrometheus([m]);
+    expect(text).toContain('edge_dedup_conflicts_total{stream="s",source="a"} 2\n');
+    expect(text).toContain("# TYPE edge_dedup_conflicts_total counter\n");
+    expect(text).not.toContain('outcome="conflict"');
+  });
+});

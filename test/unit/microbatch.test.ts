@@ -157,7 +157,7 @@ interface Answer {
 /** Partitions as plain maps, and a group run built from the real pure pieces, as the Coordinator runs it. */
 class GroupedStream {
   readonly config: StreamConfig;
-  readonly partitions: { watermark: number; keys: Map<string, number | null> }[];
+  readonly partitions: { watermark: number; keys: Map<string, number | null>; digests: Map<string, string | null> }[];
   wm: WatermarkState = INITIAL_WATERMARK;
   groups = 0;
   readonly batcher: MicroBatcher<{ source: string; rows: unknown[] }, Answer>;
@@ -166,7 +166,7 @@ class GroupedStream {
     const r = parseStreamConfig(body);
     if (!r.ok) throw new Error(JSON.stringify(r.errors));
     this.config = r.config;
-    this.partitions = Array.from({ length: this.config.partitions }, () => ({ watermark: 0, keys: new Map() }));
+    this.partitions = Array.from({ length: this.config.partitions }, () => ({ watermark: 0, keys: new Map(), digests: new Map() }));
     this.batcher = new MicroBatcher(async (items) => {
       const group = this.groups++;
       const watermark = this.wm.watermark; // committed before this group
@@ -182,16 +182,16 @@ class GroupedStream {
           entries.map((e) =>
             decideByInsert(dedupSettings(this.config), part.watermark, e.rows, (candidates) => {
               const stored = new Set<string>();
-              for (const c of candidates) if (!part.keys.has(c.stateKey)) part.keys.set(c.stateKey, c.expiresAt), stored.add(c.stateKey);
+              for (const c of candidates) if (!part.keys.has(c.stateKey)) part.keys.set(c.stateKey, c.expiresAt), part.digests.set(c.stateKey, c.digest ?? null), stored.add(c.stateKey);
               return stored;
-            }).decisions.join(""),
+            }, (keys) => new Map(keys.map((k) => [k, part.digests.get(k) ?? null]))).decisions.join(""),
           ),
         );
       }
       await turns(runTurns());
       const decided = memberDecisions(members, answers);
       const merged = members.map((m, i) => mergeDecisions(m.plan, decided[i]));
-      for (const [i, it] of items.entries()) this.wm = advanceWatermark(this.config, this.wm, it.source, members[i].plan.maxEventTime, NOW);
+      for (const [i, it] of items.entries()) this.wm = advanceWatermark(this.config, this.wm, it.source, merged[i].maxEventTime, NOW);
       return merged.map((m, i): Answer => {
         const decisions: ModelDecision[] = Array.from({ length: m.counts.input }, () => "r");
         for (const [p, rows] of members[i].plan.subBatches) rows.forEach((r, j) => (decisions[r.index] = decided[i].get(p)![j] as ModelDecision));
@@ -236,7 +236,8 @@ describe("concurrent requests through the micro-batcher", () => {
             expect(answers[i].watermark).toBe(watermark);
             accepted[k].forEach((r, j) => judged[j] === "e" && emitted.push({ key: r.key, t: r.t }));
           }
-          for (const [k, i] of members.entries()) model.commit(batches[i].source, accepted[k]);
+          // a rejected conflict's event time does not count (DESIGN §2.1)
+          for (const [k, i] of members.entries()) model.commit(batches[i].source, accepted[k].filter((r) => answers[i].decisions[r.index] !== "x"));
           for (const i of members) expect(answers[i].watermarkAfter, `group ${g}`).toBe(model.watermark);
         }
         for (const a of answers) {

@@ -1,6 +1,6 @@
 /**
- * A naive reference model of one stream, written from DESIGN.md §2 alone. It
- * imports nothing from src/: its validation, key encoding, watermark and dedup
+ * A naive reference model of one stream, written from DESIGN.md §2 and §11
+ * alone. It imports nothing from src/ (SHA-256 is node:crypto's): its validation, key encoding, watermark and dedup
  * are its own, kept as plain as possible (one Map of remembered keys, eviction
  * by scanning it) so that it is obviously right rather than fast.
  *
@@ -9,9 +9,11 @@
  * or "int"), event times as epoch ms or `Date#toISOString` strings.
  */
 
+import { createHash } from "node:crypto";
+
 export type ModelMode = "within-watermark" | "event-time-key" | "global";
-/** e(mitted), d(uplicate), l(ate), r(ejected) */
-export type ModelDecision = "e" | "d" | "l" | "r";
+/** e(mitted), d(uplicate), l(ate), r(ejected); c: a conflict dropped, x: a conflict rejected (DESIGN §11) */
+export type ModelDecision = "e" | "d" | "l" | "r" | "c" | "x";
 
 export interface ModelSpec {
   mode: ModelMode;
@@ -28,6 +30,30 @@ export interface ModelSpec {
   /** the clock for the skew guard, and the guard itself (ms) */
   now: number;
   maxSkew: number;
+  /** a content key: the row without these fields is its key (null: the key columns) */
+  contentExclude?: string[] | null;
+  /** fields that may differ between copies without a conflict */
+  volatile?: string[];
+  onConflict?: "drop" | "reject";
+}
+
+/**
+ * The row without the named fields (top-level or dotted), as RFC 8785 text,
+ * written out plainly: members sorted by name, every value as JSON.stringify
+ * writes it (which is what the RFC asks of parsed JSON).
+ */
+export function modelContent(row: Record<string, unknown>, without: readonly string[]): string {
+  const text = (v: unknown, path: string | null): string => {
+    if (v === null || typeof v !== "object") return JSON.stringify(v);
+    if (Array.isArray(v)) return `[${v.map((x) => text(x, null)).join(",")}]`;
+    const members: string[] = [];
+    for (const k of Object.keys(v).sort()) {
+      const here = path === null ? null : path === "" ? k : `${path}.${k}`;
+      if (here === null || !without.includes(here)) members.push(`${JSON.stringify(k)}:${text((v as Record<string, unknown>)[k], here)}`);
+    }
+    return `{${members.join(",")}}`;
+  };
+  return text(row, "");
 }
 
 export interface ModelRow {
@@ -50,6 +76,8 @@ export interface ModelBatch {
 }
 
 interface Remembered {
+  /** the kept copy's content without the volatile fields */
+  content: string;
   tFirst: number | null;
   expiresAt: number | null;
   /** which state partition holds it (0 when partitions play no part) */
@@ -102,7 +130,7 @@ export class ReferenceModel {
       row[col] = c.value;
     }
     const values: unknown[] = [];
-    for (const col of this.spec.keyColumns) {
+    for (const col of this.spec.contentExclude ? [] : this.spec.keyColumns) {
       const v = row[col];
       if (v === undefined || v === null || typeof v === "object") return null;
       if (col === this.spec.eventTime) {
@@ -112,7 +140,8 @@ export class ReferenceModel {
         values.push(t);
       } else values.push(v);
     }
-    const key = JSON.stringify(values);
+    // a content key: the SHA-256 of the row's canonical text without the excluded fields, as a one-value key
+    const key = this.spec.contentExclude ? JSON.stringify([createHash("sha256").update(modelContent(row, this.spec.contentExclude)).digest("hex")]) : JSON.stringify(values);
     if (new TextEncoder().encode(key).length > 1024) return null;
     let t: number | null = null;
     if (this.spec.eventTime !== null) {
@@ -159,8 +188,10 @@ export class ReferenceModel {
     return rows.map((r): ModelDecision => {
       if (this.spec.eventTime !== null && r.t! <= wm) return "l";
       const k = this.stateKeyOf(r);
-      if (this.state.has(k)) return "d";
-      this.state.set(k, { tFirst: r.t, expiresAt: this.expiryOf(r.t), scope });
+      const content = modelContent(r.row, this.spec.volatile ?? []);
+      const kept = this.state.get(k);
+      if (kept) return this.spec.contentExclude || kept.content === content ? "d" : this.spec.onConflict === "reject" ? "x" : "c";
+      this.state.set(k, { content, tFirst: r.t, expiresAt: this.expiryOf(r.t), scope });
       return "e";
     });
   }
@@ -186,7 +217,8 @@ export class ReferenceModel {
     const judged = this.judge(accepted, watermark, 0);
     const decisions: ModelDecision[] = rows.map(() => "r");
     accepted.forEach((r, i) => (decisions[r.index] = judged[i]));
-    const watermarkAfter = this.commit(source, accepted);
+    // a rejected conflict is rejected: its event time does not count
+    const watermarkAfter = this.commit(source, accepted.filter((_, i) => judged[i] !== "x"));
     return { watermark, watermarkAfter, decisions, emitted: accepted.filter((_, i) => judged[i] === "e").map((r) => r.row) };
   }
 

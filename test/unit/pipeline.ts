@@ -15,12 +15,12 @@ import { applyBatch, isExpired } from "../../src/stream/dedup";
 import type { Row } from "../../src/stream/schema";
 import { advanceWatermark, INITIAL_WATERMARK, type WatermarkState } from "../../src/stream/watermark";
 
-/** e(mitted), d(uplicate), l(ate), r(ejected), one per input row */
-export type RowDecision = "e" | "d" | "l" | "r";
+/** e(mitted), d(uplicate), l(ate), r(ejected), c/x (a conflict dropped/rejected), one per input row */
+export type RowDecision = "e" | "d" | "l" | "r" | "c" | "x";
 
 export interface SimPartition {
   watermark: number;
-  keys: Map<string, { eventTime: number | null; expiresAt: number | null }>;
+  keys: Map<string, { eventTime: number | null; expiresAt: number | null; digest: string | null }>;
 }
 
 export interface RunningBatch {
@@ -69,12 +69,12 @@ export class Pipeline {
     if (!rows) throw new Error(`partition ${p} has no rows in this batch`);
     const part = this.partitions[p];
     const pw = this.raise(part, b.watermark);
-    const { decisions, inserts } = applyBatch(dedupSettings(this.config), pw, rows, (k) => part.keys.has(k));
+    const { decisions, inserts } = applyBatch(dedupSettings(this.config), pw, rows, (k) => part.keys.has(k), (k) => part.keys.get(k)?.digest ?? null);
     if (decisions.length !== rows.length) throw new Error("one decision per row");
     for (const i of inserts) {
       // the partition's keys table has the state key as its primary key
       if (part.keys.has(i.stateKey)) throw new Error(`insert of a remembered key ${i.stateKey}`);
-      part.keys.set(i.stateKey, { eventTime: i.eventTime, expiresAt: i.expiresAt });
+      part.keys.set(i.stateKey, { eventTime: i.eventTime, expiresAt: i.expiresAt, digest: i.digest ?? null });
     }
     b.decided.set(p, decisions.join(""));
     return pw;
@@ -91,11 +91,11 @@ export class Pipeline {
 
   commit(b: RunningBatch): CommittedBatch {
     if (b.committed) throw new Error("committed twice");
-    const { emitted, counts } = mergeDecisions(b.plan, b.decided);
-    this.wm = advanceWatermark(this.config, this.wm, b.source, b.plan.maxEventTime, this.now);
+    const { emitted, counts, maxEventTime } = mergeDecisions(b.plan, b.decided);
+    this.wm = advanceWatermark(this.config, this.wm, b.source, maxEventTime, this.now);
     b.committed = true;
     const decisions: RowDecision[] = Array.from({ length: b.plan.input }, () => "?" as RowDecision);
-    for (const r of b.plan.rejected) decisions[r.index] = "r";
+    for (const r of counts.rejected) decisions[r.index] = "r";
     for (const [p, rows] of b.plan.subBatches) {
       const codes = b.decided.get(p)!;
       rows.forEach((r, i) => (decisions[r.index] = codes[i] as RowDecision));

@@ -61,7 +61,7 @@ describe("sequential batches", () => {
   test("the generator exercises what it should", () => {
     // a sanity check on the scenarios themselves: duplicates, late rows, rejections,
     // re-emission after eviction and a moving watermark all occur
-    const seen = { d: 0, l: 0, r: 0, reemit: 0, moved: 0 };
+    const seen = { d: 0, l: 0, r: 0, c: 0, x: 0, reemit: 0, moved: 0 };
     fc.assert(
       fc.property(scenarioArb(10, 8), (s) => {
         const model = new ReferenceModel(modelSpec(s));
@@ -71,7 +71,7 @@ describe("sequential batches", () => {
           for (const d of r.decisions) if (d !== "e") seen[d]++;
           if (r.watermarkAfter > r.watermark) seen.moved++;
           for (const row of r.emitted) {
-            const k = JSON.stringify(modelSpec(s).keyColumns.map((c) => row[c]));
+            const k = s.keyShape === "content" ? JSON.stringify({ ...row, n: 0 }) : JSON.stringify(modelSpec(s).keyColumns.map((c) => row[c]));
             if (keys.has(k) && s.mode === "within-watermark") seen.reemit++;
             keys.add(k);
           }
@@ -79,8 +79,8 @@ describe("sequential batches", () => {
       }),
       { numRuns: 200, seed: 42 },
     );
-    // (seed 42 gives d 1368, l 974, r 293, reemit 72, moved 317)
-    const floor = { d: 500, l: 300, r: 100, reemit: 30, moved: 100 };
+    // (seed 42 gives d 529, l 928, r 284, c 284, x 324, reemit 54, moved 325: most copies differ in a field that is not volatile)
+    const floor = { d: 500, l: 300, r: 100, c: 100, x: 50, reemit: 30, moved: 100 };
     for (const [what, count] of Object.entries(seen)) expect(count, what).toBeGreaterThan(floor[what as keyof typeof floor]);
   });
 });
@@ -187,7 +187,7 @@ describe("interleaved batches", () => {
               // late: T <= the batch's watermark always is; and never beyond the global watermark
               if (s.withEventTime && r.t! <= b.beginWatermark) expect(got).toBe("l");
               if (got === "l") expect(r.t!).toBeLessThanOrEqual(globalNow);
-              if (got === "d") {
+              if (got === "d" || got === "c" || got === "x") {
                 // a duplicate has a witness: an earlier emission of its state key that cannot have expired yet
                 const w = emissions.filter((e) => e.stateKey === stateKey).pop();
                 expect(w, `duplicate without an earlier emission of ${stateKey}`).toBeDefined();
@@ -198,13 +198,13 @@ describe("interleaved batches", () => {
                 emissions.push({ stateKey, t: r.t, seq: seq++ });
                 emittedNs.push(r.row.n as number);
               }
-              if (got === "e" || got === "d") notLate.add(stateKey);
+              if (got !== "l") notLate.add(stateKey);
             });
           } else if (move.kind === "commit") {
             const { b } = move;
             live.splice(live.indexOf(b), 1);
             const got = pipe.commit(b.run);
-            const after = model.commit(b.run.source, [...b.accepted.values()]);
+            const after = model.commit(b.run.source, [...b.accepted.values()].filter((r) => b.decisions[r.index] !== "x"));
             const what = `batch ${b.no}`;
             expect(got.decisions.join(""), what).toBe(b.decisions.join(""));
             expect(got.watermark, what).toBe(b.beginWatermark);

@@ -16,7 +16,8 @@ export const SKEW = 86_400_000;
 // ---------------------------------------------------------------- scenarios
 
 export type IdType = "none" | "string" | "int";
-export type KeyShape = "id" | "id+g" | "id+ts";
+/** content: a content key without `n` (each row's unique number) */
+export type KeyShape = "id" | "id+g" | "id+ts" | "content";
 export type RowKind = "valid" | "missingKey" | "nullKey" | "objectKey" | "badTs" | "missingTs" | "futureTs" | "notObject";
 
 export interface RowSpec {
@@ -26,6 +27,8 @@ export interface RowSpec {
   /** seconds after the batch's base time */
   t: number;
   iso: boolean;
+  /** a payload field: copies that differ in it (and in no volatile field) conflict */
+  v: number;
 }
 
 export interface Scenario {
@@ -38,6 +41,9 @@ export interface Scenario {
   declared: { name: string; delay: number | undefined }[];
   idType: IdType;
   keyShape: KeyShape;
+  /** the stream's volatile fields: `n` differs in every row, `ts` between copies of a key */
+  volatile: string[];
+  onConflict: "drop" | "reject";
   batches: { source: string; jump: number; rows: RowSpec[] }[];
 }
 
@@ -57,6 +63,7 @@ export const rowSpec: fc.Arbitrary<RowSpec> = fc.record({
   g: fc.nat(1),
   t: fc.nat(15),
   iso: fc.boolean(),
+  v: fc.oneof({ weight: 5, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.constant(1) }),
 });
 
 export function scenarioArb(maxBatches: number, maxRows: number): fc.Arbitrary<Scenario> {
@@ -72,7 +79,9 @@ export function scenarioArb(maxBatches: number, maxRows: number): fc.Arbitrary<S
         fc.tuple(...names.map((name) => fc.record({ name: fc.constant(name), delay: fc.constantFrom(undefined, 0, 3 * SECOND, 8 * SECOND) }))),
       ),
       idType: fc.constantFrom<IdType>("none", "string", "int"),
-      keyShape: fc.constantFrom<KeyShape>("id", "id", "id+g", "id+ts"),
+      keyShape: fc.constantFrom<KeyShape>("id", "id", "id+g", "id+ts", "content"),
+      volatile: fc.constantFrom<string[]>(["n", "ts"], ["n", "ts"], ["n", "ts"], ["n", "ts"], ["n"], []),
+      onConflict: fc.constantFrom<"drop" | "reject">("drop", "reject"),
       batches: fc.array(
         fc.record({
           // now and then a batch from further ahead, so the watermark jumps past batches still in flight
@@ -85,18 +94,22 @@ export function scenarioArb(maxBatches: number, maxRows: number): fc.Arbitrary<S
     })
     .map((s) => {
       const withEventTime = s.mode !== "global" || s.withEventTime;
-      return { ...s, withEventTime, keyShape: !withEventTime && s.keyShape === "id+ts" ? "id" : s.keyShape };
+      const keyShape: KeyShape = !withEventTime && s.keyShape === "id+ts" ? "id" : s.keyShape;
+      // A content key has no conflicts, so no volatile fields.
+      return { ...s, withEventTime, keyShape, volatile: keyShape === "content" ? [] : s.volatile };
     });
 }
 
 export function keyColumns(s: Scenario): string[] {
-  return s.keyShape === "id" ? ["id"] : s.keyShape === "id+g" ? ["id", "g"] : ["id", "ts"];
+  return s.keyShape === "id" || s.keyShape === "content" ? ["id"] : s.keyShape === "id+g" ? ["id", "g"] : ["id", "ts"];
 }
 
 export function configBody(s: Scenario): Record<string, unknown> {
   return {
-    key: keyColumns(s),
+    key: s.keyShape === "content" ? { content: { exclude: ["n"] } } : keyColumns(s),
     mode: s.mode,
+    ...(s.volatile.length > 0 ? { volatile: s.volatile } : {}),
+    ...(s.onConflict === "reject" ? { onConflict: "reject" } : {}),
     ...(s.withEventTime ? { eventTime: "ts", watermarkDelay: s.delayAsText ? `${s.delay / SECOND} seconds` : s.delay } : {}),
     partitions: s.partitions,
     watermarkPolicy: s.policy,
@@ -116,6 +129,9 @@ export function modelSpec(s: Scenario): ModelSpec {
     declared: Object.fromEntries(s.declared.map((d) => [d.name, d.delay])),
     now: NOW,
     maxSkew: SKEW,
+    contentExclude: s.keyShape === "content" ? ["n"] : null,
+    volatile: s.volatile,
+    onConflict: s.onConflict,
   };
 }
 
@@ -132,7 +148,7 @@ export function materialize(s: Scenario): { source: string; rows: unknown[] }[] 
       const ts = r.iso ? new Date(T).toISOString() : T;
       const id = IDS[s.idType][r.id];
       const g = s.keyShape === "id+g" ? { g: ["x", "y"][r.g] } : {};
-      const row: Record<string, unknown> = { n: n++, id, ts, ...g };
+      const row: Record<string, unknown> = { n: n++, id, ts, ...g, v: r.v };
       switch (r.kind) {
         case "valid":
           return row;
@@ -188,9 +204,11 @@ export function expectCounts(got: CommittedBatch, input: number) {
   expect(counts.emitted + counts.duplicates + counts.late + counts.rejected.length).toBe(input);
   expect(counts.emitted).toBe(got.emitted.length);
   expect(counts.emitted).toBe(got.decisions.filter((d) => d === "e").length);
-  expect(counts.duplicates).toBe(got.decisions.filter((d) => d === "d").length);
+  // a dropped conflict is counted in duplicates and in conflicts; a rejected one in rejected and in conflicts
+  expect(counts.duplicates).toBe(got.decisions.filter((d) => d === "d" || d === "c").length);
+  expect(counts.conflicts).toBe(got.decisions.filter((d) => d === "c" || d === "x").length);
   expect(counts.late).toBe(got.decisions.filter((d) => d === "l").length);
-  expect(counts.rejected.map((r) => r.index)).toEqual(got.decisions.flatMap((d, i) => (d === "r" ? [i] : [])));
+  expect(counts.rejected.map((r) => r.index)).toEqual(got.decisions.flatMap((d, i) => (d === "r" || d === "x" ? [i] : [])));
   for (const r of counts.rejected) expect(r.error).toMatch(/\S/);
 }
 

@@ -157,7 +157,7 @@ describe("validateRow: accepted rows", () => {
   test("returns the index, a copy of the row, the canonical key and the event time", () => {
     const raw = { event_id: "evt_1", event_ts: "2024-01-01T10:00:00Z", amount: 5, nested: { a: [1] } };
     const r = accept(c, raw, 7);
-    expect(r).toEqual({ index: 7, row: raw, key: '["evt_1"]', eventTime: T10 });
+    expect(r).toEqual({ index: 7, row: raw, key: '["evt_1"]', eventTime: T10, digest: expect.stringMatching(/^-?\d+$/) }); // digest: DESIGN §11
     expect(r.row).not.toBe(raw);
   });
 
@@ -211,7 +211,7 @@ describe("validateRow: accepted rows", () => {
 
   test("global mode without an event-time column ignores timestamps", () => {
     const g = config({ mode: "global", eventTime: undefined, watermarkDelay: undefined });
-    expect(accept(g, { event_id: "a" })).toEqual({ index: 0, row: { event_id: "a" }, key: '["a"]', eventTime: null });
+    expect(accept(g, { event_id: "a" })).toEqual({ index: 0, row: { event_id: "a" }, key: '["a"]', eventTime: null, digest: expect.stringMatching(/^-?\d+$/) });
     expect(accept(g, { event_id: "a", event_ts: "garbage" }).eventTime).toBeNull();
   });
 

@@ -10,13 +10,14 @@ describe("the ledger's stored report", () => {
   it("gives back the outcome and progress report as first made, to the JSON text (a replay is the same body)", () => {
     fc.assert(
       fc.property(
-        fc.record({ batchId: fc.string({ minLength: 1 }), source: fc.string({ minLength: 1 }), watermark: time, watermarkAfter: time, input: count, emitted: count, duplicates: count, late: count }),
+        fc.record({ batchId: fc.string({ minLength: 1 }), source: fc.string({ minLength: 1 }), watermark: time, watermarkAfter: time, input: count, emitted: count, duplicates: count, late: count, conflicts: fc.option(fc.oneof(fc.constant(0), count), { nil: undefined }) }),
         fc.array(fc.record({ index: fc.nat(), error: fc.string() }), { maxLength: 140 }),
         fc.record({ commitSeq: fc.integer({ min: 1, max: 2 ** 40 }), committedAt: time, durationMs: fc.nat(), numRowsTotal: count, numRowsUpdated: count, numRowsRemoved: count, stateBytes: count }),
         (o, rejected, extra) => {
           // As commitGroup builds them.
-          const { batchId, source, watermark, watermarkAfter, ...counts } = o;
-          const outcome: BatchOutcome = { batchId, source, replayed: false, watermark, watermarkAfter, ...capRejected({ ...counts, rejected }) };
+          const { batchId, source, watermark, watermarkAfter, conflicts, ...counts } = o;
+          // conflicts (DESIGN §11) after late, as mergeDecisions orders them; absent in outcomes from before
+          const outcome: BatchOutcome = { batchId, source, replayed: false, watermark, watermarkAfter, ...capRejected({ ...counts, ...(conflicts === undefined ? {} : { conflicts }), rejected }) };
           const progress = progressOf(outcome, extra);
           const back = decodeStoredReport(encodeStoredReport(outcome, progress), source, batchId, extra.commitSeq);
           expect(JSON.stringify(back.outcome)).toBe(JSON.stringify(outcome));

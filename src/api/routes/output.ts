@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { coordinatorStub } from "../../env";
 import { readParts } from "../../output-reader";
+import type { Lane } from "../../sink";
 import { route, type Ctx } from "../route";
 import { intIn, intQuery, missing, STREAM } from "./shared";
 
@@ -12,7 +13,7 @@ const commitSeqHeader = { "X-Commit-Seq": "the last commit this read covers: pas
 
 // The committed output (and the late and rejected lanes) as NDJSON, batch after
 // batch in commit order; pages of the commit index keep memory flat.
-function readLane(lane: "data" | "late" | "rejected") {
+function readLane(lane: Lane) {
   return async (c: Ctx) => {
     const coordinator = coordinatorStub(c.env, c.get("stream"));
     const where = await coordinator.locate();
@@ -54,4 +55,20 @@ export const rejected = route({
   handler: readLane("rejected"),
 });
 
-export const routes = [output, late, rejected];
+export const conflicts = route({
+  method: "get", path: `${STREAM}/conflicts`, summary: "The conflicts lane: copies of a remembered id whose content differs from the kept copy's", tag: "output", auth: "admin",
+  description: "One line each: `{batchId, source, index, verdict: dropped | rejected, kept: {batchId, source, seq}, row}`; volatile fields are ignored when comparing.",
+  request: { query: laneQuery },
+  responses: { 200: { media: "application/x-ndjson", description: "conflicting rows with the kept copy's reference", headers: commitSeqHeader } },
+  handler: readLane("conflicts"),
+});
+
+export const duplicates = route({
+  method: "get", path: `${STREAM}/duplicates`, summary: "The duplicates lane: every dropped copy, with keepDuplicates", tag: "output", auth: "admin",
+  description: "One line each: `{batchId, source, index, kept: {batchId, source, seq}, row}`; empty unless the stream has `\"keepDuplicates\": true`.",
+  request: { query: laneQuery },
+  responses: { 200: { media: "application/x-ndjson", description: "dropped copies with the kept copy's reference", headers: commitSeqHeader } },
+  handler: readLane("duplicates"),
+});
+
+export const routes = [output, late, rejected, conflicts, duplicates];

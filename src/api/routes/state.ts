@@ -1,3 +1,5 @@
+import { withReceipts } from "../receipts";
+import type { StoredReceipt } from "../../stream/receipt";
 import { z } from "zod";
 import { coordinatorStub, partitionStub } from "../../env";
 import { locateRow } from "../../stream/batch";
@@ -34,7 +36,9 @@ export const state = route({
     const after = c.req.query("after") ?? "";
     const stub = partitionStub(c.env, where.name, partition);
     const [stats, keys] = await Promise.all([stub.describe(where.epoch), probe ? stub.lookup(where.epoch, probe.stateKey) : stub.list(where.epoch, after, limit)]);
-    return c.json({ partition, watermark: stats.watermark, rows: stats.rows, bytes: stats.bytes, keys });
+    // Asked by row: the remembered key's receipt (src/api/receipts.ts).
+    const answered = probe ? await withReceipts(coordinatorStub(c.env, c.get("stream")), where.config, keys as unknown as StoredReceipt[]) : keys;
+    return c.json({ partition, watermark: stats.watermark, rows: stats.rows, bytes: stats.bytes, keys: answered });
   },
 });
 

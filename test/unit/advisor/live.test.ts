@@ -123,7 +123,8 @@ function liveFiguresOf(rows: { id: string; ts: number; src: string }[], batchSiz
       pipe.apply(batch, p);
       const codes = batch.decided.get(p)!;
       sub.forEach((r, i) => {
-        if (codes[i] === "d") gaps.push(Math.abs(r.eventTime! - pipe.partitions[p].keys.get(stateKeyFor(settings, r))!.eventTime!));
+        // a conflict (content differs) is a duplicate by key too (DESIGN §11): its gap counts
+        if (codes[i] === "d" || codes[i] === "c") gaps.push(Math.abs(r.eventTime! - pipe.partitions[p].keys.get(stateKeyFor(settings, r))!.eventTime!));
       });
     }
     const maxBefore = own(pipe.wm.sources, src)?.maxEventTime ?? null;

@@ -26,5 +26,24 @@ test.each(Object.keys(deliveries) as ProviderType[])("a %s envelope is an accept
     row: envelope.row,
     key: JSON.stringify([envelope.row.id]),
     eventTime: envelope.row.time,
+    digest: expect.stringMatching(/^-?\d+$/), // the content digest of DESIGN §11
   });
+});
+
+test("a Stripe redelivery whose pending_webhooks changed is a conflict unless the stream takes the webhook:stripe volatile fields", () => {
+  const event = { id: "evt_1", object: "event", created: T - 5, type: "invoice.paid", data: {}, pending_webhooks: 2 };
+  const rowOf = (body: unknown) => {
+    const e = PROVIDERS.stripe.envelope(new Headers(), enc(JSON.stringify(body)), NOW_MS);
+    if (!e.ok) throw new Error(e.reason);
+    return e.row;
+  };
+  const digests = (volatile: string[]) => {
+    const c = parseStreamConfig({ key: ["id"], eventTime: "time", watermarkDelay: "1 hour", ...(volatile.length ? { volatile } : {}) });
+    if (!c.ok) throw new Error(JSON.stringify(c.errors));
+    return [event, { ...event, pending_webhooks: 1 }].map((b) => (validateRow(c.config, rowOf(b), 0, NOW_MS) as { digest?: string }).digest);
+  };
+  const [a, b] = digests([]);
+  expect(a).not.toBe(b);
+  const [c, d] = digests(["webhook:stripe"]);
+  expect(c).toBe(d);
 });

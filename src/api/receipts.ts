@@ -1,0 +1,19 @@
+import type { Coordinator } from "../coordinator";
+import type { StreamConfig } from "../stream/config";
+import { receiptOf, type Receipt, type StoredReceipt } from "../stream/receipt";
+
+/**
+ * The state reader's answer for a row (DESIGN §11): each remembered entry
+ * with its kept copy's commit number, which the Coordinator's ledger holds
+ * (a partition learns none: it decides before the commit).
+ */
+export async function withReceipts(coordinator: DurableObjectStub<Coordinator>, config: StreamConfig, entries: readonly StoredReceipt[]): Promise<Receipt[]> {
+  const seqs = await Promise.all(
+    entries.map((e) => {
+      if (e.batch === null) return null;
+      const at = e.batch.indexOf("\n");
+      return coordinator.committedSeq(e.batch.slice(0, at), e.batch.slice(at + 1));
+    }),
+  );
+  return entries.map((e, i) => receiptOf(config, e, () => seqs[i]));
+}

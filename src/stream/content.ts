@@ -1,0 +1,89 @@
+/**
+ * What counts as the same event by content (DESIGN §11): a row's canonical
+ * JSON (RFC 8785, ./jcs.ts) without some of its fields, and its SHA-256.
+ * A content key is the hex SHA-256; a conflict digest (what the state keeps
+ * per kept copy of an id-keyed stream) is its first 64 bits, as a signed
+ * decimal integer like keyHash64, so that SQLite holds it exactly.
+ */
+import { canonicalJson } from "./jcs";
+import { sha256Words } from "./sha256";
+
+const encoder = new TextEncoder();
+
+/**
+ * A copy of `row` without the fields named by `paths`: "received_at" is a
+ * top-level field, "meta.attempt" the field `attempt` of the object at
+ * `meta`. A path that isn't there removes nothing; the row is not changed.
+ */
+export function withoutFields(row: Record<string, unknown>, paths: readonly string[]): Record<string, unknown> {
+  if (paths.length === 0) return row;
+  const out: Record<string, unknown> = { ...row };
+  for (const path of paths) removePath(out, path.split("."));
+  return out;
+}
+
+function removePath(obj: Record<string, unknown>, parts: string[]): void {
+  const [head, ...rest] = parts;
+  if (!Object.hasOwn(obj, head)) return;
+  if (rest.length === 0) {
+    delete obj[head];
+    return;
+  }
+  const next = obj[head];
+  if (next === null || typeof next !== "object" || Array.isArray(next)) return;
+  const copy = { ...(next as Record<string, unknown>) }; // copied on the way down: the caller's row stays whole
+  obj[head] = copy;
+  removePath(copy, rest);
+}
+
+/** The canonical JSON of `row` without `exclude`, as UTF-8. */
+export function canonicalContent(row: Record<string, unknown>, exclude: readonly string[]): Uint8Array {
+  return encoder.encode(canonicalJson(withoutFields(row, exclude)));
+}
+
+/** A content key: the hex SHA-256 of the row's canonical JSON without the excluded fields. */
+export function contentHash(row: Record<string, unknown>, exclude: readonly string[]): string {
+  const h = sha256Words(canonicalContent(row, exclude));
+  let hex = "";
+  for (let i = 0; i < 8; i++) hex += h[i].toString(16).padStart(8, "0");
+  return hex;
+}
+
+/** The 64-bit content digest a partition keeps per kept copy: the SHA-256's first 64 bits, signed, in decimal. */
+export function contentDigest(row: Record<string, unknown>, volatile: readonly string[]): string {
+  const h = sha256Words(canonicalContent(row, volatile));
+  return int64Decimal(h[0], h[1]);
+}
+
+const pad7 = (n: number) => String(n).padStart(7, "0");
+
+/**
+ * hi·2^32 + lo read as a signed 64-bit integer, in decimal, without BigInt
+ * (several times slower, per row): split into 24-bit limbs, gathered in base
+ * 10^7 (2^24 = 10^7 + 6777216, 2^48 = 28147497·10^7 + 6710656).
+ */
+export function int64Decimal(hi: number, lo: number): string {
+  let sign = "";
+  if (hi & 0x80000000) {
+    sign = "-";
+    lo = (~lo + 1) >>> 0;
+    hi = (~hi + (lo === 0 ? 1 : 0)) >>> 0;
+  } else hi >>>= 0;
+  lo >>>= 0;
+  const low = lo & 0xffffff;
+  const mid = ((lo >>> 24) | (hi << 8)) & 0xffffff;
+  const high = (hi >>> 16) & 0xffff;
+  let a = low + mid * 6777216 + high * 6710656;
+  let b = mid + high * 8147497;
+  let c = high * 2;
+  const base = 10_000_000;
+  if (a >= base) {
+    b += Math.floor(a / base);
+    a %= base;
+  }
+  if (b >= base) {
+    c += Math.floor(b / base);
+    b %= base;
+  }
+  return sign + (c > 0 ? `${c}${pad7(b)}${pad7(a)}` : b > 0 ? `${b}${pad7(a)}` : String(a));
+}
