@@ -3,7 +3,8 @@ import type { BatchOutcome } from "../stream/report";
 import { coordinatorStub, type Env } from "../env";
 import { WAIT_FOR_INFLIGHT_MS, type IngestResult, type ReceivedBatch } from "../coordinator";
 import { requestedFault, type FaultPoint } from "../faults";
-import { admitCaller, proveCaller } from "./admission";
+import { foreignBatchId } from "../sources/ids";
+import { admitCaller, proveCaller, signatureRefused } from "./admission";
 import { batchIdentity, HARD_BODY_LIMIT, HARD_MAX_ROWS, parseMode, parseRows, readBody, TooManyRows } from "./body";
 import { badRequest, conflict, forbidden, HttpError, notFound } from "./problem";
 
@@ -27,6 +28,8 @@ export async function ingest(
   const keyHeader = req.headers.get("idempotency-key");
   const batchId = keyHeader ?? crypto.randomUUID();
   if (!BATCH_ID_PATTERN.test(batchId)) throw badRequest("Idempotency-Key must be 1-255 visible ASCII characters");
+  const foreign = foreignBatchId(batchId, "http");
+  if (foreign !== null) throw badRequest(`Idempotency-Key: ${foreign}`);
   const coordinator = coordinatorStub(env, stream);
 
   // Who calls and what this stream accepts, from the headers alone: nothing of
@@ -63,9 +66,17 @@ export type { ReceivedBatch };
  * Runs a received batch exactly once, in the stream's Coordinator: it joins
  * the next micro-batch (begin, one call per touched partition, output and
  * marker to R2, commit). Every step is idempotent per batch id, so a retry
- * after a failure anywhere re-runs to the same result.
+ * after a failure anywhere re-runs to the same result. `refused`: the 401 of
+ * a signed caller whose credential begin() no longer accepts (revoked, or its
+ * source disabled, since the admission was cached).
  */
-export async function processBatch(env: Env, stream: string, received: ReceivedBatch, fault: FaultPoint | null = null): Promise<BatchOutcome> {
+export async function processBatch(
+  env: Env,
+  stream: string,
+  received: ReceivedBatch,
+  fault: FaultPoint | null = null,
+  refused: (source: string) => HttpError = signatureRefused,
+): Promise<BatchOutcome> {
   const { sourceHeader, batchId } = received;
   const coordinator = coordinatorStub(env, stream);
   // One call per request: coalescing happens in the Coordinator (a Worker can't share a
@@ -79,9 +90,9 @@ export async function processBatch(env: Env, stream: string, received: ReceivedB
     case "missing":
       throw notFound(`stream "${stream}" does not exist; create it with PUT /v1/streams/${stream}`);
     case "unauthorized":
-      throw forbidden("the token is not valid for this stream");
+      throw received.auth.kind === "hmac" ? refused(sourceHeader ?? "default") : forbidden("the token is not valid for this stream");
     case "forbidden":
-      throw forbidden(r.detail);
+      throw received.auth.kind === "hmac" ? refused(sourceHeader ?? "default") : forbidden(r.detail);
     case "too-large":
       throw new HttpError(413, "batch-too-large", "Payload too large", r.detail);
     case "conflict":

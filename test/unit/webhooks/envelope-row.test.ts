@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { expect, test } from "vitest";
 import { parseStreamConfig } from "../../../src/stream/config";
 import { validateRow } from "../../../src/stream/schema";
@@ -19,7 +20,8 @@ const config = parsed.config;
 
 test.each(Object.keys(deliveries) as ProviderType[])("a %s envelope is an accepted row of a webhook stream, keyed by its id, timed by its time", (type) => {
   const [headers, body] = deliveries[type];
-  const envelope = PROVIDERS[type].envelope(new Headers(headers), enc(JSON.stringify(body)), NOW_MS);
+  const bytes = enc(JSON.stringify(body));
+  const envelope = PROVIDERS[type].envelope(new Headers(headers), bytes, NOW_MS, createHash("sha256").update(bytes).digest("hex"));
   if (!envelope.ok) throw new Error(envelope.reason);
   expect(validateRow(config, envelope.row, 0, NOW_MS)).toEqual({
     index: 0,

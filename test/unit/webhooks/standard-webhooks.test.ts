@@ -111,7 +111,7 @@ describe("standard-webhooks: the envelope", () => {
 
   test("id = webhook-id, type = body type, time = body timestamp when ISO-8601", () => {
     const body = { type: "invoice.paid", timestamp: "2022-11-03T20:26:10.344522Z", data: { id: "in_1" } };
-    expect(envelope(body)).toEqual({ ok: true, row: { id: ID, time: Date.UTC(2022, 10, 3, 20, 26, 10, 344), type: "invoice.paid", payload: body }, deliveryId: ID });
+    expect(envelope(body)).toEqual({ ok: true, row: { id: ID, time: Date.UTC(2022, 10, 3, 20, 26, 10, 344), type: "invoice.paid", payload: body }, identity: ID });
   });
 
   test.each<[string, unknown, number]>([

@@ -95,7 +95,7 @@ describe("stripe: the envelope", () => {
   const envelope = (body: unknown) => provider.envelope(new Headers(), enc(typeof body === "string" ? body : JSON.stringify(body)), NOW_MS);
 
   test("id and type from the event, created (unix seconds) as ms, the whole event as payload", () => {
-    expect(envelope(event)).toEqual({ ok: true, row: { id: "evt_1Nq", time: 1_796_000_123_000, type: "invoice.paid", payload: event }, deliveryId: "evt_1Nq" });
+    expect(envelope(event)).toEqual({ ok: true, row: { id: "evt_1Nq", time: 1_796_000_123_000, type: "invoice.paid", payload: event }, identity: "evt_1Nq" });
   });
 
   test("the time is the event's, not the arrival's", () => {
