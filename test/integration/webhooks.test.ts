@@ -415,7 +415,7 @@ describe.each(CASES.filter((c) => !c.signsId))("$type: a captured delivery re-se
     expect(genuine).toMatchObject({ replayed: false, emitted: 1, batchId: `${p.type}:${await sha256(body)}` });
     const before = await sourceOf(stream);
 
-    const forgeries = [
+    const forgeries: Record<string, string>[] = [
       { [idHeader]: "forged-delivery-1" },
       { [idHeader]: crypto.randomUUID(), [typeHeader]: "refunds.create" },
       ...(p.type === "shopify"
