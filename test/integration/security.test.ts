@@ -235,3 +235,18 @@ describe("issue 14", () => {
     expect((await put({ watermarkDelay: "365 days" })).status).toBe(201);
   });
 });
+
+describe("issue 14: admin bodies", () => {
+  it("a body nested 20,000 deep is a 400 problem on every route that reads JSON, never a 500", async () => {
+    await createStream("deep-admin", base);
+    const deep = `{"key":["id"],"x":${"[".repeat(20_000)}${"]".repeat(20_000)}}`;
+    for (const [method, path] of [
+      ["PUT", "/v1/streams/deep-admin"],
+      ["POST", "/v1/streams/deep-admin/sources/s/credentials"],
+      ["POST", "/v1/streams/deep-admin/runs"],
+    ]) {
+      const r = await call(method, path, deep, { "content-type": "application/json" });
+      expect(r.status, `${method} ${path}: ${await r.clone().text()}`).toBe(400);
+    }
+  });
+});
