@@ -6,26 +6,17 @@
  * and batch ids in the queue's own namespace.
  */
 import { env } from "cloudflare:workers";
-import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import entry from "../../src/index";
-import { call, createStream, json, output } from "./helpers";
+import { call, createStream, deliverToQueue, json, output, queueMessage } from "./helpers";
 
-const worker: ExportedHandler<typeof env> = entry;
 const base = { key: ["id"], mode: "global", partitions: 2 };
 const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`;
 const SECRET = "sk_live_abc";
 
 describe("queue messages", () => {
-  const msg = (id: string, body: unknown) => ({ id, timestamp: new Date(), attempts: 1, body });
-  async function deliver(messages: ReturnType<typeof msg>[]) {
-    const sent: { reason: string; message: unknown }[] = [];
-    const testEnv = { ...env, DLQ: { send: async (b: { reason: string; message: unknown }) => void sent.push(b) } } as unknown as typeof env;
-    const batch = createMessageBatch("edge-dedup-events", messages);
-    const ctx = createExecutionContext();
-    await worker.queue!(batch, testEnv, ctx);
-    return { result: await getQueueResult(batch, ctx), sent };
-  }
+  const msg = queueMessage;
+  const deliver = deliverToQueue;
 
   it("a message nested 5,000 deep as text, or 1,500 as an object, is poison on its own; the healthy ones batched with it commit", async () => {
     await createStream("qdeep", base);
