@@ -26,12 +26,13 @@ const EXPECTED = PROVIDER_TYPES.map((t) => PROVIDERS[t].signatureHeader).join(",
  *
  * 1. the headers alone: a provider's signature header, well-formed, and for
  *    schemes that sign a timestamp, within 300 s of now either way (401);
- * 2. one cheap lookup of the source's provider credentials (401 whether the
- *    stream is missing, the source has none, or they are another provider's;
- *    403 for a disabled source), which also yields the stream's limits;
+ * 2. one cheap lookup of the source's provider credentials (the same 401
+ *    whether the stream is missing, the source has none, they are another
+ *    provider's, or the source is disabled), which also yields the limits;
  * 3. the body, within limits.maxBodyBytes (413), then the signature against
  *    every live secret of the source (401);
- * 4. the envelope (400), then processBatch().
+ * 4. the envelope (400; the JSON within the depth limit), then processBatch()
+ *    (a credential revoked meanwhile: the same 401).
  */
 export async function webhook(env: Env, stream: string, source: string, req: Request): Promise<{ outcome: BatchOutcome; batchId: string }> {
   const now = Date.now();
