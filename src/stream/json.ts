@@ -78,7 +78,11 @@ export function describeJsonError(e: unknown, text: string): string {
   const message = e instanceof Error ? e.message : String(e);
   const at = /at position (\d+)/.exec(message);
   if (/Unexpected end of JSON input/i.test(message)) return "the text ends before the value is complete";
-  if (at === null) return /Unexpected token/i.test(message) ? "an unexpected character (not JSON syntax)" : "a syntax error";
+  if (at === null) {
+    if (!/Unexpected token/i.test(message)) return "a syntax error";
+    const position = unexpectedAt(text);
+    return position === null ? "an unexpected character" : `an unexpected character at ${lineColumn(text, position)}`;
+  }
   const position = Number(at[1]);
   const kind = /^Unterminated string/i.test(message)
     ? "an unterminated string"
@@ -90,6 +94,36 @@ export function describeJsonError(e: unknown, text: string): string {
           ? "more text after the value"
           : "a syntax error";
   return `${kind} at ${lineColumn(text, position)}`;
+}
+
+/** Past this, an unexpected character is reported without its place (finding it costs a few parses). */
+const LOCATE_UP_TO = 1 << 20;
+
+/**
+ * Where V8's "Unexpected token" is (it names the character, not the place):
+ * the shortest prefix that fails other than by ending early ends just past it.
+ * Failing that way is monotone in the prefix length, so a binary search finds it.
+ */
+function unexpectedAt(text: string): number | null {
+  if (text.length > LOCATE_UP_TO) return null;
+  const failsInside = (length: number) => {
+    try {
+      JSON.parse(text.slice(0, length));
+      return false;
+    } catch (e) {
+      const m = e instanceof Error ? e.message : "";
+      const at = /at position (\d+)/.exec(m);
+      return !/Unexpected end of JSON input/i.test(m) && (at === null || Number(at[1]) < length);
+    }
+  };
+  let [lo, hi] = [0, text.length]; // failsInside(hi) holds; find the least such length
+  if (!failsInside(hi)) return null;
+  while (lo + 1 < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (failsInside(mid)) hi = mid;
+    else lo = mid;
+  }
+  return hi - 1;
 }
 
 /** "line 3, column 7" (1-based) of a UTF-16 offset; "column 7" in a one-line text (an NDJSON line). */

@@ -44,7 +44,8 @@ describe("the depth limit", () => {
 
 describe("errors say where and what kind, never the bytes", () => {
   test.each([
-    ['{"a":sk_live_abc}', "an unexpected character (not JSON syntax)"],
+    ['{"a":sk_live_abc}', "an unexpected character at column 6"],
+    ['[1,\n tx]', "an unexpected character at line 2, column 3"],
     ['{"a": "sk_live_abc"', "a syntax error at column 20"],
     ['{"a":"sk_live_abc', "an unterminated string at column 18"],
     ['{"a":1}\n{"b":2}', "more text after the value at line 2, column 1"],
@@ -53,6 +54,27 @@ describe("errors say where and what kind, never the bytes", () => {
   ])("%j", (text, description) => {
     const r = parseJson(text);
     expect(r).toEqual({ ok: false, error: `is not valid JSON (${description})` });
+  });
+
+  test("an unexpected character is located exactly: the character V8 names is at that line and column (property)", () => {
+    const jsonish = fc.array(fc.constantFrom(..."{}[],:\"a1 \ntx-."), { maxLength: 30 }).map((cs) => cs.join(""));
+    fc.assert(
+      fc.property(jsonish, (text) => {
+        let token: string | undefined;
+        try {
+          JSON.parse(text);
+        } catch (e) {
+          token = /^Unexpected token '(.)'/.exec((e as Error).message)?.[1];
+        }
+        if (token === undefined) return;
+        const r = parseJson(text);
+        const where = /at (?:line (\d+), )?column (\d+)\)$/.exec(r.ok ? "" : r.error);
+        expect(where, r.ok ? "" : r.error).not.toBeNull();
+        const lines = text.split("\n");
+        expect(lines[Number(where![1] ?? 1) - 1][Number(where![2]) - 1]).toBe(token);
+      }),
+      { numRuns: 1000 },
+    );
   });
 
   test("no error ever contains a secret placed anywhere in the text (property)", () => {
