@@ -41,6 +41,16 @@ describe("queue messages", () => {
     expect((await output("qdeep")).map((row) => row.id).sort()).toEqual([1, 2, 6]);
   });
 
+  it("a message whose rows cycle (structured clone allows it) is poison on its own", async () => {
+    await createStream("qcycle", base);
+    const row: Record<string, unknown> = { id: 1 };
+    row.self = row;
+    const r = await deliver([msg("cycle", { stream: "qcycle", rows: [row] }), msg("ok", { stream: "qcycle", rows: [{ id: 2 }] })]);
+    expect(r.result.retryMessages).toEqual([]);
+    expect(r.sent.map((s) => s.reason)).toEqual([expect.stringMatching(/^the rows are not JSON data/)]);
+    expect((await output("qcycle")).map((x) => x.id)).toEqual([2]);
+  });
+
   it("a message that is not JSON is poison with a reason that does not quote it", async () => {
     const r = await deliver([msg("bad", `{"stream":"q","rows":[{"token":${SECRET}}]}`), msg("cut", `{"stream":"q","rows":[{"token":"${SECRET}`)]);
     expect(r.sent).toHaveLength(2);

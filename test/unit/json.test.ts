@@ -29,6 +29,15 @@ describe("the depth limit", () => {
     expect(valueDeeperThan(v)).toBe(true);
   });
 
+  test("shared and cyclic objects (a structured-clone message) cost their size, not their paths", () => {
+    let shared: unknown = 1;
+    for (let i = 0; i < 60; i++) shared = [shared, shared]; // 2^60 paths, 60 objects
+    expect(valueDeeperThan(shared)).toBe(false);
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    expect(valueDeeperThan(cycle)).toBe(false);
+  });
+
   test("the depth of text and of its parsed value agree (property)", () => {
     fc.assert(
       fc.property(fc.jsonValue({ maxDepth: 8 }), (value) => {
