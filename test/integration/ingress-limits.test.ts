@@ -47,7 +47,8 @@ describe("queue messages", () => {
     row.self = row;
     const r = await deliver([msg("cycle", { stream: "qcycle", rows: [row] }), msg("ok", { stream: "qcycle", rows: [{ id: 2 }] })]);
     expect(r.result.retryMessages).toEqual([]);
-    expect(r.sent.map((s) => s.reason)).toEqual([expect.stringMatching(/^the rows are not JSON data/)]);
+    // Refused by the hashing, or by the depth check where the harness hands the cycle over as ever-new objects.
+    expect(r.sent.map((s) => s.reason)).toEqual([expect.stringMatching(/^the (rows are not JSON data|body nests arrays and objects more than 64 levels deep)/)]);
     expect((await output("qcycle")).map((x) => x.id)).toEqual([2]);
   });
 
