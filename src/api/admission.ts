@@ -109,7 +109,7 @@ export async function proveCaller(
   });
   if (proven) return proven;
   if (sig.v2.length === 0 && !acceptV1) throw unauthorized("X-Signature v1 is no longer accepted; sign with v2");
-  throw unauthorized(`the signature does not match any signing secret of source "${caller.source}"`);
+  throw signatureRefused(caller.source);
 }
 
 /**
@@ -151,9 +151,16 @@ export interface WebhookCaller {
 
 const PROVIDER_CLAIM: CallerClaim = { kind: "provider" };
 
-/** The same refusal whether the stream is missing, the source has no such credential, or the signature does not match. */
+/**
+ * One refusal for every caller that a signature did not prove (DESIGN §6): a
+ * missing stream, an unknown or disabled source, a deleted secret and a wrong
+ * signature all look alike, so that no one learns what exists without a secret.
+ */
+const ALIKE = "a missing stream, an unknown or disabled source and a revoked secret are refused alike";
 export const webhookRefused = (source: string) =>
-  webhookUnauthorized(`the signature does not match any webhook signing secret of source "${source}"; sign the raw body exactly as sent`);
+  webhookUnauthorized(`the signature does not match any webhook signing secret of source "${source}" (${ALIKE}); sign the raw body exactly as sent`);
+export const signatureRefused = (source: string) =>
+  unauthorized(`the signature does not match any signing secret of source "${source}" (${ALIKE})`);
 
 /**
  * Admits a webhook from its URL alone, before the body is read: one cheap
@@ -204,16 +211,16 @@ async function admission(
 }
 
 function refusal(r: Exclude<Admission, { kind: "admitted" }>, claim: CallerClaim, stream: string, sourceHeader: string | null) {
+  // A signature claim is not proven yet (the body is not read): a disabled source is the same 401 as a wrong secret.
+  if (claim.kind === "provider" && r.kind !== "missing") return webhookRefused(sourceHeader ?? "default");
+  if (claim.kind === "hmac" && r.kind !== "missing") return signatureRefused(sourceHeader ?? "default");
   switch (r.kind) {
     case "missing":
       return notFound(`stream "${stream}" does not exist; create it with PUT /v1/streams/${stream}`);
     case "forbidden":
       return forbidden(r.detail);
     case "unauthorized":
-      if (claim.kind === "provider") return webhookRefused(sourceHeader ?? "default");
-      return claim.kind === "hmac"
-        ? unauthorized(`the signature does not match any signing secret of source "${sourceHeader ?? "default"}"`)
-        : forbidden("the token is not valid for this stream");
+      return forbidden("the token is not valid for this stream");
   }
 }
 

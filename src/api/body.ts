@@ -1,3 +1,4 @@
+import { parseJson } from "../stream/json";
 import { badRequest, HttpError } from "./problem";
 
 /** No stream may accept more than this; RPC payloads to a Durable Object top out at 32 MiB. */
@@ -86,15 +87,12 @@ export function parseRows(bytes: Uint8Array, contentType: string | null, maxRows
     throw badRequest("the body is not valid UTF-8");
   }
   if (text.trim() === "") throw badRequest("the body is empty; send a JSON object, a JSON array or NDJSON");
-  const depth = nestingDepth(text);
-  if (depth > MAX_DEPTH) throw badRequest(`the body nests ${depth} levels deep; at most ${MAX_DEPTH} are accepted`);
   if (parseMode(contentType) === "ndjson") return parseNdjson(text, maxRows);
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (e) {
-    throw badRequest(`the body is not valid JSON (${(e as Error).message}); for one object per line send Content-Type: application/x-ndjson`);
+  const parsed = parseJson(text);
+  if (!parsed.ok) {
+    throw badRequest(`the body ${parsed.error}${parsed.error.startsWith("is not") ? "; for one object per line send Content-Type: application/x-ndjson" : ""}`);
   }
+  const value = parsed.value;
   if (Array.isArray(value)) {
     if (value.length === 0) throw badRequest("the batch has no rows");
     if (value.length > maxRows) throw new TooManyRows(maxRows, value.length);
@@ -104,27 +102,10 @@ export function parseRows(bytes: Uint8Array, contentType: string | null, maxRows
   throw badRequest("the body must be a JSON object, a JSON array of objects, or NDJSON, not a JSON scalar");
 }
 
-/** Deeper bodies are refused before parsing: rows are flat records, and deep nesting is a denial-of-service shape. */
-export const MAX_DEPTH = 32;
+/** The names these had before the depth check moved to src/stream/json.ts (one limit for every parser). */
+export { MAX_JSON_DEPTH as MAX_DEPTH, textDepth as nestingDepth } from "../stream/json";
 
-/** The deepest bracket nesting in a JSON text, ignoring brackets inside strings. */
-export function nestingDepth(text: string): number {
-  let depth = 0;
-  let max = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text.charCodeAt(i);
-    if (inString) {
-      if (ch === 92 /* \\ */) i++;
-      else if (ch === 34 /* " */) inString = false;
-    } else if (ch === 34) inString = true;
-    else if (ch === 91 || ch === 123 /* [ { */) max = Math.max(max, ++depth);
-    else if (ch === 93 || ch === 125 /* ] } */) depth--;
-  }
-  return max;
-}
-
-/** One value per line, stopping as soon as there are more than `maxRows`. */
+/** One value per line, stopping as soon as there are more than `maxRows`; each line within the depth limit. */
 function parseNdjson(text: string, maxRows: number): unknown[] {
   const rows: unknown[] = [];
   const lines = text.split("\n");
@@ -132,13 +113,13 @@ function parseNdjson(text: string, maxRows: number): unknown[] {
     const line = lines[i].trim();
     if (line === "") continue;
     if (rows.length === maxRows) throw new TooManyRows(maxRows, null);
-    try {
-      rows.push(JSON.parse(line));
-    } catch (e) {
-      throw badRequest(`NDJSON line ${i + 1} is not valid JSON (${(e as Error).message}); nothing was applied`, {
-        errors: [{ line: i + 1, error: (e as Error).message }],
+    const parsed = parseJson(line);
+    if (!parsed.ok) {
+      throw badRequest(`NDJSON line ${i + 1} ${parsed.error}; nothing was applied`, {
+        errors: [{ line: i + 1, error: parsed.error }],
       });
     }
+    rows.push(parsed.value);
   }
   if (rows.length === 0) throw badRequest("the batch has no rows");
   return rows;

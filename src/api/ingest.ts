@@ -4,11 +4,11 @@ import { coordinatorStub, type Env } from "../env";
 import type { ReceivedBatch } from "../coordinator";
 import { submitBatch } from "../ingest/submit";
 import { requestedFault, type FaultPoint } from "../faults";
-import { admitCaller, proveCaller } from "./admission";
+import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
+import { admitCaller, proveCaller, signatureRefused } from "./admission";
 import { batchIdentity, HARD_BODY_LIMIT, HARD_MAX_ROWS, parseMode, parseRows, readBody, TooManyRows } from "./body";
 import { badRequest, conflict, forbidden, HttpError, notFound } from "./problem";
 
-const BATCH_ID_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 /**
  * POST /v1/streams/{stream}/events: admit the caller from its headers, read
@@ -27,6 +27,8 @@ export async function ingest(
   const keyHeader = req.headers.get("idempotency-key");
   const batchId = keyHeader ?? crypto.randomUUID();
   if (!BATCH_ID_PATTERN.test(batchId)) throw badRequest("Idempotency-Key must be 1-255 visible ASCII characters");
+  const foreign = foreignBatchId(batchId, "http");
+  if (foreign !== null) throw badRequest(`Idempotency-Key: ${foreign}`);
   const coordinator = coordinatorStub(env, stream);
 
   // Who calls and what this stream accepts, from the headers alone: nothing of
@@ -63,9 +65,18 @@ export type { ReceivedBatch };
  * Runs a received batch exactly once, in the stream's Coordinator: it joins
  * the next micro-batch (begin, one call per touched partition, output and
  * marker to R2, commit). Every step is idempotent per batch id, so a retry
- * after a failure anywhere re-runs to the same result.
+ * after a failure anywhere re-runs to the same result. `refused`: the 401 of
+ * a signed caller whose credential begin() no longer accepts (revoked, or its
+ * source disabled, since the admission was cached).
  */
-export async function processBatch(env: Env, stream: string, received: ReceivedBatch, fault: FaultPoint | null = null): Promise<BatchOutcome> {
+export async function processBatch(
+  env: Env,
+  stream: string,
+  received: ReceivedBatch,
+  fault: FaultPoint | null = null,
+  refused: (source: string) => HttpError = signatureRefused,
+): Promise<BatchOutcome> {
+  const { sourceHeader } = received;
   const r = await submitBatch(env, stream, received, fault);
   if (r.ok) return r.outcome;
   switch (r.kind) {
@@ -73,7 +84,7 @@ export async function processBatch(env: Env, stream: string, received: ReceivedB
       throw notFound(r.detail);
     case "unauthorized":
     case "forbidden":
-      throw forbidden(r.detail);
+      throw received.auth.kind === "hmac" ? refused(sourceHeader ?? "default") : forbidden(r.detail);
     case "too-large":
       throw new HttpError(413, "batch-too-large", "Payload too large", r.detail);
     case "conflict":

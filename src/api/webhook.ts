@@ -2,7 +2,7 @@ import { coordinatorStub, type Env } from "../env";
 import type { BatchOutcome } from "../stream/report";
 import { batchIdFor, precheck, PROVIDER_TYPES, PROVIDERS, type ProviderType } from "../webhooks";
 import { admitWebhook, proveWebhook, webhookRefused } from "./admission";
-import { readBody } from "./body";
+import { readBody, sha256Hex } from "./body";
 import { processBatch } from "./ingest";
 import { HttpError, webhookUnauthorized } from "./problem";
 
@@ -24,17 +24,20 @@ export function requireProviderSignature(headers: Headers): void {
 /**
  * POST /v1/streams/{stream}/sources/{source}/webhook (DESIGN §6): a provider's
  * delivery, verified with the provider's own scheme, becomes one envelope row,
- * under a batch id derived from the provider's event id so that a redelivery
- * is a replay or a duplicate. In order, and refused at the first failure:
+ * under a batch id derived from signed bytes only (the provider's signed event
+ * id, or for body-only schemes the body's SHA-256) so that a redelivery, or a
+ * captured delivery re-sent with other headers, is a replay or a duplicate.
+ * In order, and refused at the first failure:
  *
  * 1. the headers alone: a provider's signature header, well-formed, and for
  *    schemes that sign a timestamp, within 300 s of now either way (401);
- * 2. one cheap lookup of the source's provider credentials (401 whether the
- *    stream is missing, the source has none, or they are another provider's;
- *    403 for a disabled source), which also yields the stream's limits;
+ * 2. one cheap lookup of the source's provider credentials (the same 401
+ *    whether the stream is missing, the source has none, they are another
+ *    provider's, or the source is disabled), which also yields the limits;
  * 3. the body, within limits.maxBodyBytes (413), then the signature against
  *    every live secret of the source (401);
- * 4. the envelope (400), then processBatch().
+ * 4. the envelope (400; the JSON within the depth limit), then processBatch()
+ *    (a credential revoked meanwhile: the same 401).
  */
 export async function webhook(env: Env, stream: string, source: string, req: Request): Promise<{ outcome: BatchOutcome; batchId: string }> {
   const now = Date.now();
@@ -52,13 +55,14 @@ export async function webhook(env: Env, stream: string, source: string, req: Req
 
   const body = await readBody(req, caller.limits.maxBodyBytes);
   const auth = await proveWebhook(env, stream, coordinator, caller, (secrets) => provider.verify(req.headers, body, secrets, now));
-  const envelope = provider.envelope(req.headers, body, now);
+  const envelope = provider.envelope(req.headers, body, now, await sha256Hex(body));
   if (!envelope.ok) {
     throw new HttpError(400, "invalid-webhook", "Invalid webhook", `the ${provider.type} delivery cannot become a row: ${envelope.reason}`);
   }
-  const batchId = await batchIdFor(provider.type, envelope.deliveryId);
-  // The identity is the batch id, not the body: a redelivery's bytes may differ
-  // (Stripe's pending_webhooks, a new timestamp) and must replay, never be a 422.
+  const batchId = await batchIdFor(provider.type, envelope.identity);
+  // The identity is the batch id, which only signed bytes decide: a Stripe
+  // redelivery's bytes may differ (pending_webhooks) and must replay, never be a
+  // 422; a GitHub or Shopify one is the same bytes (its id is their hash).
   const outcome = await processBatch(env, stream, {
     sourceHeader: source,
     batchId,
@@ -66,6 +70,6 @@ export async function webhook(env: Env, stream: string, source: string, req: Req
     rows: [envelope.row],
     identity: `webhook:${batchId}`,
     bytes: body.byteLength,
-  });
+  }, null, webhookRefused);
   return { outcome, batchId };
 }

@@ -63,10 +63,11 @@ const SCRIPT = String.raw`
   var RATE_SERIES = [["emitted", "#2b8a3e"], ["duplicates", "#2f6fde"], ["late", "#e67700"], ["rejected", "#c62828"]];
   var $ = function (id) { return document.getElementById(id); };
   var timer = null, paused = false, busy = false, current = null;
+  // Keyed by stream name, so without a prototype: a stream named "constructor" or "toString" is a key like any other.
   /** per stream: samples of each source's watermark and max event time taken by this page */
-  var samples = {};
+  var samples = Object.create(null);
   /** per stream: the last per-partition state read, reused for a while when there are many partitions */
-  var stateCache = {};
+  var stateCache = Object.create(null);
   var STATE_EVERY_MS = 30000;
 
   // ---- small DOM helpers: text only through textContent, never innerHTML

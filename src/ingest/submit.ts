@@ -1,3 +1,5 @@
+import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
+import { tooDeep, valueDeeperThan } from "../stream/json";
 import { coordinatorStub, type Env } from "../env";
 import { WAIT_FOR_INFLIGHT_MS, type IngestResult, type ReceivedBatch } from "../coordinator";
 import type { FaultPoint } from "../faults";
@@ -60,7 +62,6 @@ async function ingestOrWait(ingest: () => Promise<IngestResult>): Promise<Ingest
   }
 }
 
-const BATCH_ID_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 /**
  * A batch handed over as rows (Workers RPC): the same checks as the HTTP
@@ -77,6 +78,10 @@ export async function receivedFromRows(
   if (source !== null && !limits.nameOk(source)) return invalid("source must be 1-64 characters: letters, digits, '_', '.', '-'");
   const batchId = identity.batchId ?? crypto.randomUUID();
   if (!BATCH_ID_PATTERN.test(batchId)) return invalid("batchId must be 1-255 visible ASCII characters");
+  // A caller over RPC is a producer like an HTTP one: the other ingresses' batch-id namespaces are not its to use.
+  const foreign = foreignBatchId(batchId, "http");
+  if (foreign !== null) return invalid(`batchId: ${foreign}`);
+  if (valueDeeperThan(rows)) return invalid(`rows: ${tooDeep()}`);
   const list = Array.isArray(rows) ? rows : rows !== null && typeof rows === "object" ? [rows] : null;
   if (list === null) return invalid("rows must be an object or an array of objects");
   if (list.length > limits.maxRows) return invalid(`at most ${limits.maxRows} rows per batch`);

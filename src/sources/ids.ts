@@ -10,6 +10,12 @@
  * - A queue message without a batch id gets `q:` + the SHA-256 of the
  *   canonical JSON of `{source, rows}` (object keys sorted at every level), so
  *   a redelivery, or the same rows regrouped into another delivery, is a replay.
+ *   One with a batch id X gets `qid:X`.
+ *
+ * Each ingress owns its namespace of batch ids (see INGRESS_PREFIXES), and the
+ * others are refused it, so that no producer can take an id another ingress
+ * will need (a queue message naming `stripe:evt_1` would turn Stripe's genuine
+ * delivery into a 422).
  */
 import { sha256Hex } from "../api/body";
 
@@ -21,6 +27,52 @@ const utf8 = (s: string) => new TextEncoder().encode(s);
 /** R2 hands etags out unquoted (`etag`) and quoted (`httpEtag`); ids use the bare form. */
 export function bareEtag(etag: string): string {
   return etag.replace(/^W\//, "").replace(/^"(.*)"$/, "$1");
+}
+
+/** The ingresses that name batches; "http": POST …/events with an Idempotency-Key (or a generated one). */
+export type Ingress = "webhook" | "files" | "queue" | "http";
+
+/**
+ * The prefixes each ingress owns; every other id is an HTTP producer's. The
+ * provider prefixes are the provider types (src/webhooks; a unit test keeps
+ * them in step). Ids stored before namespaces existed keep their meaning: they
+ * were already of these shapes, except explicit queue ids (now `qid:`).
+ */
+export const INGRESS_PREFIXES: Record<Exclude<Ingress, "http">, readonly string[]> = {
+  webhook: ["stripe:", "github:", "shopify:", "standard-webhooks:"],
+  files: ["r2:", "r2h:"],
+  queue: ["q:", "qid:"],
+};
+
+/** The ingress whose namespace a batch id is in. */
+export function ingressOf(batchId: string): Ingress {
+  for (const [ingress, prefixes] of Object.entries(INGRESS_PREFIXES)) {
+    if (prefixes.some((p) => batchId.startsWith(p))) return ingress as Ingress;
+  }
+  return "http";
+}
+
+/** Why `ingress` may not use this batch id (it is in another's namespace), or null. */
+export function foreignBatchId(batchId: string, ingress: Ingress): string | null {
+  const owner = ingressOf(batchId);
+  if (owner === ingress) return null;
+  const prefixes = Object.values(INGRESS_PREFIXES).flat().map((p) => `"${p}"`).join(", ");
+  return `batch ids starting with ${prefixes} are reserved for the ingress that makes them (${owner === "http" ? "HTTP producers" : owner}); this one is ${describeIngress(ingress)}'s`;
+}
+
+const describeIngress = (i: Ingress) => ({ webhook: "a provider webhook", files: "a file", queue: "a queue message", http: "an HTTP producer" })[i];
+
+const HASHED = "sha256:";
+
+/**
+ * `prefix` + id, as a batch id: one that would be too long or not visible
+ * ASCII becomes `prefix` + `sha256:<hex of its UTF-8>`; so does one that itself
+ * starts with "sha256:", so that two ids never share a batch id.
+ */
+export async function namespacedId(prefix: string, id: string): Promise<string> {
+  const plain = `${prefix}${id}`;
+  if (BATCH_ID_PATTERN.test(plain) && !id.startsWith(HASHED)) return plain;
+  return `${prefix}${HASHED}${await sha256Hex(utf8(id))}`;
 }
 
 export async function fileBatchId(key: string, etag: string): Promise<string> {
@@ -47,6 +99,8 @@ export async function messageHash(source: string, rows: unknown[]): Promise<stri
 }
 
 export const queueBatchId = (hash: string) => `q:${hash}`;
+/** A queue message's own batch id, in the queue's namespace: X → `qid:X`. */
+export const explicitQueueBatchId = (id: string) => namespacedId("qid:", id);
 /** A queue batch's identity (what a reused batch id is checked against): its content, not its delivery. */
 export const queueIdentity = (hash: string) => `queue:${hash}`;
 

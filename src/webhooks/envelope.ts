@@ -1,5 +1,5 @@
-import { sha256Hex } from "../api/body";
-import { utf8 } from "./bytes";
+import { namespacedId } from "../sources/ids";
+import { parseJson } from "../stream/json";
 import type { ProviderType, Refusal } from "./provider";
 import { refuse } from "./provider";
 
@@ -11,12 +11,9 @@ export function jsonObject(body: Uint8Array | string): { ok: true; value: Record
   } catch {
     return refuse("the body is not valid UTF-8");
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (e) {
-    return refuse(`the body is not valid JSON (${(e as Error).message})`);
-  }
+  const parsed = parseJson(text);
+  if (!parsed.ok) return refuse(`the body ${parsed.error}`);
+  const value = parsed.value;
   if (value === null || typeof value !== "object" || Array.isArray(value)) return refuse("the body is not a JSON object");
   return { ok: true, value: value as Record<string, unknown> };
 }
@@ -24,17 +21,10 @@ export function jsonObject(body: Uint8Array | string): { ok: true; value: Record
 /** A non-empty string field or header, or null. */
 export const nonEmpty = (value: unknown): string | null => (typeof value === "string" && value.trim() !== "" ? value : null);
 
-/** Batch ids are what Idempotency-Key accepts (src/api/ingest.ts). */
-const BATCH_ID = /^[\x21-\x7e]{1,255}$/;
-const HASHED = "sha256:";
-
 /**
- * The batch id of a delivery: `stripe:evt_123`. An id that is too long or not
- * visible ASCII becomes `stripe:sha256:<hex of its UTF-8>`; so does one that
- * itself starts with "sha256:", so that two delivery ids never share a batch id.
+ * The batch id of a delivery: `stripe:evt_123`, `github:<hex SHA-256 of the
+ * body>`. An id that is too long or not visible ASCII becomes
+ * `stripe:sha256:<hex of its UTF-8>`; so does one that itself starts with
+ * "sha256:", so that two delivery ids never share a batch id.
  */
-export async function batchIdFor(provider: ProviderType, deliveryId: string): Promise<string> {
-  const plain = `${provider}:${deliveryId}`;
-  if (BATCH_ID.test(plain) && !deliveryId.startsWith(HASHED)) return plain;
-  return `${provider}:${HASHED}${await sha256Hex(utf8(deliveryId))}`;
-}
+export const batchIdFor = (provider: ProviderType, identity: string): Promise<string> => namespacedId(`${provider}:`, identity);

@@ -6,8 +6,9 @@ import { checks, textKey, textSecretProblem, type Scheme, type Signed } from "./
 
 /**
  * GitHub: `X-Hub-Signature-256: sha256=<hex>`, HMAC-SHA256 of the body keyed
- * by the secret's UTF-8. No timestamp is signed, so a captured delivery can be
- * replayed; the batch id (the delivery GUID) makes a replay change nothing.
+ * by the secret's UTF-8. Only the body is signed (no timestamp, no delivery
+ * id), so a captured delivery can be re-sent with any headers: the row id and
+ * the batch id are the body's SHA-256, which makes such a replay change nothing.
  * The legacy SHA-1 `X-Hub-Signature` is not accepted.
  */
 const HEADER = "X-Hub-Signature-256";
@@ -26,17 +27,19 @@ function parse(headers: Headers): Signed | Refusal {
 const scheme: Scheme = { header: HEADER, parse, key: textKey };
 
 /**
- * id = X-GitHub-Delivery (kept by redeliveries), type = X-GitHub-Event, time =
- * arrival: GitHub payloads carry no common event time. A webhook set to
+ * id = the SHA-256 of the signed body (a redelivery sends the same bytes);
+ * deliveryId = X-GitHub-Delivery and type = X-GitHub-Event, unverified;
+ * time = arrival: GitHub payloads carry no common event time. A webhook set to
  * application/x-www-form-urlencoded sends the JSON in the `payload` field.
  */
-function envelope(headers: Headers, body: Uint8Array, nowMs: number): EnvelopeResult {
-  const id = nonEmpty(headers.get("X-GitHub-Delivery"));
-  if (id === null) return refuse("missing X-GitHub-Delivery header");
+function envelope(headers: Headers, body: Uint8Array, nowMs: number, bodySha256: string): EnvelopeResult {
+  const deliveryId = nonEmpty(headers.get("X-GitHub-Delivery"));
+  if (deliveryId === null) return refuse("missing X-GitHub-Delivery header");
   const form = /^application\/x-www-form-urlencoded\b/i.test(headers.get("content-type") ?? "");
   const json = jsonObject(form ? (new URLSearchParams(new TextDecoder().decode(body)).get("payload") ?? "") : body);
   if (!json.ok) return json;
-  return { ok: true, row: { id, time: nowMs, type: nonEmpty(headers.get("X-GitHub-Event")), payload: json.value }, deliveryId: id };
+  const row = { id: bodySha256, time: nowMs, type: nonEmpty(headers.get("X-GitHub-Event")), deliveryId, payload: json.value };
+  return { ok: true, row, identity: bodySha256 };
 }
 
 /** The X-Hub-Signature-256 value GitHub would send for `body`: for tests, scripts and docs. */
@@ -46,6 +49,7 @@ export async function signGithub(secret: string, body: string | Uint8Array): Pro
 
 export const github: Provider = {
   type: "github",
+  identity: "body",
   ...checks(scheme),
   envelope,
   secretProblem: textSecretProblem,

@@ -11,15 +11,22 @@ export type PrecheckResult = { ok: true } | Refusal;
 
 /** The row a delivery becomes; a webhook stream has `"key": ["id"], "eventTime": "time"`. */
 export interface EnvelopeRow {
+  /** signed: the provider's signed event id, else the SHA-256 (hex) of the signed body */
   id: string;
-  /** epoch ms */
+  /** epoch ms; never later than the arrival time where the scheme does not sign it */
   time: number;
   type: string | null;
+  /** the provider's delivery id header where the scheme signs the body only: kept for reference, not verified */
+  deliveryId?: string;
   payload: Record<string, unknown>;
 }
 
-/** `deliveryId` is what the batch id is derived from (batchIdFor), so a redelivery replays. */
-export type EnvelopeResult = { ok: true; row: EnvelopeRow; deliveryId: string } | Refusal;
+/**
+ * `identity` is what the batch id is derived from (batchIdFor): signed bytes
+ * only (DESIGN §6), so that a redelivery replays and a captured delivery
+ * re-sent with other headers is a replay too.
+ */
+export type EnvelopeResult = { ok: true; row: EnvelopeRow; identity: string } | Refusal;
 
 export interface Provider {
   readonly type: ProviderType;
@@ -31,8 +38,13 @@ export interface Provider {
   precheck(headers: Headers, nowMs: number): PrecheckResult;
   /** The full check: precheck, then the signature against each secret (several are live during rotation). */
   verify(headers: Headers, body: Uint8Array, secrets: string[], nowMs: number): Promise<VerifyResult>;
-  /** The envelope row of a verified delivery. */
-  envelope(headers: Headers, body: Uint8Array, nowMs: number): EnvelopeResult;
+  /**
+   * Whose bytes say which event a delivery is: "signed-id" (the scheme signs
+   * an event id) or "body" (it signs the body alone: the id is the body's hash).
+   */
+  readonly identity: "signed-id" | "body";
+  /** The envelope row of a verified delivery; `bodySha256`: the hex SHA-256 of `body`. */
+  envelope(headers: Headers, body: Uint8Array, nowMs: number, bodySha256: string): EnvelopeResult;
   /** Why a secret cannot be used with this provider, or null: for checking a credential when it is stored. */
   secretProblem(secret: string): string | null;
 }

@@ -54,7 +54,7 @@ function envelope(headers: Headers, body: Uint8Array): EnvelopeResult {
   if (!json.ok) return json;
   const time = eventTime(json.value.timestamp) ?? sendTime(header(headers, "timestamp"));
   if (time === null) return refuse('no event time: the body has no ISO-8601 or epoch-ms "timestamp" and webhook-timestamp is not unix seconds');
-  return { ok: true, row: { id, time, type: nonEmpty(json.value.type), payload: json.value }, deliveryId: id };
+  return { ok: true, row: { id, time, type: nonEmpty(json.value.type), payload: json.value }, identity: id };
 }
 
 function eventTime(value: unknown): number | null {
@@ -74,6 +74,7 @@ export async function signStandardWebhooks(secret: string, id: string, t: number
 
 export const standardWebhooks: Provider = {
   type: "standard-webhooks",
+  identity: "signed-id",
   ...checks(scheme),
   envelope,
   secretProblem: (secret) => (standardWebhooksKey(secret) === null ? "the secret must be whsec_<base64 of the key>" : null),

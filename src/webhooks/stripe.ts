@@ -46,7 +46,7 @@ function envelope(_headers: Headers, body: Uint8Array): EnvelopeResult {
   const id = nonEmpty(event.id);
   if (id === null) return refuse('the Stripe event has no "id"');
   if (typeof event.created !== "number" || !Number.isInteger(event.created)) return refuse('the Stripe event has no "created" (unix seconds)');
-  return { ok: true, row: { id, time: event.created * 1000, type: nonEmpty(event.type), payload: event }, deliveryId: id };
+  return { ok: true, row: { id, time: event.created * 1000, type: nonEmpty(event.type), payload: event }, identity: id };
 }
 
 /** The Stripe-Signature value Stripe would send for `body` at `t` (unix seconds): for tests, scripts and docs. */
@@ -56,6 +56,7 @@ export async function signStripe(secret: string, body: string | Uint8Array, t: n
 
 export const stripe: Provider = {
   type: "stripe",
+  identity: "signed-id",
   ...checks(scheme),
   envelope,
   secretProblem: textSecretProblem,

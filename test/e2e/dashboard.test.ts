@@ -220,6 +220,28 @@ describe("the dashboard in a browser", () => {
     await page.context().close();
   });
 
+  // Issue 14: the page's per-stream caches were plain objects, so "constructor" found Object's own constructor.
+  test("streams named like Object's own properties (constructor, toString, hasOwnProperty) show like any other", async () => {
+    const names = ["constructor", "toString", "hasOwnProperty"];
+    for (const name of names) {
+      await api.putStream(name, { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 });
+      await api.ingest(name, [{ id: "a", ts: at(10) }]);
+    }
+    const { page, errors } = await openPage();
+    await enterToken(page, server.token);
+    for (const name of names) {
+      await page.waitForSelector(`#stream option[value="${name}"]`, { state: "attached" });
+      await page.selectOption("#stream", name);
+      await page.waitForFunction((n) => document.getElementById("watermark")?.textContent?.trim() === n, iso(at(9, 55)), { timeout: 10_000 });
+      await page.click("#refresh"); // a second round reads the caches it filled
+      await page.waitForSelector("#watermark");
+      expect(await text(page, "#error")).toBe("");
+      expect(await text(page, "#total-emitted")).toBe("1");
+    }
+    expect(errors).toEqual([]);
+    await page.context().close();
+  });
+
   test("a wrong token is a clear 403 in the page; an unreadable one a 401; a deleted stream a 404", async () => {
     const { page } = await openPage();
     await enterToken(page, "not-the-admin-token");

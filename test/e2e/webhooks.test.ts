@@ -6,7 +6,7 @@
  * in through another source.
  */
 import { sign as githubSign } from "@octokit/webhooks-methods";
-import { createHmac } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 import { Webhook } from "standardwebhooks";
 import Stripe from "stripe";
 import { describe, expect, test } from "vitest";
@@ -33,6 +33,13 @@ interface Provider {
   secret: string;
   /** what the provider sends for an event, signed at t (unix s) */
   delivery(secret: string, e: Event, t: number): Promise<{ body: string; headers: Record<string, string> }>;
+  /** whether the scheme signs the event id; else (GitHub, Shopify) the row id is the SHA-256 of the body (DESIGN §6) */
+  signsId: boolean;
+}
+
+/** The row id of an event: its signed id, or the SHA-256 of the signed body. */
+async function rowIdOf(p: Provider, e: Event): Promise<string> {
+  return p.signsId ? e.id : createHash("sha256").update((await p.delivery(p.secret, e, nowS())).body).digest("hex");
 }
 
 const PROVIDERS: Provider[] = [
@@ -43,20 +50,22 @@ const PROVIDERS: Provider[] = [
       const body = JSON.stringify({ id: e.id, object: "event", created: e.time / 1000, type: "invoice.paid", pending_webhooks: 4 - e.attempt });
       return { body, headers: { "stripe-signature": stripe.webhooks.generateTestHeaderString({ payload: body, secret, timestamp: t }) } };
     },
+    signsId: true,
   },
   {
     type: "github",
     secret: "e2e github webhook secret",
     async delivery(secret, e) {
-      const body = JSON.stringify({ ref: "refs/heads/main", after: "6113728f27ae82c7b1a177c8d03f9e96e0adf246" });
+      const body = JSON.stringify({ ref: "refs/heads/main", after: createHash("sha1").update(e.id).digest("hex") });
       return { body, headers: { "x-github-delivery": e.id, "x-github-event": "push", "x-hub-signature-256": await githubSign(secret, body) } };
     },
+    signsId: false,
   },
   {
     type: "shopify",
     secret: "e2e_shopify_client_secret",
     async delivery(secret, e) {
-      const body = JSON.stringify({ id: 450789469, total_price: "598.94" });
+      const body = JSON.stringify({ id: 450789469, admin_graphql_api_id: `gid://shopify/Order/${e.id}`, total_price: "598.94" });
       return {
         body,
         headers: {
@@ -68,6 +77,7 @@ const PROVIDERS: Provider[] = [
         },
       };
     },
+    signsId: false,
   },
   {
     type: "standard-webhooks",
@@ -77,6 +87,7 @@ const PROVIDERS: Provider[] = [
       const signature = new Webhook(secret).sign(e.id, new Date(t * 1000), body);
       return { body, headers: { "webhook-id": e.id, "webhook-timestamp": String(t), "webhook-signature": signature } };
     },
+    signsId: true,
   },
 ];
 
@@ -107,14 +118,15 @@ describe.each(PROVIDERS)("$type", (p) => {
     const e = { id: `${p.type}-delivery-1`, time: daysAgo(0.01) };
     const outcomes: Outcome[] = [];
     for (const attempt of [1, 2, 3]) outcomes.push(await deliver(s, p.type, await p.delivery(p.secret, { ...e, attempt }, nowS() - 60 + attempt * 20)));
+    const id = await rowIdOf(p, { ...e, attempt: 1 });
     expect(outcomes.map((o) => [o.batchId, o.replayed, o.emitted])).toEqual([
-      [`${p.type}:${e.id}`, false, 1],
-      [`${p.type}:${e.id}`, true, 1],
-      [`${p.type}:${e.id}`, true, 1],
+      [`${p.type}:${id}`, false, 1],
+      [`${p.type}:${id}`, true, 1],
+      [`${p.type}:${id}`, true, 1],
     ]);
     const rows = await api.output<{ id: string; type: string }>(s);
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ id: e.id, type: expect.any(String) });
+    expect(rows[0]).toMatchObject({ id, type: expect.any(String), ...(p.signsId ? {} : { deliveryId: e.id }) });
     expect((await api.stream(s)).batches.committed).toBe(1);
   });
 });
@@ -148,5 +160,42 @@ describe.each(PROVIDERS.filter((p) => p.type === "stripe" || p.type === "standar
     expect(parseNdjson<{ source: string; row: { id: string; time: number } }>(late.text)).toEqual([
       expect.objectContaining({ source: "backup", reason: "late", row: expect.objectContaining({ id: old.id, time: old.time }) }),
     ]);
+  });
+});
+
+/**
+ * Issue 14, over real HTTP: GitHub and Shopify sign the body alone, so anyone
+ * who captured one delivery can re-send it with other headers. Only signed
+ * bytes are identity: no such replay adds a row or moves the watermark.
+ */
+describe.each(PROVIDERS.filter((p) => !p.signsId))("$type: a captured delivery re-sent with forged headers", (p) => {
+  test("a new delivery id, a new type, a Triggered-At 23 h ahead: replays, no new row, the watermark unchanged; the next genuine delivery is on time", async () => {
+    const s = `wh-forged-${p.type}`;
+    await api.putStream(s, { key: ["id"], eventTime: "time", watermarkDelay: "1 hour", partitions: 2 });
+    await credential(s, "main", p.type, p.secret);
+    const e = { id: `${p.type}-captured`, time: Date.now() - 120_000, attempt: 1 };
+    const captured = await p.delivery(p.secret, e, nowS());
+    const genuine = await deliver(s, "main", captured);
+    expect(genuine).toMatchObject({ replayed: false, emitted: 1 });
+    const before = await api.stream(s);
+
+    const idHeader = p.type === "github" ? "x-github-delivery" : "x-shopify-event-id";
+    const typeHeader = p.type === "github" ? "x-github-event" : "x-shopify-topic";
+    const ahead = new Date(Date.now() + 23 * 3600_000).toISOString();
+    for (const [n, changes] of [
+      { [idHeader]: "forged-1" },
+      { [idHeader]: "forged-2", [typeHeader]: "release" },
+      { [idHeader]: "forged-3", "x-shopify-triggered-at": ahead, "x-shopify-webhook-id": "forged-3" },
+    ].entries()) {
+      const forged = await deliver(s, "main", { body: captured.body, headers: { ...captured.headers, ...changes } });
+      expect(forged, `forgery ${n + 1}`).toMatchObject({ batchId: genuine.batchId, replayed: true, emitted: 1 });
+    }
+    const after = await api.stream(s);
+    expect(after.watermark).toBe(before.watermark);
+    expect(after.sources).toEqual(before.sources);
+    expect(await api.output(s)).toHaveLength(1);
+
+    const next = await deliver(s, "main", await p.delivery(p.secret, { id: `${p.type}-next`, time: Date.now() - 60_000, attempt: 1 }, nowS()));
+    expect(next).toMatchObject({ replayed: false, emitted: 1, late: 0 });
   });
 });

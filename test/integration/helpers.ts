@@ -1,4 +1,6 @@
-import { exports } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import entry from "../../src/index";
 import { createClient, type StreamBody } from "../../src/client";
 
 export const TOKEN = "test-admin-token";
@@ -49,4 +51,17 @@ export function countingBody(chunk: string, chunks: number) {
     },
   });
   return { body, seen };
+}
+
+/** A queue message as the runtime delivers it. */
+export const queueMessage = (id: string, body: unknown, attempts = 1) => ({ id, timestamp: new Date(), attempts, body });
+
+/** Delivers messages to the Worker's queue() handler; what it sent to the DLQ is collected, not sent. */
+export async function deliverToQueue(messages: ReturnType<typeof queueMessage>[]) {
+  const sent: { reason: string; message: unknown }[] = [];
+  const testEnv = { ...env, DLQ: { send: async (b: { reason: string; message: unknown }) => void sent.push(b) } } as unknown as typeof env;
+  const batch = createMessageBatch("edge-dedup-events", messages);
+  const ctx = createExecutionContext();
+  await (entry as ExportedHandler<typeof env>).queue!(batch, testEnv, ctx);
+  return { result: await getQueueResult(batch, ctx), sent };
 }

@@ -2,6 +2,7 @@ import { env, exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { hashToken, signBody } from "../../src/api/credentials";
+import { signStripe } from "../../src/webhooks";
 import { at, call, createStream, json } from "./helpers";
 
 const base = { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 };
@@ -92,9 +93,12 @@ describe("HMAC signatures", () => {
     expect(wrongKey.status).toBe(401);
     expect((await ingestAs("sig", body, { "x-source": "other", "x-signature": signed["x-signature"] })).status).toBe(401);
     expect((await ingestAs("sig", body, { "x-source": "hooks", "x-signature": "garbage" })).status).toBe(401);
-    // Revoked: refused even though the signature is right.
+    // Revoked: refused even though the signature is right; the same 401 as a wrong secret (issue 14: it was a
+    // 403 "the token is not valid" while this isolate's admission cache still held the credential).
     await call("DELETE", `/v1/streams/sig/sources/hooks/credentials/${cred.id}`);
-    expect((await ingestAs("sig", row("C"), { "x-source": "hooks", "x-signature": await signBody(secret, row("C"), now) })).status).toBe(403);
+    const revoked = await ingestAs("sig", row("C"), { "x-source": "hooks", "x-signature": await signBody(secret, row("C"), now) });
+    expect(revoked.status).toBe(401);
+    expect((await revoked.json<any>()).detail).toBe((await wrongKey.json<any>()).detail);
   });
 });
 
@@ -125,12 +129,19 @@ describe("hardening", () => {
     expect(r.headers.get("access-control-allow-origin")).toBeNull();
   });
 
+  // Issue 14: one limit, 64, for every JSON the service parses (it was 32 for HTTP bodies only).
   it("deep nesting is refused before parsing", async () => {
     await createStream("deep", base);
-    const deep = `[{"id":"A","ts":1,"x":${"[".repeat(40)}${"]".repeat(40)}}]`;
+    const deep = `[{"id":"A","ts":1,"x":${"[".repeat(63)}${"]".repeat(63)}}]`;
     const r = await call("POST", "/v1/streams/deep/events", deep);
     expect(r.status).toBe(400);
-    expect((await r.json<any>()).detail).toMatch(/nests 42 levels/);
+    expect((await r.json<any>()).detail).toMatch(/nests arrays and objects more than 64 levels deep/);
+    const limit = `[{"id":"A","ts":${at(10, 0)},"x":${"[".repeat(62)}${"]".repeat(62)}}]`;
+    expect((await call("POST", "/v1/streams/deep/events", limit)).status).toBe(200);
+    const ndjson = `{"id":"B","ts":${at(10, 0)}}\n{"id":"C","x":${"[".repeat(20_000)}${"]".repeat(20_000)}}`;
+    const line = await call("POST", "/v1/streams/deep/events", ndjson, { "content-type": "application/x-ndjson" });
+    expect(line.status).toBe(400);
+    expect((await line.json<any>()).detail).toMatch(/^NDJSON line 2 nests arrays and objects more than 64 levels deep/);
     // Brackets inside strings do not count.
     const r2 = await call("POST", "/v1/streams/deep/events", JSON.stringify({ id: "[[[[".repeat(20), ts: at(10, 0) }));
     expect(r2.status).toBe(200);
@@ -142,5 +153,100 @@ describe("hardening", () => {
     expect((await call("POST", "/v1/streams/credv/sources/s/credentials", { type: "token", secret: "short" })).status).toBe(400);
     expect((await call("POST", "/v1/streams/credv/sources/bad%20name/credentials", { type: "token" })).status).toBe(400);
     expect((await call("POST", "/v1/streams/missing/sources/s/credentials", { type: "token" })).status).toBe(404);
+  });
+});
+
+/** Issue 14: "only signed bytes are identity", and the rest of its findings, through the real Worker. */
+describe("issue 14", () => {
+  it("an X-Signature to a disabled source is the same 401 as a wrong one, checked before anything reveals the source", async () => {
+    await createStream("dis-sig", { ...base, sources: { off: { disabled: true } } });
+    const secret = "whsec_disabled_secret_of_length";
+    await credential("dis-sig", "off", { type: "hmac", secret });
+    const now = Math.floor(Date.now() / 1000);
+    const signed = await ingestAs("dis-sig", row("A"), { "x-source": "off", "x-signature": await signBody(secret, row("A"), now) });
+    const wrong = await ingestAs("dis-sig", row("A"), { "x-source": "off", "x-signature": await signBody("another-secret-of-length", row("A"), now) });
+    const unknown = await ingestAs("dis-sig", row("A"), { "x-source": "ghost", "x-signature": await signBody(secret, row("A"), now) });
+    const noStream = await ingestAs("no-such-stream", row("A"), { "x-source": "off", "x-signature": await signBody(secret, row("A"), now) });
+    for (const r of [signed, wrong, unknown, noStream]) expect(r.status).toBe(401);
+    const [s, w, u, n] = await Promise.all([signed, wrong, unknown, noStream].map((r) => r.json<any>()));
+    expect(s).toEqual(w);
+    expect(s.detail).toBe(n.detail);
+    expect(u.detail).toBe(s.detail.replace('"off"', '"ghost"'));
+    expect(s.detail).not.toMatch(/disabled"|is disabled/);
+  });
+
+  it("an Idempotency-Key in another ingress's namespace is a 400, so it cannot pre-empt a provider, file or queue batch", async () => {
+    await createStream("ns", { ...base, eventTime: "time" }); // a webhook stream: envelope rows are timed by "time"
+    const row = (id: string) => JSON.stringify({ id, time: Date.now() - 60_000 });
+    for (const key of ["stripe:evt_1", "github:abc", "shopify:abc", "standard-webhooks:msg_1", "r2:in/a.json@e1", "r2h:00", "q:abc", "qid:order-7"]) {
+      const r = await ingestAs("ns", row("A"), { authorization: "Bearer test-admin-token", "x-source": "main", "idempotency-key": key });
+      expect(r.status, key).toBe(400);
+      expect((await r.json<any>()).detail).toMatch(/^Idempotency-Key: batch ids starting with .* are reserved/);
+    }
+    for (const key of ["evt_1", "stripe-evt_1", "order:7", "Q:abc"]) {
+      const r = await ingestAs("ns", row(`http ${key}`), { authorization: "Bearer test-admin-token", "x-source": "main", "idempotency-key": key });
+      expect(r.status, key).toBe(200);
+    }
+    // The Stripe delivery whose batch id a producer tried to take is still a first delivery.
+    await credential("ns", "main", { type: "stripe", secret: "whsec_ns" });
+    const event = JSON.stringify({ id: "evt_1", object: "event", created: Math.floor(Date.now() / 1000) - 60, type: "x", data: {} });
+    const r = await exports.default.fetch("http://edge-dedup.test/v1/streams/ns/sources/main/webhook", {
+      method: "POST",
+      headers: { "content-type": "application/json", "stripe-signature": await signStripe("whsec_ns", event, Math.floor(Date.now() / 1000)) },
+      body: event,
+    });
+    expect(await r.json()).toMatchObject({ batchId: "stripe:evt_1", replayed: false, emitted: 1 });
+  });
+
+  it("error texts say where and what kind, never the row bytes", async () => {
+    await createStream("quote", base);
+    const secret = "sk_live_abc";
+    const cases: [string, string | undefined][] = [
+      [`{"id":"A","token":${secret}}`, undefined],
+      [`[{"id":"A","token":"x"}, ${secret}]`, undefined],
+      [`{"id":"A","token":"${secret}`, undefined],
+      [`{"id":"A","ts":${at(10, 0)}}\n{"token":${secret}}`, "application/x-ndjson"],
+      [`{"id":"A","ts":${at(10, 0)}}\n{"token":"${secret}"} trailing`, "application/x-ndjson"],
+    ];
+    for (const [body, type] of cases) {
+      const r = await call("POST", "/v1/streams/quote/events", body, type ? { "content-type": type } : {});
+      expect(r.status, body).toBe(400);
+      const text = await r.text();
+      expect(text, body).toMatch(/not valid JSON \((an unexpected character|a syntax error at|an unterminated string at|more text after the value at|the text ends)/);
+      expect(text, body).not.toContain("sk_live");
+    }
+    const line = await call("POST", "/v1/streams/quote/events", `{"id":"A"}\n{"id":"B", }`, { "content-type": "application/x-ndjson" });
+    expect(await line.json()).toMatchObject({ detail: "NDJSON line 2 is not valid JSON (a syntax error at column 12); nothing was applied" });
+  });
+
+  it("durations are at most 365 days: a 400 problem naming the field", async () => {
+    const put = (body: Record<string, unknown>) => call("PUT", "/v1/streams/durations", { ...base, ...body });
+    for (const [body, path] of [
+      [{ watermarkDelay: "99999999999999 days" }, "watermarkDelay"],
+      [{ watermarkDelay: 365 * 86_400_000 + 1 }, "watermarkDelay"],
+      [{ maxEventTimeSkew: "366 days" }, "maxEventTimeSkew"],
+      [{ idleTimeout: "53 weeks" }, "idleTimeout"],
+      [{ sources: { s: { watermarkDelay: "1000 days" } } }, "sources.s.watermarkDelay"],
+    ] as const) {
+      const r = await put(body);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect((await r.json<any>()).errors).toEqual([{ path, message: expect.stringMatching(/365 days/) }]);
+    }
+    expect((await put({ watermarkDelay: "365 days" })).status).toBe(201);
+  });
+});
+
+describe("issue 14: admin bodies", () => {
+  it("a body nested 20,000 deep is a 400 problem on every route that reads JSON, never a 500", async () => {
+    await createStream("deep-admin", base);
+    const deep = `{"key":["id"],"x":${"[".repeat(20_000)}${"]".repeat(20_000)}}`;
+    for (const [method, path] of [
+      ["PUT", "/v1/streams/deep-admin"],
+      ["POST", "/v1/streams/deep-admin/sources/s/credentials"],
+      ["POST", "/v1/streams/deep-admin/runs"],
+    ]) {
+      const r = await call(method, path, deep, { "content-type": "application/json" });
+      expect(r.status, `${method} ${path}: ${await r.clone().text()}`).toBe(400);
+    }
   });
 });

@@ -5,7 +5,7 @@ import entry from "../../src/index";
 import { processBatch } from "../../src/api/ingest";
 import { readObjectBatch } from "../../src/sources/files/object";
 import { DEFAULT_LIMITS } from "../../src/stream/config";
-import { call, createStream, json, output } from "./helpers";
+import { call, createStream, deliverToQueue, json, output, queueMessage } from "./helpers";
 
 /**
  * Sources beyond HTTP (DESIGN §7) inside workerd: file runs over the local
@@ -299,16 +299,8 @@ describe("a Runner from before run options and publication", () => {
 });
 
 describe("queue consumer", () => {
-  const msg = (id: string, body: unknown, attempts = 1) => ({ id, timestamp: new Date(), attempts, body });
-
-  async function deliver(messages: ReturnType<typeof msg>[]) {
-    const sent: { reason: string; message: unknown }[] = [];
-    const testEnv = { ...env, DLQ: { send: async (b: { reason: string; message: unknown }) => void sent.push(b) } } as unknown as typeof env;
-    const batch = createMessageBatch("edge-dedup-events", messages);
-    const ctx = createExecutionContext();
-    await worker.queue!(batch, testEnv, ctx);
-    return { result: await getQueueResult(batch, ctx), sent };
-  }
+  const msg = queueMessage;
+  const deliver = deliverToQueue;
 
   it("ingests rows messages and R2 notifications once, however they are redelivered or regrouped; poison goes to the DLQ", async () => {
     await createStream("q1", base);

@@ -37,6 +37,8 @@ interface Case {
   sign(secret: string, body: string, e: Event, t: number): Promise<Record<string, string>>;
   /** whether the scheme signs a timestamp (a stale one is refused) */
   timestamped: boolean;
+  /** whether the scheme signs the event id (Stripe, Standard Webhooks); else the row id is the body's SHA-256 (DESIGN §6) */
+  signsId: boolean;
   /** the envelope's time: the event's, or the arrival (GitHub) */
   eventTime: boolean;
 }
@@ -50,24 +52,26 @@ const CASES: Case[] = [
     body: (e) => JSON.stringify({ id: e.id, object: "event", created: e.time / 1000, type: e.type, data: { object: { amount: 2000 } }, pending_webhooks: 1 }),
     sign: async (secret, body, _e, t) => ({ "stripe-signature": await stripe.webhooks.generateTestHeaderStringAsync({ payload: body, secret, timestamp: t }) }),
     timestamped: true,
+    signsId: true,
     eventTime: true,
   },
   {
     type: "github",
     secret: (seed) => `It's a Secret to Everybody ${seed}`,
-    body: () => JSON.stringify({ action: "opened", number: 1, repository: { full_name: "octo/hello" } }),
+    body: (e) => JSON.stringify({ action: "opened", number: 1, pull_request: { node_id: e.id }, repository: { full_name: "octo/hello" } }),
     sign: async (secret, body, e) => ({
       "x-github-delivery": e.id,
       "x-github-event": e.type,
       "x-hub-signature-256": await githubSign(secret, body),
     }),
     timestamped: false,
+    signsId: false,
     eventTime: false,
   },
   {
     type: "shopify",
     secret: (seed) => `shpss_client_secret_${seed}`,
-    body: () => JSON.stringify({ id: 820982911946154500, total_price: "10.00" }),
+    body: (e) => JSON.stringify({ id: 820982911946154500, admin_graphql_api_id: `gid://shopify/Order/${e.id}`, total_price: "10.00" }),
     sign: async (secret, body, e) => ({
       "x-shopify-event-id": e.id,
       "x-shopify-webhook-id": crypto.randomUUID(),
@@ -76,6 +80,7 @@ const CASES: Case[] = [
       "x-shopify-hmac-sha256": await signShopify(secret, body),
     }),
     timestamped: false,
+    signsId: false,
     eventTime: true,
   },
   {
@@ -88,9 +93,15 @@ const CASES: Case[] = [
       "webhook-signature": new Webhook(secret).sign(e.id, new Date(t * 1000), body),
     }),
     timestamped: true,
+    signsId: true,
     eventTime: true,
   },
 ];
+
+const sha256 = async (text: string) =>
+  Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text))), (b) => b.toString(16).padStart(2, "0")).join("");
+/** The row id of a delivery: the signed event id, or (GitHub, Shopify) the SHA-256 of the signed body. */
+const rowId = async (p: Case, e: Event, body: string) => (p.signsId ? e.id : sha256(body));
 
 function deliver(stream: string, source: string, body: string | ReadableStream, headers: Record<string, string>) {
   return exports.default.fetch(hookUrl(stream, source), { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
@@ -126,19 +137,22 @@ describe.each(CASES)("$type webhooks", (p) => {
     await setUp();
     const e = event("order.paid");
     const body = p.body(e);
+    const id = await rowId(p, e, body);
     const r = await deliver(stream, "main", body, await p.sign(A, body, e, nowS()));
     expect(r.status, await r.clone().text()).toBe(200);
-    expect(r.headers.get("idempotency-key")).toBe(`${p.type}:${e.id}`);
-    expect(await r.json()).toMatchObject({ batchId: `${p.type}:${e.id}`, source: "main", replayed: false, input: 1, emitted: 1 });
+    expect(r.headers.get("idempotency-key")).toBe(`${p.type}:${id}`);
+    expect(await r.json()).toMatchObject({ batchId: `${p.type}:${id}`, source: "main", replayed: false, input: 1, emitted: 1 });
 
     // A retry: a new timestamp and signature (and for Stripe, other bytes) — the same batch.
     const again = p.type === "stripe" ? body.replace('"pending_webhooks":1', '"pending_webhooks":0') : body;
     const retry = await deliver(stream, "main", again, await p.sign(A, again, e, nowS() + 1));
     expect(retry.status, await retry.clone().text()).toBe(200);
-    expect(await retry.json()).toMatchObject({ batchId: `${p.type}:${e.id}`, replayed: true, emitted: 1 });
+    expect(await retry.json()).toMatchObject({ batchId: `${p.type}:${id}`, replayed: true, emitted: 1 });
 
-    const rows = (await output(stream)).filter((row) => row.id === e.id);
-    expect(rows).toEqual([{ id: e.id, time: p.eventTime ? e.time : expect.any(Number), type: "order.paid", payload: JSON.parse(body) }]);
+    const rows = (await output(stream)).filter((row) => row.id === id);
+    // GitHub and Shopify: the delivery id header is kept, unverified, as deliveryId (DESIGN §6).
+    const deliveryId = p.signsId ? {} : { deliveryId: e.id };
+    expect(rows).toEqual([{ id, time: p.eventTime ? e.time : expect.any(Number), type: "order.paid", ...deliveryId, payload: JSON.parse(body) }]);
     if (!p.eventTime) expect(Math.abs(rows[0].time - Date.now())).toBeLessThan(60_000);
   });
 
@@ -151,7 +165,7 @@ describe.each(CASES)("$type webhooks", (p) => {
     const dup = await deliver(stream, "mirror", body, await p.sign(B, body, e, nowS()));
     expect(dup.status, await dup.clone().text()).toBe(200);
     expect(await dup.json()).toMatchObject({ source: "mirror", replayed: false, emitted: 0, duplicates: 1 });
-    expect((await output(stream)).filter((row) => row.id === e.id)).toHaveLength(1);
+    expect((await output(stream)).filter((row) => row.id === e.id || row.deliveryId === e.id)).toHaveLength(1);
   });
 
   it("a tampered body, a wrong secret, a source without the credential: 401 problem+json, nothing applied", async () => {
@@ -174,20 +188,20 @@ describe.each(CASES)("$type webhooks", (p) => {
     const missing = await deliver("wh-no-such-stream", "main", body, signed);
     expect(missing.status).toBe(401);
     expect((await missing.json<any>()).detail).toBe(problem.detail);
-    expect((await output(stream)).some((row) => row.id === e.id)).toBe(false);
+    expect((await output(stream)).some((row) => row.id === e.id || row.deliveryId === e.id)).toBe(false);
   });
 
-  it(p.timestamped ? "a stale signature is refused on both sides of now (300 s)" : "no signed timestamp: an old signature still verifies, and the delivery id makes it a replay", async () => {
+  it(p.timestamped ? "a stale signature is refused on both sides of now (300 s)" : "no signed timestamp: an old signature still verifies, and the body's hash makes it a replay", async () => {
     await setUp();
     if (!p.timestamped) {
       // GitHub and Shopify sign no time: a captured delivery verifies whenever it is re-sent,
-      // so what protects the stream is its batch id, derived from the delivery id.
+      // so what protects the stream is its batch id, derived from the signed body.
       const e = event();
       const body = p.body(e);
       const signature = await p.sign(A, body, e, nowS() - 3600);
       expect(await (await deliver(stream, "main", body, signature)).json()).toMatchObject({ replayed: false, emitted: 1 });
       expect(await (await deliver(stream, "main", body, signature)).json()).toMatchObject({ replayed: true, emitted: 1 });
-      expect((await output(stream)).filter((row) => row.id === e.id)).toHaveLength(1);
+      expect((await output(stream)).filter((row) => row.id === e.id || row.deliveryId === e.id)).toHaveLength(1);
       return;
     }
     const e = event();
@@ -224,8 +238,11 @@ describe.each(CASES)("$type webhooks", (p) => {
     expect((await call("DELETE", `/v1/streams/${s}/sources/main/credentials/${old.id}`)).status).toBe(204);
     const e = event();
     const body = p.body(e);
-    // Refused at once: begin() re-checks the credential by id (a 403 while this isolate's admission cache still holds it).
-    expect([401, 403]).toContain((await deliver(s, "main", body, await p.sign(A, body, e, nowS()))).status);
+    // Refused at once: begin() re-checks the credential by id; the same 401 as a wrong secret, even while this
+    // isolate's admission cache still holds it (issue 14: it was a 403 "the token is not valid" then).
+    const revoked = await deliver(s, "main", body, await p.sign(A, body, e, nowS()));
+    expect(revoked.status).toBe(401);
+    expect(await revoked.json()).toMatchObject({ type: "https://edge-dedup.dev/problems/invalid-webhook-signature", detail: expect.stringMatching(/does not match any webhook signing secret of source "main"/) });
     expect((await deliver(s, "main", body, await p.sign(B, body, e, nowS()))).status).toBe(200);
   });
 
@@ -340,15 +357,23 @@ describe("the webhook endpoint", () => {
     expect((await r.json<any>()).detail).toMatch(/the SHA-1 X-Hub-Signature is not accepted/);
   });
 
-  it("a disabled source is a 403; a body over the stream's limit a 413; the admin routes stay closed", async () => {
+  // Issue 14: a disabled source was a 403 "source … is disabled" before any signature check, which told anyone
+  // that the source exists; now it is the same 401 as a wrong signature, with or without a right one.
+  it("a disabled source is the same 401 as a wrong signature; a body over the stream's limit a 413; the admin routes stay closed", async () => {
     await createStream("wh-limits", { ...config, limits: { maxBodyBytes: 1024 }, sources: { off: { disabled: true } } });
     await credential("wh-limits", "main", { type: "stripe", secret: "whsec_limits" });
     await credential("wh-limits", "off", { type: "stripe", secret: "whsec_limits" });
     const e = event();
     const small = CASES[0].body(e);
     const disabled = await deliver("wh-limits", "off", small, await CASES[0].sign("whsec_limits", small, e, nowS()));
-    expect(disabled.status).toBe(403);
-    expect((await disabled.json<any>()).detail).toMatch(/disabled/);
+    expect(disabled.status).toBe(401);
+    const unknown = await deliver("wh-limits", "nobody", small, await CASES[0].sign("whsec_limits", small, e, nowS()));
+    const wrong = await deliver("wh-limits", "off", small, await CASES[0].sign("whsec_wrong", small, e, nowS()));
+    for (const r of [unknown, wrong]) expect(r.status).toBe(401);
+    const [d, u, w] = [await disabled.json<any>(), await unknown.json<any>(), await wrong.json<any>()];
+    expect(d.type).toBe("https://edge-dedup.dev/problems/invalid-webhook-signature");
+    expect(d.detail).toBe(w.detail);
+    expect(d.detail).toBe(u.detail.replace('"nobody"', '"off"'));
     const big = JSON.stringify({ ...JSON.parse(small), padding: "x".repeat(2048) });
     const tooBig = await deliver("wh-limits", "main", big, await CASES[0].sign("whsec_limits", big, e, nowS()));
     expect(tooBig.status).toBe(413);
@@ -361,5 +386,113 @@ describe("the webhook endpoint", () => {
     // A source name that can't be is a 400 for a signed delivery; an unsigned one is refused before its names are looked at (route.ts, AUTH).
     expect((await deliver("wh-limits", "bad name!", small, await CASES[0].sign("whsec_limits", small, e, nowS()))).status).toBe(400);
     expect((await deliver("wh-limits", "bad name!", small, {})).status).toBe(401);
+  });
+});
+
+/**
+ * Issue 14: GitHub and Shopify sign the body alone, so a captured delivery can
+ * be re-sent by anyone with any headers. Only signed bytes are identity
+ * (DESIGN §6): such a replay adds no row and moves no watermark.
+ */
+describe.each(CASES.filter((c) => !c.signsId))("$type: a captured delivery re-sent with other headers", (p) => {
+  const streamOf = (name: string) => `wh-forge-${p.type}-${name}`;
+  const secret = p.secret(7);
+  const sourceOf = async (stream: string) => (await json(call("GET", `/v1/streams/${stream}`))) as any;
+
+  /** The headers of `signed` with the provider's unsigned ones changed. */
+  const forge = (signed: Record<string, string>, changes: Record<string, string>) => ({ ...signed, ...changes });
+  const idHeader = p.type === "github" ? "x-github-delivery" : "x-shopify-event-id";
+  const typeHeader = p.type === "github" ? "x-github-event" : "x-shopify-topic";
+
+  it("a new delivery id, a new type, (Shopify) a Triggered-At in the future: a replay each time, no new row, the watermark unchanged", async () => {
+    const stream = streamOf("a");
+    await createStream(stream, config);
+    await credential(stream, "main", { type: p.type, secret });
+    const e = event("order.paid");
+    const body = p.body(e);
+    const signed = await p.sign(secret, body, e, nowS());
+    const first = await deliver(stream, "main", body, signed);
+    expect(first.status, await first.clone().text()).toBe(200);
+    const genuine = await first.json<any>();
+    expect(genuine).toMatchObject({ replayed: false, emitted: 1, batchId: `${p.type}:${await sha256(body)}` });
+    const before = await sourceOf(stream);
+
+    const forgeries: Record<string, string>[] = [
+      { [idHeader]: "forged-delivery-1" },
+      { [idHeader]: crypto.randomUUID(), [typeHeader]: "refunds.create" },
+      ...(p.type === "shopify"
+        ? [
+            { "x-shopify-event-id": "forged-2", "x-shopify-triggered-at": new Date(Date.now() + 23 * 3600_000).toISOString() },
+            { "x-shopify-event-id": "forged-3", "x-shopify-webhook-id": "forged-3", "x-shopify-triggered-at": new Date(Date.now() - 3 * 3600_000).toISOString() },
+          ]
+        : []),
+    ];
+    for (const changes of forgeries) {
+      const r = await deliver(stream, "main", body, forge(signed, changes));
+      expect(r.status, await r.clone().text()).toBe(200);
+      expect(await r.json()).toMatchObject({ batchId: genuine.batchId, replayed: true, emitted: 1 });
+    }
+    const after = await sourceOf(stream);
+    expect(after.watermark).toBe(before.watermark);
+    expect(after.sources).toEqual(before.sources);
+    expect(after.batches.committed).toBe(before.batches.committed);
+    const rows = await output(stream);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ id: await sha256(body), deliveryId: e.id, type: "order.paid" });
+
+    // The next genuine delivery is on time, not late: nothing forged moved the watermark.
+    const next = event("order.paid");
+    const nextBody = p.body(next);
+    const r = await deliver(stream, "main", nextBody, await p.sign(secret, nextBody, next, nowS()));
+    expect(await r.json()).toMatchObject({ replayed: false, emitted: 1, late: 0 });
+  });
+
+  it("a first delivery whose headers put it in the future is timed no later than its arrival", async () => {
+    const stream = streamOf("b");
+    await createStream(stream, config);
+    await credential(stream, "main", { type: p.type, secret });
+    const e = { ...event(), time: Date.now() + 23 * 3600_000 };
+    const body = p.body(e);
+    const arrival = Date.now();
+    const r = await deliver(stream, "main", body, await p.sign(secret, body, e, nowS()));
+    expect(r.status, await r.clone().text()).toBe(200);
+    expect(await r.json()).toMatchObject({ emitted: 1 });
+    const [row] = await output(stream);
+    expect(row.time).toBeGreaterThanOrEqual(arrival);
+    expect(row.time).toBeLessThanOrEqual(Date.now());
+    const info = await sourceOf(stream);
+    expect(info.sources.main.maxEventTime).toBeLessThanOrEqual(Date.now());
+  });
+});
+
+/** Issue 14: one depth limit (64) for every JSON the service parses; errors say where, never the bytes. */
+describe("webhook payloads: depth and error texts", () => {
+  const p = CASES.find((c) => c.type === "github")!;
+  const secret = p.secret(8);
+  const setUp = async (stream: string) => {
+    await createStream(stream, config);
+    await credential(stream, "main", { type: p.type, secret });
+  };
+
+  it("a payload nested 20,000 deep is a 400 problem, not a 500; 64 deep is accepted", async () => {
+    await setUp("wh-deep");
+    for (const [depth, status] of [[20_000, 400], [65, 400], [64, 200]] as const) {
+      const body = `${"[".repeat(depth - 1)}`.replace(/^/, '{"a":') + "]".repeat(depth - 1) + "}";
+      const e = event();
+      const r = await deliver("wh-deep", "main", body, await p.sign(secret, body, e, nowS()));
+      expect(r.status, `${depth}: ${await r.clone().text()}`).toBe(status);
+      if (status === 400) expect((await r.json<any>()).detail).toMatch(/more than 64 levels deep/);
+    }
+  });
+
+  it("a payload that is not JSON is refused without quoting it", async () => {
+    await setUp("wh-quote");
+    const body = '{"token": sk_live_abc}';
+    const e = event();
+    const r = await deliver("wh-quote", "main", body, await p.sign(secret, body, e, nowS()));
+    expect(r.status).toBe(400);
+    const text = await r.text();
+    expect(text).toMatch(/not valid JSON/);
+    expect(text).not.toContain("sk_live");
   });
 });

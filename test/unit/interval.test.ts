@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { IntervalError, parseInterval } from "../../src/stream/interval";
+import { IntervalError, MAX_INTERVAL_MS, parseInterval } from "../../src/stream/interval";
 
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
@@ -96,8 +96,28 @@ describe("parseInterval: rejects garbage", () => {
   });
 });
 
+describe("parseInterval: at most 365 days (issue 14)", () => {
+  test.each([
+    ["365 days", 365 * DAY],
+    ["52 weeks 1 day", 365 * DAY],
+    [365 * DAY, 365 * DAY],
+    [String(365 * DAY), 365 * DAY],
+  ])("%j is the longest accepted", (input, ms) => {
+    expect(parseInterval(input)).toBe(ms);
+  });
+
+  test.each(["99999999999999 days", "366 days", "365 days 1 ms", `${"9".repeat(400)} days`, "53 weeks", 365 * DAY + 1, String(365 * DAY + 1), Number.MAX_SAFE_INTEGER])(
+    "%j is refused",
+    (input) => {
+      expect(() => parseInterval(input)).toThrow(IntervalError);
+      expect(() => parseInterval(input)).toThrow(/365 days/);
+    },
+  );
+});
+
 describe("parseInterval on composed strings", () => {
-  test("a sequence of parts is the sum of its parts (property)", () => {
+  // Sums past MAX_INTERVAL_MS (365 days) are refused since issue 14; the property covers both sides of the bound.
+  test("a sequence of parts is the sum of its parts, up to 365 days (property)", () => {
     const units = [
       ["days", DAY],
       ["hours", HOUR],
@@ -109,7 +129,8 @@ describe("parseInterval on composed strings", () => {
       fc.property(fc.array(fc.tuple(fc.nat({ max: 1000 }), fc.constantFrom(...units)), { minLength: 1, maxLength: 5 }), (parts) => {
         const text = parts.map(([n, [unit]]) => `${n} ${unit}`).join(" ");
         const ms = parts.reduce((sum, [n, [, size]]) => sum + n * size, 0);
-        expect(parseInterval(text)).toBe(ms);
+        if (ms <= MAX_INTERVAL_MS) expect(parseInterval(text)).toBe(ms);
+        else expect(() => parseInterval(text)).toThrow(/more than 365 days/);
       }),
       { numRuns: 300 },
     );

@@ -14,7 +14,8 @@
  * reports it as a rejected row and ingests the rest. Neither reasons nor errors
  * quote the file's bytes.
  */
-import { MAX_DEPTH, nestingDepth, TooManyRows } from "../../api/body";
+import { TooManyRows } from "../../api/body";
+import { MAX_JSON_DEPTH as MAX_DEPTH, textDepth as nestingDepth } from "../../stream/json";
 import { badRequest } from "../../api/problem";
 import { CORRUPT_LINE } from "../../stream/schema";
 import type { FileMode } from "../ids";

@@ -1,7 +1,7 @@
 import type { IngestRequest } from "../../coordinator";
 import { coordinatorStub, runnerStub, type Env } from "../../env";
 import { sourceConfig } from "../../stream/config";
-import { queueBatchId, queueIdentity, messageHash } from "../ids";
+import { explicitQueueBatchId, queueBatchId, queueIdentity, messageHash } from "../ids";
 import { readObjectBatch } from "../files/object";
 import { judgeError } from "../files/plan";
 import { FILES_SOURCE } from "../files/routes";
@@ -69,11 +69,18 @@ async function consumeStream(env: Env, queue: string, stream: string, items: Ite
     }
     for (const { msg, c } of items) {
       if (c.kind !== "rows") continue;
-      const hash = await messageHash(c.source, c.rows);
+      let hash: string;
+      try {
+        hash = await messageHash(c.source, c.rows);
+      } catch (e) {
+        // Only this message: the others of its batch go on (classify() bounds the depth, so this is not expected).
+        decide(msg, { action: "dead-letter", reason: `the rows cannot be hashed (${e instanceof Error ? e.name : "error"})` });
+        continue;
+      }
       const bytes = new TextEncoder().encode(JSON.stringify(c.rows)).byteLength;
-      add(msg, {
-        sourceHeader: c.source, batchId: c.batchId ?? queueBatchId(hash), auth: { kind: "admin" }, rows: c.rows, identity: queueIdentity(hash), bytes, fault: null,
-      });
+      // A message's own batch id lives in the queue's namespace (qid:…), so it cannot take another ingress's id.
+      const batchId = c.batchId === null ? queueBatchId(hash) : await explicitQueueBatchId(c.batchId);
+      add(msg, { sourceHeader: c.source, batchId, auth: { kind: "admin" }, rows: c.rows, identity: queueIdentity(hash), bytes, fault: null });
     }
     const list = [...pending.values()];
     if (list.length === 0) return;

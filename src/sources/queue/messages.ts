@@ -13,6 +13,7 @@
 import { z } from "zod";
 import { HARD_MAX_ROWS } from "../../api/body";
 import { NAME_PATTERN } from "../../stream/config";
+import { checkDepth, parseJson, type JsonResult } from "../../stream/json";
 import { BATCH_ID_PATTERN, fileMode } from "../ids";
 
 /** Objects under `streams-in/{stream}/…` belong to that stream. */
@@ -43,25 +44,27 @@ export function streamOfKey(key: string): string | null {
   return NAME_PATTERN.test(stream) ? stream : null;
 }
 
-function decode(body: unknown): unknown {
+/**
+ * A message body as a value, within the depth limit (checked before anything
+ * recurses into it: hashing, zod), or why not, in words that never quote it.
+ */
+function decode(body: unknown): JsonResult {
   if (body instanceof ArrayBuffer || ArrayBuffer.isView(body)) {
     const bytes = body instanceof ArrayBuffer ? new Uint8Array(body) : new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
     body = new TextDecoder().decode(bytes);
   }
-  if (typeof body === "string") return JSON.parse(body);
-  return body;
+  if (typeof body === "string") return parseJson(body);
+  // Sent as an object (content type "json" or "v8"): already parsed, so the depth is checked on the value.
+  return checkDepth(body);
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** What a delivered message is; `inputBucket`: the INPUT binding's bucket name (notifications of others are refused). */
 export function classify(raw: unknown, inputBucket: string | undefined): Classified {
-  let body: unknown;
-  try {
-    body = decode(raw);
-  } catch (e) {
-    return { kind: "poison", reason: `the body is not JSON: ${(e as Error).message}` };
-  }
+  const decoded = decode(raw);
+  if (!decoded.ok) return { kind: "poison", reason: `the body ${decoded.error}` };
+  const body = decoded.value;
   if (!isObject(body)) return { kind: "poison", reason: "the body is not a JSON object" };
   if (typeof body.action === "string" && isObject(body.object)) return classifyNotification(body, inputBucket);
   const parsed = rowsMessage.safeParse(body);

@@ -22,6 +22,8 @@ export interface Reference {
 
 export const T = 1_796_000_000; // unix s, 2026-11-30
 export const NOW_MS = T * 1000;
+/** The body hash envelope() takes, for providers whose identity is a signed id (Stripe, Standard Webhooks): they ignore it. */
+export const UNUSED_HASH = "0".repeat(64);
 export const enc = (s: string) => new TextEncoder().encode(s);
 
 export const ok = (r: VerifyResult) => (r.ok ? r.secretIndex : r.reason);

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { expect, test } from "vitest";
 import { parseStreamConfig } from "../../../src/stream/config";
 import { validateRow } from "../../../src/stream/schema";
@@ -19,7 +20,8 @@ const config = parsed.config;
 
 test.each(Object.keys(deliveries) as ProviderType[])("a %s envelope is an accepted row of a webhook stream, keyed by its id, timed by its time", (type) => {
   const [headers, body] = deliveries[type];
-  const envelope = PROVIDERS[type].envelope(new Headers(headers), enc(JSON.stringify(body)), NOW_MS);
+  const bytes = enc(JSON.stringify(body));
+  const envelope = PROVIDERS[type].envelope(new Headers(headers), bytes, NOW_MS, createHash("sha256").update(bytes).digest("hex"));
   if (!envelope.ok) throw new Error(envelope.reason);
   expect(validateRow(config, envelope.row, 0, NOW_MS)).toEqual({
     index: 0,
@@ -33,7 +35,8 @@ test.each(Object.keys(deliveries) as ProviderType[])("a %s envelope is an accept
 test("a Stripe redelivery whose pending_webhooks changed is a conflict unless the stream takes the webhook:stripe volatile fields", () => {
   const event = { id: "evt_1", object: "event", created: T - 5, type: "invoice.paid", data: {}, pending_webhooks: 2 };
   const rowOf = (body: unknown) => {
-    const e = PROVIDERS.stripe.envelope(new Headers(), enc(JSON.stringify(body)), NOW_MS);
+    const bytes = enc(JSON.stringify(body));
+    const e = PROVIDERS.stripe.envelope(new Headers(), bytes, NOW_MS, createHash("sha256").update(bytes).digest("hex"));
     if (!e.ok) throw new Error(e.reason);
     return e.row;
   };

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { sign, verify } from "@octokit/webhooks-methods";
 import { describe, expect, test } from "vitest";
 import { batchIdFor, PROVIDERS, signGithub } from "../../../src/webhooks";
@@ -47,29 +48,41 @@ describe("github: the X-Hub-Signature-256 header", () => {
 describe("github: the envelope", () => {
   const delivery = { "X-GitHub-Delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958", "X-GitHub-Event": "push" };
   const payload = { ref: "refs/heads/main", commits: [{ id: "abc" }] };
+  const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+  const envelope = (headers: Headers | Record<string, string>, body: Uint8Array) => provider.envelope(new Headers(headers), body, NOW_MS, sha256(body));
 
-  test("id = X-GitHub-Delivery, type = X-GitHub-Event, time = arrival, payload = the body", () => {
-    expect(provider.envelope(new Headers(delivery), enc(JSON.stringify(payload)), NOW_MS)).toEqual({
+  // DESIGN §6 (issue 14): GitHub signs the body alone, so only the body is identity; the headers are kept, unverified.
+  test("id = the SHA-256 of the signed body; deliveryId = X-GitHub-Delivery and type = X-GitHub-Event (unverified); time = arrival", () => {
+    const body = enc(JSON.stringify(payload));
+    expect(envelope(delivery, body)).toEqual({
       ok: true,
-      row: { id: delivery["X-GitHub-Delivery"], time: NOW_MS, type: "push", payload },
-      deliveryId: delivery["X-GitHub-Delivery"],
+      row: { id: sha256(body), time: NOW_MS, type: "push", deliveryId: delivery["X-GitHub-Delivery"], payload },
+      identity: sha256(body),
     });
   });
 
-  test("a form-encoded delivery carries the JSON in its payload field", () => {
-    const form = `payload=${encodeURIComponent(JSON.stringify(payload))}`;
+  test("another delivery id or event header on the same bytes is the same identity", () => {
+    const body = enc(JSON.stringify(payload));
+    const forged = envelope({ "X-GitHub-Delivery": "forged-1", "X-GitHub-Event": "release" }, body);
+    expect(forged).toMatchObject({ ok: true, row: { id: sha256(body), deliveryId: "forged-1", type: "release" }, identity: sha256(body) });
+    expect(envelope(delivery, enc(JSON.stringify({ ...payload, ref: "x" })))).not.toMatchObject({ identity: sha256(body) });
+  });
+
+  test("a form-encoded delivery carries the JSON in its payload field; its identity is the signed (form) bytes", () => {
+    const form = enc(`payload=${encodeURIComponent(JSON.stringify(payload))}`);
     const headers = new Headers({ ...delivery, "content-type": "application/x-www-form-urlencoded" });
-    expect(provider.envelope(headers, enc(form), NOW_MS)).toMatchObject({ ok: true, row: { payload } });
-    expect(provider.envelope(headers, enc("other=1"), NOW_MS)).toMatchObject({ ok: false, reason: expect.stringMatching(/^the body is not valid JSON/) });
+    expect(envelope(headers, form)).toMatchObject({ ok: true, row: { id: sha256(form), payload }, identity: sha256(form) });
+    expect(envelope(headers, enc("other=1"))).toMatchObject({ ok: false, reason: expect.stringMatching(/^the body is not valid JSON/) });
   });
 
   test("no X-GitHub-Delivery, or a body that is not a JSON object, is refused", () => {
-    expect(provider.envelope(new Headers({ "X-GitHub-Event": "push" }), enc("{}"), NOW_MS)).toEqual({ ok: false, reason: "missing X-GitHub-Delivery header" });
-    expect(provider.envelope(new Headers(delivery), enc("[]"), NOW_MS)).toEqual({ ok: false, reason: "the body is not a JSON object" });
-    expect(provider.envelope(new Headers(delivery), new Uint8Array([0xff, 0xfe]), NOW_MS)).toEqual({ ok: false, reason: "the body is not valid UTF-8" });
+    expect(envelope({ "X-GitHub-Event": "push" }, enc("{}"))).toEqual({ ok: false, reason: "missing X-GitHub-Delivery header" });
+    expect(envelope(delivery, enc("[]"))).toEqual({ ok: false, reason: "the body is not a JSON object" });
+    expect(envelope(delivery, new Uint8Array([0xff, 0xfe]))).toEqual({ ok: false, reason: "the body is not valid UTF-8" });
   });
 
-  test("the batch id is the delivery GUID, which a redelivery keeps", async () => {
-    expect(await batchIdFor("github", delivery["X-GitHub-Delivery"])).toBe(`github:${delivery["X-GitHub-Delivery"]}`);
+  test("the batch id is github: + the body's SHA-256, which a redelivery (the same bytes) keeps", async () => {
+    const hash = sha256(enc(JSON.stringify(payload)));
+    expect(await batchIdFor("github", hash)).toBe(`github:${hash}`);
   });
 });

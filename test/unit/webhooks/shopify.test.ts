@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { describe, expect, test } from "vitest";
 import { batchIdFor, PROVIDERS, signShopify } from "../../../src/webhooks";
 import { conformance, enc, NOW_MS, ok, type Reference } from "./conformance";
@@ -51,19 +51,36 @@ describe("shopify: the X-Shopify-Hmac-Sha256 header", () => {
 describe("shopify: the envelope", () => {
   const base = { "X-Shopify-Topic": "orders/create", "X-Shopify-Webhook-Id": "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043" };
   const order = { id: 820982911946154500, email: "jon@example.com" };
-  const envelope = (headers: Record<string, string>, body: unknown = order) => provider.envelope(new Headers(headers), enc(JSON.stringify(body)), NOW_MS);
+  const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+  const orderHash = sha256(enc(JSON.stringify(order)));
+  const envelope = (headers: Record<string, string>, body: unknown = order) => {
+    const bytes = enc(JSON.stringify(body));
+    return provider.envelope(new Headers(headers), bytes, NOW_MS, sha256(bytes));
+  };
 
-  test("id = X-Shopify-Event-Id; time = X-Shopify-Triggered-At (nanoseconds truncated to ms); type = X-Shopify-Topic", () => {
-    const headers = { ...base, "X-Shopify-Event-Id": "98880550-7158-44d4-b7cd-2c97c8a091b5", "X-Shopify-Triggered-At": "2026-11-30T10:00:27.877041743Z" };
+  // DESIGN §6 (issue 14): Shopify signs the body alone, so only the body is identity; the headers are kept, unverified.
+  test("id = the SHA-256 of the body; deliveryId = X-Shopify-Event-Id; time = X-Shopify-Triggered-At (ns truncated to ms); type = X-Shopify-Topic", () => {
+    const headers = { ...base, "X-Shopify-Event-Id": "98880550-7158-44d4-b7cd-2c97c8a091b5", "X-Shopify-Triggered-At": "2026-11-30T00:40:27.877041743Z" };
     expect(envelope(headers)).toEqual({
       ok: true,
-      row: { id: headers["X-Shopify-Event-Id"], time: Date.UTC(2026, 10, 30, 10, 0, 27, 877), type: "orders/create", payload: order },
-      deliveryId: headers["X-Shopify-Event-Id"],
+      row: { id: orderHash, time: Date.UTC(2026, 10, 30, 0, 40, 27, 877), type: "orders/create", deliveryId: headers["X-Shopify-Event-Id"], payload: order },
+      identity: orderHash,
     });
   });
 
-  test("without X-Shopify-Event-Id the webhook id is the id; without Triggered-At the time is the arrival", () => {
-    expect(envelope(base)).toMatchObject({ ok: true, row: { id: base["X-Shopify-Webhook-Id"], time: NOW_MS }, deliveryId: base["X-Shopify-Webhook-Id"] });
+  test("without X-Shopify-Event-Id the webhook id is the deliveryId; without Triggered-At the time is the arrival", () => {
+    expect(envelope(base)).toMatchObject({ ok: true, row: { id: orderHash, deliveryId: base["X-Shopify-Webhook-Id"], time: NOW_MS }, identity: orderHash });
+  });
+
+  test("a Triggered-At later than the arrival is the arrival: an unsigned header never moves the watermark ahead", () => {
+    const later = new Date(NOW_MS + 23 * 3600_000).toISOString();
+    expect(envelope({ ...base, "X-Shopify-Triggered-At": later })).toMatchObject({ ok: true, row: { time: NOW_MS } });
+    expect(envelope({ ...base, "X-Shopify-Triggered-At": new Date(NOW_MS + 1).toISOString() })).toMatchObject({ ok: true, row: { time: NOW_MS } });
+  });
+
+  test("another event id, topic or time on the same bytes is the same identity", () => {
+    const forged = envelope({ "X-Shopify-Event-Id": "forged", "X-Shopify-Topic": "refunds/create", "X-Shopify-Triggered-At": "2026-11-29T00:00:00Z" });
+    expect(forged).toMatchObject({ ok: true, row: { id: orderHash, deliveryId: "forged", type: "refunds/create" }, identity: orderHash });
   });
 
   test("no id, a Triggered-At that is not ISO-8601, or a body that is not a JSON object, is refused", () => {
@@ -72,7 +89,7 @@ describe("shopify: the envelope", () => {
     expect(envelope(base, "text")).toEqual({ ok: false, reason: "the body is not a JSON object" });
   });
 
-  test("the batch id is the event id", async () => {
-    expect(await batchIdFor("shopify", "98880550-7158-44d4-b7cd-2c97c8a091b5")).toBe("shopify:98880550-7158-44d4-b7cd-2c97c8a091b5");
+  test("the batch id is shopify: + the body's SHA-256", async () => {
+    expect(await batchIdFor("shopify", orderHash)).toBe(`shopify:${orderHash}`);
   });
 });

@@ -1,7 +1,7 @@
 import { Webhook } from "standardwebhooks";
 import { describe, expect, test, vi } from "vitest";
 import { batchIdFor, PROVIDERS, signStandardWebhooks, standardWebhooksKey } from "../../../src/webhooks";
-import { conformance, enc, NOW_MS, ok, T, timeWindow, type Reference } from "./conformance";
+import { conformance, enc, NOW_MS, UNUSED_HASH, ok, T, timeWindow, type Reference } from "./conformance";
 
 const provider = PROVIDERS["standard-webhooks"];
 const ID = "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W";
@@ -107,11 +107,11 @@ describe("standard-webhooks: the signature headers", () => {
 
 describe("standard-webhooks: the envelope", () => {
   const envelope = (body: Record<string, unknown>, headers = { "webhook-id": ID, "webhook-timestamp": String(T) }) =>
-    provider.envelope(new Headers(headers), enc(JSON.stringify(body)), NOW_MS + 12_345);
+    provider.envelope(new Headers(headers), enc(JSON.stringify(body)), NOW_MS + 12_345, UNUSED_HASH);
 
   test("id = webhook-id, type = body type, time = body timestamp when ISO-8601", () => {
     const body = { type: "invoice.paid", timestamp: "2022-11-03T20:26:10.344522Z", data: { id: "in_1" } };
-    expect(envelope(body)).toEqual({ ok: true, row: { id: ID, time: Date.UTC(2022, 10, 3, 20, 26, 10, 344), type: "invoice.paid", payload: body }, deliveryId: ID });
+    expect(envelope(body)).toEqual({ ok: true, row: { id: ID, time: Date.UTC(2022, 10, 3, 20, 26, 10, 344), type: "invoice.paid", payload: body }, identity: ID });
   });
 
   test.each<[string, unknown, number]>([
@@ -131,7 +131,7 @@ describe("standard-webhooks: the envelope", () => {
       ok: false,
       reason: 'no event time: the body has no ISO-8601 or epoch-ms "timestamp" and webhook-timestamp is not unix seconds',
     });
-    expect(provider.envelope(new Headers({ "webhook-id": ID, "webhook-timestamp": String(T) }), enc("null"), NOW_MS)).toEqual({ ok: false, reason: "the body is not a JSON object" });
+    expect(provider.envelope(new Headers({ "webhook-id": ID, "webhook-timestamp": String(T) }), enc("null"), NOW_MS, UNUSED_HASH)).toEqual({ ok: false, reason: "the body is not a JSON object" });
   });
 
   test("the batch id is the message id, which retries keep", async () => {

@@ -1,7 +1,7 @@
 import Stripe from "stripe";
 import { describe, expect, test } from "vitest";
 import { batchIdFor, PROVIDERS, signStripe } from "../../../src/webhooks";
-import { conformance, enc, NOW_MS, ok, T, timeWindow, type Reference } from "./conformance";
+import { conformance, enc, NOW_MS, UNUSED_HASH, ok, T, timeWindow, type Reference } from "./conformance";
 
 const stripeLib = new Stripe("sk_test_unused");
 const provider = PROVIDERS.stripe;
@@ -92,14 +92,14 @@ describe("stripe: the Stripe-Signature header", () => {
 
 describe("stripe: the envelope", () => {
   const event = { id: "evt_1Nq", object: "event", created: 1_796_000_123, type: "invoice.paid", data: { object: { id: "in_1" } }, pending_webhooks: 1 };
-  const envelope = (body: unknown) => provider.envelope(new Headers(), enc(typeof body === "string" ? body : JSON.stringify(body)), NOW_MS);
+  const envelope = (body: unknown) => provider.envelope(new Headers(), enc(typeof body === "string" ? body : JSON.stringify(body)), NOW_MS, UNUSED_HASH);
 
   test("id and type from the event, created (unix seconds) as ms, the whole event as payload", () => {
-    expect(envelope(event)).toEqual({ ok: true, row: { id: "evt_1Nq", time: 1_796_000_123_000, type: "invoice.paid", payload: event }, deliveryId: "evt_1Nq" });
+    expect(envelope(event)).toEqual({ ok: true, row: { id: "evt_1Nq", time: 1_796_000_123_000, type: "invoice.paid", payload: event }, identity: "evt_1Nq" });
   });
 
   test("the time is the event's, not the arrival's", () => {
-    expect(provider.envelope(new Headers(), enc(JSON.stringify(event)), 0)).toMatchObject({ row: { time: 1_796_000_123_000 } });
+    expect(provider.envelope(new Headers(), enc(JSON.stringify(event)), 0, UNUSED_HASH)).toMatchObject({ row: { time: 1_796_000_123_000 } });
   });
 
   test("a missing type is null; a missing id or created, or a body that is not a JSON object, is refused", () => {
