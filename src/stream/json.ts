@@ -36,13 +36,18 @@ export function textDepth(text: string, stopAt = Infinity): number {
  * Whether an already-parsed value (a queue message that arrived as an object)
  * nests deeper than `limit` arrays and objects. Iterative, so that the check
  * itself cannot overflow the stack; it stops at the first path past the limit.
+ * Each object is visited once, so a structured-clone value that shares or
+ * cycles objects costs its size, not its paths (what this then misses, the
+ * caller's hashing refuses for that message alone).
  */
 export function valueDeeperThan(value: unknown, limit = MAX_JSON_DEPTH): boolean {
+  const seen = new Set<object>();
   const stack: [unknown, number][] = [[value, 0]];
   while (stack.length > 0) {
     const [v, d] = stack.pop()!;
-    if (v === null || typeof v !== "object") continue;
+    if (v === null || typeof v !== "object" || seen.has(v)) continue;
     if (d + 1 > limit) return true;
+    seen.add(v);
     for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, d + 1]);
   }
   return false;

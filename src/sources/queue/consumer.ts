@@ -70,14 +70,16 @@ async function consumeStream(env: Env, queue: string, stream: string, items: Ite
     for (const { msg, c } of items) {
       if (c.kind !== "rows") continue;
       let hash: string;
+      let bytes: number;
       try {
         hash = await messageHash(c.source, c.rows);
+        bytes = new TextEncoder().encode(JSON.stringify(c.rows)).byteLength;
       } catch (e) {
-        // Only this message: the others of its batch go on (classify() bounds the depth, so this is not expected).
-        decide(msg, { action: "dead-letter", reason: `the rows cannot be hashed (${e instanceof Error ? e.name : "error"})` });
+        // Only this message: the others of its batch go on. classify() bounds the depth; a structured-clone
+        // message can still share or cycle objects, which JSON cannot say. The reason names no content.
+        decide(msg, { action: "dead-letter", reason: `the rows are not JSON data (${e instanceof Error ? e.name : "error"})` });
         continue;
       }
-      const bytes = new TextEncoder().encode(JSON.stringify(c.rows)).byteLength;
       // A message's own batch id lives in the queue's namespace (qid:…), so it cannot take another ingress's id.
       const batchId = c.batchId === null ? queueBatchId(hash) : await explicitQueueBatchId(c.batchId);
       add(msg, { sourceHeader: c.source, batchId, auth: { kind: "admin" }, rows: c.rows, identity: queueIdentity(hash), bytes, fault: null });
