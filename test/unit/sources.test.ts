@@ -99,7 +99,7 @@ describe("file rows, as Spark's JSON source reads them", () => {
     expect(() => fileRows("[]", "json", undefined, 10)).toThrow(/empty JSON array/);
     expect(() => fileRows(text([a, a, a]), "json", undefined, 2)).toThrow(TooManyRows);
     expect(() => fileRows(JSON.stringify([a, a, a]), "json", undefined, 2)).toThrow(TooManyRows);
-    const deep = "[".repeat(40) + "]".repeat(40);
+    const deep = "[".repeat(70) + "]".repeat(70); // past MAX_JSON_DEPTH (64)
     expect(() => fileRows(deep, "json", undefined, 10)).toThrow(/nests more than/);
     expect(fileRows(`${JSON.stringify(a)}\n${deep}\n`, "ndjson", undefined, 10).corruptLines).toEqual([2]);
     expect(parseJsonText("{bad")).toEqual({ ok: false, why: "invalid" });

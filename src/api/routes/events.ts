@@ -12,7 +12,7 @@ export const postEvents = route({
   request: {
     headers: z.object({
       "X-Source": z.string().regex(NAME_PATTERN).default("default").describe("the batch's source"),
-      "Idempotency-Key": z.string().regex(/^[\x21-\x7e]{1,255}$/).optional().describe("the batch id, scoped per source; generated (and answered in the response header) when left out"),
+      "Idempotency-Key": z.string().regex(/^[\x21-\x7e]{1,255}$/).optional().describe("the batch id, scoped per source; generated (and answered in the response header) when left out. Ids starting with the other ingresses' prefixes (`stripe:`, `github:`, `shopify:`, `standard-webhooks:`, `r2:`, `r2h:`, `q:`, `qid:`) are refused with a 400"),
       "Content-Type": z.string().optional().describe("`application/x-ndjson` (or `application/jsonl`, `application/x-jsonlines`) for NDJSON; anything else is parsed as JSON"),
     }),
     body: z.union([z.record(z.string(), z.unknown()), z.array(z.record(z.string(), z.unknown()))]).describe("one row, or an array of rows"),

@@ -7,7 +7,7 @@ import { STREAM } from "./shared";
 export const postWebhook = route({
   method: "post", path: `${STREAM}/sources/:source/webhook`, summary: "A provider's webhook delivery (Stripe, GitHub, Shopify, Standard Webhooks)", tag: "ingest", auth: "provider",
   description: "Verified by the source's provider credential; one delivery is one envelope row, and a redelivery replays.",
-  responses: { 200: { schema: outcomeSchema, description: "the delivery's outcome", headers: { "Idempotency-Key": "the batch id, derived from the delivery id" } } },
+  responses: { 200: { schema: outcomeSchema, description: "the delivery's outcome", headers: { "Idempotency-Key": "the batch id, derived from what the provider signs: its event id (Stripe, Standard Webhooks) or the SHA-256 of the body (GitHub, Shopify)" } } },
   handler: async (c) => {
     const { outcome, batchId } = await webhook(c.env, c.get("stream"), c.req.param("source")!, c.req.raw);
     return c.json(outcome, 200, { "idempotency-key": batchId });

@@ -109,7 +109,7 @@ describe("liveAdvice", () => {
  * does at the commit.
  */
 function liveFiguresOf(rows: { id: string; ts: number; src: string }[], batchSizes: number[]): Map<string, LiveFigures> {
-  const pipe = new Pipeline({ key: ["id"], eventTime: "ts", mode: "global", watermarkDelay: "1000 days", partitions: 3 }, BASE + 365 * 86_400_000);
+  const pipe = new Pipeline({ key: ["id"], eventTime: "ts", mode: "global", watermarkDelay: "365 days", partitions: 3 }, BASE + 365 * 86_400_000);
   const settings = dedupSettings(pipe.config);
   const figures = new Map<string, LiveFigures>();
   let at = 0;
