@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { boundFieldChanges, sourceConfig, type StreamConfig } from "./stream/config";
+import { boundFieldChanges, idempotencyWindowOf, sourceConfig, type StreamConfig } from "./stream/config";
 import { own } from "./stream/own";
 import type { BatchCounts } from "./stream/batch";
 import { capRejected, progressOf, rejectedTotal, type BatchOutcome, type ProgressReport } from "./stream/report";
@@ -17,7 +17,9 @@ import type { FaultPoint } from "./faults";
 import { MicroBatcher } from "./microbatch/batcher";
 import { runGroup, type BegunMember, type GroupResult } from "./microbatch/run-group";
 import { CredentialStore, type SealedSigner } from "./coordinator/credentials";
-import { BatchLedger, recordedOutcome, sameBody, type BatchRow } from "./coordinator/ledger";
+import { BatchLedger, LEDGER_MIGRATION, recordedOutcome, sameBody, type BatchRow, type CommittedRecord } from "./coordinator/ledger";
+import { PRUNE_STEP_GROUPS, pruneStep, type Bookkeeping } from "./coordinator/window";
+import { LEDGER_RETENTION_MS } from "./partition";
 import { AdviceFigures } from "./coordinator/advice";
 import { PartitionBook, type ReportedPartition } from "./coordinator/partitions";
 import { ADVICE_TABLE, liveAdvice, type BatchObservation, type LiveAdvice, type LiveFigures } from "./stream/advisor/live";
@@ -59,6 +61,7 @@ export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
   },
   { version: 3, does: "the outbox, publication progress (manifest, table) and metrics counters", up: (sql) => sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE + METRICS_TABLE) },
   { version: 4, does: "advice: the delay advisor's live figures per source", up: (sql) => sql.exec(ADVICE_TABLE) },
+  LEDGER_MIGRATION,
 ];
 
 /** How long a request for a batch id that is in flight waits for it before a 409. */
@@ -69,6 +72,8 @@ export const LEASE_MS = 30_000;
 export const EVICTION_DELAY_MS = 200;
 /** Commits are published (manifest, table) by an alarm about this long after them. */
 export const PUBLISH_AFTER_MS = 2_000;
+/** Prune steps due by the clock run at most this often (each is an alarm). */
+export const PRUNE_MIN_INTERVAL_MS = 1_000;
 /** A micro-batch takes at most this many rows (more than any one request may have). */
 export const MICRO_BATCH_MAX_ROWS = 100_000;
 
@@ -153,6 +158,8 @@ export interface StreamDescription {
   sources: Record<string, { maxEventTime: number | null; watermark: number; lastBatchAt: number | null; declared: boolean; idle: boolean }>;
   state: { rows: number; bytes: number };
   batches: { committed: number };
+  /** the Coordinator's own records (DESIGN §9) */
+  bookkeeping: Bookkeeping;
 }
 
 interface Meta {
@@ -268,7 +275,13 @@ export class Coordinator extends DurableObject<Env> {
       sources,
       state: { rows: stats.reduce((a, s) => a + s.rows, 0), bytes: stats.reduce((a, s) => a + s.bytes, 0) },
       batches: { committed },
+      bookkeeping: this.bookkeeping(meta),
     };
+  }
+
+  /** The Coordinator's own storage and the batch ids it remembers (GET /v1/streams/{stream}, /metrics). */
+  private bookkeeping(meta: Meta): Bookkeeping {
+    return { bytes: this.ctx.storage.sql.databaseSize, batchesRemembered: this.ledger.remembered(), idempotencyWindow: idempotencyWindowOf(meta.config) };
   }
 
   /**
@@ -409,10 +422,13 @@ export class Coordinator extends DurableObject<Env> {
     const meta = this.meta();
     if (!meta) throw new Error("stream was deleted while the batch ran");
     const now = Date.now();
-    // One transaction: a first attempt is recorded with the watermark in force now; a retry keeps its own.
-    const members = this.ctx.storage.transactionSync(() => items.map((it) => this.beginMember(meta, it, now)));
+    // A first attempt is judged by the watermark in force now; a retry keeps its own. One begin record for the group.
+    const group = `g-${crypto.randomUUID()}`;
+    const members = items.map((it) => this.beginMember(meta, it, now));
+    this.ledger.begin(group, members, now);
     const { commits, outbox } = await runGroup(
       {
+        group,
         stream: meta.name,
         epoch: meta.epoch,
         watermark: meta.watermark,
@@ -423,7 +439,7 @@ export class Coordinator extends DurableObject<Env> {
       members,
     );
     if (this.meta()?.epoch !== meta.epoch) throw new Error("stream was deleted while the batch ran");
-    return this.commitGroup(commits, members, outbox);
+    return this.commitGroup(commits, { id: group, members }, outbox);
   }
 
   /**
@@ -438,7 +454,9 @@ export class Coordinator extends DurableObject<Env> {
     const now = Date.now();
     const a = this.admitBatch(meta, sourceHeader, batchId, body, auth, now);
     if (!runnable(a)) return a;
-    const m = this.beginMember(meta, { source: a.source, batchId, identity: body.hash, rows: [], fault: null }, now);
+    const m = this.beginMember(meta, { source: a.source, batchId, identity: body.hash, rows: [], fault: null, row: a.kind === "resumed" ? a.row : null }, now);
+    // The direct form's begin record is the batch's own, named by its ledger key (as its partitions' decisions are).
+    if (!m.resumed) this.ledger.begin(`${a.source}\n${batchId}`, [m], now);
     this.leases.set(`${a.source}\n${batchId}`, now + LEASE_MS);
     return { kind: "run", source: a.source, watermark: m.watermark, begunAt: m.begunAt, config: m.config, epoch: meta.epoch };
   }
@@ -484,18 +502,17 @@ export class Coordinator extends DurableObject<Env> {
   }
 
   /**
-   * Records a batch's first attempt (the watermark, begin time and config it is
-   * judged by), or reads them back for a retry, so that it is planned and
-   * judged exactly as before.
+   * A batch's first attempt (judged by the watermark, time and config in force
+   * now), or its retry with those of its first attempt read back, so that it is
+   * planned and judged exactly as before. The caller records the begin.
    */
-  private beginMember(meta: Meta, s: Submission, now: number): BegunMember {
+  private beginMember(meta: Meta, s: Submission, now: number): BegunMember & { identity: string; configVersion: number } {
     const row = s.row !== undefined ? s.row : this.ledger.row(s.source, s.batchId);
-    if (row) {
+    if (row && row.seq === null) {
       const config = row.config_version === meta.configVersion ? meta.config : this.configAt(row.config_version);
-      return { ...s, watermark: row.watermark, begunAt: row.begun_at, config, resumed: true };
+      return { ...s, watermark: row.watermark, begunAt: row.begun_at, config, configVersion: row.config_version, resumed: true };
     }
-    this.ledger.begin(s.source, s.batchId, s.identity, meta.watermark, now, meta.configVersion);
-    return { ...s, watermark: meta.watermark, begunAt: now, config: meta.config, resumed: false };
+    return { ...s, watermark: meta.watermark, begunAt: now, config: meta.config, configVersion: meta.configVersion, resumed: false };
   }
 
   /** One commit transaction; the advice figures it added to in place are read again if it rolls back. */
@@ -517,7 +534,7 @@ export class Coordinator extends DurableObject<Env> {
    */
   private async commitGroup(
     reqs: CommitRequest[],
-    begun?: readonly { watermark: number }[],
+    begun?: { id: string; members: readonly { watermark: number; identity: string }[] },
     outbox?: GroupResult["outbox"],
   ): Promise<BatchOutcome[]> {
     const meta = this.meta();
@@ -525,8 +542,8 @@ export class Coordinator extends DurableObject<Env> {
     const { outcomes, watermark, sources, done } = this.committing(() => {
       const now = Date.now();
       // A micro-batch's members hold their leases since they began: none can have committed meanwhile.
-      const rows = begun
-        ? begun.map((b) => ({ watermark: b.watermark, seq: null, report: null }))
+      const rows: Pick<BatchRow, "body_hash" | "watermark" | "seq" | "report" | "begun">[] = begun
+        ? begun.members.map((b) => ({ body_hash: b.identity, watermark: b.watermark, seq: null, report: null, begun: begun.id }))
         : reqs.map((r) => {
             const row = this.ledger.row(r.source, r.batchId);
             if (!row) throw new Error("commit of a batch that never began");
@@ -562,6 +579,8 @@ export class Coordinator extends DurableObject<Env> {
         });
       }
       let seq = this.ledger.lastSeq();
+      const firstSeq = seq + 1;
+      const records: CommittedRecord[] = [];
       const outcomes = reqs.map((req, i): BatchOutcome => {
         if (rows[i].seq !== null) return recordedOutcome(rows[i], req.source, req.batchId);
         seq += 1;
@@ -582,9 +601,12 @@ export class Coordinator extends DurableObject<Env> {
           numRowsRemoved: req.touched.reduce((a, t) => a + t.removed, 0),
           stateBytes: totals.bytes,
         });
-        this.ledger.commit(seq, req, outcome, report);
+        records.push({ source: req.source, batchId: req.batchId, identity: rows[i].body_hash, objects: req.objects, outcome, report });
         return outcome;
       });
+      const times = fresh.flatMap((r) => (r.maxEventTime === null ? [] : [r.maxEventTime]));
+      const begunId = begun?.id ?? rows.find((r) => r.seq === null)?.begun ?? null;
+      this.ledger.commit(begunId, firstSeq, now, times.length > 0 ? Math.max(...times) : null, records);
       // The counters of /metrics: one statement for the whole micro-batch.
       const done = outcomes.flatMap((o, i): CommittedFigures[] =>
         o.replayed ? [] : [{ ...o, rejected: rejectedTotal(o), durationMs: now - reqs[i].startedAt }]);
@@ -593,11 +615,16 @@ export class Coordinator extends DurableObject<Env> {
     });
     if (done.length > 0) observeCommit(this.env, meta.name, done, meta.watermark, watermark);
     this.forgetCaches();
+    // The decisions in the partitions are no longer needed: a retry is answered here. A micro-batch's are one entry per partition.
+    const forget = new Map<number, string>();
     for (const r of reqs) {
       this.leases.delete(`${r.source}\n${r.batchId}`);
-      // Its decisions in the partitions are no longer needed: a retry is answered here.
-      for (const t of r.touched) this.partitions.forgetLater(t.p, `${r.source}\n${r.batchId}`);
+      for (const t of r.touched) {
+        if (begun) forget.set(t.p, begun.id);
+        else this.partitions.forgetLater(t.p, `${r.source}\n${r.batchId}`);
+      }
     }
+    for (const [p, id] of forget) this.partitions.forgetLater(p, id);
     if (watermark > meta.watermark) await this.scheduleEviction(meta.config);
     if (outbox) await this.scheduleFlush();
     // Published soon: objects written now (the outbox's are published after their flush), and the table.
@@ -655,11 +682,16 @@ export class Coordinator extends DurableObject<Env> {
     return this.keys.delete(source, id);
   }
 
-  /** The stream's name, epoch, partition count and last commit number, for reads. */
-  locate(): { name: string; epoch: string; partitions: number; lastSeq: number; config: StreamConfig } | null {
+  /**
+   * The stream's name, epoch, partition count and last commit number, for
+   * reads; `indexedFrom`: the first commit the ledger's commit index still
+   * holds (earlier ones are read from the committed manifest).
+   */
+  locate(): { name: string; epoch: string; partitions: number; lastSeq: number; indexedFrom: number; config: StreamConfig } | null {
     const meta = this.meta();
     if (!meta) return null;
-    return { name: meta.name, epoch: meta.epoch, partitions: meta.config.partitions, lastSeq: this.ledger.lastSeq(), config: meta.config };
+    const lastSeq = this.ledger.lastSeq();
+    return { name: meta.name, epoch: meta.epoch, partitions: meta.config.partitions, lastSeq, indexedFrom: this.ledger.indexedFrom(), config: meta.config };
   }
 
   /** Deletes the stream: partitions' state, the output in R2, then the ledger and config. */
@@ -694,12 +726,35 @@ export class Coordinator extends DurableObject<Env> {
     if (meta.config.mode !== "global") await this.evictDue(meta);
     const now = this.meta();
     if (!now || now.epoch !== meta.epoch) return; // dropped meanwhile
+    const pruneAt = this.pruneLedger(now);
+    if (pruneAt !== null) await this.alarmBy(pruneAt);
     await this.scheduleFlush();
     // The table catches up in steps; the manifest follows flushes (each flush's alarm publishes it).
     if (now.config.table && this.ledger.lastSeq() > this.published("table")) await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
     // Commits that landed during the fan-out may have moved the watermark again.
     if (now.config.mode !== "global" && now.watermark > meta.watermark) await this.scheduleEviction(now.config);
     if (hasIdleTimeout(now.config)) await this.scheduleIdle(now.config, this.sourceProgress());
+  }
+
+  /**
+   * Forgets, in one bounded step (src/coordinator/window.ts), the committed
+   * groups past the idempotency window that a retry can no longer change, and
+   * begin records older than the partitions keep decisions. Returns when the
+   * next step is due by the clock (null: a commit, the watermark or a
+   * publication brings the alarm back).
+   */
+  private pruneLedger(meta: Meta): number | null {
+    const now = Date.now();
+    const published = meta.config.table ? Math.min(this.published("manifest"), this.published("table")) : this.published("manifest");
+    const step = pruneStep(this.ledger.oldest(PRUNE_STEP_GROUPS), {
+      now, window: idempotencyWindowOf(meta.config), mode: meta.config.mode, watermark: meta.watermark, publishedUpTo: published,
+    });
+    this.ctx.storage.transactionSync(() => {
+      if (step.upTo !== null) this.ledger.prune(step.upTo);
+      this.ledger.pruneBegun(now - LEDGER_RETENTION_MS);
+    });
+    this.forgetCaches();
+    return step.retryAt === null ? null : Math.max(step.retryAt, now + PRUNE_MIN_INTERVAL_MS);
   }
 
   /** The meta row after sources that have turned idle left the watermark (which may then advance). */
@@ -754,6 +809,7 @@ export class Coordinator extends DurableObject<Env> {
       bucket: this.env.SINK,
       lastSeq: this.ledger.lastSeq(),
       commits: (after, upTo, limit) => this.commits("data", after, upTo, limit),
+      laneCommits: (lane, after, upTo, limit) => this.commits(lane, after, upTo, limit),
       progress: (what) => this.published(what),
       setProgress: (what, seq) => void this.sql.exec("INSERT OR REPLACE INTO published (what, seq) VALUES (?, ?)", what, seq),
     };

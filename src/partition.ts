@@ -32,6 +32,8 @@ export interface ApplyRequest {
 /** A micro-batch's rows for this partition: an entry per request, judged in order. */
 export interface GroupApplyRequest {
   epoch: string;
+  /** the micro-batch's id: its decisions are one ledger entry under it (absent: one entry per batch, by its key) */
+  group?: string;
   watermark: number;
   entries: GroupEntry[];
   /** ledgers of batches that have committed: a retry of them never reaches a partition again */
@@ -140,9 +142,20 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
       sql.exec("DROP INDEX IF EXISTS keys_by_expiry; DROP TABLE keys; ALTER TABLE keys_v3 RENAME TO keys;");
     },
   },
+  {
+    version: 4,
+    does: "the decision ledger per micro-batch: ledger.batch names an entry (a micro-batch, or one batch), ledger.decisions is a JSON array of [batch key, decisions]",
+    up: (sql) => sql.exec("UPDATE ledger SET decisions = json_array(json_array(batch, decisions))"),
+  },
 ];
 
-/** How long a batch's decisions are kept for a replay of a batch that crashed before its commit. */
+/**
+ * The decision ledger's bound: an entry goes with the first call after its
+ * micro-batch commits (the Coordinator's forget-list), or, for a micro-batch
+ * that never committed (its members crashed and were not retried), after this
+ * long: a retry later than that is judged afresh. The Coordinator drops its
+ * begin records after as long.
+ */
 export const LEDGER_RETENTION_MS = 7 * 86_400_000;
 const LEDGER_PRUNE_EVERY_MS = 3_600_000;
 
@@ -197,6 +210,7 @@ export class Partition extends DurableObject<Env> {
       let inserted = 0;
       let judged = 0;
       const ledger: [string, string][] = [];
+      const perEntry = req.group === undefined;
       const duplicates: Duplicate[] = [];
       const decisions = req.entries.map((entry, e) => {
         // Rows this batch already had decided here (an attempt that crashed before
@@ -215,12 +229,15 @@ export class Partition extends DurableObject<Env> {
         return entry.rows.map((r) => known.get(r.index)!).join("");
       });
       const gaps = this.duplicateGaps(req.entries.length, duplicates, meta);
-      if (ledger.length > 0) {
+      if (ledger.length > 0 && perEntry) {
         this.sql.exec(
           `INSERT OR REPLACE INTO ledger (batch, at, decisions)
-           SELECT json_extract(value, '$[0]'), ?, json_extract(value, '$[1]') FROM json_each(?)`,
+           SELECT json_extract(value, '$[0]'), ?, json_array(json(value)) FROM json_each(?)`,
           Date.now(), JSON.stringify(ledger),
         );
+      } else if (ledger.length > 0) {
+        // One entry for the micro-batch: one row written, and one deleted once it commits.
+        this.sql.exec("INSERT OR REPLACE INTO ledger (batch, at, decisions) VALUES (?, ?, ?)", req.group!, Date.now(), JSON.stringify(ledger));
       }
       meta.rows += inserted;
       if (inserted > 0 || removed > 0 || ledger.length > 0) this.saveMeta(meta);
@@ -318,14 +335,28 @@ export class Partition extends DurableObject<Env> {
     this.migrate(); // the instance may serve again (the stream created anew)
   }
 
-  /** batch → (input index → decision), for the given batches' rows decided here before: one statement for all. */
+  /**
+   * batch → (input index → decision), for the given batches' rows decided
+   * here before, from whichever entries hold them (an attempt that failed,
+   * and a later one that failed too: decisions never change, so their union).
+   * One statement; the ledger holds only entries not yet committed, so the
+   * scan is short.
+   */
   private recordedDecisions(batches: string[]): Map<string, Map<number, Decision>> {
     const out = new Map<string, Map<number, Decision>>();
     if (batches.length === 0) return out;
     const rows = this.sql
-      .exec<{ batch: string; decisions: string }>("SELECT batch, decisions FROM ledger WHERE batch IN (SELECT value FROM json_each(?))", JSON.stringify(batches))
+      .exec<{ batch: string; decisions: string }>(
+        `SELECT json_extract(m.value, '$[0]') AS batch, json_extract(m.value, '$[1]') AS decisions FROM ledger l, json_each(l.decisions) m
+         WHERE json_extract(m.value, '$[0]') IN (SELECT value FROM json_each(?))`,
+        JSON.stringify(batches),
+      )
       .toArray();
-    for (const r of rows) out.set(r.batch, decodeDecisions(r.decisions));
+    for (const r of rows) {
+      const known = out.get(r.batch) ?? new Map<number, Decision>();
+      for (const [i, d] of decodeDecisions(r.decisions)) known.set(i, d);
+      out.set(r.batch, known);
+    }
     return out;
   }
 

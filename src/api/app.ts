@@ -7,7 +7,7 @@ import { DEFAULT_THRESHOLDS, evaluateHealth, type HealthSource } from "../stream
 import { renderPrometheus, type StreamMetrics } from "../stream/metrics";
 import { watermarkSources } from "../stream/watermark";
 import { InjectedFault } from "../faults";
-import { readParts } from "../output-reader";
+import { committedPages, readParts } from "../output-reader";
 import { docsPage, openApiDocument } from "./openapi";
 import { r2Store, readTableSnapshot } from "../table";
 import { requireAdmin } from "./auth";
@@ -208,16 +208,17 @@ for (const [path, lane] of [["output", "data"], ["late", "late"], ["rejected", "
     const coordinator = coordinatorStub(c.env, c.get("stream"));
     const where = await coordinator.locate();
     if (!where) throw missing(c.get("stream"));
-    let after = intParam(c.req.query("after"), "after", 0, 0, Number.MAX_SAFE_INTEGER);
+    const after = intParam(c.req.query("after"), "after", 0, 0, Number.MAX_SAFE_INTEGER);
     const bucket = c.env.SINK;
     // A snapshot: commits up to the last one now; X-Commit-Seq tells the reader where to resume.
     const upTo = where.lastSeq;
+    // Commits the ledger has forgotten are read from the committed manifest (src/output-reader.ts).
+    const pages = committedPages(bucket, where, lane, after, upTo, (a, u, l) => coordinator.commits(lane, a, u, l));
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
-        const page = await coordinator.commits(lane, after, upTo, 100);
-        if (page.length === 0) return controller.close();
-        for await (const bytes of readParts(bucket, page)) controller.enqueue(bytes);
-        after = page[page.length - 1].seq;
+        const page = await pages.next();
+        if (page.done) return controller.close();
+        for await (const bytes of readParts(bucket, page.value)) controller.enqueue(bytes);
       },
     });
     return new Response(body, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "x-commit-seq": String(upTo) } });

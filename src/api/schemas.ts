@@ -72,6 +72,7 @@ export const streamConfigSchema = z.looseObject({
   limits: z.object({ maxBodyBytes: z.number().int(), maxRows: z.number().int() }),
   table: z.looseObject({ format: z.literal("iceberg"), location: z.string().optional() }).optional(),
   stateKeys: z.literal("hashed").optional().describe("present when partitions keep 64-bit key hashes"),
+  idempotencyWindow: z.number().optional().describe("ms; absent: 24 hours"),
 });
 
 export const putStreamResultSchema = z.object({
@@ -99,6 +100,13 @@ export const streamInfoSchema = z.object({
   sources: z.record(z.string(), sourceInfoSchema),
   state: stateTotals,
   batches: z.object({ committed: z.number().int() }),
+  bookkeeping: z
+    .object({
+      bytes: z.number().int().describe("the Coordinator's own storage"),
+      batchesRemembered: z.number().int().describe("committed batch ids within the idempotency window"),
+      idempotencyWindow: z.number().int().describe("ms"),
+    })
+    .describe("the stream's own records (DESIGN §9): they level off under a steady load"),
 });
 
 export const streamListSchema = z.object({

@@ -23,6 +23,8 @@ export interface BegunMember {
 }
 
 export interface GroupContext {
+  /** the micro-batch's id: its begin record and its partitions' decision entries go by it */
+  group?: string;
   stream: string;
   epoch: string;
   /** the global watermark in force when the group began */
@@ -63,6 +65,7 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
       const r = await ctx.applyGroup(p, {
         epoch: ctx.epoch,
         watermark: ctx.watermark,
+        ...(ctx.group ? { group: ctx.group } : {}),
         entries: entries.map((e) => {
           const m = byLedger.get(e.batch)!;
           return { ...e, settings: dedupSettings(m.config), resumed: m.resumed };
@@ -89,7 +92,7 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
   const bodies = { data: lanes.data.body, late: lanes.late.body, rejected: lanes.rejected.body };
   const size = bodies.data.length + bodies.late.length + bodies.rejected.length;
   const direct = size > OUTBOX_MAX_ENTRY_BYTES;
-  const group = `g-${crypto.randomUUID()}`;
+  const group = ctx.group ?? `g-${crypto.randomUUID()}`;
   // A small group writes nothing to R2 here: its lanes go into the outbox in the commit's transaction,
   // so the crash points before the commit all leave the same thing behind: nothing.
   const objects: LaneKeys = !direct ? { data: null, late: null, rejected: null } : await writeGroup(

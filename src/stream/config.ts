@@ -68,6 +68,9 @@ export const streamBodySchema = z
       .strictObject({ format: z.literal("iceberg"), location: z.string().min(1).max(1024).optional().describe("the base URI external readers use") })
       .optional()
       .describe("append committed output to an Iceberg table in R2"),
+    idempotencyWindow: interval
+      .optional()
+      .describe('how long a committed batch id is remembered: a retry within it is answered with its recorded outcome; at least "1 minute", at most "365 days"; default "24 hours"'),
     stateKeys: z
       .enum(["text", "hashed"])
       .default("text")
@@ -79,6 +82,9 @@ export const streamBodySchema = z
     }
     if (b.eventTime !== undefined && b.watermarkDelay === undefined) {
       ctx.addIssue({ code: "custom", path: ["watermarkDelay"], message: "required when eventTime is set" });
+    }
+    if (b.idempotencyWindow !== undefined && (b.idempotencyWindow < MIN_IDEMPOTENCY_WINDOW_MS || b.idempotencyWindow > MAX_IDEMPOTENCY_WINDOW_MS)) {
+      ctx.addIssue({ code: "custom", path: ["idempotencyWindow"], message: 'must be at least "1 minute" and at most "365 days"' });
     }
     if (b.idleTimeout === 0) ctx.addIssue({ code: "custom", path: ["idleTimeout"], message: "must be more than 0" });
     for (const [name, src] of Object.entries(b.sources)) {
@@ -118,6 +124,8 @@ export interface StreamConfig {
   table?: { format: "iceberg"; location?: string };
   /** partitions keep 64-bit key hashes instead of key text (src/stream/key-hash.ts); absent: text */
   stateKeys?: "hashed";
+  /** ms a committed batch id is remembered (DESIGN §9); absent: DEFAULT_IDEMPOTENCY_WINDOW_MS */
+  idempotencyWindow?: number;
 }
 
 export interface SourceConfig {
@@ -127,6 +135,16 @@ export interface SourceConfig {
   maxAheadOfWatermark?: number;
   /** ms; the source's own idle timeout (defaults to the stream's) */
   idleTimeout?: number;
+}
+
+/** The idempotency window (DESIGN §9): 24 hours by default, as Stripe keeps idempotency keys. */
+export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 86_400_000;
+export const MIN_IDEMPOTENCY_WINDOW_MS = 60_000;
+export const MAX_IDEMPOTENCY_WINDOW_MS = 365 * 86_400_000;
+
+/** How long a committed batch id of this stream is remembered. */
+export function idempotencyWindowOf(config: StreamConfig): number {
+  return config.idempotencyWindow ?? DEFAULT_IDEMPOTENCY_WINDOW_MS;
 }
 
 export const DEFAULT_LIMITS = { maxBodyBytes: 10 * 1024 * 1024, maxRows: 10_000 };
@@ -160,6 +178,7 @@ export function parseStreamConfig(body: unknown): ConfigResult {
       limits: { ...DEFAULT_LIMITS, ...b.limits },
       ...(b.table ? { table: b.table } : {}),
       ...(b.stateKeys === "hashed" ? { stateKeys: "hashed" as const } : {}),
+      ...(b.idempotencyWindow === undefined ? {} : { idempotencyWindow: b.idempotencyWindow }),
     },
   };
 }
