@@ -791,7 +791,8 @@ export class Coordinator extends DurableObject<Env> {
       sources[s] = sourceWatermark(meta.config, s, own(progress, s));
     }
     const counters = this.sql.exec<{ name: string; source: string; n: number }>("SELECT name, source, n FROM metrics").toArray();
-    return streamMetricsOf(meta.name, counters, { watermark: meta.watermark, sources, state: this.partitions.totals() });
+    const { bytes, batchesRemembered } = this.bookkeeping(meta);
+    return streamMetricsOf(meta.name, counters, { watermark: meta.watermark, sources, state: this.partitions.totals(), bookkeeping: { bytes, batchesRemembered } });
   }
 
   /** For GET /v1/streams/{stream}/advice: the delay advisor over the live figures (src/stream/advisor/live.ts). */
