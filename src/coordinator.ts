@@ -4,7 +4,7 @@ import { own } from "./stream/own";
 import type { BatchCounts } from "./stream/batch";
 import { capRejected, progressOf, rejectedTotal, type BatchOutcome, type ProgressReport } from "./stream/report";
 import { advanceWatermark, globalWatermark, hasIdleTimeout, isIdle, nextIdleAt, sourceWatermark, type SourceProgress, type WatermarkState } from "./stream/watermark";
-import { METRICS_TABLE, METRICS_UPSERT, metricDeltas, streamMetricsOf, type CommittedFigures, type StreamMetrics } from "./stream/metrics";
+import { METRICS_TABLE, metricDeltas, streamMetricsOf, type CommittedFigures, type StreamMetrics } from "./stream/metrics";
 import { observeCommit } from "./observe";
 import { partitionStub, type Env } from "./env";
 import { deleteStreamObjects, LANES, type Lane, type LaneKeys } from "./sink";
@@ -19,6 +19,7 @@ import { runGroup, type BegunMember, type GroupResult } from "./microbatch/run-g
 import { CredentialStore, type SealedSigner } from "./coordinator/credentials";
 import { BatchLedger, LEDGER_MIGRATION, recordedOutcome, sameBody, type BatchRow, type CommittedRecord } from "./coordinator/ledger";
 import { PRUNE_STEP_GROUPS, pruneStep, type Bookkeeping } from "./coordinator/window";
+import { COUNTERS_MIGRATION, MetricCounters } from "./coordinator/counters";
 import { LEDGER_RETENTION_MS } from "./partition";
 import { AdviceFigures } from "./coordinator/advice";
 import { PartitionBook, type ReportedPartition } from "./coordinator/partitions";
@@ -62,6 +63,7 @@ export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
   { version: 3, does: "the outbox, publication progress (manifest, table) and metrics counters", up: (sql) => sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE + METRICS_TABLE) },
   { version: 4, does: "advice: the delay advisor's live figures per source", up: (sql) => sql.exec(ADVICE_TABLE) },
   LEDGER_MIGRATION,
+  COUNTERS_MIGRATION,
 ];
 
 /** How long a request for a batch id that is in flight waits for it before a 409. */
@@ -194,6 +196,8 @@ export class Coordinator extends DurableObject<Env> {
   private figures: AdviceFigures;
   /** the partitions' last figures and forget-lists (src/coordinator/partitions.ts) */
   private partitions: PartitionBook;
+  /** the counters of /metrics (src/coordinator/counters.ts) */
+  private counters: MetricCounters;
   private batcher = new MicroBatcher<Submission, BatchOutcome>((items) => this.runMicroBatch(items), {
     maxWeight: MICRO_BATCH_MAX_ROWS,
     weigh: (s) => s.rows.length,
@@ -213,6 +217,7 @@ export class Coordinator extends DurableObject<Env> {
     this.keys = new CredentialStore(this.sql);
     this.figures = new AdviceFigures(this.sql);
     this.partitions = new PartitionBook(this.sql);
+    this.counters = new MetricCounters(this.sql);
     this.exists = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'").one().n > 0;
     if (this.exists) this.migrate(); // storage written by an earlier release is brought up to date on first use
   }
@@ -521,6 +526,7 @@ export class Coordinator extends DurableObject<Env> {
       return this.ctx.storage.transactionSync(fn);
     } catch (e) {
       this.figures.forget();
+      this.counters.forget();
       throw e;
     }
   }
@@ -610,7 +616,7 @@ export class Coordinator extends DurableObject<Env> {
       // The counters of /metrics: one statement for the whole micro-batch.
       const done = outcomes.flatMap((o, i): CommittedFigures[] =>
         o.replayed ? [] : [{ ...o, rejected: rejectedTotal(o), durationMs: now - reqs[i].startedAt }]);
-      if (done.length > 0) this.sql.exec(METRICS_UPSERT, JSON.stringify(metricDeltas(done)));
+      if (done.length > 0) this.counters.add(metricDeltas(done));
       return { outcomes, watermark: state.watermark, sources: state.sources, done };
     });
     if (done.length > 0) observeCommit(this.env, meta.name, done, meta.watermark, watermark);
@@ -704,6 +710,7 @@ export class Coordinator extends DurableObject<Env> {
     await this.ctx.storage.deleteAll();
     this.forgetCaches();
     this.figures.forget();
+    this.counters.forget();
     this.partitions.forgetAll(); // ledgers of the old incarnation: the new one's partitions never held them
     this.exists = false; // until an admin creates the stream anew
     this.leases.clear();
@@ -790,7 +797,7 @@ export class Coordinator extends DurableObject<Env> {
     for (const s of new Set([...Object.keys(meta.config.sources), ...Object.keys(progress)])) {
       sources[s] = sourceWatermark(meta.config, s, own(progress, s));
     }
-    const counters = this.sql.exec<{ name: string; source: string; n: number }>("SELECT name, source, n FROM metrics").toArray();
+    const counters = this.counters.all();
     const { bytes, batchesRemembered } = this.bookkeeping(meta);
     return streamMetricsOf(meta.name, counters, { watermark: meta.watermark, sources, state: this.partitions.totals(), bookkeeping: { bytes, batchesRemembered } });
   }

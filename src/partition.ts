@@ -95,7 +95,16 @@ type PartitionMeta = {
   width: number | null;
   hashed: number;
   front_b: number | null;
+  /** the decision ledger's small entries, in the meta row (which every apply writes anyway): JSON PendingEntries, or null */
+  pending: string | null;
 };
+
+/** Ledger entries held in the meta row: entry id → [recorded at, [[batch key, decisions], …]]. */
+type PendingEntries = Record<string, [number, [string, string][]]>;
+
+/** An entry this small rides in the meta row, while those there stay under PENDING_MAX_BYTES; others go to the ledger table. */
+export const PENDING_ENTRY_MAX_BYTES = 4_096;
+export const PENDING_MAX_BYTES = 32_768;
 
 /** A row judged a duplicate: which entry, its state key and event time. */
 type Duplicate = { entry: number; key: string; t: number; settings: DedupSettings };
@@ -144,8 +153,12 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 4,
-    does: "the decision ledger per micro-batch: ledger.batch names an entry (a micro-batch, or one batch), ledger.decisions is a JSON array of [batch key, decisions]",
-    up: (sql) => sql.exec("UPDATE ledger SET decisions = json_array(json_array(batch, decisions))"),
+    does: "the decision ledger per micro-batch: ledger.batch names an entry (a micro-batch, or one batch), ledger.decisions is a JSON array of [batch key, decisions]; meta.pending holds small entries",
+    up: (sql) => {
+      sql.exec("UPDATE ledger SET decisions = json_array(json_array(batch, decisions))");
+      const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray();
+      if (!columns.some((c) => c.name === "pending")) sql.exec("ALTER TABLE meta ADD COLUMN pending TEXT");
+    },
   },
 ];
 
@@ -202,10 +215,17 @@ export class Partition extends DurableObject<Env> {
     }
     return this.atomically(() => {
       const meta = this.meta(req.epoch);
+      const pending: PendingEntries = meta.pending ? JSON.parse(meta.pending) : {};
+      let pendingChanged = false;
       if (req.forget && req.forget.length > 0) {
-        this.sql.exec("DELETE FROM ledger WHERE batch IN (SELECT value FROM json_each(?))", JSON.stringify(req.forget));
+        const elsewhere = req.forget.filter((id) => !(Object.hasOwn(pending, id) && delete pending[id]));
+        pendingChanged = elsewhere.length < req.forget.length;
+        if (elsewhere.length > 0 && this.ledgerRows() > 0) {
+          this.sql.exec("DELETE FROM ledger WHERE batch IN (SELECT value FROM json_each(?))", JSON.stringify(elsewhere));
+          this.ledgerCount = undefined;
+        }
       }
-      const recorded = this.recordedDecisions(req.entries.filter((e) => e.resumed).map((e) => e.batch));
+      const recorded = this.recordedDecisions(req.entries.filter((e) => e.resumed).map((e) => e.batch), pending);
       const removed = this.evict(meta, req.watermark);
       let inserted = 0;
       let judged = 0;
@@ -229,7 +249,13 @@ export class Partition extends DurableObject<Env> {
         return entry.rows.map((r) => known.get(r.index)!).join("");
       });
       const gaps = this.duplicateGaps(req.entries.length, duplicates, meta);
-      if (ledger.length > 0 && perEntry) {
+      const now = Date.now();
+      const small = ledger.length > 0 && !perEntry && this.fitsPending(pending, ledger);
+      if (small) {
+        // One entry for the micro-batch, in the meta row written below anyway: no row of its own to write, nor to delete.
+        pending[req.group!] = [now, ledger];
+        pendingChanged = true;
+      } else if (ledger.length > 0 && perEntry) {
         this.sql.exec(
           `INSERT OR REPLACE INTO ledger (batch, at, decisions)
            SELECT json_extract(value, '$[0]'), ?, json_array(json(value)) FROM json_each(?)`,
@@ -237,10 +263,13 @@ export class Partition extends DurableObject<Env> {
         );
       } else if (ledger.length > 0) {
         // One entry for the micro-batch: one row written, and one deleted once it commits.
-        this.sql.exec("INSERT OR REPLACE INTO ledger (batch, at, decisions) VALUES (?, ?, ?)", req.group!, Date.now(), JSON.stringify(ledger));
+        this.sql.exec("INSERT OR REPLACE INTO ledger (batch, at, decisions) VALUES (?, ?, ?)", req.group!, now, JSON.stringify(ledger));
       }
+      if (ledger.length > 0 && !small) this.ledgerCount = undefined;
+      if (this.prunePending(pending, now)) pendingChanged = true;
+      if (pendingChanged) meta.pending = Object.keys(pending).length > 0 ? JSON.stringify(pending) : null;
       meta.rows += inserted;
-      if (inserted > 0 || removed > 0 || ledger.length > 0) this.saveMeta(meta);
+      if (inserted > 0 || removed > 0 || ledger.length > 0 || pendingChanged) this.saveMeta(meta);
       this.maybePruneLedger();
       const replayed = judged === 0 && req.entries.some((e) => e.rows.length > 0);
       return { decisions, gaps, replayed, inserted, removed, ...this.stats(meta) };
@@ -332,19 +361,49 @@ export class Partition extends DurableObject<Env> {
     await this.ctx.storage.deleteAll();
     this.cached = undefined;
     this.buckets = undefined;
+    this.ledgerCount = undefined;
     this.migrate(); // the instance may serve again (the stream created anew)
   }
+
+  /** Whether an entry joins the meta row: small, and the meta row stays small. */
+  private fitsPending(pending: PendingEntries, entry: [string, string][]): boolean {
+    const size = JSON.stringify(entry).length;
+    return size <= PENDING_ENTRY_MAX_BYTES && size + (JSON.stringify(pending).length) <= PENDING_MAX_BYTES;
+  }
+
+  /** Drops entries of the meta row older than LEDGER_RETENTION_MS (micro-batches that never committed); true if any went. */
+  private prunePending(pending: PendingEntries, now: number): boolean {
+    let changed = false;
+    for (const [id, [at]] of Object.entries(pending)) if (at < now - LEDGER_RETENTION_MS) changed = delete pending[id];
+    return changed;
+  }
+
+  /** Rows of the ledger table (read once, then kept): a partition whose entries all fit the meta row never touches it. */
+  private ledgerRows(): number {
+    this.ledgerCount ??= this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM ledger").one().n;
+    return this.ledgerCount;
+  }
+
+  private ledgerCount: number | undefined;
 
   /**
    * batch → (input index → decision), for the given batches' rows decided
    * here before, from whichever entries hold them (an attempt that failed,
-   * and a later one that failed too: decisions never change, so their union).
-   * One statement; the ledger holds only entries not yet committed, so the
-   * scan is short.
+   * and a later one that failed too: decisions never change, so their union):
+   * the meta row's, then the ledger table's (one statement; it holds only
+   * entries not yet committed, so the scan is short).
    */
-  private recordedDecisions(batches: string[]): Map<string, Map<number, Decision>> {
+  private recordedDecisions(batches: string[], pending: PendingEntries): Map<string, Map<number, Decision>> {
     const out = new Map<string, Map<number, Decision>>();
     if (batches.length === 0) return out;
+    const add = (batch: string, decisions: string) => {
+      const known = out.get(batch) ?? new Map<number, Decision>();
+      for (const [i, d] of decodeDecisions(decisions)) known.set(i, d);
+      out.set(batch, known);
+    };
+    const wanted = new Set(batches);
+    for (const [, entries] of Object.values(pending)) for (const [batch, decisions] of entries) if (wanted.has(batch)) add(batch, decisions);
+    if (this.ledgerRows() === 0) return out;
     const rows = this.sql
       .exec<{ batch: string; decisions: string }>(
         `SELECT json_extract(m.value, '$[0]') AS batch, json_extract(m.value, '$[1]') AS decisions FROM ledger l, json_each(l.decisions) m
@@ -352,11 +411,7 @@ export class Partition extends DurableObject<Env> {
         JSON.stringify(batches),
       )
       .toArray();
-    for (const r of rows) {
-      const known = out.get(r.batch) ?? new Map<number, Decision>();
-      for (const [i, d] of decodeDecisions(r.decisions)) known.set(i, d);
-      out.set(r.batch, known);
-    }
+    for (const r of rows) add(r.batch, r.decisions);
     return out;
   }
 
@@ -420,7 +475,7 @@ export class Partition extends DurableObject<Env> {
 
   private currentMeta(epoch: string): PartitionMeta | null {
     if (this.cached === undefined) {
-      this.cached = this.sql.exec<PartitionMeta>("SELECT epoch, watermark, rows, next_expiry, width, hashed, front_b FROM meta").toArray()[0] ?? null;
+      this.cached = this.sql.exec<PartitionMeta>("SELECT epoch, watermark, rows, next_expiry, width, hashed, front_b, pending FROM meta").toArray()[0] ?? null;
     }
     return this.cached && this.cached.epoch === epoch ? { ...this.cached } : null;
   }
@@ -431,15 +486,16 @@ export class Partition extends DurableObject<Env> {
     // First use, or state left by a deleted incarnation of the stream: start clean.
     this.sql.exec("DELETE FROM keys; DELETE FROM front; DELETE FROM ledger;");
     this.buckets = new Set();
-    const fresh = { epoch, watermark: 0, rows: 0, next_expiry: null, width: null, hashed: 0, front_b: null };
+    this.ledgerCount = 0;
+    const fresh = { epoch, watermark: 0, rows: 0, next_expiry: null, width: null, hashed: 0, front_b: null, pending: null };
     this.saveMeta(fresh);
     return { ...fresh };
   }
 
   private saveMeta(m: PartitionMeta): void {
     this.sql.exec(
-      "INSERT OR REPLACE INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b) VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
-      m.epoch, m.watermark, m.rows, m.next_expiry, m.width, m.hashed, m.front_b,
+      "INSERT OR REPLACE INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
+      m.epoch, m.watermark, m.rows, m.next_expiry, m.width, m.hashed, m.front_b, m.pending,
     );
     this.cached = { ...m };
   }
@@ -451,6 +507,7 @@ export class Partition extends DurableObject<Env> {
     } catch (e) {
       this.cached = undefined;
       this.buckets = undefined;
+      this.ledgerCount = undefined;
       throw e;
     }
   }
@@ -508,6 +565,8 @@ export class Partition extends DurableObject<Env> {
     const now = Date.now();
     if (now - this.lastPrune < LEDGER_PRUNE_EVERY_MS) return;
     this.lastPrune = now;
+    if (this.ledgerRows() === 0) return;
     this.sql.exec("DELETE FROM ledger WHERE at < ?", now - LEDGER_RETENTION_MS);
+    this.ledgerCount = undefined;
   }
 }

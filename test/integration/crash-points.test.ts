@@ -20,9 +20,14 @@ async function records(name: string, partitions: number) {
   }));
   const entries = [];
   for (let p = 0; p < partitions; p++) {
-    entries.push(...(await runInDurableObject(env.PARTITION.getByName(`${name}/${p}`), (_p, state) =>
-      state.storage.sql.exec<{ batch: string; decisions: string }>("SELECT batch, decisions FROM ledger").toArray()
-        .map((r) => ({ p, entry: r.batch.startsWith("g-") ? "group" : r.batch, batches: (JSON.parse(r.decisions) as string[][]).map((d) => d[0]) })))));
+    entries.push(...(await runInDurableObject(env.PARTITION.getByName(`${name}/${p}`), (_p, state) => {
+      // Small entries ride in the meta row (pending), others are rows of the ledger table.
+      const pending = state.storage.sql.exec<{ pending: string | null }>("SELECT pending FROM meta").toArray()[0]?.pending;
+      const rows = state.storage.sql.exec<{ batch: string; decisions: string }>("SELECT batch, decisions FROM ledger").toArray()
+        .map((r) => [r.batch, JSON.parse(r.decisions)] as [string, string[][]]);
+      const inMeta = Object.entries(pending ? (JSON.parse(pending) as Record<string, [number, string[][]]>) : {}).map(([id, [, d]]) => [id, d] as [string, string[][]]);
+      return [...inMeta, ...rows].map(([id, d]) => ({ p, entry: id.startsWith("g-") ? "group" : id, batches: d.map((x) => x[0]) }));
+    })));
   }
   return { ...coordinator, entries };
 }

@@ -113,7 +113,7 @@ it("a stream written by the per-request ledger (version 4) upgrades in place: re
   // Its partition's decision for the begun batch, in partition version 3's layout: P was judged emitted (and stored) before the crash.
   const partition = env.PARTITION.getByName(`${name}/0`);
   await runInDurableObject(partition, (_p, state) => {
-    state.storage.sql.exec("DELETE FROM ledger; UPDATE _schema SET version = 3");
+    state.storage.sql.exec("DELETE FROM ledger; ALTER TABLE meta DROP COLUMN pending; UPDATE _schema SET version = 3");
     state.storage.sql.exec("INSERT INTO ledger (batch, at, decisions) VALUES (?, ?, '0e')", "default\nv4-2", Date.now());
     state.storage.sql.exec("INSERT INTO keys (b, k, t, e) SELECT b, 'P', ?, ? FROM keys LIMIT 1", at(10, 1), at(10, 6));
     state.storage.sql.exec("UPDATE meta SET rows = rows + 1");
@@ -136,4 +136,8 @@ it("a stream written by the per-request ledger (version 4) upgrades in place: re
   expect(after).toEqual({ version: Math.max(...COORDINATOR_MIGRATIONS.map((m) => m.version)), begun: 0 });
   expect((await json(call("GET", `/v1/streams/${name}`))).bookkeeping).toMatchObject({ batchesRemembered: 3 });
   expect(epoch).toBeTruthy();
+  // The counters of /metrics moved to one row (version 6) with what they held: A before the upgrade, P and B after.
+  const metrics = await (await call("GET", "/metrics")).text();
+  expect(metrics).toContain(`edge_dedup_rows_total{stream="${name}",source="default",outcome="emitted"} 3`);
+  expect(metrics).toContain(`edge_dedup_batches_total{stream="${name}"} 3`);
 });
