@@ -527,6 +527,7 @@ export class Coordinator extends DurableObject<Env> {
     } catch (e) {
       this.figures.forget();
       this.counters.forget();
+      this.partitions.forget();
       throw e;
     }
   }

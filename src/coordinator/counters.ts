@@ -5,14 +5,24 @@ export type Counter = { name: string; source: string; n: number };
 
 /**
  * Coordinator migration 6: the counters of /metrics in one row (JSON
- * [[name, source, n], …]) instead of a row per counter, so that a commit
- * writes one row for them instead of five or more (what SQLite bills is
- * rows written, whatever their size).
+ * [[name, source, n], …]) instead of a row per counter, and the partitions'
+ * figures in one row (JSON [[p, rows, bytes, watermark, next expiry], …],
+ * src/coordinator/partitions.ts) instead of a row per partition, so that a
+ * commit writes one row for each instead of five or more apiece (what SQLite
+ * bills is rows written, whatever their size).
  */
 export const COUNTERS_MIGRATION: Migration = {
   version: 6,
-  does: "the /metrics counters in one row (counters) instead of a row each (metrics)",
+  does: "the /metrics counters in one row (counters) instead of a row each (metrics); the partitions' figures likewise (partition_figures)",
   up: (sql) => {
+    sql.exec("CREATE TABLE IF NOT EXISTS partition_figures (id INTEGER PRIMARY KEY CHECK (id = 1), f TEXT NOT NULL)");
+    if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'partitions'").toArray().length > 0) {
+      sql.exec(
+        `INSERT OR REPLACE INTO partition_figures (id, f)
+         SELECT 1, coalesce(json_group_array(json_array(p, rows, bytes, watermark, next_expiry)), '[]') FROM (SELECT * FROM partitions ORDER BY p)`,
+      );
+      sql.exec("DROP TABLE partitions");
+    }
     sql.exec("CREATE TABLE IF NOT EXISTS counters (id INTEGER PRIMARY KEY CHECK (id = 1), c TEXT NOT NULL)");
     if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'metrics'").toArray().length === 0) return;
     sql.exec(
