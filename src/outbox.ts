@@ -49,6 +49,21 @@ export class Outbox {
   }
 
   /** The commit-index reference to a member's range of an entry's lane. */
+  /**
+   * Drops where flushed entries up to `entry` went, once no commit-index
+   * reference points at them (the ledger forgot their commits): entries are
+   * numbered in commit order, so the ones kept all come later.
+   */
+  forgetFlushed(entry: number): void {
+    this.sql.exec("DELETE FROM outbox_flushed WHERE id <= ?", entry);
+  }
+
+  /** The entry number a commit-index reference points into (null: an R2 object's). */
+  static entryOf(ref: string): number | null {
+    const m = /^outbox:(\d+)\//.exec(ref);
+    return m ? Number(m[1]) : null;
+  }
+
   static ref(entry: number, lane: Lane, range: { offset: number; length: number }): string {
     return formatRef({ key: `${PREFIX}${entry}/${lane}`, range });
   }

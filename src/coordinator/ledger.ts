@@ -1,7 +1,7 @@
 import type { BatchOutcome, ProgressReport } from "../stream/report";
 import { decodeStoredReport, encodeStoredReport } from "../stream/stored-report";
 import type { Lane, LaneKeys } from "../sink";
-import type { Outbox } from "../outbox";
+import { Outbox } from "../outbox";
 import type { Migration } from "../storage/migrations";
 import type { StreamConfig } from "../stream/config";
 import type { RememberedGroup } from "./window";
@@ -257,8 +257,17 @@ export class BatchLedger {
       .map((g) => ({ seq: g.seq, committedAt: g.committed_at, maxEventTime: g.max_t }));
   }
 
-  /** Forgets the committed groups up to commit number `upTo` and their batch ids; returns the ids forgotten. */
+  /** Forgets the committed groups up to commit number `upTo` and their batch ids (and where their outbox entries went); returns the ids forgotten. */
   prune(upTo: number): number {
+    // The last outbox entry these commits point into: nothing kept points at it or before it.
+    const refs = this.sql
+      .exec<{ ref: string }>(
+        `SELECT json_extract(m.value, '$[2]') AS ref FROM groups g, json_each(g.members) m WHERE g.seq <= ? AND ref LIKE 'outbox:%' ORDER BY g.seq DESC LIMIT 1`,
+        upTo,
+      )
+      .toArray();
+    const entry = refs.length > 0 ? Outbox.entryOf(refs[0].ref) : null;
+    if (entry !== null) this.outbox.forgetFlushed(entry);
     const forgotten = this.sql
       .exec(
         `DELETE FROM batches WHERE (source, batch_id) IN

@@ -98,7 +98,12 @@ describe("the idempotency window", () => {
     await runDurableObjectAlarm(stub);
     expect(await bookkeeping("w-steps")).toMatchObject({ batchesRemembered: 1 });
     // Forgotten ids leave no rows behind.
-    const rows = await runInDurableObject(stub, (_c, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM batches").one().n);
-    expect(rows).toBe(1);
+    const rows = await runInDurableObject(stub, (_c, state) => ({
+      batches: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM batches").one().n,
+      groups: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM groups").one().n,
+      // where the forgotten commits' outbox entries went: nothing points there any more
+      flushed: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM outbox_flushed").one().n,
+    }));
+    expect(rows).toEqual({ batches: 1, groups: 1, flushed: 1 });
   });
 });
