@@ -1,7 +1,8 @@
 /**
  * Soak of the bookkeeping (DESIGN §9): a stream with a one-minute idempotency
  * window and a one-minute delay under steady single-event load (webhook-like:
- * one event per request, event time = now, ~20% copies of recent events),
+ * one event per request at a steady BOOKKEEPING_SOAK_RATE requests/s (default
+ * 30), event time = now, ~20% copies of recent events),
  * against a real local server on loopback, bounded in time
  * (BOOKKEEPING_SOAK_SECONDS, default 660). Its own records and its state must
  * level off — rate × window, rate × retention — instead of growing with the
@@ -18,6 +19,8 @@ import { type Outcome, rng, useServer } from "../e2e/server";
 
 const SECONDS = Number(process.env.BOOKKEEPING_SOAK_SECONDS ?? 660);
 const PRODUCERS = 4;
+/** Requests per second, all producers together: steady (paced, below what this machine serves), so that rate × window is one figure. */
+const RATE = Number(process.env.BOOKKEEPING_SOAK_RATE ?? 30);
 const SAMPLE_MS = 15_000;
 const STREAM = "bookkeeping";
 
@@ -80,6 +83,10 @@ test(`bookkeeping soak: ${SECONDS} s of single-event load, 1-minute window and d
   };
   const producer = async (n: number) => {
     for (let b = 0; Date.now() < deadline; b++) {
+      // Paced: request b of producer n is due at t0 + (b × PRODUCERS + n) / RATE seconds (sent at once when late).
+      const due = t0 + ((b * PRODUCERS + n) * 1000) / RATE;
+      if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
+      if (Date.now() >= deadline) break;
       const row = event();
       let out: Outcome | null = null;
       for (let attempt = 0; attempt < 5 && !out; attempt++) {
