@@ -112,3 +112,41 @@ describe("the batch ledger", () => {
     expect(sameBody("json:abc", "ndjson:abc")).toBe(false); // the mode is part of it now
   });
 });
+
+describe("rows written (what SQLite bills)", () => {
+  it("a micro-batch of three writes its begin record once, then one row per id, one for the group, and drops the begin record", async () => {
+    await createStream("ledger-rows", base);
+    await runInDurableObject(env.COORDINATOR.getByName("ledger-rows"), async (_c, state) => {
+      let written = 0;
+      // Each statement's cursor reports the rows it wrote once consumed (src/opcount.ts sums them the same way).
+      const sql = new Proxy(state.storage.sql, {
+        get(t, prop) {
+          const v = Reflect.get(t, prop);
+          if (prop !== "exec") return typeof v === "function" ? v.bind(t) : v;
+          return (...args: unknown[]) => {
+            const cursor = Reflect.apply(v as (...a: unknown[]) => SqlStorageCursor<Record<string, SqlStorageValue>>, t, args);
+            const rows = cursor.toArray();
+            written += cursor.rowsWritten;
+            return { toArray: () => rows, one: () => rows[0], [Symbol.iterator]: () => rows[Symbol.iterator]() };
+          };
+        },
+      });
+      const ledger = new BatchLedger(sql, new Outbox(sql));
+      const ids = ["b1", "b2", "b3"];
+      ledger.begin("g1", ids.map((batchId) => ({ source: "s", batchId, identity: `h-${batchId}`, watermark: 0, begunAt: 1, configVersion: 1 })), 1);
+      expect(written).toBe(1);
+      written = 0;
+      const members = ids.map((batchId, i) => {
+        const outcome = outcomeOf("s", batchId);
+        const report = progressOf(outcome, { commitSeq: i + 1, committedAt: 2, durationMs: 1, numRowsTotal: 1, numRowsUpdated: 1, numRowsRemoved: 0, stateBytes: 1 });
+        return { source: "s", batchId, identity: `h-${batchId}`, objects: { data: null, late: null, rejected: null }, outcome, report };
+      });
+      ledger.commit("g1", 1, 2, null, members);
+      expect(written).toBe(3 + 1 + 1);
+      written = 0;
+      // Forgetting them: one row per id and one for the group (the newest group is kept by the Coordinator; prune() itself takes what it is given).
+      expect(ledger.prune(3)).toBe(3);
+      expect(written).toBe(3 + 1);
+    });
+  });
+});
