@@ -18,6 +18,14 @@
  *   ceiling      "the minimal ceiling" (bench/ceiling/worker.ts under wrangler
  *                dev): parse, 8 SQLite DOs with one INSERT OR IGNORE … RETURNING
  *                each, two R2 puts.
+ *   echo         a Worker that reads and parses the body and answers, nothing
+ *                else (bench/echo/worker.ts): the floor of any Worker here. It
+ *                deduplicates nothing, so only its answers are checked.
+ *
+ * Cost: edge-dedup's counters include SQLite rows written and read (what a
+ * SQLite Durable Object is billed for, from the cursors); rows written per
+ * event and the cost per million events are computed from the counted
+ * operations and Cloudflare's published prices (bench/pricing.ts, dated).
  *
  * Loads: 500-event batches from 4 clients; 1 event per request from 16 and from
  * 64 clients (the webhook case). Events are {id, ts, v} with ~20% of ids
@@ -63,6 +71,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createClient, type Outcome } from "../src/client/index.ts";
 import { rng } from "../test/support/rng.ts";
+import { costOf, PRICES } from "./pricing.ts";
 import {
   BENCH_DIR, fmt, PROJECT_FILES, freePort, http, httpJson, killEverything, median, REQUEST_TIMEOUT_MS, ROOT,
   startProcess, startWrangler, table, tempDir, removeTempDir, type Server,
@@ -98,8 +107,8 @@ const ALL_LOADS: Load[] = [
   { name: "webhook100", label: "1 event/request, 100 clients", batch: 1, clients: 100 },
 ];
 const DEFAULT_LOADS = "batch500x4,webhook16,webhook64";
-type TargetName = "edge-dedup" | "edge-dedup-hashed" | "redis" | "ceiling";
-const ALL_TARGETS: TargetName[] = ["edge-dedup", "edge-dedup-hashed", "redis", "ceiling"];
+type TargetName = "edge-dedup" | "edge-dedup-hashed" | "redis" | "ceiling" | "echo";
+const ALL_TARGETS: TargetName[] = ["edge-dedup", "edge-dedup-hashed", "redis", "ceiling", "echo"];
 
 const pick = <T extends string>(env: string | undefined, all: readonly T[]): T[] => {
   if (!env) return [...all];
@@ -292,6 +301,8 @@ interface OpCounts {
   requests: number;
   doCalls: Record<string, number>;
   sql: Record<string, number>;
+  rowsWritten: Record<string, number>;
+  rowsRead: Record<string, number>;
   r2: Record<string, number>;
 }
 
@@ -300,8 +311,8 @@ interface Target {
   url: string;
   /** creates the stream when the target needs it */
   prepare(stream: string): Promise<void>;
-  /** distinct keys held, state bytes when known, batches recorded */
-  state(stream: string): Promise<{ rows: number; bytes: number | null; batches: number | null }>;
+  /** distinct keys held, state bytes when known, batches recorded; null: it keeps no state (echo) */
+  state(stream: string): Promise<{ rows: number; bytes: number | null; batches: number | null } | null>;
   takeOpCounts?(): Promise<OpCounts>;
   stop(): Promise<void>;
 }
@@ -368,6 +379,16 @@ async function startCeiling(): Promise<Target> {
     },
     stop: () => server.stop(),
   };
+}
+
+async function startEcho(): Promise<Target> {
+  const dir = join(BENCH_DIR, "echo");
+  const server = await startWrangler({
+    name: "echo",
+    files: { "worker.ts": join(dir, "worker.ts"), "wrangler.toml": join(dir, "wrangler.toml") },
+    ready: async (url) => (await http("GET", `${url}/ping`)).text === "edge-dedup-echo-bench",
+  });
+  return { name: "echo", url: server.url, prepare: async () => undefined, state: async () => null, stop: () => server.stop() };
 }
 
 function redisAvailable(): string | null {
@@ -457,11 +478,13 @@ interface Cell {
   emitted: number;
   duplicates: number;
   errors: number;
-  state: { rows: number; bytes: number | null; batches: number | null; bytesPerKey: number | null };
+  state: { rows: number; bytes: number | null; batches: number | null; bytesPerKey: number | null } | null;
   ops?: {
     counts: OpCounts;
     perRequest: { doCalls: number; sql: number; r2Puts: number };
-    perEvent: { doCalls: number; sql: number; r2Puts: number };
+    perEvent: { doCalls: number; sql: number; r2Puts: number; rowsWritten: number; rowsRead: number };
+    /** USD per million events, from the counted operations (bench/pricing.ts) */
+    costPerMillionEvents: ReturnType<typeof costOf>;
   };
 }
 
@@ -511,7 +534,7 @@ async function runRound(c: Pending, ms: number): Promise<void> {
 
 function mergeCounts(into: OpCounts, more: OpCounts): void {
   into.requests += more.requests;
-  for (const k of ["doCalls", "sql", "r2"] as const) {
+  for (const k of ["doCalls", "sql", "rowsWritten", "rowsRead", "r2"] as const) {
     for (const [op, n] of Object.entries(more[k])) into[k][op] = (into[k][op] ?? 0) + n;
   }
 }
@@ -534,12 +557,13 @@ async function finishCell(c: Pending): Promise<Cell> {
   const state = await target.state(c.stream);
   const what = `${target.name} ${load.name}`;
   check(d.errors === 0, `${what}: ${d.errors} of ${d.requests} requests failed (first: ${d.firstError})`);
-  check(
+  if (state === null) check(d.input === d.events, `${what}: input ${d.input}/${d.events}`);
+  else check(
     d.input === d.events && d.emitted === d.distinct && d.duplicates === d.events - d.distinct && d.late === 0 && d.rejected === 0,
     `${what}: input ${d.input}/${d.events}, emitted ${d.emitted}/${d.distinct} distinct, duplicates ${d.duplicates}/${d.events - d.distinct}, late ${d.late}, rejected ${d.rejected}`,
   );
-  check(state.rows === d.distinct, `${what}: the target's state holds ${state.rows} keys, expected ${d.distinct}`);
-  if (state.batches !== null) check(state.batches === d.requests, `${what}: ${state.batches} batches recorded, expected ${d.requests}`);
+  if (state) check(state.rows === d.distinct, `${what}: the target's state holds ${state.rows} keys, expected ${d.distinct}`);
+  if (state && state.batches !== null) check(state.batches === d.requests, `${what}: ${state.batches} batches recorded, expected ${d.requests}`);
 
   const cell: Cell = {
     target: target.name,
@@ -557,17 +581,22 @@ async function finishCell(c: Pending): Promise<Cell> {
     emitted: d.emitted,
     duplicates: d.duplicates,
     errors: d.errors,
-    state: { ...state, bytesPerKey: state.bytes !== null && state.rows > 0 ? state.bytes / state.rows : null },
+    state: state && { ...state, bytesPerKey: state.bytes !== null && state.rows > 0 ? state.bytes / state.rows : null },
   };
   if (c.counts) {
     const counts = c.counts;
     const doCalls = sum(counts.doCalls);
     const sql = sum(counts.sql);
     const r2Puts = Object.entries(counts.r2).filter(([k]) => k.endsWith(".put")).reduce((a, [, v]) => a + v, 0);
+    const cost = costOf(counts);
     cell.ops = {
       counts,
       perRequest: { doCalls: doCalls / d.requests, sql: sql / d.requests, r2Puts: r2Puts / d.requests },
-      perEvent: { doCalls: doCalls / d.events, sql: sql / d.events, r2Puts: r2Puts / d.events },
+      perEvent: {
+        doCalls: doCalls / d.events, sql: sql / d.events, r2Puts: r2Puts / d.events,
+        rowsWritten: sum(counts.rowsWritten ?? {}) / d.events, rowsRead: sum(counts.rowsRead ?? {}) / d.events,
+      },
+      costPerMillionEvents: Object.fromEntries(Object.entries(cost).map(([k, v]) => [k, (v / d.events) * 1e6])) as typeof cost,
     };
   }
   console.log(
@@ -589,7 +618,7 @@ function outDir(): string {
   return mkdtempSync(join(tmpdir(), "edge-dedup-bench-results-")); // kept: it is the result
 }
 
-const COLORS: Record<TargetName, string> = { "edge-dedup": "#f38020", "edge-dedup-hashed": "#f9b36b", redis: "#d82c20", ceiling: "#3b6ea5" };
+const COLORS: Record<TargetName, string> = { "edge-dedup": "#f38020", "edge-dedup-hashed": "#f9b36b", redis: "#d82c20", ceiling: "#3b6ea5", echo: "#868e96" };
 
 /** Grouped bars, one group per load, one bar per target, events/s on a log scale. */
 function chart(cells: Cell[], loads: Load[], targets: TargetName[], subtitle: string): string {
@@ -667,7 +696,9 @@ async function main(): Promise<void> {
   try {
     console.log("\nStarting the targets");
     for (const name of targetNames) {
-      targets.push(await (name === "edge-dedup" || name === "edge-dedup-hashed" ? startEdgeDedup(name) : name === "redis" ? startRedis() : startCeiling()));
+      targets.push(await (
+        name === "edge-dedup" || name === "edge-dedup-hashed" ? startEdgeDedup(name) : name === "redis" ? startRedis() : name === "echo" ? startEcho() : startCeiling()
+      ));
     }
     // The cells of one load run interleaved: ROUNDS rounds of CELL_MS / ROUNDS
     // each, the targets' order reversed every round (A B C, C B A, …), so each
@@ -692,7 +723,7 @@ async function main(): Promise<void> {
     ["load", "target", "events/s", "requests/s", "p50 ms", "p99 ms", "requests", "state bytes/key"],
     cells.map((c) => [
       c.load, c.target, fmt(c.eventsPerSec), fmt(c.requestsPerSec, 1), fmt(c.p50ms, 1), fmt(c.p99ms, 1), fmt(c.requests),
-      c.state.bytesPerKey === null ? "" : fmt(c.state.bytesPerKey, 1),
+      c.state?.bytesPerKey == null ? "" : fmt(c.state.bytesPerKey, 1),
     ]),
   );
 
@@ -703,17 +734,17 @@ async function main(): Promise<void> {
     const [a, b] = [cell(ours, l), cell(other, l)];
     return a && b ? a.eventsPerSec / b.eventsPerSec : null;
   };
-  const ratios: Record<string, { vsRedis: number | null; vsCeiling: number | null; hashedVsCeiling: number | null; hashedVsText: number | null }> = {};
+  const ratios: Record<string, { vsRedis: number | null; vsCeiling: number | null; vsEcho: number | null; hashedVsCeiling: number | null; hashedVsText: number | null }> = {};
   for (const l of loads) {
     ratios[l.name] = {
-      vsRedis: ratio(l.name, "redis"), vsCeiling: ratio(l.name, "ceiling"),
+      vsRedis: ratio(l.name, "redis"), vsCeiling: ratio(l.name, "ceiling"), vsEcho: ratio(l.name, "echo"),
       hashedVsCeiling: ratio(l.name, "ceiling", "edge-dedup-hashed"), hashedVsText: ratio(l.name, "edge-dedup", "edge-dedup-hashed"),
     };
   }
   const r = (x: number | null) => (x === null ? "skipped" : fmt(x, 3));
   console.log("\nRatios (events/s ÷ events/s; the same for requests/s, since a load has one batch size)");
-  table(["load", "edge-dedup/redis", "edge-dedup/ceiling", "hashed/ceiling", "hashed/text"], loads.map((l) => [
-    l.name, r(ratios[l.name].vsRedis), r(ratios[l.name].vsCeiling), r(ratios[l.name].hashedVsCeiling), r(ratios[l.name].hashedVsText),
+  table(["load", "edge-dedup/redis", "edge-dedup/ceiling", "edge-dedup/echo", "hashed/ceiling", "hashed/text"], loads.map((l) => [
+    l.name, r(ratios[l.name].vsRedis), r(ratios[l.name].vsCeiling), r(ratios[l.name].vsEcho), r(ratios[l.name].hashedVsCeiling), r(ratios[l.name].hashedVsText),
   ]));
 
   const edgeCells = cells.filter((c) => c.ops);
@@ -729,6 +760,21 @@ async function main(): Promise<void> {
     );
     console.log("  DO calls are counted at the caller (Worker and Coordinator, so the eviction fan-out's PARTITION.advance counts);");
     console.log("  alarm invocations are not. Every R2 put here writes an object (create-only; no batch is replayed).");
+
+    console.log(`\nedge-dedup cost per million events (counted operations × Cloudflare's prices read ${PRICES.readOn}; bench/pricing.ts)`);
+    const usd = (x: number) => `$${x.toFixed(3)}`;
+    table(
+      ["load", "target", "rows written/event", "by class", "rows read/event", "Workers", "DO requests", "rows written", "rows read", "R2", "total"],
+      edgeCells.map((c) => {
+        const k = c.ops!.costPerMillionEvents;
+        const byClass = Object.entries(c.ops!.counts.rowsWritten ?? {}).map(([who, n]) => `${who} ${fmt(n / c.events, 2)}`).join(", ");
+        return [
+          c.load, c.target, fmt(c.ops!.perEvent.rowsWritten, 2), byClass, fmt(c.ops!.perEvent.rowsRead, 1),
+          usd(k.workers), usd(k.doRequests), usd(k.rowsWritten), usd(k.rowsRead), usd(k.r2), usd(k.total),
+        ];
+      }),
+    );
+    console.log("  Left out: CPU time, DO duration, storage and free allowances (see bench/pricing.ts).");
   }
 
   // ---- goals
@@ -740,6 +786,17 @@ async function main(): Promise<void> {
       verdict(`${l.name}: edge-dedup/redis events/s`, ratios[l.name].vsRedis, { atLeast: 1.0 });
     }
   }
+  // Bookkeeping's cost (DESIGN §9): rows written per event and the cost per million events, from the counted operations.
+  const rowGoals: Record<string, number> = { webhook16: 3, batch500x4: 2.2 };
+  for (const [l, most] of Object.entries(rowGoals)) {
+    const c = cell("edge-dedup", l);
+    if (c?.ops) verdict(`${l}: SQLite rows written per event`, c.ops.perEvent.rowsWritten, { atMost: most }, "");
+  }
+  for (const c of cells.filter((x) => x.target === "edge-dedup" && x.ops)) {
+    verdict(`${c.load}: cost per million events`, c.ops!.costPerMillionEvents.total, { atMost: c.batch > 1 ? 2.25 : 3.0 }, " USD");
+  }
+  verdict("webhook16: edge-dedup/echo events/s", ratios.webhook16?.vsEcho ?? null, { atLeast: 0.6 });
+  verdict("batch500x4: edge-dedup/ceiling events/s (bookkeeping goal)", ratios.batch500x4?.vsCeiling ?? null, { atLeast: 1.0 });
   const wh16 = cell("edge-dedup", "webhook16");
   if (wh16?.ops) {
     verdict("webhook16: R2 objects written per event", wh16.ops.perEvent.r2Puts, { atMost: 0.1 }, "");
@@ -747,8 +804,8 @@ async function main(): Promise<void> {
   }
   // The goal is met by the compact layout (stateKeys "hashed"); text keys cost their length on top, shown beside it.
   for (const t of ["edge-dedup-hashed", "edge-dedup"] as const) {
-    const keyCell = cells.filter((c) => c.target === t && c.state.bytesPerKey !== null).sort((a, b) => b.state.rows - a.state.rows)[0];
-    if (keyCell) verdict(`${t}: bytes per remembered key (${keyCell.load}, ${fmt(keyCell.state.rows)} keys)`, keyCell.state.bytesPerKey, { atMost: 40 }, " B");
+    const keyCell = cells.filter((c) => c.target === t && c.state?.bytesPerKey != null).sort((a, b) => b.state!.rows - a.state!.rows)[0];
+    if (keyCell) verdict(`${t}: bytes per remembered key (${keyCell.load}, ${fmt(keyCell.state!.rows)} keys)`, keyCell.state!.bytesPerKey, { atMost: 40 }, " B");
   }
 
   console.log("\nGoals");
@@ -767,6 +824,7 @@ async function main(): Promise<void> {
     node: process.version,
     cpus: cpus().length,
     loadavg: loadavg(),
+    prices: PRICES,
     settings: { cellSeconds: CELL_MS / 1000, rounds: ROUNDS, warmSeconds: WARM_MS / 1000, duplicateShare: DUPLICATE_SHARE, ids: RANDOM_IDS ? "random" : "sequential", loads, targets: targetNames, redis: redisVersion },
     cells,
     ratios,

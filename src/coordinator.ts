@@ -1,14 +1,14 @@
 import { DurableObject } from "cloudflare:workers";
-import { boundFieldChanges, sourceConfig, type StreamConfig } from "./stream/config";
+import { boundFieldChanges, idempotencyWindowOf, sourceConfig, type StreamConfig } from "./stream/config";
 import { own } from "./stream/own";
 import type { BatchCounts } from "./stream/batch";
 import { capRejected, progressOf, rejectedTotal, type BatchOutcome, type ProgressReport } from "./stream/report";
 import { advanceWatermark, globalWatermark, hasIdleTimeout, isIdle, nextIdleAt, sourceWatermark, type SourceProgress, type WatermarkState } from "./stream/watermark";
-import { METRICS_TABLE, METRICS_UPSERT, metricDeltas, streamMetricsOf, type CommittedFigures, type StreamMetrics } from "./stream/metrics";
+import { METRICS_TABLE, metricDeltas, streamMetricsOf, type CommittedFigures, type StreamMetrics } from "./stream/metrics";
 import { observeCommit } from "./observe";
 import { partitionStub, type Env } from "./env";
 import { deleteStreamObjects, LANES, type Lane, type LaneKeys } from "./sink";
-import { FLUSH_AFTER_MS, FLUSH_BYTES, Outbox, OUTBOX_SAME_EVENT_LANES, OUTBOX_TABLES } from "./outbox";
+import { FLUSH_AFTER_MS, FLUSH_BYTES, addSameEventLanes, Outbox, OUTBOX_TABLES } from "./outbox";
 import { pokeDestinations } from "./delivery/poke";
 import { PUBLISH_FAILURES_TABLE, PUBLISHED_TABLE, PublishGuard, publishManifest, publishTable, tablePublishingOf, type PublishContext, type TablePublishing } from "./publisher";
 import { columnsKnownBefore, recordColumns, TABLE_COLUMNS_TABLE } from "./table/known-columns";
@@ -20,7 +20,10 @@ import type { FaultPoint } from "./faults";
 import { MicroBatcher } from "./microbatch/batcher";
 import { runGroup, type BegunMember, type GroupResult } from "./microbatch/run-group";
 import { CredentialStore, type SealedSigner } from "./coordinator/credentials";
-import { BatchLedger, recordedOutcome, sameBody, type BatchRow } from "./coordinator/ledger";
+import { BatchLedger, LEDGER_MIGRATION, recordedOutcome, sameBody, type BatchRow, type CommittedRecord } from "./coordinator/ledger";
+import { PRUNE_STEP_GROUPS, pruneStep, type Bookkeeping } from "./coordinator/window";
+import { COUNTERS_MIGRATION, MetricCounters } from "./coordinator/counters";
+import { LEDGER_RETENTION_MS } from "./partition";
 import { AdviceFigures } from "./coordinator/advice";
 import { PartitionBook, type ReportedPartition } from "./coordinator/partitions";
 import { ADVICE_TABLE, liveAdvice, type BatchObservation, type LiveAdvice, type LiveFigures } from "./stream/advisor/live";
@@ -63,7 +66,9 @@ export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
   { version: 3, does: "the outbox, publication progress (manifest, table) and metrics counters", up: (sql) => sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE + METRICS_TABLE) },
   { version: 4, does: "advice: the delay advisor's live figures per source", up: (sql) => sql.exec(ADVICE_TABLE) },
   { version: 5, does: "the table's known columns (ingest column cap) and publication failures", up: (sql) => sql.exec(TABLE_COLUMNS_TABLE + PUBLISH_FAILURES_TABLE) },
-  { version: 6, does: "the conflicts and duplicates lanes: their outbox columns and commit index (lane_refs)", up: (sql) => sql.exec(OUTBOX_SAME_EVENT_LANES + LANE_REFS_TABLE) },
+  { version: 6, does: "the conflicts and duplicates lanes: their outbox columns and commit index (lane_refs)", up: (sql) => (addSameEventLanes(sql), sql.exec(LANE_REFS_TABLE)) },
+  LEDGER_MIGRATION,
+  COUNTERS_MIGRATION,
 ];
 
 /** How long a request for a batch id that is in flight waits for it before a 409. */
@@ -74,6 +79,8 @@ export const LEASE_MS = 30_000;
 export const EVICTION_DELAY_MS = 200;
 /** Commits are published (manifest, table) by an alarm about this long after them. */
 export const PUBLISH_AFTER_MS = 2_000;
+/** Prune steps due by the clock run at most this often (each is an alarm). */
+export const PRUNE_MIN_INTERVAL_MS = 1_000;
 /** A micro-batch takes at most this many rows (more than any one request may have). */
 export const MICRO_BATCH_MAX_ROWS = 100_000;
 
@@ -158,6 +165,8 @@ export interface StreamDescription {
   sources: Record<string, { maxEventTime: number | null; watermark: number; lastBatchAt: number | null; declared: boolean; idle: boolean }>;
   state: { rows: number; bytes: number };
   batches: { committed: number };
+  /** the Coordinator's own records (DESIGN §9) */
+  bookkeeping: Bookkeeping;
 }
 
 interface Meta {
@@ -194,6 +203,8 @@ export class Coordinator extends DurableObject<Env> {
   private partitions: PartitionBook;
   /** the commit index of the conflicts and duplicates lanes (src/coordinator/lane-refs.ts) */
   private laneRefs: LaneRefs;
+  /** the counters of /metrics (src/coordinator/counters.ts) */
+  private counters: MetricCounters;
   private batcher = new MicroBatcher<Submission, BatchOutcome>((items) => this.runMicroBatch(items), {
     maxWeight: MICRO_BATCH_MAX_ROWS,
     weigh: (s) => s.rows.length,
@@ -214,6 +225,7 @@ export class Coordinator extends DurableObject<Env> {
     this.figures = new AdviceFigures(this.sql);
     this.partitions = new PartitionBook(this.sql);
     this.laneRefs = new LaneRefs(this.sql, this.outbox);
+    this.counters = new MetricCounters(this.sql);
     this.exists = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'").one().n > 0;
     if (this.exists) this.migrate(); // storage written by an earlier release is brought up to date on first use
   }
@@ -276,7 +288,13 @@ export class Coordinator extends DurableObject<Env> {
       sources,
       state: { rows: stats.reduce((a, s) => a + s.rows, 0), bytes: stats.reduce((a, s) => a + s.bytes, 0) },
       batches: { committed },
+      bookkeeping: this.bookkeeping(meta),
     };
+  }
+
+  /** The Coordinator's own storage and the batch ids it remembers (GET /v1/streams/{stream}, /metrics). */
+  private bookkeeping(meta: Meta): Bookkeeping {
+    return { bytes: this.ctx.storage.sql.databaseSize, batchesRemembered: this.ledger.remembered(), idempotencyWindow: idempotencyWindowOf(meta.config) };
   }
 
   /**
@@ -417,10 +435,13 @@ export class Coordinator extends DurableObject<Env> {
     const meta = this.meta();
     if (!meta) throw new Error("stream was deleted while the batch ran");
     const now = Date.now();
-    // One transaction: a first attempt is recorded with the watermark in force now; a retry keeps its own.
-    const members = this.withTableColumns(this.ctx.storage.transactionSync(() => items.map((it) => this.beginMember(meta, it, now))));
+    // A first attempt is judged by the watermark in force now; a retry keeps its own. One begin record for the group.
+    const group = `g-${crypto.randomUUID()}`;
+    const members = this.withTableColumns(items.map((it) => this.beginMember(meta, it, now)));
+    this.ledger.begin(group, members, now);
     const { commits, outbox, columns } = await runGroup(
       {
+        group,
         stream: meta.name,
         epoch: meta.epoch,
         watermark: meta.watermark,
@@ -432,7 +453,7 @@ export class Coordinator extends DurableObject<Env> {
       members,
     );
     if (this.meta()?.epoch !== meta.epoch) throw new Error("stream was deleted while the batch ran");
-    const outcomes = await this.commitGroup(commits, members, outbox);
+    const outcomes = await this.commitGroup(commits, { id: group, members }, outbox);
     if (this.meta()) recordColumns(this.sql, columns, Date.now());
     return outcomes;
   }
@@ -449,7 +470,9 @@ export class Coordinator extends DurableObject<Env> {
     const now = Date.now();
     const a = this.admitBatch(meta, sourceHeader, batchId, body, auth, now);
     if (!runnable(a)) return a;
-    const m = this.beginMember(meta, { source: a.source, batchId, identity: body.hash, rows: [], fault: null }, now);
+    const m = this.beginMember(meta, { source: a.source, batchId, identity: body.hash, rows: [], fault: null, row: a.kind === "resumed" ? a.row : null }, now);
+    // The direct form's begin record is the batch's own, named by its ledger key (as its partitions' decisions are).
+    if (!m.resumed) this.ledger.begin(`${a.source}\n${batchId}`, [m], now);
     this.leases.set(`${a.source}\n${batchId}`, now + LEASE_MS);
     return { kind: "run", source: a.source, watermark: m.watermark, begunAt: m.begunAt, config: m.config, epoch: meta.epoch };
   }
@@ -495,18 +518,17 @@ export class Coordinator extends DurableObject<Env> {
   }
 
   /**
-   * Records a batch's first attempt (the watermark, begin time and config it is
-   * judged by), or reads them back for a retry, so that it is planned and
-   * judged exactly as before.
+   * A batch's first attempt (judged by the watermark, time and config in force
+   * now), or its retry with those of its first attempt read back, so that it is
+   * planned and judged exactly as before. The caller records the begin.
    */
-  private beginMember(meta: Meta, s: Submission, now: number): BegunMember {
+  private beginMember(meta: Meta, s: Submission, now: number): BegunMember & { identity: string; configVersion: number } {
     const row = s.row !== undefined ? s.row : this.ledger.row(s.source, s.batchId);
-    if (row) {
+    if (row && row.seq === null) {
       const config = row.config_version === meta.configVersion ? meta.config : this.configAt(row.config_version);
-      return { ...s, watermark: row.watermark, begunAt: row.begun_at, config, resumed: true };
+      return { ...s, watermark: row.watermark, begunAt: row.begun_at, config, configVersion: row.config_version, resumed: true };
     }
-    this.ledger.begin(s.source, s.batchId, s.identity, meta.watermark, now, meta.configVersion);
-    return { ...s, watermark: meta.watermark, begunAt: now, config: meta.config, resumed: false };
+    return { ...s, watermark: meta.watermark, begunAt: now, config: meta.config, configVersion: meta.configVersion, resumed: false };
   }
 
   /** One commit transaction; the advice figures it added to in place are read again if it rolls back. */
@@ -515,6 +537,8 @@ export class Coordinator extends DurableObject<Env> {
       return this.ctx.storage.transactionSync(fn);
     } catch (e) {
       this.figures.forget();
+      this.counters.forget();
+      this.partitions.forget();
       throw e;
     }
   }
@@ -528,7 +552,7 @@ export class Coordinator extends DurableObject<Env> {
    */
   private async commitGroup(
     reqs: CommitRequest[],
-    begun?: readonly { watermark: number }[],
+    begun?: { id: string; members: readonly { watermark: number; identity: string }[] },
     outbox?: GroupResult["outbox"],
   ): Promise<BatchOutcome[]> {
     const meta = this.meta();
@@ -536,8 +560,8 @@ export class Coordinator extends DurableObject<Env> {
     const { outcomes, watermark, sources, done } = this.committing(() => {
       const now = Date.now();
       // A micro-batch's members hold their leases since they began: none can have committed meanwhile.
-      const rows = begun
-        ? begun.map((b) => ({ watermark: b.watermark, seq: null, report: null }))
+      const rows: Pick<BatchRow, "body_hash" | "watermark" | "seq" | "report" | "begun">[] = begun
+        ? begun.members.map((b) => ({ body_hash: b.identity, watermark: b.watermark, seq: null, report: null, begun: begun.id }))
         : reqs.map((r) => {
             const row = this.ledger.row(r.source, r.batchId);
             if (!row) throw new Error("commit of a batch that never began");
@@ -573,6 +597,8 @@ export class Coordinator extends DurableObject<Env> {
         });
       }
       let seq = this.ledger.lastSeq();
+      const firstSeq = seq + 1;
+      const records: CommittedRecord[] = [];
       const outcomes = reqs.map((req, i): BatchOutcome => {
         if (rows[i].seq !== null) return recordedOutcome(rows[i], req.source, req.batchId);
         seq += 1;
@@ -593,24 +619,32 @@ export class Coordinator extends DurableObject<Env> {
           numRowsRemoved: req.touched.reduce((a, t) => a + t.removed, 0),
           stateBytes: totals.bytes,
         });
-        this.ledger.commit(seq, req, outcome, report);
+        records.push({ source: req.source, batchId: req.batchId, identity: rows[i].body_hash, objects: req.objects, outcome, report });
         this.laneRefs.record(seq, req.objects);
         return outcome;
       });
+      const times = fresh.flatMap((r) => (r.maxEventTime === null ? [] : [r.maxEventTime]));
+      const begunId = begun?.id ?? rows.find((r) => r.seq === null)?.begun ?? null;
+      this.ledger.commit(begunId, firstSeq, now, times.length > 0 ? Math.max(...times) : null, records);
       // The counters of /metrics: one statement for the whole micro-batch.
       const done = outcomes.flatMap((o, i): CommittedFigures[] =>
         o.replayed ? [] : [{ ...o, rejected: rejectedTotal(o), durationMs: now - reqs[i].startedAt }]);
-      if (done.length > 0) this.sql.exec(METRICS_UPSERT, JSON.stringify(metricDeltas(done)));
+      if (done.length > 0) this.counters.add(metricDeltas(done));
       return { outcomes, watermark: state.watermark, sources: state.sources, done };
     });
     if (done.length > 0) observeCommit(this.env, meta.name, done, meta.watermark, watermark);
     this.forgetCaches();
     if (done.length > 0) pokeDestinations(this.ctx, this.env, meta.name, () => this.ledger.lastSeq()); // delivery (src/delivery), not awaited
+    // The decisions in the partitions are no longer needed: a retry is answered here. A micro-batch's are one entry per partition.
+    const forget = new Map<number, string>();
     for (const r of reqs) {
       this.leases.delete(`${r.source}\n${r.batchId}`);
-      // Its decisions in the partitions are no longer needed: a retry is answered here.
-      for (const t of r.touched) this.partitions.forgetLater(t.p, `${r.source}\n${r.batchId}`);
+      for (const t of r.touched) {
+        if (begun) forget.set(t.p, begun.id);
+        else this.partitions.forgetLater(t.p, `${r.source}\n${r.batchId}`);
+      }
     }
+    for (const [p, id] of forget) this.partitions.forgetLater(p, id);
     if (watermark > meta.watermark) await this.scheduleEviction(meta.config);
     if (outbox) await this.scheduleFlush();
     // Published soon: objects written now (the outbox's are published after their flush), and the table.
@@ -675,11 +709,16 @@ export class Coordinator extends DurableObject<Env> {
     return this.ledger.row(source, batchId)?.seq ?? null;
   }
 
-  /** The stream's name, epoch, partition count and last commit number, for reads. */
-  locate(): { name: string; epoch: string; partitions: number; lastSeq: number; config: StreamConfig } | null {
+  /**
+   * The stream's name, epoch, partition count and last commit number, for
+   * reads; `indexedFrom`: the first commit the ledger's commit index still
+   * holds (earlier ones are read from the committed manifest).
+   */
+  locate(): { name: string; epoch: string; partitions: number; lastSeq: number; indexedFrom: number; config: StreamConfig } | null {
     const meta = this.meta();
     if (!meta) return null;
-    return { name: meta.name, epoch: meta.epoch, partitions: meta.config.partitions, lastSeq: this.ledger.lastSeq(), config: meta.config };
+    const lastSeq = this.ledger.lastSeq();
+    return { name: meta.name, epoch: meta.epoch, partitions: meta.config.partitions, lastSeq, indexedFrom: this.ledger.indexedFrom(), config: meta.config };
   }
 
   /** Deletes the stream: partitions' state, the output in R2, then the ledger and config. */
@@ -692,6 +731,7 @@ export class Coordinator extends DurableObject<Env> {
     await this.ctx.storage.deleteAll();
     this.forgetCaches();
     this.figures.forget();
+    this.counters.forget();
     this.partitions.forgetAll(); // ledgers of the old incarnation: the new one's partitions never held them
     this.exists = false; // until an admin creates the stream anew
     this.leases.clear();
@@ -715,6 +755,8 @@ export class Coordinator extends DurableObject<Env> {
     if (meta.config.mode !== "global") await this.evictDue(meta);
     const now = this.meta();
     if (!now || now.epoch !== meta.epoch) return; // dropped meanwhile
+    const pruneAt = this.pruneLedger(now);
+    if (pruneAt !== null) await this.alarmBy(pruneAt);
     await this.scheduleFlush();
     // The table catches up in steps; the manifest follows flushes (each flush's alarm publishes it).
     // A publication that failed is tried again when its backoff ends, not sooner.
@@ -725,6 +767,27 @@ export class Coordinator extends DurableObject<Env> {
     // Commits that landed during the fan-out may have moved the watermark again.
     if (now.config.mode !== "global" && now.watermark > meta.watermark) await this.scheduleEviction(now.config);
     if (hasIdleTimeout(now.config)) await this.scheduleIdle(now.config, this.sourceProgress());
+  }
+
+  /**
+   * Forgets, in one bounded step (src/coordinator/window.ts), the committed
+   * groups past the idempotency window that a retry can no longer change, and
+   * begin records older than the partitions keep decisions. Returns when the
+   * next step is due by the clock (null: a commit, the watermark or a
+   * publication brings the alarm back).
+   */
+  private pruneLedger(meta: Meta): number | null {
+    const now = Date.now();
+    const published = meta.config.table ? Math.min(this.published("manifest"), this.published("table")) : this.published("manifest");
+    const step = pruneStep(this.ledger.oldest(PRUNE_STEP_GROUPS), {
+      now, window: idempotencyWindowOf(meta.config), mode: meta.config.mode, watermark: meta.watermark, publishedUpTo: published,
+    });
+    this.ctx.storage.transactionSync(() => {
+      if (step.upTo !== null) this.ledger.prune(step.upTo);
+      this.ledger.pruneBegun(now - LEDGER_RETENTION_MS);
+    });
+    this.forgetCaches();
+    return step.retryAt === null ? null : Math.max(step.retryAt, now + PRUNE_MIN_INTERVAL_MS);
   }
 
   /** The meta row after sources that have turned idle left the watermark (which may then advance). */
@@ -760,8 +823,9 @@ export class Coordinator extends DurableObject<Env> {
     for (const s of new Set([...Object.keys(meta.config.sources), ...Object.keys(progress)])) {
       sources[s] = sourceWatermark(meta.config, s, own(progress, s));
     }
-    const counters = this.sql.exec<{ name: string; source: string; n: number }>("SELECT name, source, n FROM metrics").toArray();
-    return streamMetricsOf(meta.name, counters, { watermark: meta.watermark, sources, state: this.partitions.totals() });
+    const counters = this.counters.all();
+    const { bytes, batchesRemembered } = this.bookkeeping(meta);
+    return streamMetricsOf(meta.name, counters, { watermark: meta.watermark, sources, state: this.partitions.totals(), bookkeeping: { bytes, batchesRemembered } });
   }
 
   /** For GET /v1/streams/{stream}/advice: the delay advisor over the live figures (src/stream/advisor/live.ts). */
@@ -779,6 +843,7 @@ export class Coordinator extends DurableObject<Env> {
       bucket: this.env.SINK,
       lastSeq: this.ledger.lastSeq(),
       commits: (after, upTo, limit) => this.commits("data", after, upTo, limit),
+      laneCommits: (lane, after, upTo, limit) => this.commits(lane, after, upTo, limit),
       progress: (what) => this.published(what),
       setProgress: (what, seq) => void this.sql.exec("INSERT OR REPLACE INTO published (what, seq) VALUES (?, ?)", what, seq),
     };
@@ -790,7 +855,7 @@ export class Coordinator extends DurableObject<Env> {
   }
 
   /** A stream with a table: each member is to be judged by the columns known before it began (src/table/known-columns.ts). */
-  private withTableColumns(members: BegunMember[]): BegunMember[] {
+  private withTableColumns<M extends BegunMember>(members: M[]): M[] {
     const known = new Map<number, string[]>(); // first attempts share their begin time: one read for them all
     const before = (at: number) => known.get(at) ?? known.set(at, columnsKnownBefore(this.sql, at)).get(at)!;
     return members.map((m) => (m.config.table ? { ...m, tableColumns: before(m.begunAt) } : m));

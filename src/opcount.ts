@@ -15,6 +15,11 @@
  *   constructor, so DO→DO calls (eviction fan-out) count too.
  * - SQL statements: `countedSql(ctx.storage.sql, "Partition")` in each DO's
  *   constructor counts every `exec` (a multi-statement string counts once).
+ * - SQLite rows written and read (what Cloudflare bills a SQLite Durable
+ *   Object for): the cursor each `exec` returns reports them once consumed,
+ *   so a statement's rows are added when the next statement starts (a DO
+ *   consumes a cursor before its next statement) or when the counters are
+ *   taken. Index updates and deletes count as rows written, as billed.
  *
  * The counters are module state. Locally `wrangler dev` runs the Worker and all
  * Durable Objects of the script in one workerd isolate, so one set of counters
@@ -34,6 +39,10 @@ export interface OpCounts {
   doCalls: Record<string, number>;
   /** DO class → `sql.exec` calls */
   sql: Record<string, number>;
+  /** DO class → SQLite rows written (cursor.rowsWritten) */
+  rowsWritten: Record<string, number>;
+  /** DO class → SQLite rows read (cursor.rowsRead) */
+  rowsRead: Record<string, number>;
   /** `BINDING.method` → calls, e.g. `SINK.put` */
   r2: Record<string, number>;
   /** ms since the last reset */
@@ -44,15 +53,27 @@ let counts = fresh();
 let since = Date.now();
 
 function fresh(): OpCounts {
-  return { requests: 0, doCalls: {}, sql: {}, r2: {}, sinceMs: 0 };
+  return { requests: 0, doCalls: {}, sql: {}, rowsWritten: {}, rowsRead: {}, r2: {}, sinceMs: 0 };
 }
 
 function bump(table: Record<string, number>, key: string): void {
   table[key] = (table[key] ?? 0) + 1;
 }
 
+/** The last statement's cursor, whose rows are added once it has been consumed. */
+let open: { who: string; cursor: SqlStorageCursor<Record<string, SqlStorageValue>> } | null = null;
+
+function settleOpen(): void {
+  if (!open) return;
+  const { who, cursor } = open;
+  open = null;
+  counts.rowsWritten[who] = (counts.rowsWritten[who] ?? 0) + cursor.rowsWritten;
+  counts.rowsRead[who] = (counts.rowsRead[who] ?? 0) + cursor.rowsRead;
+}
+
 /** Returns the counters and starts new ones. */
 export function takeOpCounts(): OpCounts {
+  settleOpen();
   const out = { ...counts, sinceMs: Date.now() - since };
   counts = fresh();
   since = Date.now();
@@ -83,7 +104,10 @@ export function countedSql(sql: SqlStorage, who: string): SqlStorage {
       if (prop !== "exec" || typeof v !== "function") return typeof v === "function" ? v.bind(t) : v;
       return (...args: unknown[]) => {
         bump(counts.sql, who);
-        return Reflect.apply(v, t, args);
+        settleOpen();
+        const cursor = Reflect.apply(v, t, args) as SqlStorageCursor<Record<string, SqlStorageValue>>;
+        open = { who, cursor };
+        return cursor;
       };
     },
   });

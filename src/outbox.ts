@@ -1,5 +1,6 @@
 import { formatRef, parseRef } from "./microbatch/group";
 import { LANES, writeGroup, type Lane } from "./sink";
+import { addColumn } from "./storage/migrations";
 
 /**
  * Small micro-batches don't each write R2 objects: their lanes go into the
@@ -35,12 +36,12 @@ export const OUTBOX_TABLES = `
 `;
 
 /** The conflicts and duplicates lanes (DESIGN §11) in the outbox: added by a later migration, empty for entries from before. */
-export const OUTBOX_SAME_EVENT_LANES = `
-  ALTER TABLE outbox ADD COLUMN conflicts BLOB NOT NULL DEFAULT x'';
-  ALTER TABLE outbox ADD COLUMN duplicates BLOB NOT NULL DEFAULT x'';
-  ALTER TABLE outbox_flushed ADD COLUMN conflicts TEXT;
-  ALTER TABLE outbox_flushed ADD COLUMN duplicates TEXT;
-`;
+export function addSameEventLanes(sql: SqlStorage): void {
+  addColumn(sql, "outbox", "conflicts", "BLOB NOT NULL DEFAULT x''");
+  addColumn(sql, "outbox", "duplicates", "BLOB NOT NULL DEFAULT x''");
+  addColumn(sql, "outbox_flushed", "conflicts", "TEXT");
+  addColumn(sql, "outbox_flushed", "duplicates", "TEXT");
+}
 
 const laneBytes = LANES.map((lane) => `length(${lane})`).join(" + ");
 
@@ -60,6 +61,21 @@ export class Outbox {
   }
 
   /** The commit-index reference to a member's range of an entry's lane. */
+  /**
+   * Drops where flushed entries up to `entry` went, once no commit-index
+   * reference points at them (the ledger forgot their commits): entries are
+   * numbered in commit order, so the ones kept all come later.
+   */
+  forgetFlushed(entry: number): void {
+    this.sql.exec("DELETE FROM outbox_flushed WHERE id <= ?", entry);
+  }
+
+  /** The entry number a commit-index reference points into (null: an R2 object's). */
+  static entryOf(ref: string): number | null {
+    const m = /^outbox:(\d+)\//.exec(ref);
+    return m ? Number(m[1]) : null;
+  }
+
   static ref(entry: number, lane: Lane, range: { offset: number; length: number }): string {
     return formatRef({ key: `${PREFIX}${entry}/${lane}`, range });
   }

@@ -4,7 +4,7 @@ import type { Env } from "./env";
 import { decodeDecisions, encodeDecisions } from "./stream/ledger";
 import { failAt, faultsEnabled, type FaultPoint } from "./faults";
 import { countedSql } from "./opcount";
-import { migrate, type Migration } from "./storage/migrations";
+import { addColumn, migrate, type Migration } from "./storage/migrations";
 import { bucketAtWatermark, bucketOf, bucketWidthFor } from "./stream/expiry-buckets";
 import { keyHash64, keyHashLabel } from "./stream/key-hash";
 
@@ -32,6 +32,8 @@ export interface ApplyRequest {
 /** A micro-batch's rows for this partition: an entry per request, judged in order. */
 export interface GroupApplyRequest {
   epoch: string;
+  /** the micro-batch's id: its decisions are one ledger entry under it (absent: one entry per batch, by its key) */
+  group?: string;
   watermark: number;
   entries: GroupEntry[];
   /** ledgers of batches that have committed: a retry of them never reaches a partition again */
@@ -115,6 +117,8 @@ type PartitionMeta = {
   width: number | null;
   hashed: number;
   front_b: number | null;
+  /** the decision ledger's small entries, in the meta row (which every apply writes anyway): JSON PendingEntries, or null */
+  pending: string | null;
 };
 
 /**
@@ -133,6 +137,13 @@ const keptBatchOf = (hashed: number) =>
 
 /** Counted in duplicates: a duplicate or a dropped conflict (a rejected one is in rejected). */
 const countsAsDuplicate = (d: Decision) => d === "d" || d === "c";
+
+/** Ledger entries held in the meta row: entry id → [recorded at, [[batch key, decisions], …]]. */
+type PendingEntries = Record<string, [number, [string, string][]]>;
+
+/** An entry this small rides in the meta row, while those there stay under PENDING_MAX_BYTES; others go to the ledger table. */
+export const PENDING_ENTRY_MAX_BYTES = 4_096;
+export const PENDING_MAX_BYTES = 32_768;
 
 /** A row judged a duplicate: which entry, its state key and event time. */
 type Duplicate = { entry: number; key: string; t: number; settings: DedupSettings };
@@ -180,19 +191,34 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
     },
   },
   {
-    // Version 4 is the decision ledger's (another change); this one touches only its own columns and tables.
+    version: 4,
+    does: "the decision ledger per micro-batch: ledger.batch names an entry (a micro-batch, or one batch), ledger.decisions is a JSON array of [batch key, decisions]; meta.pending holds small entries",
+    up: (sql) => {
+      sql.exec("UPDATE ledger SET decisions = json_array(json_array(batch, decisions))");
+      const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray();
+      if (!columns.some((c) => c.name === "pending")) sql.exec("ALTER TABLE meta ADD COLUMN pending TEXT");
+    },
+  },
+  {
     version: 5,
     does: "what counts as the same event: keys.d (the kept copy's 64-bit content digest), kept_batches (the batches' names by number), receipts (copies dropped against a key; its batch's number where t can't hold it)",
-    up: (sql) =>
+    up: (sql) => {
+      addColumn(sql, "keys", "d", "INTEGER");
       sql.exec(`
-        ALTER TABLE keys ADD COLUMN d INTEGER;
         CREATE TABLE IF NOT EXISTS kept_batches (n INTEGER PRIMARY KEY, batch TEXT NOT NULL, until INTEGER, lo INTEGER, hi INTEGER);
         CREATE TABLE IF NOT EXISTS receipts (b INTEGER NOT NULL, k NOT NULL, n INTEGER, dropped INTEGER NOT NULL, conflicts INTEGER NOT NULL, PRIMARY KEY (b, k)) WITHOUT ROWID;
-      `),
+      `);
+    },
   },
 ];
 
-/** How long a batch's decisions are kept for a replay of a batch that crashed before its commit. */
+/**
+ * The decision ledger's bound: an entry goes with the first call after its
+ * micro-batch commits (the Coordinator's forget-list), or, for a micro-batch
+ * that never committed (its members crashed and were not retried), after this
+ * long: a retry later than that is judged afresh. The Coordinator drops its
+ * begin records after as long.
+ */
 export const LEDGER_RETENTION_MS = 7 * 86_400_000;
 const LEDGER_PRUNE_EVERY_MS = 3_600_000;
 
@@ -241,14 +267,22 @@ export class Partition extends DurableObject<Env> {
     }
     return this.atomically(() => {
       const meta = this.meta(req.epoch);
+      const pending: PendingEntries = meta.pending ? JSON.parse(meta.pending) : {};
+      let pendingChanged = false;
       if (req.forget && req.forget.length > 0) {
-        this.sql.exec("DELETE FROM ledger WHERE batch IN (SELECT value FROM json_each(?))", JSON.stringify(req.forget));
+        const elsewhere = req.forget.filter((id) => !(Object.hasOwn(pending, id) && delete pending[id]));
+        pendingChanged = elsewhere.length < req.forget.length;
+        if (elsewhere.length > 0 && this.ledgerRows() > 0) {
+          this.sql.exec("DELETE FROM ledger WHERE batch IN (SELECT value FROM json_each(?))", JSON.stringify(elsewhere));
+          this.ledgerCount = undefined;
+        }
       }
-      const recorded = this.recordedDecisions(req.entries.filter((e) => e.resumed).map((e) => e.batch));
+      const recorded = this.recordedDecisions(req.entries.filter((e) => e.resumed).map((e) => e.batch), pending);
       const removed = this.evict(meta, req.watermark);
       let inserted = 0;
       let judged = 0;
       const ledger: [string, string][] = [];
+      const perEntry = req.group === undefined;
       const duplicates: Duplicate[] = [];
       const kept: KeptBatch[][] = [];
       const decisions = req.entries.map((entry, e) => {
@@ -276,15 +310,27 @@ export class Partition extends DurableObject<Env> {
         return entry.rows.map((r) => known.get(r.index)!).join("");
       });
       const gaps = this.duplicateGaps(req.entries.length, duplicates, meta);
-      if (ledger.length > 0) {
+      const now = Date.now();
+      const small = ledger.length > 0 && !perEntry && this.fitsPending(pending, ledger);
+      if (small) {
+        // One entry for the micro-batch, in the meta row written below anyway: no row of its own to write, nor to delete.
+        pending[req.group!] = [now, ledger];
+        pendingChanged = true;
+      } else if (ledger.length > 0 && perEntry) {
         this.sql.exec(
           `INSERT OR REPLACE INTO ledger (batch, at, decisions)
-           SELECT json_extract(value, '$[0]'), ?, json_extract(value, '$[1]') FROM json_each(?)`,
+           SELECT json_extract(value, '$[0]'), ?, json_array(json(value)) FROM json_each(?)`,
           Date.now(), JSON.stringify(ledger),
         );
+      } else if (ledger.length > 0) {
+        // One entry for the micro-batch: one row written, and one deleted once it commits.
+        this.sql.exec("INSERT OR REPLACE INTO ledger (batch, at, decisions) VALUES (?, ?, ?)", req.group!, now, JSON.stringify(ledger));
       }
+      if (ledger.length > 0 && !small) this.ledgerCount = undefined;
+      if (this.prunePending(pending, now)) pendingChanged = true;
+      if (pendingChanged) meta.pending = Object.keys(pending).length > 0 ? JSON.stringify(pending) : null;
       meta.rows += inserted;
-      if (inserted > 0 || removed > 0 || ledger.length > 0) this.saveMeta(meta);
+      if (inserted > 0 || removed > 0 || ledger.length > 0 || pendingChanged) this.saveMeta(meta);
       this.maybePruneLedger();
       const replayed = judged === 0 && req.entries.some((e) => e.rows.length > 0);
       return { decisions, gaps, ...(kept.some((k) => k.length > 0) ? { kept } : {}), replayed, inserted, removed, ...this.stats(meta) };
@@ -446,17 +492,57 @@ export class Partition extends DurableObject<Env> {
     this.cached = undefined;
     this.buckets = undefined;
     this.nextBatch = undefined;
+    this.ledgerCount = undefined;
     this.migrate(); // the instance may serve again (the stream created anew)
   }
 
-  /** batch → (input index → decision), for the given batches' rows decided here before: one statement for all. */
-  private recordedDecisions(batches: string[]): Map<string, Map<number, Decision>> {
+  /** Whether an entry joins the meta row: small, and the meta row stays small. */
+  private fitsPending(pending: PendingEntries, entry: [string, string][]): boolean {
+    const size = JSON.stringify(entry).length;
+    return size <= PENDING_ENTRY_MAX_BYTES && size + (JSON.stringify(pending).length) <= PENDING_MAX_BYTES;
+  }
+
+  /** Drops entries of the meta row older than LEDGER_RETENTION_MS (micro-batches that never committed); true if any went. */
+  private prunePending(pending: PendingEntries, now: number): boolean {
+    let changed = false;
+    for (const [id, [at]] of Object.entries(pending)) if (at < now - LEDGER_RETENTION_MS) changed = delete pending[id];
+    return changed;
+  }
+
+  /** Rows of the ledger table (read once, then kept): a partition whose entries all fit the meta row never touches it. */
+  private ledgerRows(): number {
+    this.ledgerCount ??= this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM ledger").one().n;
+    return this.ledgerCount;
+  }
+
+  private ledgerCount: number | undefined;
+
+  /**
+   * batch → (input index → decision), for the given batches' rows decided
+   * here before, from whichever entries hold them (an attempt that failed,
+   * and a later one that failed too: decisions never change, so their union):
+   * the meta row's, then the ledger table's (one statement; it holds only
+   * entries not yet committed, so the scan is short).
+   */
+  private recordedDecisions(batches: string[], pending: PendingEntries): Map<string, Map<number, Decision>> {
     const out = new Map<string, Map<number, Decision>>();
     if (batches.length === 0) return out;
+    const add = (batch: string, decisions: string) => {
+      const known = out.get(batch) ?? new Map<number, Decision>();
+      for (const [i, d] of decodeDecisions(decisions)) known.set(i, d);
+      out.set(batch, known);
+    };
+    const wanted = new Set(batches);
+    for (const [, entries] of Object.values(pending)) for (const [batch, decisions] of entries) if (wanted.has(batch)) add(batch, decisions);
+    if (this.ledgerRows() === 0) return out;
     const rows = this.sql
-      .exec<{ batch: string; decisions: string }>("SELECT batch, decisions FROM ledger WHERE batch IN (SELECT value FROM json_each(?))", JSON.stringify(batches))
+      .exec<{ batch: string; decisions: string }>(
+        `SELECT json_extract(m.value, '$[0]') AS batch, json_extract(m.value, '$[1]') AS decisions FROM ledger l, json_each(l.decisions) m
+         WHERE json_extract(m.value, '$[0]') IN (SELECT value FROM json_each(?))`,
+        JSON.stringify(batches),
+      )
       .toArray();
-    for (const r of rows) out.set(r.batch, decodeDecisions(r.decisions));
+    for (const r of rows) add(r.batch, r.decisions);
     return out;
   }
 
@@ -556,7 +642,7 @@ export class Partition extends DurableObject<Env> {
 
   private currentMeta(epoch: string): PartitionMeta | null {
     if (this.cached === undefined) {
-      this.cached = this.sql.exec<PartitionMeta>("SELECT epoch, watermark, rows, next_expiry, width, hashed, front_b FROM meta").toArray()[0] ?? null;
+      this.cached = this.sql.exec<PartitionMeta>("SELECT epoch, watermark, rows, next_expiry, width, hashed, front_b, pending FROM meta").toArray()[0] ?? null;
     }
     return this.cached && this.cached.epoch === epoch ? { ...this.cached } : null;
   }
@@ -567,15 +653,16 @@ export class Partition extends DurableObject<Env> {
     // First use, or state left by a deleted incarnation of the stream: start clean.
     this.sql.exec("DELETE FROM keys; DELETE FROM front; DELETE FROM ledger; DELETE FROM kept_batches; DELETE FROM receipts;");
     this.buckets = new Set();
-    const fresh = { epoch, watermark: 0, rows: 0, next_expiry: null, width: null, hashed: 0, front_b: null };
+    this.ledgerCount = 0;
+    const fresh = { epoch, watermark: 0, rows: 0, next_expiry: null, width: null, hashed: 0, front_b: null, pending: null };
     this.saveMeta(fresh);
     return { ...fresh };
   }
 
   private saveMeta(m: PartitionMeta): void {
     this.sql.exec(
-      "INSERT OR REPLACE INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b) VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
-      m.epoch, m.watermark, m.rows, m.next_expiry, m.width, m.hashed, m.front_b,
+      "INSERT OR REPLACE INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
+      m.epoch, m.watermark, m.rows, m.next_expiry, m.width, m.hashed, m.front_b, m.pending,
     );
     this.cached = { ...m };
   }
@@ -588,6 +675,7 @@ export class Partition extends DurableObject<Env> {
       this.cached = undefined;
       this.buckets = undefined;
       this.nextBatch = undefined;
+      this.ledgerCount = undefined;
       throw e;
     }
   }
@@ -657,6 +745,8 @@ export class Partition extends DurableObject<Env> {
     const now = Date.now();
     if (now - this.lastPrune < LEDGER_PRUNE_EVERY_MS) return;
     this.lastPrune = now;
+    if (this.ledgerRows() === 0) return;
     this.sql.exec("DELETE FROM ledger WHERE at < ?", now - LEDGER_RETENTION_MS);
+    this.ledgerCount = undefined;
   }
 }

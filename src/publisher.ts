@@ -25,6 +25,8 @@ export interface PublishContext {
   lastSeq: number;
   /** committed parts of the data lane with seq in (after, upTo], at most `limit` */
   commits(after: number, upTo: number, limit: number): CommitPart[];
+  /** the same for the late and rejected lanes: the manifest lists them too (so /output can read it once the ledger forgets) */
+  laneCommits?(lane: "late" | "rejected", after: number, upTo: number, limit: number): CommitPart[];
   /** how far a publication has got (0: not started), kept by the Coordinator */
   progress(what: "table" | "manifest"): number;
   setProgress(what: "table" | "manifest", seq: number): void;
@@ -79,18 +81,29 @@ export async function publishManifest(ctx: PublishContext): Promise<{ entries: n
     const page = ctx.commits(done, ctx.lastSeq, COMMITS_PER_APPEND);
     // Stop before the first part still in the outbox: it is listed once flushed.
     const waiting = page.findIndex((p) => "bytes" in p);
-    const listed = waiting < 0 ? page : page.slice(0, waiting);
-    const upTo = waiting >= 0 ? page[waiting].seq - 1 : page.length === COMMITS_PER_APPEND ? page[page.length - 1].seq : ctx.lastSeq;
+    let upTo = waiting >= 0 ? page[waiting].seq - 1 : page.length === COMMITS_PER_APPEND ? page[page.length - 1].seq : ctx.lastSeq;
+    // The other lanes' parts of the same commits, cut the same way.
+    const lanes = ctx.laneCommits ? (["late", "rejected"] as const).map((lane) => ctx.laneCommits!(lane, done, upTo, COMMITS_PER_APPEND)) : [];
+    for (const parts of lanes) {
+      const w = parts.findIndex((p) => "bytes" in p);
+      if (w >= 0) upTo = Math.min(upTo, parts[w].seq - 1);
+      else if (parts.length === COMMITS_PER_APPEND) upTo = Math.min(upTo, parts[parts.length - 1].seq);
+    }
     if (upTo <= done) break;
+    const listed = (parts: CommitPart[]) =>
+      parts.flatMap((p) => {
+        if (!("ref" in p) || p.seq > upTo) return [];
+        const r = parseRef(p.ref);
+        return [{ seq: p.seq, key: r.key, offset: r.range?.offset ?? 0, length: r.range?.length ?? null }];
+      });
+    const [late, rejected] = lanes.map(listed);
     const entry = {
       stream: ctx.stream,
       fromSeq: done + 1,
       toSeq: upTo,
-      objects: listed.flatMap((p) => {
-        if (!("ref" in p)) return [];
-        const r = parseRef(p.ref);
-        return [{ seq: p.seq, key: r.key, offset: r.range?.offset ?? 0, length: r.range?.length ?? null }];
-      }),
+      objects: listed(page),
+      ...(late?.length ? { late } : {}),
+      ...(rejected?.length ? { rejected } : {}),
     };
     await ctx.bucket.put(manifestKey(ctx.stream, ctx.epoch, upTo), JSON.stringify(entry), {
       onlyIf: { etagDoesNotMatch: "*" },

@@ -79,6 +79,7 @@ export const streamConfigSchema = z.looseObject({
   volatile: z.array(z.string()).optional(),
   onConflict: z.literal("reject").optional().describe("absent: drop"),
   keepDuplicates: z.literal(true).optional(),
+  idempotencyWindow: z.number().optional().describe("ms; absent: 24 hours"),
 });
 
 export const putStreamResultSchema = z.object({
@@ -106,6 +107,13 @@ export const streamInfoSchema = z.object({
   sources: z.record(z.string(), sourceInfoSchema),
   state: stateTotals,
   batches: z.object({ committed: z.number().int() }),
+  bookkeeping: z
+    .object({
+      bytes: z.number().int().describe("the Coordinator's own storage"),
+      batchesRemembered: z.number().int().describe("committed batch ids within the idempotency window"),
+      idempotencyWindow: z.number().int().describe("ms"),
+    })
+    .describe("the stream's own records (DESIGN §9): they level off under a steady load"),
 });
 
 export const streamListSchema = z.object({

@@ -1,10 +1,45 @@
 import type { BatchOutcome, ProgressReport } from "../stream/report";
 import { decodeStoredReport, encodeStoredReport } from "../stream/stored-report";
 import type { Lane, LaneKeys } from "../sink";
-import type { Outbox } from "../outbox";
+import { Outbox } from "../outbox";
+import type { Migration } from "../storage/migrations";
+import type { StreamConfig } from "../stream/config";
+import type { RememberedGroup } from "./window";
 
-/** A batch's ledger row as admission and commit read it. */
-export type BatchRow = { body_hash: string; watermark: number; begun_at: number; config_version: number; seq: number | null; report: string | null };
+/**
+ * A batch id as admission and commit read it: committed (seq and report set;
+ * the begin figures then 0) or begun and not committed (the watermark, begin
+ * time and config version it is judged by; `begun` the record that holds them).
+ */
+export type BatchRow = {
+  body_hash: string;
+  watermark: number;
+  begun_at: number;
+  config_version: number;
+  seq: number | null;
+  report: string | null;
+  begun: string | null;
+};
+
+/** A member of a micro-batch as its begin record keeps it. */
+export interface BegunRecord {
+  source: string;
+  batchId: string;
+  identity: string;
+  watermark: number;
+  begunAt: number;
+  configVersion: number;
+}
+
+/** A member of a micro-batch as its commit records it. */
+export interface CommittedRecord {
+  source: string;
+  batchId: string;
+  identity: string;
+  objects: LaneKeys;
+  outcome: BatchOutcome;
+  report: ProgressReport;
+}
 
 /**
  * A batch's identity is its parse mode and body hash ("ndjson:<sha256>" or the
@@ -20,17 +55,83 @@ export function recordedOutcome(row: { report: string | null; seq: number | null
   return { ...decodeStoredReport(row.report!, source, batchId, row.seq!).outcome, replayed: true };
 }
 
+/** The largest event time a row of this stream can have been accepted with, at `at` (the clock-skew guard). */
+function latestAcceptable(config: StreamConfig, at: number): number {
+  const skews = [config.maxEventTimeSkew, ...Object.values(config.sources).map((s) => s.maxEventTimeSkew ?? 0)];
+  return at + Math.max(...skews);
+}
+
 /**
- * The Coordinator's batch ledger (the `batches` table, created by
- * COORDINATOR_MIGRATIONS): one row per batch id, written when its first
- * attempt begins and completed by its commit with a commit number, the keys
- * of its lanes and its stored report. It doubles as the progress log and as
- * the commit index that /output reads. One statement per operation: the
- * bench counts them. The caller checks that the tables exist.
+ * Coordinator migration 5: the ledger per micro-batch (DESIGN §9). From one
+ * row per batch id written at its begin and rewritten at its commit (with a
+ * commit-number index: three rows written per request) to
+ * - `batches`: one row per committed batch id (its body and stored report),
+ *   written once, at the commit, and forgotten after the idempotency window;
+ * - `groups`: one row per committed micro-batch: its commit numbers, commit
+ *   time, largest event time and each member's id and lane objects (the commit
+ *   index /output and publication read, and what a prune deletes by);
+ * - `begun`: one row per micro-batch that began and has not committed (the
+ *   watermark, time and config each member is judged by, for a retry after a
+ *   crash), deleted by its commit.
+ * Old committed rows become one-member groups (their commit time from their
+ * report, their largest event time bounded by the clock-skew guard); begun
+ * rows become one-member begin records.
+ */
+export const LEDGER_MIGRATION: Migration = {
+  version: 7,
+  does: "the ledger per micro-batch: batches (one row per committed id), groups (one per committed micro-batch), begun (one per micro-batch in flight)",
+  up: (sql) => {
+    const meta = sql.exec<{ config: string }>("SELECT config FROM meta").toArray()[0];
+    const config = meta ? (JSON.parse(meta.config) as StreamConfig) : null;
+    const skew = config ? latestAcceptable(config, 0) : 86_400_000;
+    sql.exec(`
+      CREATE TABLE batches_v5 (source TEXT NOT NULL, batch_id TEXT NOT NULL, body_hash TEXT NOT NULL, seq INTEGER NOT NULL, report TEXT NOT NULL,
+        PRIMARY KEY (source, batch_id)) WITHOUT ROWID;
+      CREATE TABLE groups (seq INTEGER PRIMARY KEY, first_seq INTEGER NOT NULL, committed_at INTEGER NOT NULL, max_t INTEGER, members TEXT NOT NULL);
+      CREATE TABLE begun (id TEXT PRIMARY KEY, at INTEGER NOT NULL, members TEXT NOT NULL) WITHOUT ROWID;
+    `);
+    if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'batches'").toArray().length === 0) {
+      sql.exec("ALTER TABLE batches_v5 RENAME TO batches");
+      return;
+    }
+    sql.exec(
+      `INSERT INTO batches_v5 (source, batch_id, body_hash, seq, report) SELECT source, batch_id, body_hash, seq, report FROM batches WHERE seq IS NOT NULL`,
+    );
+    sql.exec(
+      `INSERT INTO groups (seq, first_seq, committed_at, max_t, members)
+       SELECT seq, seq, c, CASE WHEN ?1 THEN c + ?2 ELSE NULL END, json_array(json_array(source, batch_id, data_key, late_key, rejected_key))
+       FROM (SELECT *, coalesce(CASE WHEN json_type(report) = 'array' THEN json_extract(report, '$[7]') ELSE json_extract(report, '$.progress.committedAt') END, begun_at) AS c
+             FROM batches WHERE seq IS NOT NULL)`,
+      config?.eventTime ? 1 : 0, skew,
+    );
+    sql.exec(
+      `INSERT INTO begun (id, at, members)
+       SELECT source || char(10) || batch_id, begun_at, json_array(json_array(source, batch_id, body_hash, watermark, begun_at, config_version))
+       FROM batches WHERE seq IS NULL`,
+    );
+    sql.exec("DROP INDEX IF EXISTS batches_by_seq; DROP TABLE batches; ALTER TABLE batches_v5 RENAME TO batches;");
+  },
+};
+
+/** The lanes whose objects a commit record names (src/coordinator/lane-refs.ts keeps the others). */
+export type LedgerLane = Exclude<Lane, "conflicts" | "duplicates">;
+const LANE_INDEX: Record<LedgerLane, number> = { data: 2, late: 3, rejected: 4 };
+
+/**
+ * The Coordinator's batch ledger (tables of LEDGER_MIGRATION): what a batch
+ * id's retry is answered with, the progress log and the commit index that
+ * /output and publication read. Written once per micro-batch where the
+ * contract allows: one begin record for the group, one commit record for the
+ * group plus one row per committed batch id (what a retry looks up by id).
+ * Forgotten after the idempotency window (prune(), driven by the alarm). One
+ * statement per operation: the bench counts them. The caller checks that the
+ * tables exist.
  */
 export class BatchLedger {
   /** The last commit number; only this object's commits change it (forget() after each transaction). */
   private cachedSeq: number | undefined;
+  /** begin records held (a lookup by id reads them only when there are any) */
+  private begunRows: number | undefined;
 
   constructor(
     private readonly sql: SqlStorage,
@@ -38,66 +139,170 @@ export class BatchLedger {
     private readonly outbox: Outbox,
   ) {}
 
-  /** Whether a batch id has begun (or committed). */
+  /** Whether a batch id has begun (or committed and is still remembered). */
   known(source: string, batchId: string): boolean {
-    return this.sql.exec("SELECT 1 FROM batches WHERE source = ? AND batch_id = ?", source, batchId).toArray().length > 0;
+    return this.row(source, batchId) !== undefined;
   }
 
+  /** A batch id's record: committed first, else a begin record of it; one statement. */
   row(source: string, batchId: string): BatchRow | undefined {
+    const committed = "SELECT body_hash, 0 AS watermark, 0 AS begun_at, 0 AS config_version, seq, report, NULL AS begun FROM batches WHERE source = ?1 AND batch_id = ?2";
+    if (this.begun() === 0) return this.sql.exec<BatchRow>(committed, source, batchId).toArray()[0];
     return this.sql
       .exec<BatchRow>(
-        "SELECT body_hash, watermark, begun_at, config_version, seq, report FROM batches WHERE source = ? AND batch_id = ?", source, batchId,
+        `${committed}
+         UNION ALL
+         SELECT json_extract(m.value, '$[2]'), json_extract(m.value, '$[3]'), json_extract(m.value, '$[4]'), json_extract(m.value, '$[5]'), NULL, NULL, g.id
+         FROM begun g, json_each(g.members) m WHERE json_extract(m.value, '$[0]') = ?1 AND json_extract(m.value, '$[1]') = ?2`,
+        source, batchId,
       )
       .toArray()[0];
   }
 
-  /** Records a batch's first attempt: the body it must keep and the watermark, time and config it is judged by. */
-  begin(source: string, batchId: string, identity: string, watermark: number, begunAt: number, configVersion: number): void {
-    this.sql.exec(
-      "INSERT INTO batches (source, batch_id, body_hash, watermark, begun_at, config_version) VALUES (?, ?, ?, ?, ?, ?)",
-      source, batchId, identity, watermark, begunAt, configVersion,
-    );
+  private begun(): number {
+    this.begunRows ??= this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM begun").one().n;
+    return this.begunRows;
   }
 
-  /** Completes a begun batch's row as commit number `seq` (inside the commit's transaction). */
-  commit(seq: number, b: { source: string; batchId: string; objects: LaneKeys }, outcome: BatchOutcome, report: ProgressReport): void {
+  /** Records a micro-batch's begin: each member with the body it must keep and the watermark, time and config it is judged by. */
+  begin(id: string, members: readonly BegunRecord[], at: number): void {
     this.sql.exec(
-      "UPDATE batches SET seq = ?, data_key = ?, late_key = ?, rejected_key = ?, report = ? WHERE source = ? AND batch_id = ?",
-      seq, b.objects.data, b.objects.late, b.objects.rejected, encodeStoredReport(outcome, report), b.source, b.batchId,
+      "INSERT OR REPLACE INTO begun (id, at, members) VALUES (?, ?, ?)",
+      id, at, JSON.stringify(members.map((m) => [m.source, m.batchId, m.identity, m.watermark, m.begunAt, m.configVersion])),
     );
+    // Ids are new (a group's is random, a batch's own begins once), so the count goes up by one.
+    if (this.begunRows !== undefined) this.begunRows++;
+  }
+
+  /**
+   * Records a micro-batch's commit (inside the commit's transaction): its
+   * members as commit numbers `firstSeq`…, each id's row, the group's row, and
+   * drops its begin record. Older begin records (attempts that failed) lose
+   * the members committed now; emptied ones go.
+   */
+  commit(begun: string | null, firstSeq: number, committedAt: number, maxEventTime: number | null, members: readonly CommittedRecord[]): void {
+    if (members.length === 0) return;
+    this.sql.exec(
+      `INSERT INTO batches (source, batch_id, body_hash, seq, report)
+       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), ?1 + key, json_extract(value, '$[3]') FROM json_each(?2)`,
+      firstSeq, JSON.stringify(members.map((m) => [m.source, m.batchId, m.identity, encodeStoredReport(m.outcome, m.report)])),
+    );
+    this.sql.exec(
+      "INSERT INTO groups (seq, first_seq, committed_at, max_t, members) VALUES (?, ?, ?, ?, ?)",
+      firstSeq + members.length - 1, firstSeq, committedAt, maxEventTime,
+      JSON.stringify(members.map((m) => trimNulls([m.source, m.batchId, m.objects.data, m.objects.late, m.objects.rejected]))),
+    );
+    if (this.begun() === 0) return;
+    if (begun !== null) this.begunRows! -= this.sql.exec("DELETE FROM begun WHERE id = ? RETURNING 1", begun).toArray().length;
+    if (this.begun() > 0) {
+      // Attempts that failed before: rare, so the scan of the records left is too.
+      this.sql.exec(`
+        UPDATE begun SET members = (SELECT json_group_array(json(m.value)) FROM json_each(begun.members) m
+          WHERE NOT EXISTS (SELECT 1 FROM batches b WHERE b.source = json_extract(m.value, '$[0]') AND b.batch_id = json_extract(m.value, '$[1]')))
+        WHERE EXISTS (SELECT 1 FROM json_each(begun.members) m, batches b WHERE b.source = json_extract(m.value, '$[0]') AND b.batch_id = json_extract(m.value, '$[1]'));
+        DELETE FROM begun WHERE json_array_length(members) = 0;
+      `);
+      this.begunRows = undefined;
+    }
   }
 
   /** The last commit number (0 before the first commit). */
   lastSeq(): number {
-    this.cachedSeq ??= this.sql.exec<{ s: number }>("SELECT coalesce(max(seq), 0) AS s FROM batches WHERE seq IS NOT NULL").one().s;
+    this.cachedSeq ??= this.sql.exec<{ s: number }>("SELECT coalesce(max(seq), 0) AS s FROM groups").one().s;
     return this.cachedSeq;
   }
 
-  /** Drops the cached commit number: after a commit's transaction (one rolled back leaves it as storage is), or a drop. */
+  /** Drops the cached figures: after a commit's transaction (one rolled back leaves them as storage is), or a drop. */
   forget(): void {
     this.cachedSeq = undefined;
+    this.begunRows = undefined;
   }
 
-  /** The most recent `limit` progress reports, oldest first. */
+  /** The most recent `limit` progress reports still remembered, oldest first. */
   progress(limit: number): ProgressReport[] {
     return this.sql
-      .exec<{ report: string; source: string; batch_id: string; seq: number }>("SELECT report, source, batch_id, seq FROM batches WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT ?", limit)
+      .exec<{ report: string; source: string; batch_id: string; seq: number }>(
+        `SELECT b.report, b.source, b.batch_id, b.seq
+         FROM (SELECT members FROM groups ORDER BY seq DESC LIMIT ?1) g, json_each(g.members) m
+         JOIN batches b ON b.source = json_extract(m.value, '$[0]') AND b.batch_id = json_extract(m.value, '$[1]')
+         ORDER BY b.seq DESC LIMIT ?1`,
+        limit,
+      )
       .toArray()
       .map((r) => decodeStoredReport(r.report, r.source, r.batch_id, r.seq).progress)
       .reverse();
   }
 
-  /** Committed batches that wrote to `lane`, in commit order, after commit number `afterSeq`. */
-  commits(lane: Exclude<Lane, "conflicts" | "duplicates">, afterSeq: number, upToSeq: number, limit: number): ({ seq: number } & ({ ref: string } | { bytes: Uint8Array }))[] {
-    const column = { data: "data_key", late: "late_key", rejected: "rejected_key" }[lane];
+  /** Committed batches that wrote to `lane`, in commit order, after commit number `afterSeq` (as far back as remembered; the conflicts and duplicates lanes are LaneRefs'). */
+  commits(lane: LedgerLane, afterSeq: number, upToSeq: number, limit: number): ({ seq: number } & ({ ref: string } | { bytes: Uint8Array }))[] {
     const rows = this.sql
-      .exec<{ seq: number; key: string }>(
-        `SELECT seq, ${column} AS key FROM batches WHERE seq > ? AND seq <= ? AND ${column} IS NOT NULL ORDER BY seq LIMIT ?`,
+      .exec<{ seq: number; ref: string }>(
+        `SELECT g.first_seq + m.key AS seq, json_extract(m.value, '$[${LANE_INDEX[lane]}]') AS ref
+         FROM groups g, json_each(g.members) m
+         WHERE g.seq > ?1 AND g.first_seq <= ?2 AND g.first_seq + m.key > ?1 AND g.first_seq + m.key <= ?2 AND ref IS NOT NULL
+         ORDER BY seq LIMIT ?3`,
         afterSeq, upToSeq, limit,
       )
       .toArray();
     // Rows still in the outbox come back as bytes; flushed ones as their object range.
-    const resolved = this.outbox.resolve(rows.map((c) => c.key));
+    const resolved = this.outbox.resolve(rows.map((c) => c.ref));
     return rows.map((c, i) => ({ seq: c.seq, ...resolved[i] }));
   }
+
+  /** The oldest `limit` committed groups but the newest (which holds the last commit number), oldest first. */
+  oldest(limit: number): RememberedGroup[] {
+    return this.sql
+      .exec<{ seq: number; committed_at: number; max_t: number | null }>(
+        "SELECT seq, committed_at, max_t FROM groups WHERE seq < (SELECT max(seq) FROM groups) ORDER BY seq LIMIT ?", limit,
+      )
+      .toArray()
+      .map((g) => ({ seq: g.seq, committedAt: g.committed_at, maxEventTime: g.max_t }));
+  }
+
+  /** Forgets the committed groups up to commit number `upTo` and their batch ids (and where their outbox entries went); returns the ids forgotten. */
+  prune(upTo: number): number {
+    // The last outbox entry these commits point into: nothing kept points at it or before it.
+    const refs = this.sql
+      .exec<{ ref: string }>(
+        `SELECT json_extract(m.value, '$[2]') AS ref FROM groups g, json_each(g.members) m WHERE g.seq <= ? AND ref LIKE 'outbox:%' ORDER BY g.seq DESC LIMIT 1`,
+        upTo,
+      )
+      .toArray();
+    const entry = refs.length > 0 ? Outbox.entryOf(refs[0].ref) : null;
+    if (entry !== null) this.outbox.forgetFlushed(entry);
+    const forgotten = this.sql
+      .exec(
+        `DELETE FROM batches WHERE (source, batch_id) IN
+           (SELECT json_extract(m.value, '$[0]'), json_extract(m.value, '$[1]') FROM groups g, json_each(g.members) m WHERE g.seq <= ?)
+         RETURNING 1`,
+        upTo,
+      )
+      .toArray().length;
+    this.sql.exec("DELETE FROM groups WHERE seq <= ?", upTo);
+    return forgotten;
+  }
+
+  /** Drops begin records older than `before` (their partitions' decisions are gone by then). */
+  pruneBegun(before: number): void {
+    if (this.begun() === 0) return;
+    this.sql.exec("DELETE FROM begun WHERE at < ?", before);
+    this.begunRows = undefined;
+  }
+
+  /** The first commit number the commit index holds (1 when nothing was forgotten; lastSeq + 1 with no commits). */
+  indexedFrom(): number {
+    return this.sql.exec<{ n: number }>("SELECT coalesce((SELECT first_seq FROM groups ORDER BY seq LIMIT 1), 1) AS n").one().n;
+  }
+
+  /** Committed batch ids remembered: the commit numbers of the groups held (they are contiguous: pruned oldest first). */
+  remembered(): number {
+    return this.sql.exec<{ n: number }>("SELECT coalesce(max(seq) - min(first_seq) + 1, 0) AS n FROM groups").one().n;
+  }
+}
+
+/** A member's commit-index entry without its trailing empty lanes (most requests write only data). */
+function trimNulls(a: (string | null)[]): (string | null)[] {
+  let n = a.length;
+  while (n > 2 && a[n - 1] === null) n--;
+  return a.slice(0, n);
 }

@@ -8,8 +8,10 @@ export type ReportedPartition = Omit<PartitionStats, "nextExpiry"> & { p: number
 
 /**
  * The Coordinator's book of its partitions: the figures each last reported
- * (the `partitions` table: state totals for numRowsTotal and /metrics, and the
- * next expiry that picks which partitions the eviction fan-out visits) and
+ * (state totals for numRowsTotal and /metrics, and the next expiry that picks
+ * which partitions the eviction fan-out visits; one row for all of them, the
+ * `partition_figures` row of Coordinator migration 6, read once and kept, so a
+ * commit writes one row however many partitions it touched) and
  * the committed ledgers each may drop, carried by the next call to it. The
  * calls themselves, alarms and transactions stay in the Coordinator. One
  * statement per operation: the bench counts them.
@@ -18,23 +20,41 @@ export class PartitionBook {
   /** In memory: the partitions' 7-day prune is the backstop for lists lost with the object. */
   private forgetLists = new Map<number, string[]>();
 
+  /** p → [rows, bytes, watermark, next expiry (0: not known, so due)], as stored */
+  private cached: Map<number, [number, number, number, number | null]> | undefined;
+
   constructor(private readonly sql: SqlStorage) {}
 
-  /** Records the last figures partitions reported (one statement for all). */
+  /** Records the last figures partitions reported (one statement, one row written, for all). */
   record(stats: Iterable<ReportedPartition>): void {
-    const rows = [...stats].map((s) => [s.p, s.rows, s.bytes, s.watermark, s.nextExpiry === undefined ? 0 : s.nextExpiry]);
-    if (rows.length === 0) return;
-    this.sql.exec(
-      `INSERT OR REPLACE INTO partitions (p, rows, bytes, watermark, next_expiry)
-       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]'),
-         json_extract(value, '$[4]') FROM json_each(?)`,
-      JSON.stringify(rows),
-    );
+    const reported = [...stats];
+    if (reported.length === 0) return;
+    const m = this.load();
+    // Figures that name no partition are refused (the table's INTEGER key did that before): the commit around them fails whole.
+    for (const s of reported) if (!Number.isInteger(s.p) || s.p < 0) throw new Error(`figures for partition ${String(s.p)}: not a partition number`);
+    for (const s of reported) m.set(s.p, [s.rows, s.bytes, s.watermark, s.nextExpiry === undefined ? 0 : s.nextExpiry]);
+    this.sql.exec("INSERT OR REPLACE INTO partition_figures (id, f) VALUES (1, ?)", JSON.stringify([...m].map(([p, f]) => [p, ...f])));
   }
 
   /** The state over all partitions, as they last reported it. */
   totals(): { rows: number; bytes: number } {
-    return this.sql.exec<{ rows: number; bytes: number }>("SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes FROM partitions").one();
+    let rows = 0;
+    let bytes = 0;
+    for (const [r, b] of this.load().values()) (rows += r), (bytes += b);
+    return { rows, bytes };
+  }
+
+  /** Drops the figures kept in memory: after a transaction that rolled back, or a drop (read again next time). */
+  forget(): void {
+    this.cached = undefined;
+  }
+
+  private load(): Map<number, [number, number, number, number | null]> {
+    if (this.cached) return this.cached;
+    const row = this.sql.exec<{ f: string }>("SELECT f FROM partition_figures").toArray()[0];
+    const list = row ? (JSON.parse(row.f) as [number, number, number, number, number | null][]) : [];
+    this.cached = new Map(list.map(([p, ...f]) => [p, f as [number, number, number, number | null]]));
+    return this.cached;
   }
 
   /**
@@ -43,10 +63,7 @@ export class PartitionBook {
    * clean-up, never a decision).
    */
   due(watermark: number): number[] {
-    return this.sql
-      .exec<{ p: number }>("SELECT p FROM partitions WHERE next_expiry IS NOT NULL AND next_expiry <= ?", watermark)
-      .toArray()
-      .map((r) => r.p);
+    return [...this.load()].filter(([, f]) => f[3] !== null && f[3] <= watermark).map(([p]) => p).sort((a, b) => a - b);
   }
 
   /** Remembers a committed ledger (`{source}\n{batchId}`) for partition `p` to drop; past the cap it is left to the prune. */
@@ -56,9 +73,10 @@ export class PartitionBook {
     if (list.length < MAX_FORGET_PER_PARTITION) list.push(ledger);
   }
 
-  /** Drops every list (the stream was deleted). */
+  /** Drops every list and the figures kept (the stream was deleted). */
   forgetAll(): void {
     this.forgetLists.clear();
+    this.cached = undefined;
   }
 
   /** The ledgers partition `p` may drop, handed over once: its next call carries them. */

@@ -247,6 +247,9 @@ const SCRIPT = String.raw`
       h("dt", {}, ["Key"]), h("dd", {}, [c.key.join(", ") + (c.eventTime ? "  (event time: " + c.eventTime + ")" : "")]),
       h("dt", {}, ["State"]), h("dd", { id: "state-total" }, [num(info.state.rows) + " rows, " + bytes(info.state.bytes)]),
       h("dt", {}, ["Batches committed"]), h("dd", { id: "batches-committed" }, [num(info.batches.committed)]),
+      h("dt", {}, ["Bookkeeping"]), h("dd", { id: "bookkeeping" }, [info.bookkeeping
+        ? bytes(info.bookkeeping.bytes) + ", " + num(info.bookkeeping.batchesRemembered) + " batch ids remembered for " + dur(info.bookkeeping.idempotencyWindow)
+        : "—"]),
       h("dt", {}, ["Partitions"]), h("dd", {}, [String(c.partitions)]),
     ])]);
   }

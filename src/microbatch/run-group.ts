@@ -25,6 +25,8 @@ export interface BegunMember {
 }
 
 export interface GroupContext {
+  /** the micro-batch's id: its begin record and its partitions' decision entries go by it */
+  group?: string;
   stream: string;
   epoch: string;
   /** the global watermark in force when the group began */
@@ -69,6 +71,7 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
       const r = await ctx.applyGroup(p, {
         epoch: ctx.epoch,
         watermark: ctx.watermark,
+        ...(ctx.group ? { group: ctx.group } : {}),
         entries: entries.map((e) => {
           const m = byLedger.get(e.batch)!;
           return { ...e, settings: dedupSettings(m.config), resumed: m.resumed };
@@ -101,7 +104,7 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
   const bodies = Object.fromEntries(LANES.map((lane) => [lane, lanes[lane].body])) as Record<Lane, Uint8Array>;
   const size = LANES.reduce((n, lane) => n + bodies[lane].length, 0);
   const direct = size > OUTBOX_MAX_ENTRY_BYTES;
-  const group = `g-${crypto.randomUUID()}`;
+  const group = ctx.group ?? `g-${crypto.randomUUID()}`;
   // A small group writes nothing to R2 here: its lanes go into the outbox in the commit's transaction,
   // so the crash points before the commit all leave the same thing behind: nothing.
   const objects: LaneKeys = !direct ? { data: null, late: null, rejected: null, conflicts: null, duplicates: null } : await writeGroup(

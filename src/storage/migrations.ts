@@ -38,3 +38,12 @@ export function migrate(sql: SqlStorage, migrations: readonly Migration[], trans
   }
   return at;
 }
+
+/**
+ * `ALTER TABLE … ADD COLUMN` unless the column is there: storage written by a
+ * release (or a test) that already had it must not fail its upgrade.
+ */
+export function addColumn(sql: SqlStorage, table: string, column: string, declaration: string): void {
+  const columns = sql.exec<{ name: string }>(`SELECT name FROM pragma_table_info('${table}')`).toArray();
+  if (!columns.some((c) => c.name === column)) sql.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${declaration}`);
+}

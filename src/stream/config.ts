@@ -89,6 +89,9 @@ export const streamBodySchema = z
       })
       .optional()
       .describe("append committed output to an Iceberg table in R2"),
+    idempotencyWindow: interval
+      .optional()
+      .describe('how long a committed batch id is remembered: a retry within it is answered with its recorded outcome; at least "1 minute", at most "365 days"; default "24 hours"'),
     stateKeys: z
       .enum(["text", "hashed"])
       .default("text")
@@ -120,6 +123,9 @@ export const streamBodySchema = z
     });
     if (!Array.isArray(b.key) && b.volatile.length > 0) {
       ctx.addIssue({ code: "custom", path: ["volatile"], message: "a content key has no conflicts: leave the fields out of the content with key.content.exclude instead" });
+    }
+    if (b.idempotencyWindow !== undefined && (b.idempotencyWindow < MIN_IDEMPOTENCY_WINDOW_MS || b.idempotencyWindow > MAX_IDEMPOTENCY_WINDOW_MS)) {
+      ctx.addIssue({ code: "custom", path: ["idempotencyWindow"], message: 'must be at least "1 minute" and at most "365 days"' });
     }
     if (b.idleTimeout === 0) ctx.addIssue({ code: "custom", path: ["idleTimeout"], message: "must be more than 0" });
     for (const [name, src] of Object.entries(b.sources)) {
@@ -177,6 +183,8 @@ export interface StreamConfig {
   table?: { format: "iceberg"; location?: string; maxColumns?: number };
   /** partitions keep 64-bit key hashes instead of key text (src/stream/key-hash.ts); absent: text */
   stateKeys?: "hashed";
+  /** ms a committed batch id is remembered (DESIGN §9); absent: DEFAULT_IDEMPOTENCY_WINDOW_MS */
+  idempotencyWindow?: number;
 }
 
 export interface SourceConfig {
@@ -188,6 +196,16 @@ export interface SourceConfig {
   idleTimeout?: number;
   /** how file runs of this source read .json files (src/sources/files/parse.ts) */
   multiLine?: boolean;
+}
+
+/** The idempotency window (DESIGN §9): 24 hours by default, as Stripe keeps idempotency keys. */
+export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 86_400_000;
+export const MIN_IDEMPOTENCY_WINDOW_MS = 60_000;
+export const MAX_IDEMPOTENCY_WINDOW_MS = 365 * 86_400_000;
+
+/** How long a committed batch id of this stream is remembered. */
+export function idempotencyWindowOf(config: StreamConfig): number {
+  return config.idempotencyWindow ?? DEFAULT_IDEMPOTENCY_WINDOW_MS;
 }
 
 export const DEFAULT_LIMITS = { maxBodyBytes: 10 * 1024 * 1024, maxRows: 10_000 };
@@ -225,6 +243,7 @@ export function parseStreamConfig(body: unknown): ConfigResult {
       ...(b.volatile.length > 0 ? { volatile: expandVolatile(b.volatile) } : {}),
       ...(b.onConflict === "reject" ? { onConflict: "reject" as const } : {}),
       ...(b.keepDuplicates ? { keepDuplicates: true as const } : {}),
+      ...(b.idempotencyWindow === undefined ? {} : { idempotencyWindow: b.idempotencyWindow }),
     },
   };
 }

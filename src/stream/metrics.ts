@@ -74,13 +74,15 @@ export interface StreamMetrics {
   durationBuckets: number[];
   durationSum: number;
   state: { rows: number; bytes: number };
+  /** the Coordinator's own records (DESIGN §9); absent: not reported */
+  bookkeeping?: { bytes: number; batchesRemembered: number };
 }
 
 /** Reads the counters table back. */
 export function streamMetricsOf(
   stream: string,
   counters: readonly { name: string; source: string; n: number }[],
-  rest: Pick<StreamMetrics, "watermark" | "sources" | "state">,
+  rest: Pick<StreamMetrics, "watermark" | "sources" | "state" | "bookkeeping">,
 ): StreamMetrics {
   const m: StreamMetrics = { stream, ...rest, rows: [], batches: 0, durationBuckets: DURATION_BUCKETS.map(() => 0).concat(0), durationSum: 0 };
   for (const c of counters) {
@@ -125,6 +127,11 @@ export function renderPrometheus(streams: readonly StreamMetrics[]): string {
     streams.map((s) => sample("edge_dedup_state_rows", { stream: s.stream }, s.state.rows)));
   family("edge_dedup_state_bytes", "gauge", "Bytes of state, as the partitions last reported.",
     streams.map((s) => sample("edge_dedup_state_bytes", { stream: s.stream }, s.state.bytes)));
+  const booked = streams.filter((s) => s.bookkeeping);
+  family("edge_dedup_bookkeeping_bytes", "gauge", "The Coordinator's own storage (ledger, outbox, figures), bytes.",
+    booked.map((s) => sample("edge_dedup_bookkeeping_bytes", { stream: s.stream }, s.bookkeeping!.bytes)));
+  family("edge_dedup_batches_remembered", "gauge", "Committed batch ids within the idempotency window.",
+    booked.map((s) => sample("edge_dedup_batches_remembered", { stream: s.stream }, s.bookkeeping!.batchesRemembered)));
   family("edge_dedup_batches_total", "counter", "Committed batches.",
     streams.map((s) => sample("edge_dedup_batches_total", { stream: s.stream }, s.batches)));
   family("edge_dedup_batch_duration_seconds", "histogram", "Time from a batch's start to its commit.",

@@ -126,6 +126,7 @@ describe("the dashboard in a browser", () => {
     expect(await text(page, "#total-late")).toBe(String(sum("late")));
     expect(await text(page, "#total-rejected")).toBe(String(sum("rejected")));
     expect(await text(page, "#batches-committed")).toBe(String(info.batches.committed));
+    expect(await text(page, "#bookkeeping")).toContain(`${info.bookkeeping.batchesRemembered} batch ids remembered for 24 h`);
     expect(await text(page, "#state-total")).toContain(`${info.state.rows} rows`);
 
     // Per source: the watermark and max event time of GET /v1/streams/{s}.

@@ -1,9 +1,36 @@
+import { env } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { FAULT_POINTS } from "../../src/faults";
 import { at, call, createStream, json, output, post } from "./helpers";
 
 // A request that dies at each step of a batch, then the producer's retry with the
 // same batch id: the output must hold every surviving row exactly once.
+
+/**
+ * The ledger's records (src/coordinator/ledger.ts): the ids of each begin record
+ * (one per micro-batch not committed), the committed ids in commit order, and the
+ * partitions' decision entries (one per partition per micro-batch: its id, the batches in it).
+ */
+async function records(name: string, partitions: number) {
+  const coordinator = await runInDurableObject(env.COORDINATOR.getByName(name), (_c, state) => ({
+    begun: state.storage.sql.exec<{ members: string }>("SELECT members FROM begun").toArray().map((r) => (JSON.parse(r.members) as string[][]).map((m) => m[1])),
+    committed: state.storage.sql.exec<{ batch_id: string }>("SELECT batch_id FROM batches ORDER BY seq").toArray().map((r) => r.batch_id),
+    groups: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM groups").one().n,
+  }));
+  const entries = [];
+  for (let p = 0; p < partitions; p++) {
+    entries.push(...(await runInDurableObject(env.PARTITION.getByName(`${name}/${p}`), (_p, state) => {
+      // Small entries ride in the meta row (pending), others are rows of the ledger table.
+      const pending = state.storage.sql.exec<{ pending: string | null }>("SELECT pending FROM meta").toArray()[0]?.pending;
+      const rows = state.storage.sql.exec<{ batch: string; decisions: string }>("SELECT batch, decisions FROM ledger").toArray()
+        .map((r) => [r.batch, JSON.parse(r.decisions)] as [string, string[][]]);
+      const inMeta = Object.entries(pending ? (JSON.parse(pending) as Record<string, [number, string[][]]>) : {}).map(([id, [, d]]) => [id, d] as [string, string[][]]);
+      return [...inMeta, ...rows].map(([id, d]) => ({ p, entry: id.startsWith("g-") ? "group" : id, batches: d.map((x) => x[0]) }));
+    })));
+  }
+  return { ...coordinator, entries };
+}
 const rows = [
   { id: "A", ts: at(10, 0) },
   { id: "B", ts: at(10, 1) },
@@ -30,6 +57,11 @@ describe.each(FAULT_POINTS)("crash %s", (point) => {
     const mid = await json(call("GET", `/v1/streams/${name}`));
     expect(mid.batches.committed).toBe(1);
     expect(mid.watermark).toBe(at(8, 55));
+    // One begin record for the crashed micro-batch; partitions that decided hold one entry for it (a group's), nothing per request.
+    const held = await records(name, partitions);
+    expect(held).toMatchObject({ begun: [["b1"]], committed: ["before"], groups: 1 });
+    for (const e of held.entries) expect(e).toMatchObject({ entry: "group", batches: ["default\nb1"] });
+    if (point !== "partition-midway") expect(new Set(held.entries.map((e) => e.p)).size).toBe(partitions);
 
     const retry = await post(name, rows, { "idempotency-key": "b1" });
     expect(retry).toMatchObject({ replayed: false, input: 8, emitted: 6, duplicates: 1, late: 0, watermark: at(8, 55), watermarkAfter: at(10, 1) });
@@ -41,6 +73,8 @@ describe.each(FAULT_POINTS)("crash %s", (point) => {
     const d = await json(call("GET", `/v1/streams/${name}`));
     expect(d.state.rows).toBe(7);
     expect(d.batches.committed).toBe(2);
+    // Committed: one row per id, one per group, no begin record left (the failed attempt's went with the commit).
+    expect(await records(name, partitions)).toMatchObject({ begun: [], committed: ["before", "b1"], groups: 2 });
   });
 });
 

@@ -1,6 +1,7 @@
 /**
  * The batch ledger (src/coordinator/ledger.ts) driven directly over a real
- * Coordinator's storage: a batch's row from its first attempt to its commit,
+ * Coordinator's storage: a micro-batch's begin record, then its commit (one
+ * row per batch id and one for the group),
  * the replay answer and progress report read back from the stored record, the
  * commit index, and what each operation costs in SQL statements (the bench
  * counts them; the hot path must not grow).
@@ -37,7 +38,7 @@ function outcomeOf(source: string, batchId: string): BatchOutcome {
 }
 
 describe("the batch ledger", () => {
-  it("records a first attempt, completes it at its commit, and answers from the stored record, one statement each", async () => {
+  it("records a group's begin, then its commit, and answers from the stored record, one statement each", async () => {
     await createStream("ledger1", base);
     await runInDurableObject(env.COORDINATOR.getByName("ledger1"), async (_c, state) => {
       const { sql, statements } = counting(state.storage.sql);
@@ -48,11 +49,13 @@ describe("the batch ledger", () => {
         return [out, statements() - before];
       };
 
-      expect(step(() => ledger.known("s", "b1"))).toEqual([false, 1]);
+      // The first lookup also counts the begin records held, once for the object's life.
+      expect(step(() => ledger.known("s", "b1"))).toEqual([false, 2]);
       expect(step(() => ledger.row("s", "b1"))).toEqual([undefined, 1]);
       expect(step(() => ledger.lastSeq())).toEqual([0, 1]);
-      expect(step(() => ledger.begin("s", "b1", "json:abc", 100, 1_000, 1))[1]).toBe(1);
-      expect(step(() => ledger.row("s", "b1"))).toEqual([{ body_hash: "json:abc", watermark: 100, begun_at: 1_000, config_version: 1, seq: null, report: null }, 1]);
+      const member = { source: "s", batchId: "b1", identity: "json:abc", watermark: 100, begunAt: 1_000, configVersion: 1 };
+      expect(step(() => ledger.begin("g1", [member], 1_000))[1]).toBe(1);
+      expect(step(() => ledger.row("s", "b1"))).toEqual([{ body_hash: "json:abc", watermark: 100, begun_at: 1_000, config_version: 1, seq: null, report: null, begun: "g1" }, 1]);
       expect(ledger.known("s", "b1")).toBe(true);
 
       const outcome = outcomeOf("s", "b1");
@@ -60,7 +63,8 @@ describe("the batch ledger", () => {
         commitSeq: 1, committedAt: 2_000, durationMs: 5, numRowsTotal: 1, numRowsUpdated: 1, numRowsRemoved: 0, stateBytes: 40,
       });
       const objects = { data: "streams/ledger1/data/x.ndjson#0+10", late: null, rejected: "streams/ledger1/rejected/x.ndjson#0+30" };
-      expect(step(() => ledger.commit(1, { source: "s", batchId: "b1", objects }, outcome, report))[1]).toBe(1);
+      // The ids' rows, the group's row, its begin record dropped: three statements for the whole group.
+      expect(step(() => ledger.commit("g1", 1, 2_000, 5_000, [{ source: "s", batchId: "b1", identity: "json:abc", objects, outcome, report }]))[1]).toBe(3);
 
       // The cached commit number stays until forget() (the Coordinator calls it after each commit's transaction).
       expect(step(() => ledger.lastSeq())).toEqual([0, 0]);
@@ -89,11 +93,11 @@ describe("the batch ledger", () => {
       const ledger = new BatchLedger(sql, new Outbox(sql));
       const reports = [1, 2, 3].map((seq) => {
         const outcome = outcomeOf("s", `b${seq}`);
-        ledger.begin("s", `b${seq}`, `h${seq}`, 100, seq, 1);
+        ledger.begin(`g${seq}`, [{ source: "s", batchId: `b${seq}`, identity: `h${seq}`, watermark: 100, begunAt: seq, configVersion: 1 }], seq);
         const report = progressOf(outcome, {
           commitSeq: seq, committedAt: 2_000 + seq, durationMs: 1, numRowsTotal: seq, numRowsUpdated: 1, numRowsRemoved: 0, stateBytes: 40,
         });
-        ledger.commit(seq, { source: "s", batchId: `b${seq}`, objects: { data: null, late: null, rejected: null } }, outcome, report);
+        ledger.commit(`g${seq}`, seq, 2_000 + seq, null, [{ source: "s", batchId: `b${seq}`, identity: `h${seq}`, objects: { data: null, late: null, rejected: null }, outcome, report }]);
         return report;
       });
       expect(ledger.progress(2)).toEqual(reports.slice(1));
@@ -106,5 +110,43 @@ describe("the batch ledger", () => {
     expect(sameBody("abc", "ndjson:abc")).toBe(true); // the old bare hash
     expect(sameBody("abc", "ndjson:abd")).toBe(false);
     expect(sameBody("json:abc", "ndjson:abc")).toBe(false); // the mode is part of it now
+  });
+});
+
+describe("rows written (what SQLite bills)", () => {
+  it("a micro-batch of three writes its begin record once, then one row per id, one for the group, and drops the begin record", async () => {
+    await createStream("ledger-rows", base);
+    await runInDurableObject(env.COORDINATOR.getByName("ledger-rows"), async (_c, state) => {
+      let written = 0;
+      // Each statement's cursor reports the rows it wrote once consumed (src/opcount.ts sums them the same way).
+      const sql = new Proxy(state.storage.sql, {
+        get(t, prop) {
+          const v = Reflect.get(t, prop);
+          if (prop !== "exec") return typeof v === "function" ? v.bind(t) : v;
+          return (...args: unknown[]) => {
+            const cursor = Reflect.apply(v as (...a: unknown[]) => SqlStorageCursor<Record<string, SqlStorageValue>>, t, args);
+            const rows = cursor.toArray();
+            written += cursor.rowsWritten;
+            return { toArray: () => rows, one: () => rows[0], [Symbol.iterator]: () => rows[Symbol.iterator]() };
+          };
+        },
+      });
+      const ledger = new BatchLedger(sql, new Outbox(sql));
+      const ids = ["b1", "b2", "b3"];
+      ledger.begin("g1", ids.map((batchId) => ({ source: "s", batchId, identity: `h-${batchId}`, watermark: 0, begunAt: 1, configVersion: 1 })), 1);
+      expect(written).toBe(1);
+      written = 0;
+      const members = ids.map((batchId, i) => {
+        const outcome = outcomeOf("s", batchId);
+        const report = progressOf(outcome, { commitSeq: i + 1, committedAt: 2, durationMs: 1, numRowsTotal: 1, numRowsUpdated: 1, numRowsRemoved: 0, stateBytes: 1 });
+        return { source: "s", batchId, identity: `h-${batchId}`, objects: { data: null, late: null, rejected: null }, outcome, report };
+      });
+      ledger.commit("g1", 1, 2, null, members);
+      expect(written).toBe(3 + 1 + 1);
+      written = 0;
+      // Forgetting them: one row per id and one for the group (the newest group is kept by the Coordinator; prune() itself takes what it is given).
+      expect(ledger.prune(3)).toBe(3);
+      expect(written).toBe(3 + 1);
+    });
   });
 });

@@ -159,6 +159,9 @@ describe("GET /metrics", () => {
       expect(get("edge_dedup_watermark_ms", { source: "app" })).toBe(at(9, 57));
       expect(get("edge_dedup_state_rows")).toBe(3);
       expect(get("edge_dedup_state_bytes")).toBeGreaterThan(0);
+      // The stream's own records (DESIGN §9): the Coordinator's storage and the ids it remembers.
+      expect(get("edge_dedup_bookkeeping_bytes")).toBeGreaterThan(0);
+      expect(get("edge_dedup_batches_remembered")).toBe(2);
       const buckets = samples.filter((s) => s.name === "edge_dedup_batch_duration_seconds_bucket");
       expect(buckets.at(-1)!.labels.le).toBe("+Inf");
       expect(buckets.at(-1)!.value).toBe(2);

@@ -9,7 +9,7 @@ import { expect, it } from "vitest";
 import { COORDINATOR_MIGRATIONS } from "../../src/coordinator";
 import { PARTITION_MIGRATIONS, type Partition } from "../../src/partition";
 import type { DedupSettings } from "../../src/stream/dedup";
-import { at, call, json, post } from "./helpers";
+import { at, call, client, json, output, post } from "./helpers";
 
 const within: DedupSettings = { mode: "within-watermark", delay: 100, hasEventTime: true };
 
@@ -81,4 +81,63 @@ it("a stream written by the previous layout is migrated on first use: its ledger
   expect(version).toBe(Math.max(...COORDINATOR_MIGRATIONS.map((m) => m.version)));
   // Version 4's advice table: the delay advisor counts from the first batch after the upgrade.
   expect(await json(call("GET", "/v1/streams/versions-stream/advice"))).toMatchObject({ overall: { rows: 1, duplicates: 0 } });
+});
+
+it("a stream written by the per-request ledger (version 4) upgrades in place: replays, progress, output, a begun batch resumes", async () => {
+  const name = "versions-v4";
+  await client.putStream(name, { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 1 });
+  const rows = [{ id: "A", ts: at(10, 0) }];
+  const first = await post(name, rows, { "idempotency-key": "v4-1" });
+  const stub = env.COORDINATOR.getByName(name);
+  const epoch = (await json(call("GET", `/v1/streams/${name}`))).epoch as string;
+  const hashOf = async (body: string) => Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body))),
+    (b) => b.toString(16).padStart(2, "0")).join("");
+  // Rewrite its ledger as version 4 kept it: one row per batch id (this commit), plus a batch begun and never committed.
+  const pending = [{ id: "P", ts: at(10, 1) }];
+  await runInDurableObject(stub, async (_c, state) => {
+    const sql = state.storage.sql;
+    const committed = sql.exec<{ source: string; batch_id: string; body_hash: string; seq: number; report: string }>("SELECT * FROM batches").one();
+    const group = sql.exec<{ members: string; committed_at: number }>("SELECT members, committed_at FROM groups").one();
+    const [, , data] = JSON.parse(group.members)[0] as [string, string, string | null];
+    sql.exec(`DROP TABLE batches; DROP TABLE groups; DROP TABLE begun;
+      CREATE TABLE batches (source TEXT NOT NULL, batch_id TEXT NOT NULL, body_hash TEXT NOT NULL,
+        watermark INTEGER NOT NULL, begun_at INTEGER NOT NULL, config_version INTEGER NOT NULL, seq INTEGER, data_key TEXT, late_key TEXT,
+        rejected_key TEXT, report TEXT, PRIMARY KEY (source, batch_id)) WITHOUT ROWID;
+      CREATE UNIQUE INDEX batches_by_seq ON batches (seq) WHERE seq IS NOT NULL;
+      UPDATE _schema SET version = 4;`);
+    sql.exec("INSERT INTO batches VALUES (?, ?, ?, 0, ?, 1, ?, ?, NULL, NULL, ?)", committed.source, committed.batch_id, committed.body_hash,
+      group.committed_at, committed.seq, data, committed.report);
+    sql.exec("INSERT INTO batches (source, batch_id, body_hash, watermark, begun_at, config_version) VALUES ('default', 'v4-2', ?, 0, ?, 1)",
+      await hashOf(JSON.stringify(pending)), Date.now());
+  });
+  // Its partition's decision for the begun batch, in partition version 3's layout: P was judged emitted (and stored) before the crash.
+  const partition = env.PARTITION.getByName(`${name}/0`);
+  await runInDurableObject(partition, (_p, state) => {
+    state.storage.sql.exec("DELETE FROM ledger; ALTER TABLE meta DROP COLUMN pending; UPDATE _schema SET version = 3");
+    state.storage.sql.exec("INSERT INTO ledger (batch, at, decisions) VALUES (?, ?, '0e')", "default\nv4-2", Date.now());
+    state.storage.sql.exec("INSERT INTO keys (b, k, t, e) SELECT b, 'P', ?, ? FROM keys LIMIT 1", at(10, 1), at(10, 6));
+    state.storage.sql.exec("UPDATE meta SET rows = rows + 1");
+  });
+  await evictDurableObject(stub);
+  await evictDurableObject(partition);
+
+  expect(await post(name, rows, { "idempotency-key": "v4-1" })).toEqual({ ...first, replayed: true });
+  expect((await call("POST", `/v1/streams/${name}/events`, [{ id: "Z", ts: at(10, 0) }], { "idempotency-key": "v4-1" })).status).toBe(422);
+  // The begun batch resumes: its recorded decision stands (P is emitted, not a duplicate of itself).
+  expect(await post(name, pending, { "idempotency-key": "v4-2" })).toMatchObject({ replayed: false, emitted: 1, duplicates: 0 });
+  expect(await post(name, [{ id: "B", ts: at(10, 2) }], { "idempotency-key": "v4-3" })).toMatchObject({ emitted: 1 });
+  expect((await output(name)).map((r) => r.id)).toEqual(["A", "P", "B"]);
+  const progress = (await json(call("GET", `/v1/streams/${name}/progress`))).progress;
+  expect(progress.map((p: { batchId: string; commitSeq: number }) => [p.batchId, p.commitSeq])).toEqual([["v4-1", 1], ["v4-2", 2], ["v4-3", 3]]);
+  const after = await runInDurableObject(stub, (_c, state) => ({
+    version: state.storage.sql.exec<{ version: number }>("SELECT version FROM _schema").one().version,
+    begun: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM begun").one().n,
+  }));
+  expect(after).toEqual({ version: Math.max(...COORDINATOR_MIGRATIONS.map((m) => m.version)), begun: 0 });
+  expect((await json(call("GET", `/v1/streams/${name}`))).bookkeeping).toMatchObject({ batchesRemembered: 3 });
+  expect(epoch).toBeTruthy();
+  // The counters of /metrics moved to one row (version 6) with what they held: A before the upgrade, P and B after.
+  const metrics = await (await call("GET", "/metrics")).text();
+  expect(metrics).toContain(`edge_dedup_rows_total{stream="${name}",source="default",outcome="emitted"} 3`);
+  expect(metrics).toContain(`edge_dedup_batches_total{stream="${name}"} 3`);
 });

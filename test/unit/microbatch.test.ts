@@ -10,7 +10,11 @@
  *     memberDecisions, mergeDecisions, advanceWatermark) decide exactly as the
  *     reference model does when it judges each group's members in order under
  *     the watermark committed before the group, then commits them together;
- *     and DESIGN §2.8 holds over the union of what was emitted.
+ *     and DESIGN §2.8 holds over the union of what was emitted. Each group
+ *     is one commit record (src/coordinator/ledger.ts): its members' commit
+ *     numbers are contiguous, in arrival order, and the idempotency window
+ *     (src/coordinator/window.ts) forgets whole groups, oldest first, so the
+ *     ids remembered are always one run of commit numbers.
  */
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
@@ -21,6 +25,7 @@ import { parseStreamConfig, type StreamConfig } from "../../src/stream/config";
 import { applyBatch, decideByInsert, isExpired, type DedupInput } from "../../src/stream/dedup";
 import type { Row } from "../../src/stream/schema";
 import { advanceWatermark, INITIAL_WATERMARK, type WatermarkState } from "../../src/stream/watermark";
+import { pruneStep, type RememberedGroup } from "../../src/coordinator/window";
 import { ReferenceModel, type ModelDecision } from "./model";
 import { configBody, expectGuarantees, materialize, modelSpec, NOW, scenarioArb, type Emitted } from "./scenarios";
 
@@ -152,6 +157,8 @@ interface Answer {
   group: number;
   /** its place in the group: the order in which it arrived */
   position: number;
+  /** its commit number: the group's first + its position (one commit record per group) */
+  seq: number;
 }
 
 /** Partitions as plain maps, and a group run built from the real pure pieces, as the Coordinator runs it. */
@@ -160,6 +167,8 @@ class GroupedStream {
   readonly partitions: { watermark: number; keys: Map<string, number | null>; digests: Map<string, string | null> }[];
   wm: WatermarkState = INITIAL_WATERMARK;
   groups = 0;
+  /** one commit record per group, as the ledger keeps them: last commit number, commit "time" (the group's number), max event time */
+  readonly records: (RememberedGroup & { first: number })[] = [];
   readonly batcher: MicroBatcher<{ source: string; rows: unknown[] }, Answer>;
 
   constructor(body: unknown, runTurns: () => number) {
@@ -192,10 +201,13 @@ class GroupedStream {
       const decided = memberDecisions(members, answers);
       const merged = members.map((m, i) => mergeDecisions(m.plan, decided[i]));
       for (const [i, it] of items.entries()) this.wm = advanceWatermark(this.config, this.wm, it.source, merged[i].maxEventTime, NOW);
+      const first = (this.records.at(-1)?.seq ?? 0) + 1;
+      const times = merged.flatMap((m) => (m.maxEventTime === null ? [] : [m.maxEventTime]));
+      this.records.push({ first, seq: first + items.length - 1, committedAt: group, maxEventTime: times.length > 0 ? Math.max(...times) : null });
       return merged.map((m, i): Answer => {
         const decisions: ModelDecision[] = Array.from({ length: m.counts.input }, () => "r");
         for (const [p, rows] of members[i].plan.subBatches) rows.forEach((r, j) => (decisions[r.index] = decided[i].get(p)![j] as ModelDecision));
-        return { source: items[i].source, watermark, watermarkAfter: this.wm.watermark, decisions, emitted: m.emitted, counts: m.counts, group, position: i };
+        return { source: items[i].source, watermark, watermarkAfter: this.wm.watermark, decisions, emitted: m.emitted, counts: m.counts, group, position: i, seq: first + i };
       });
     }, { maxWeight: 1_000, weigh: (x) => x.rows.length });
   }
@@ -245,6 +257,20 @@ describe("concurrent requests through the micro-batcher", () => {
           expect(a.emitted).toHaveLength(a.counts.emitted);
         }
         expectGuarantees(s, emitted);
+        // One record per group; commit numbers 1…n without gaps, a group's members in arrival order.
+        expect(stream.records).toHaveLength(byGroup.size);
+        expect([...answers.map((a) => a.seq)].sort((a, b) => a - b)).toEqual(answers.map((_, i) => i + 1));
+        for (const a of answers) {
+          const r = stream.records[a.group];
+          expect(a.seq).toBe(r.first + a.position);
+          expect(a.seq).toBeLessThanOrEqual(r.seq);
+        }
+        // The window forgets whole groups oldest first: what is left is one run of commit numbers, ending at the last.
+        const ctx = { now: stream.records.length / 2, window: 0, mode: s.mode, watermark: stream.wm.watermark, publishedUpTo: Number.MAX_SAFE_INTEGER };
+        const { upTo } = pruneStep(stream.records, ctx, Infinity);
+        const kept = stream.records.filter((r) => upTo === null || r.seq > upTo);
+        const seqs = answers.map((a) => a.seq).filter((q) => kept.some((r) => q >= r.first && q <= r.seq)).sort((a, b) => a - b);
+        expect(seqs).toEqual(seqs.length === 0 ? [] : Array.from({ length: seqs.length }, (_, i) => answers.length - seqs.length + 1 + i));
       }),
       { numRuns: 300 },
     );

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { coordinatorStub } from "../../env";
-import { readParts } from "../../output-reader";
+import { committedPages, readParts } from "../../output-reader";
 import type { Lane } from "../../sink";
 import { route, type Ctx } from "../route";
 import { intIn, intQuery, missing, STREAM } from "./shared";
@@ -18,16 +18,19 @@ function readLane(lane: Lane) {
     const coordinator = coordinatorStub(c.env, c.get("stream"));
     const where = await coordinator.locate();
     if (!where) throw missing(c.get("stream"));
-    let after = intQuery(c, laneQuery, "after");
+    const after = intQuery(c, laneQuery, "after");
     const bucket = c.env.SINK;
     // A snapshot: commits up to the last one now; X-Commit-Seq tells the reader where to resume.
     const upTo = where.lastSeq;
+    // Commits the ledger has forgotten are read from the committed manifest (src/output-reader.ts); the
+    // conflicts and duplicates lanes keep an index of their own (src/coordinator/lane-refs.ts) and read it all.
+    const indexedFrom = lane === "conflicts" || lane === "duplicates" ? 0 : where.indexedFrom;
+    const pages = committedPages(bucket, { ...where, indexedFrom }, lane, after, upTo, (a, u, l) => coordinator.commits(lane, a, u, l));
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
-        const page = await coordinator.commits(lane, after, upTo, 100);
-        if (page.length === 0) return controller.close();
-        for await (const bytes of readParts(bucket, page)) controller.enqueue(bytes);
-        after = page[page.length - 1].seq;
+        const page = await pages.next();
+        if (page.done) return controller.close();
+        for await (const bytes of readParts(bucket, page.value)) controller.enqueue(bytes);
       },
     });
     return new Response(body, { headers: { "content-type": "application/x-ndjson; charset=utf-8", "x-commit-seq": String(upTo) } });
