@@ -55,7 +55,7 @@ function readInstant(column: string, type: ColumnType | undefined, value: unknow
   if (ms === null) throw new RowError(`${column}: not a timestamp (ISO-8601 or epoch ${unit === "s" ? "seconds" : "ms"})`);
   if (!isNumeric(value)) return ms;
   if (unit === "s" && Math.abs(ms / 1000) >= MAX_PLAUSIBLE_S) {
-    throw new RowError(`${column}: ${String(value).trim()} looks like epoch milliseconds, not seconds; declare the column "timestamp:ms" or send seconds`);
+    throw new RowError(`${column}: the value looks like epoch milliseconds (at or past the year 5138 as seconds), not seconds; declare the column "timestamp:ms" or send seconds`);
   }
   if (type !== "timestamp:s" && type !== "timestamp:ms" && ms < MIN_PLAUSIBLE_MS) {
     throw new RowError(
