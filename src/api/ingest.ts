@@ -6,7 +6,8 @@ import { submitBatch } from "../ingest/submit";
 import { requestedFault, type FaultPoint } from "../faults";
 import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
 import { admitCaller, proveCaller, signatureRefused } from "./admission";
-import { batchIdentity, HARD_BODY_LIMIT, HARD_MAX_ROWS, parseMode, parseRows, readBody, TooManyRows } from "./body";
+import { HARD_BODY_LIMIT, HARD_MAX_ROWS, parseMode, parseRows, readBody, TooManyRows } from "./body";
+import { batchIdentity } from "../stream/bytes";
 import { badRequest, conflict, forbidden, HttpError, notFound } from "./problem";
 
 

@@ -2,7 +2,8 @@ import { coordinatorStub, type Env } from "../env";
 import type { BatchOutcome } from "../stream/report";
 import { batchIdFor, precheck, PROVIDER_TYPES, PROVIDERS, type ProviderType } from "../webhooks";
 import { admitWebhook, proveWebhook, webhookRefused } from "./admission";
-import { readBody, sha256Hex } from "./body";
+import { readBody } from "./body";
+import { sha256Hex } from "../stream/bytes";
 import { processBatch } from "./ingest";
 import { HttpError, webhookUnauthorized } from "./problem";
 

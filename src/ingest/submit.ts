@@ -1,5 +1,6 @@
 import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
 import { tooDeep, valueDeeperThan } from "../stream/json";
+import { batchIdentity } from "../stream/bytes";
 import { coordinatorStub, type Env } from "../env";
 import { WAIT_FOR_INFLIGHT_MS, type IngestResult, type ReceivedBatch } from "../coordinator";
 import type { FaultPoint } from "../faults";
@@ -86,6 +87,5 @@ export async function receivedFromRows(
   if (list === null) return invalid("rows must be an object or an array of objects");
   if (list.length > limits.maxRows) return invalid(`at most ${limits.maxRows} rows per batch`);
   const bytes = new TextEncoder().encode(JSON.stringify(rows));
-  const hash = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)), (b) => b.toString(16).padStart(2, "0")).join("");
-  return { sourceHeader: source, batchId, auth: { kind: "admin" }, rows: list, identity: hash, bytes: bytes.byteLength };
+  return { sourceHeader: source, batchId, auth: { kind: "admin" }, rows: list, identity: await batchIdentity(bytes, "json"), bytes: bytes.byteLength };
 }
