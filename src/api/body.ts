@@ -1,5 +1,6 @@
 import { parseJson } from "../stream/json";
 import { badRequest, HttpError } from "./problem";
+import type { ParseMode } from "../stream/bytes";
 
 /** No stream may accept more than this; RPC payloads to a Durable Object top out at 32 MiB. */
 export const HARD_BODY_LIMIT = 32 * 1024 * 1024;
@@ -61,17 +62,9 @@ export class TooManyRows extends HttpError {
 /** The most rows any batch may have, whatever a stream's limits once were. */
 export const HARD_MAX_ROWS = 100_000;
 
-export type ParseMode = "json" | "ndjson";
-
 /** How a body parses follows its Content-Type, so the mode is part of a batch's identity. */
 export function parseMode(contentType: string | null): ParseMode {
   return /^application\/(x-ndjson|jsonl|x-jsonlines|ndjson)\b/i.test(contentType ?? "") ? "ndjson" : "json";
-}
-
-/** A batch's identity: its parse mode and the SHA-256 of its bytes (JSON bodies keep the bare hash they always had). */
-export async function batchIdentity(bytes: Uint8Array, mode: ParseMode): Promise<string> {
-  const hash = await sha256Hex(bytes);
-  return mode === "json" ? hash : `${mode}:${hash}`;
 }
 
 /**
@@ -123,13 +116,4 @@ function parseNdjson(text: string, maxRows: number): unknown[] {
   }
   if (rows.length === 0) throw badRequest("the batch has no rows");
   return rows;
-}
-
-export async function sha256Hex(bytes: Uint8Array): Promise<string> {
-  // The cast is for the DOM typings (Node-side tests of src/webhooks), which allow only ArrayBuffer-backed views; ours always are.
-  return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>)));
-}
-
-export function toHex(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { isProviderType, PROVIDERS } from "../webhooks";
-import { sha256Hex } from "./body";
+import { sha256Hex } from "../stream/bytes";
 import type { ProviderType } from "../webhooks";
 
 /**

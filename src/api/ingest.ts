@@ -3,10 +3,12 @@ import type { BatchOutcome } from "../stream/report";
 import { coordinatorStub, type Env } from "../env";
 import type { ReceivedBatch } from "../coordinator";
 import { submitBatch } from "../ingest/submit";
+import { exhaustive, type SubmitResult } from "../ingest/result";
 import { requestedFault, type FaultPoint } from "../faults";
 import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
 import { admitCaller, proveCaller, signatureRefused } from "./admission";
-import { batchIdentity, HARD_BODY_LIMIT, HARD_MAX_ROWS, parseMode, parseRows, readBody, TooManyRows } from "./body";
+import { HARD_BODY_LIMIT, HARD_MAX_ROWS, parseMode, parseRows, readBody, TooManyRows } from "./body";
+import { batchIdentity } from "../stream/bytes";
 import { badRequest, conflict, forbidden, HttpError, notFound } from "./problem";
 
 
@@ -65,26 +67,38 @@ export type { ReceivedBatch };
  * Runs a received batch exactly once, in the stream's Coordinator: it joins
  * the next micro-batch (begin, one call per touched partition, output and
  * marker to R2, commit). Every step is idempotent per batch id, so a retry
- * after a failure anywhere re-runs to the same result. `refused`: the 401 of
- * a signed caller whose credential begin() no longer accepts (revoked, or its
- * source disabled, since the admission was cached).
+ * after a failure anywhere re-runs to the same result (httpOutcome: a signed
+ * caller whose credential begin() no longer accepts, revoked or its source
+ * disabled since the admission was cached, gets the 401 of a bad signature).
  */
 export async function processBatch(
   env: Env,
   stream: string,
   received: ReceivedBatch,
   fault: FaultPoint | null = null,
-  refused: (source: string) => HttpError = signatureRefused,
 ): Promise<BatchOutcome> {
-  const { sourceHeader } = received;
-  const r = await submitBatch(env, stream, received, fault);
-  if (r.ok) return r.outcome;
+  return httpOutcome(await submitBatch(env, stream, received, fault), received);
+}
+
+/**
+ * The HTTP adapter's mapper: the outcome, or the problem+json it throws. A
+ * signed (hmac) caller refused by begin() gets the same 401 as a bad
+ * signature (`refused`), not a 403 that would say the credential exists.
+ */
+export function httpOutcome(
+  r: SubmitResult,
+  caller: Pick<ReceivedBatch, "auth" | "sourceHeader">,
+  refused: (source: string) => HttpError = signatureRefused,
+): BatchOutcome {
   switch (r.kind) {
+    case "committed":
+    case "replayed":
+      return r.outcome;
     case "missing":
       throw notFound(r.detail);
     case "unauthorized":
     case "forbidden":
-      throw received.auth.kind === "hmac" ? refused(sourceHeader ?? "default") : forbidden(r.detail);
+      throw caller.auth.kind === "hmac" ? refused(caller.sourceHeader ?? "default") : forbidden(r.detail);
     case "too-large":
       throw new HttpError(413, "batch-too-large", "Payload too large", r.detail);
     case "conflict":
@@ -93,5 +107,10 @@ export async function processBatch(
       throw conflict("batch-in-flight", r.detail, {}, { "retry-after": String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))) });
     case "invalid":
       throw badRequest(r.detail);
+    case "failed":
+      // A failed micro-batch is safe to retry: the 500 any unexpected error gets.
+      throw new Error(r.detail);
+    default:
+      return exhaustive(r);
   }
 }

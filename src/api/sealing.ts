@@ -1,6 +1,5 @@
 import { notConfigured, HttpError } from "./problem";
-import { toHex } from "./body";
-import { concat } from "../webhooks/bytes";
+import { concat, toHex } from "../stream/bytes";
 
 /**
  * Signing secrets at rest. An HMAC can't be checked against a hash, so they are

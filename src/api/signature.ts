@@ -1,4 +1,4 @@
-import { toHex } from "./body";
+import { toHex } from "../stream/bytes";
 import { unauthorized } from "./problem";
 
 /**

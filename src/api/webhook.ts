@@ -2,8 +2,11 @@ import { coordinatorStub, type Env } from "../env";
 import type { BatchOutcome } from "../stream/report";
 import { batchIdFor, precheck, PROVIDER_TYPES, PROVIDERS, type ProviderType } from "../webhooks";
 import { admitWebhook, proveWebhook, webhookRefused } from "./admission";
-import { readBody, sha256Hex } from "./body";
-import { processBatch } from "./ingest";
+import { readBody } from "./body";
+import { sha256Hex } from "../stream/bytes";
+import { httpOutcome } from "./ingest";
+import { submitBatch } from "../ingest/submit";
+import { exhaustive, type SubmitResult } from "../ingest/result";
 import { HttpError, webhookUnauthorized } from "./problem";
 
 /** The headers by which a delivery says which provider signed it (GitHub's SHA-1 one only to say it is not accepted). */
@@ -36,8 +39,8 @@ export function requireProviderSignature(headers: Headers): void {
  *    provider's, or the source is disabled), which also yields the limits;
  * 3. the body, within limits.maxBodyBytes (413), then the signature against
  *    every live secret of the source (401);
- * 4. the envelope (400; the JSON within the depth limit), then processBatch()
- *    (a credential revoked meanwhile: the same 401).
+ * 4. the envelope (400; the JSON within the depth limit), then submitBatch()
+ *    (webhookOutcome: a credential revoked meanwhile is the same 401).
  */
 export async function webhook(env: Env, stream: string, source: string, req: Request): Promise<{ outcome: BatchOutcome; batchId: string }> {
   const now = Date.now();
@@ -63,13 +66,38 @@ export async function webhook(env: Env, stream: string, source: string, req: Req
   // The identity is the batch id, which only signed bytes decide: a Stripe
   // redelivery's bytes may differ (pending_webhooks) and must replay, never be a
   // 422; a GitHub or Shopify one is the same bytes (its id is their hash).
-  const outcome = await processBatch(env, stream, {
+  const r = await submitBatch(env, stream, {
     sourceHeader: source,
     batchId,
     auth,
     rows: [envelope.row],
     identity: `webhook:${batchId}`,
     bytes: body.byteLength,
-  }, null, webhookRefused);
-  return { outcome, batchId };
+  });
+  return { outcome: webhookOutcome(r, source), batchId };
+}
+
+/**
+ * The webhook adapter's mapper. A delivery's signature is its only proof, so
+ * a credential that begin() no longer accepts (revoked, or the source
+ * disabled, since admission) is the same 401 as a wrong secret: one answer
+ * for every unproven signature. Everything else answers as POST …/events does.
+ */
+export function webhookOutcome(r: SubmitResult, source: string): BatchOutcome {
+  switch (r.kind) {
+    case "unauthorized":
+    case "forbidden":
+      throw webhookRefused(source);
+    case "committed":
+    case "replayed":
+    case "missing":
+    case "too-large":
+    case "conflict":
+    case "busy":
+    case "invalid":
+    case "failed":
+      return httpOutcome(r, { auth: { kind: "admin" }, sourceHeader: source });
+    default:
+      return exhaustive(r);
+  }
 }

@@ -1,51 +1,28 @@
 import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
 import { tooDeep, valueDeeperThan } from "../stream/json";
+import { batchIdentity } from "../stream/bytes";
 import { coordinatorStub, type Env } from "../env";
 import { WAIT_FOR_INFLIGHT_MS, type IngestResult, type ReceivedBatch } from "../coordinator";
 import type { FaultPoint } from "../faults";
-import type { BatchOutcome } from "../stream/report";
+import { resultOf, type Refusal, type SubmitResult } from "./result";
+
+export type { Refusal, SubmitResult };
+
+const POLL_MS = 100;
 
 /**
  * Ingest, whatever the transport: a received batch (rows plus identity:
  * stream, source, batch id, body hash) runs exactly once in the stream's
- * Coordinator, and the answer is a typed result. HTTP maps a refusal to its
- * problem+json (src/api/ingest.ts); Workers RPC (src/rpc) throws it.
+ * Coordinator, and the answer is a typed result (./result.ts) that each
+ * adapter maps with its own exhaustive switch. A transport failure (the
+ * Coordinator unreachable, its micro-batch failed) is thrown, as before.
  */
-export type Refusal =
-  | { ok: false; kind: "missing"; status: 404; detail: string }
-  | { ok: false; kind: "unauthorized" | "forbidden"; status: 403; detail: string }
-  | { ok: false; kind: "too-large"; status: 413; detail: string }
-  | { ok: false; kind: "conflict"; status: 422; detail: string }
-  | { ok: false; kind: "busy"; status: 409; detail: string; retryAfterMs: number }
-  | { ok: false; kind: "invalid"; status: 400; detail: string };
-export type SubmitResult = { ok: true; outcome: BatchOutcome } | Refusal;
-
-const POLL_MS = 100;
-
 export async function submitBatch(env: Env, stream: string, received: ReceivedBatch, fault: FaultPoint | null = null): Promise<SubmitResult> {
-  const { sourceHeader, batchId } = received;
   const coordinator = coordinatorStub(env, stream);
   // One call per request: coalescing happens in the Coordinator (a Worker can't share a
   // pending call between requests: each request's I/O belongs to that request).
   const r = await ingestOrWait(() => coordinator.ingest({ ...received, fault }));
-  const source = "source" in r ? r.source : sourceHeader ?? "default";
-  switch (r.kind) {
-    case "done":
-    case "replay":
-      return { ok: true, outcome: r.outcome };
-    case "missing":
-      return { ok: false, kind: "missing", status: 404, detail: `stream "${stream}" does not exist; create it with PUT /v1/streams/${stream}` };
-    case "unauthorized":
-      return { ok: false, kind: "unauthorized", status: 403, detail: "the token is not valid for this stream" };
-    case "forbidden":
-      return { ok: false, kind: "forbidden", status: 403, detail: r.detail };
-    case "too-large":
-      return { ok: false, kind: "too-large", status: 413, detail: r.detail };
-    case "conflict":
-      return { ok: false, kind: "conflict", status: 422, detail: `batch id "${batchId}" from source "${source}" was already used with a different body` };
-    case "busy":
-      return { ok: false, kind: "busy", status: 409, detail: `batch id "${batchId}" is being processed by another request; retry later`, retryAfterMs: r.retryAfterMs };
-  }
+  return resultOf(r, stream, received.batchId, received.sourceHeader);
 }
 
 /**
@@ -73,7 +50,7 @@ export async function receivedFromRows(
   identity: { source?: string | null; batchId?: string | null },
   limits: { nameOk: (s: string) => boolean; maxRows: number },
 ): Promise<ReceivedBatch | Refusal> {
-  const invalid = (detail: string): Refusal => ({ ok: false, kind: "invalid", status: 400, detail });
+  const invalid = (detail: string): Refusal => ({ kind: "invalid", detail });
   const source = identity.source ?? null;
   if (source !== null && !limits.nameOk(source)) return invalid("source must be 1-64 characters: letters, digits, '_', '.', '-'");
   const batchId = identity.batchId ?? crypto.randomUUID();
@@ -86,6 +63,5 @@ export async function receivedFromRows(
   if (list === null) return invalid("rows must be an object or an array of objects");
   if (list.length > limits.maxRows) return invalid(`at most ${limits.maxRows} rows per batch`);
   const bytes = new TextEncoder().encode(JSON.stringify(rows));
-  const hash = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)), (b) => b.toString(16).padStart(2, "0")).join("");
-  return { sourceHeader: source, batchId, auth: { kind: "admin" }, rows: list, identity: hash, bytes: bytes.byteLength };
+  return { sourceHeader: source, batchId, auth: { kind: "admin" }, rows: list, identity: await batchIdentity(bytes, "json"), bytes: bytes.byteLength };
 }

@@ -5,7 +5,8 @@ import { HARD_MAX_ROWS } from "../api/body";
 import { NAME_PATTERN } from "../stream/config";
 import { streamHealth } from "../api/stream-health";
 import type { BatchOutcome } from "../stream/report";
-import { receivedFromRows, submitBatch, type Refusal } from "../ingest/submit";
+import { receivedFromRows, submitBatch } from "../ingest/submit";
+import { exhaustive, type Refusal, type SubmitResult } from "../ingest/result";
 
 /**
  * Workers RPC for other Workers of the same account, over a service binding
@@ -19,10 +20,8 @@ export class EdgeDedup extends WorkerEntrypoint<Env> {
   async ingest(stream: string, rows: unknown, options: { source?: string; batchId?: string } = {}): Promise<BatchOutcome> {
     checkName(stream);
     const received = await receivedFromRows(rows, options, { nameOk: (s) => NAME_PATTERN.test(s), maxRows: HARD_MAX_ROWS });
-    if ("ok" in received) throw refused(received);
-    const r = await submitBatch(this.env, stream, received);
-    if (!r.ok) throw refused(r);
-    return r.outcome;
+    if ("kind" in received) return rpcOutcome(received);
+    return rpcOutcome(await submitBatch(this.env, stream, received));
   }
 
   /** GET /v1/streams/{stream}'s body, or null when the stream does not exist. */
@@ -43,9 +42,38 @@ function checkName(stream: string): void {
   if (typeof stream !== "string" || !NAME_PATTERN.test(stream)) throw new Error(`400 invalid: stream name "${stream}" is invalid`);
 }
 
-/** RPC keeps an error's message: it carries the status and kind an HTTP caller would get. */
-function refused(r: Refusal): Error {
-  const e = new Error(`${r.status} ${r.kind}: ${r.detail}`);
+/**
+ * The RPC adapter's mapper: the outcome, or an IngestRefused error. RPC keeps
+ * an error's message only, so it carries the status and kind an HTTP caller
+ * would get ("409 busy: …"); a failed micro-batch throws as any failure does.
+ */
+export function rpcOutcome(r: SubmitResult): BatchOutcome {
+  switch (r.kind) {
+    case "committed":
+    case "replayed":
+      return r.outcome;
+    case "invalid":
+      throw refused(400, r);
+    case "unauthorized":
+    case "forbidden":
+      throw refused(403, r);
+    case "missing":
+      throw refused(404, r);
+    case "busy":
+      throw refused(409, r);
+    case "too-large":
+      throw refused(413, r);
+    case "conflict":
+      throw refused(422, r);
+    case "failed":
+      throw new Error(r.detail);
+    default:
+      return exhaustive(r);
+  }
+}
+
+function refused(status: number, r: Refusal): Error {
+  const e = new Error(`${status} ${r.kind}: ${r.detail}`);
   e.name = "IngestRefused";
   return e;
 }

@@ -17,7 +17,7 @@
  * will need (a queue message naming `stripe:evt_1` would turn Stripe's genuine
  * delivery into a 422).
  */
-import { sha256Hex } from "../api/body";
+import { sha256Hex } from "../stream/bytes";
 
 /** What an Idempotency-Key may be; the ids below always are. */
 export const BATCH_ID_PATTERN = /^[\x21-\x7e]{1,255}$/;

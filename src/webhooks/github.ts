@@ -1,5 +1,4 @@
-import { toHex } from "../api/body";
-import { bytesOf, fromHex, hmacSha256, utf8 } from "./bytes";
+import { bytesOf, fromHex, hmacSha256, toHex, utf8 } from "../stream/bytes";
 import { jsonObject, nonEmpty } from "./envelope";
 import { refuse, type EnvelopeResult, type Provider, type Refusal } from "./provider";
 import { checks, textKey, textSecretProblem, type Scheme, type Signed } from "./signature";

@@ -1,4 +1,4 @@
-import { constantTimeEqual, hmacSha256, utf8 } from "./bytes";
+import { constantTimeEqual, hmacSha256, utf8 } from "../stream/bytes";
 import { refuse, type PrecheckResult, type Provider, type Refusal, type VerifyResult } from "./provider";
 
 /** Stripe's and Standard Webhooks' replay window, each way (their libraries use 300 s). */

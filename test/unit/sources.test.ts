@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { HttpError } from "../../src/api/problem";
-import { addFailed, addOutcome, addSkipped, emptyTotals, judgeError, keepError, MAX_ERRORS, needsListing, planPage, retryDelayMs, takeSlice } from "../../src/sources/files/plan";
+import { addFailed, addOutcome, addSkipped, emptyTotals, fileVerdict, judgeError, keepError, MAX_ERRORS, needsListing, planPage, retryDelayMs, takeSlice } from "../../src/sources/files/plan";
 import { bareEtag, canonicalJson, fileBatchId, fileMode, isGzip, messageHash, queueBatchId, BATCH_ID_PATTERN } from "../../src/sources/ids";
 import { corruptRow, fileRows, parseJsonText } from "../../src/sources/files/parse";
 import { archiveKey, groupsOf, publicationLag, publicationState, PUBLISH_WAIT_MS } from "../../src/sources/files/plan";
@@ -8,7 +8,8 @@ import { runBody } from "../../src/sources/files/run-body";
 import { TooManyRows } from "../../src/api/body";
 import { parseStreamConfig } from "../../src/stream/config";
 import { CORRUPT_LINE, validateRow } from "../../src/stream/schema";
-import { classify, retryDelaySeconds, streamOfKey, verdictOf } from "../../src/sources/queue/messages";
+import { classify, queueVerdict, retryDelaySeconds, streamOfKey } from "../../src/sources/queue/messages";
+import { resultOf, type CoordinatorAnswer } from "../../src/ingest/result";
 
 describe("batch ids", () => {
   it("names an object version r2:{key}@{etag}", async () => {
@@ -155,15 +156,25 @@ describe("run planning", () => {
     expect(t).toEqual({ files: { done: 2, skipped: 3, failed: 1, replayed: 1 }, input: 10, emitted: 6, duplicates: 2, late: 0, rejected: 8 });
   });
 
-  it("judges errors: the file's (4xx), the run's (404), or passing (5xx, 409, anything else)", () => {
-    expect(judgeError(new HttpError(400, "x", "x", "bad json")).kind).toBe("file");
+  it("judges results: the file's (refused as it is), the run's (the stream is gone), or passing (busy, a failed micro-batch)", () => {
+    // What used to be guessed from an HttpError's status is now the typed result of submit (src/ingest/result.ts).
+    const v = (r: CoordinatorAnswer) => fileVerdict(resultOf(r, "s", "b", null)).kind;
+    expect(v({ kind: "too-large", detail: "too big" })).toBe("file");
+    expect(v({ kind: "conflict" })).toBe("file");
+    expect(v({ kind: "forbidden", detail: "disabled" })).toBe("file");
+    expect(v({ kind: "unauthorized" })).toBe("file");
+    expect(fileVerdict({ kind: "invalid", detail: "bad json" })).toEqual({ kind: "file", detail: "bad json" });
+    expect(fileVerdict(resultOf({ kind: "missing" }, "s", "b", null))).toEqual({ kind: "run", detail: 'stream "s" does not exist; create it with PUT /v1/streams/s' });
+    expect(v({ kind: "busy", retryAfterMs: 10 })).toBe("transient");
+    expect(fileVerdict(resultOf({ kind: "failed", message: "oops" }, "s", "b", null))).toEqual({ kind: "transient", detail: "oops" });
+    const outcome = { batchId: "b", source: "s", replayed: true, watermark: 0, watermarkAfter: 0, input: 1, emitted: 0, duplicates: 1, late: 0, rejected: [] };
+    expect(fileVerdict(resultOf({ kind: "replay", source: "s", outcome }, "s", "b", null))).toEqual({ kind: "done", outcome });
+    // Thrown while reading an object: an HttpError is the refusal of its bytes (400 unparsable, 413 over the limits); anything else may pass.
+    expect(judgeError(new HttpError(400, "x", "x", "bad json"))).toEqual({ kind: "file", detail: "bad json" });
     expect(judgeError(new HttpError(413, "x", "x", "too big")).kind).toBe("file");
-    expect(judgeError(new HttpError(422, "x", "x", "reused")).kind).toBe("file");
-    expect(judgeError(new HttpError(403, "x", "x", "disabled")).kind).toBe("file");
-    expect(judgeError(new HttpError(404, "x", "x", "gone")).kind).toBe("run");
-    expect(judgeError(new HttpError(409, "x", "x", "busy")).kind).toBe("transient");
-    expect(judgeError(new HttpError(500, "x", "x", "oops")).kind).toBe("transient");
-    expect(judgeError(new Error("network")).kind).toBe("transient");
+    expect(judgeError(new TooManyRows(2, 3)).kind).toBe("file");
+    expect(judgeError(new Error("network"))).toEqual({ kind: "transient", detail: "network" });
+    expect(judgeError("dropped")).toEqual({ kind: "transient", detail: "dropped" });
     expect(retryDelayMs(1)).toBe(1000);
     expect(retryDelayMs(20)).toBe(60_000);
   });
@@ -211,14 +222,18 @@ describe("queue messages", () => {
   });
 
   it("acks committed and replayed batches, retries what may pass, dead-letters refusals", () => {
-    expect(verdictOf({ kind: "done" }, "s", "b")).toEqual({ action: "ack" });
-    expect(verdictOf({ kind: "replay" }, "s", "b")).toEqual({ action: "ack" });
-    expect(verdictOf({ kind: "busy" }, "s", "b")).toEqual({ action: "retry" });
-    expect(verdictOf({ kind: "failed" }, "s", "b")).toEqual({ action: "retry" });
-    expect(verdictOf({ kind: "missing" }, "s", "b")).toMatchObject({ action: "dead-letter", reason: 'stream "s" does not exist' });
-    expect(verdictOf({ kind: "too-large", detail: "big" }, "s", "b")).toMatchObject({ action: "dead-letter", reason: "refused (413): big" });
-    expect(verdictOf({ kind: "conflict" }, "s", "b")).toMatchObject({ action: "dead-letter" });
-    expect(verdictOf({ kind: "forbidden", detail: "disabled" }, "s", "b")).toMatchObject({ action: "dead-letter" });
+    const q = (r: CoordinatorAnswer, batchId = "b") => queueVerdict(resultOf(r, "s", batchId, null), "s", batchId);
+    const outcome = { batchId: "b", source: "s", replayed: false, watermark: 0, watermarkAfter: 0, input: 1, emitted: 1, duplicates: 0, late: 0, rejected: [] };
+    expect(q({ kind: "done", outcome })).toEqual({ action: "ack" });
+    expect(q({ kind: "replay", source: "s", outcome })).toEqual({ action: "ack" });
+    expect(q({ kind: "busy", retryAfterMs: 5 })).toEqual({ action: "retry" });
+    expect(q({ kind: "failed", message: "boom" })).toEqual({ action: "retry" });
+    expect(q({ kind: "missing" })).toEqual({ action: "dead-letter", reason: 'stream "s" does not exist' });
+    expect(q({ kind: "unauthorized" })).toEqual({ action: "dead-letter", reason: "refused: unauthorized" });
+    expect(q({ kind: "too-large", detail: "big" })).toEqual({ action: "dead-letter", reason: "refused (413): big" });
+    expect(q({ kind: "conflict" }, "qid:x")).toEqual({ action: "dead-letter", reason: 'refused (422): batch id "qid:x" was already used with other rows' });
+    expect(q({ kind: "forbidden", detail: "disabled" })).toEqual({ action: "dead-letter", reason: "refused (403): disabled" });
+    expect(queueVerdict({ kind: "invalid", detail: "rows: too deep" }, "s", "b")).toEqual({ action: "dead-letter", reason: "refused (400): rows: too deep" });
     expect(retryDelaySeconds(1)).toBe(2);
     expect(retryDelaySeconds(30)).toBe(300);
   });

@@ -1,5 +1,6 @@
 import type { ReceivedBatch } from "../../coordinator";
-import { batchIdentity, HARD_BODY_LIMIT, HARD_MAX_ROWS, TooManyRows } from "../../api/body";
+import { HARD_BODY_LIMIT, HARD_MAX_ROWS, TooManyRows } from "../../api/body";
+import { batchIdentity } from "../../stream/bytes";
 import { badRequest, HttpError } from "../../api/problem";
 import type { StreamConfig } from "../../stream/config";
 import { bareEtag, fileBatchId, fileMode, isGzip } from "../ids";

@@ -7,6 +7,7 @@
 import { HttpError } from "../../api/problem";
 import { rejectedTotal, type BatchOutcome } from "../../stream/report";
 import { fileMode } from "../ids";
+import { exhaustive, type SubmitResult } from "../../ingest/result";
 import type { RunOptions } from "./run-body";
 
 /** At most this many objects, or this many bytes of them, per alarm (at least one object). */
@@ -18,7 +19,7 @@ export const ALARM_BUDGET_MS = 15_000;
 export const LIST_PAGE = 1000;
 /** A run keeps the first few errors (the count of failed files is exact). */
 export const MAX_ERRORS = 10;
-/** An object that keeps failing for a reason that may pass (5xx, busy) fails the run after this many tries. */
+/** An object that keeps failing for a reason that may pass (busy, a failed micro-batch, R2) fails the run after this many tries. */
 export const MAX_TRANSIENT_ATTEMPTS = 8;
 
 export interface Listed {
@@ -100,21 +101,48 @@ export function addSkipped(t: RunTotals, n: number): RunTotals {
 }
 
 /**
- * What an error while ingesting one object means for the run:
- * - `file`: this object can never go in as it is (400 unparsable, 413 over the
- *   stream's limits, 422 batch id reused with other bytes, 403 source
- *   disabled): recorded against the file, the run goes on;
- * - `run`: the stream is gone (404): the run fails;
- * - `transient`: anything else (5xx, 409 busy, a dropped connection): the
- *   same object is tried again at a later alarm, as a replay if it committed.
+ * What a problem with one object means for the run:
+ * - `file`: this object can never go in as it is (unparsable, over the
+ *   stream's limits, batch id reused with other bytes, source disabled):
+ *   recorded against the file, the run goes on;
+ * - `run`: the stream is gone: the run fails;
+ * - `transient`: it may pass (busy, a failed micro-batch, a dropped
+ *   connection): the same object is tried again at a later alarm, as a
+ *   replay if it committed.
  */
-export function judgeError(e: unknown): { kind: "file" | "run" | "transient"; detail: string } {
-  const detail = e instanceof Error ? e.message : String(e);
-  if (e instanceof HttpError) {
-    if (e.status === 404) return { kind: "run", detail };
-    if (e.status >= 400 && e.status < 500 && e.status !== 409 && e.status !== 429) return { kind: "file", detail };
+export type FileProblem = { kind: "file" | "run" | "transient"; detail: string };
+export type FileVerdict = { kind: "done"; outcome: BatchOutcome } | FileProblem;
+
+/** The files adapter's mapper: what a submitted object's result means for its run. */
+export function fileVerdict(r: SubmitResult): FileVerdict {
+  switch (r.kind) {
+    case "committed":
+    case "replayed":
+      return { kind: "done", outcome: r.outcome };
+    case "missing":
+      return { kind: "run", detail: r.detail };
+    case "unauthorized":
+    case "forbidden":
+    case "too-large":
+    case "conflict":
+    case "invalid":
+      return { kind: "file", detail: r.detail };
+    case "busy":
+    case "failed":
+      return { kind: "transient", detail: r.detail };
+    default:
+      return exhaustive(r);
   }
-  return { kind: "transient", detail };
+}
+
+/**
+ * An error thrown while reading an object: an HttpError is what an HTTP
+ * ingest of those bytes would be refused with (unparsable, over the limits),
+ * so the file's; anything else (R2, a dropped connection) may pass.
+ */
+export function judgeError(e: unknown): FileProblem {
+  const detail = e instanceof Error ? e.message : String(e);
+  return { kind: e instanceof HttpError ? "file" : "transient", detail };
 }
 
 /** The wait before retrying after a transient error: 1 s, 2 s, 4 s, … up to a minute. */

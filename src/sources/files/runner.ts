@@ -1,13 +1,14 @@
 import { DurableObject } from "cloudflare:workers";
 import type { IngestRequest } from "../../coordinator";
-import { processBatch } from "../../api/ingest";
+import { submitBatch } from "../../ingest/submit";
+import { resultOf } from "../../ingest/result";
 import { coordinatorStub, type Env } from "../../env";
 import { countedEnv, countedSql } from "../../opcount";
 import { sourceConfig } from "../../stream/config";
 import type { BatchOutcome } from "../../stream/report";
 import { readObjectBatch, type ObjectBatch } from "./object";
 import {
-  addFailed, addOutcome, addSkipped, ALARM_BUDGET_MS, archiveKey, emptyTotals, FILES_PER_ALARM, groupsOf, judgeError, keepError, LIST_PAGE,
+  addFailed, addOutcome, addSkipped, ALARM_BUDGET_MS, archiveKey, emptyTotals, FILES_PER_ALARM, groupsOf, fileVerdict, judgeError, type FileProblem, keepError, LIST_PAGE,
   MAX_TRANSIENT_ATTEMPTS, needsListing, planPage, publicationLag, publicationState, PUBLISH_POLL_MS, retryDelayMs, takeSlice,
   type RunPublication, type RunStatus, type RunTotals, type RunView,
 } from "./plan";
@@ -45,7 +46,7 @@ const KEEP_RUNS = 100;
  * One per stream (named after it): its file runs (POST …/runs) and the record
  * of the input object versions it has ingested. Alarm-driven: each alarm lists
  * at most one page of the oldest running run's prefix and ingests a bounded
- * slice of its pending objects through processBatch, recording each object's
+ * slice of its pending objects through submitBatch, recording each object's
  * result durably before the next, so a crash anywhere resumes where it left
  * off and re-processes at most the object in hand (a replay: same batch id).
  * The planning is in ./plan.ts.
@@ -199,8 +200,12 @@ export class Runner extends DurableObject<Env> {
       for (const [i, { f, r }] of batches.entries()) {
         const answer = together?.[i];
         const outcome = await this.attempt(run, f, async () => {
-          const o = answer && (answer.kind === "done" || answer.kind === "replay") ? answer.outcome : await processBatch(this.env, stream, r.batch);
-          this.fileDone(run, f.n, f.key, r.etag, o);
+          const result = answer && (answer.kind === "done" || answer.kind === "replay")
+            ? resultOf(answer, stream, r.batch.batchId, r.batch.sourceHeader)
+            : await submitBatch(this.env, stream, r.batch);
+          const v = fileVerdict(result);
+          if (v.kind !== "done") return v;
+          this.fileDone(run, f.n, f.key, r.etag, v.outcome);
           await this.clean(run, f.key, r.etag);
         });
         if (outcome !== undefined) return outcome;
@@ -211,19 +216,21 @@ export class Runner extends DurableObject<Env> {
   }
 
   /** Runs one file's work; an error settles the file (failed), ends the run, or retries it later: that answer, else undefined. */
-  private async attempt(run: Run, f: Pending, work: () => Promise<void>): Promise<number | null | undefined> {
+  private async attempt(run: Run, f: Pending, work: () => Promise<FileProblem | void>): Promise<number | null | undefined> {
+    let j: FileProblem;
     try {
-      await work();
-      return undefined;
+      const problem = await work();
+      if (!problem) return undefined;
+      j = problem;
     } catch (e) {
-      const j = judgeError(e);
-      if (j.kind === "file") {
-        this.fileFailed(run, f.n, f.key, j.detail);
-        return undefined;
-      }
-      if (j.kind === "run") return this.finish(run, "failed", { key: f.key, detail: j.detail });
-      return this.transient(run, f.key, e);
+      j = judgeError(e);
     }
+    if (j.kind === "file") {
+      this.fileFailed(run, f.n, f.key, j.detail);
+      return undefined;
+    }
+    if (j.kind === "run") return this.finish(run, "failed", { key: f.key, detail: j.detail });
+    return this.transient(run, f.key, j.detail);
   }
 
   /**

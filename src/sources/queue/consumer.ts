@@ -5,7 +5,8 @@ import { explicitQueueBatchId, queueBatchId, queueIdentity, messageHash } from "
 import { readObjectBatch } from "../files/object";
 import { judgeError } from "../files/plan";
 import { FILES_SOURCE } from "../files/routes";
-import { classify, retryDelaySeconds, verdictOf, type Classified, type Verdict } from "./messages";
+import { classify, queueVerdict, retryDelaySeconds, type Classified, type Verdict } from "./messages";
+import { resultOf } from "../../ingest/result";
 
 type Item = { msg: Message<unknown>; c: Extract<Classified, { kind: "rows" | "object" }> };
 /** One batch of a stream, and every delivered message that carries it (redeliveries in one batch share it). */
@@ -15,7 +16,7 @@ type Pending = { req: IngestRequest; msgs: Message<unknown>[]; file?: { key: str
  * The queue() handler: classifies each message (./messages.ts), sends poison
  * to the DLQ with its reason, and runs the rest as one ingestMany call per
  * stream. Acks what committed or replayed; retries (with a delay) what may
- * pass; a refusal that cannot (unknown stream, 400/403/413/422) goes to the DLQ.
+ * pass; a refusal that cannot goes to the DLQ (queueVerdict, ./messages.ts).
  */
 export async function consumeQueue(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const byStream = new Map<string, Item[]>();
@@ -53,7 +54,7 @@ async function consumeStream(env: Env, queue: string, stream: string, items: Ite
       const admission = await coordinator.admit(FILES_SOURCE, { kind: "admin" });
       for (const { msg, c } of objects) {
         if (admission.kind !== "admitted") {
-          decide(msg, verdictOf(admission, stream, ""));
+          decide(msg, queueVerdict(resultOf(admission, stream, "", FILES_SOURCE), stream, ""));
           continue;
         }
         const key = (c as Extract<Classified, { kind: "object" }>).key;
@@ -89,7 +90,8 @@ async function consumeStream(env: Env, queue: string, stream: string, items: Ite
     const results = await coordinator.ingestMany(list.map((p) => p.req));
     const files: { key: string; etag: string }[] = [];
     results.forEach((r, i) => {
-      const v = verdictOf({ kind: r.kind, detail: "detail" in r ? r.detail : undefined }, stream, list[i].req.batchId);
+      const { batchId, sourceHeader } = list[i].req;
+      const v = queueVerdict(resultOf(r, stream, batchId, sourceHeader), stream, batchId);
       for (const msg of list[i].msgs) decide(msg, v);
       if (v.action === "ack" && list[i].file) files.push(list[i].file!);
     });

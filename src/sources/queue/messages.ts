@@ -15,6 +15,7 @@ import { HARD_MAX_ROWS } from "../../api/body";
 import { NAME_PATTERN } from "../../stream/config";
 import { checkDepth, parseJson, type JsonResult } from "../../stream/json";
 import { BATCH_ID_PATTERN, fileMode } from "../ids";
+import { exhaustive, type SubmitResult } from "../../ingest/result";
 
 /** Objects under `streams-in/{stream}/…` belong to that stream. */
 export const INPUT_STREAMS_PREFIX = "streams-in/";
@@ -93,23 +94,33 @@ function classifyNotification(body: Record<string, unknown>, inputBucket: string
 
 export type Verdict = { action: "ack" } | { action: "retry" } | { action: "dead-letter"; reason: string };
 
-/** What the consumer does with a message from its batch's outcome (a Coordinator IngestResult, or a failed micro-batch). */
-export function verdictOf(r: { kind: string; detail?: string }, stream: string, batchId: string): Verdict {
+/**
+ * The queue adapter's mapper: what the consumer does with a message from its
+ * batch's result. A refusal that cannot pass goes to the DLQ with a reason
+ * that names no row content; what may pass is retried.
+ */
+export function queueVerdict(r: SubmitResult, stream: string, batchId: string): Verdict {
   switch (r.kind) {
-    case "done":
-    case "replay":
+    case "committed":
+    case "replayed":
       return { action: "ack" };
     case "missing":
       return { action: "dead-letter", reason: `stream "${stream}" does not exist` };
     case "unauthorized":
       return { action: "dead-letter", reason: "refused: unauthorized" };
+    case "invalid":
+      return { action: "dead-letter", reason: `refused (400): ${r.detail}` };
     case "forbidden":
+      return { action: "dead-letter", reason: `refused (403): ${r.detail}` };
     case "too-large":
-      return { action: "dead-letter", reason: `refused (${r.kind === "forbidden" ? 403 : 413}): ${r.detail}` };
+      return { action: "dead-letter", reason: `refused (413): ${r.detail}` };
     case "conflict":
       return { action: "dead-letter", reason: `refused (422): batch id "${batchId}" was already used with other rows` };
-    default: // busy, failed: may pass
+    case "busy":
+    case "failed":
       return { action: "retry" };
+    default:
+      return exhaustive(r);
   }
 }
 

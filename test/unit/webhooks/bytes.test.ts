@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { expect, test } from "vitest";
-import { constantTimeEqual, fromBase64, fromHex, toBase64 } from "../../../src/webhooks/bytes";
+import { constantTimeEqual, fromBase64, fromHex, toBase64 } from "../../../src/stream/bytes";
 
 const bytes = fc.uint8Array({ maxLength: 64 });
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");

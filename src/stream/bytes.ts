@@ -1,6 +1,8 @@
 /**
- * Byte helpers for provider signatures, on Web Crypto only so that they run
- * alike in Workers and in Node (tests, scripts).
+ * Bytes and Web Crypto, one module for every transport and ingress (HTTP
+ * ingest, webhooks, files, queues, delivery signing): hashing, hex and base64,
+ * HMAC, a timing-safe compare and a batch's identity. Web Crypto only, no
+ * Cloudflare imports, so they run alike in Workers and in Node (tests, scripts).
  */
 const encoder = new TextEncoder();
 
@@ -56,4 +58,22 @@ export function fromBase64(text: string): Uint8Array | null {
   } catch {
     return null;
   }
+}
+
+export async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  // The cast is for the DOM typings (Node-side tests of src/webhooks), which allow only ArrayBuffer-backed views; ours always are.
+  return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>)));
+}
+
+export function toHex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** How a batch's rows were read from its bytes: part of its identity (src/api/body.ts parseMode, files' readAs). */
+export type ParseMode = "json" | "ndjson";
+
+/** A batch's identity: its parse mode and the SHA-256 of its bytes (JSON bodies keep the bare hash they always had). */
+export async function batchIdentity(bytes: Uint8Array, mode: ParseMode): Promise<string> {
+  const hash = await sha256Hex(bytes);
+  return mode === "json" ? hash : `${mode}:${hash}`;
 }
