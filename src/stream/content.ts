@@ -49,6 +49,17 @@ export function contentHash(row: Record<string, unknown>, exclude: readonly stri
   return hex;
 }
 
+/**
+ * The fields a conflict never looks at: the stream's volatile ones and its
+ * event-time column. Copies of an id that differ only in event time are
+ * duplicates, as in Spark, whose dropDuplicatesWithinWatermark exists for
+ * retries re-sent with another timestamp; a webhook row's `time` is likewise
+ * the arrival time for providers that sign no time.
+ */
+export function conflictBlindFields(config: { volatile?: readonly string[]; eventTime: string | null }): string[] {
+  return [...(config.volatile ?? []), ...(config.eventTime ? [config.eventTime] : [])];
+}
+
 /** The 64-bit content digest a partition keeps per kept copy: the SHA-256's first 64 bits, signed, in decimal. */
 export function contentDigest(row: Record<string, unknown>, volatile: readonly string[]): string {
   const h = sha256Words(canonicalContent(row, volatile));

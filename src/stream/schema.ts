@@ -1,5 +1,5 @@
 import { delayOf, eventTimeCaps, isTimestampType, type ColumnType, type StreamConfig } from "./config";
-import { contentDigest, contentHash } from "./content";
+import { conflictBlindFields, contentDigest, contentHash } from "./content";
 import { encodeKey, MAX_KEY_BYTES, type KeyValue } from "./key";
 import { own } from "./own";
 import { DECIMAL, MIN_PLAUSIBLE_MS, parseTimestamp, type TimeUnit } from "./timestamp";
@@ -167,7 +167,7 @@ export function validateRow(
         );
       }
     }
-    return config.contentKey ? { index, row, key, eventTime } : { index, row, key, eventTime, digest: contentDigest(row, config.volatile ?? []) };
+    return config.contentKey ? { index, row, key, eventTime } : { index, row, key, eventTime, digest: contentDigest(row, conflictBlindFields(config)) };
   } catch (e) {
     if (e instanceof RowError) return { index, error: e.message };
     throw e;

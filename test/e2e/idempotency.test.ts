@@ -40,13 +40,13 @@ describe("replaying committed batches", () => {
       { id: "r6", source: "a", rows: [row(17, at(12))] },
     ];
     // Sources a and b join as they send; the global watermark is the min of (max T - 10 min).
-    // Each duplicate here carries another event time than its kept copy: content that differs, so a conflict too (DESIGN §11, dropped by default).
+    // Each duplicate here carries another event time than its kept copy: not a conflict (the event time is never content, as in Spark).
     const expected = [
-      { input: 6, emitted: 5, duplicates: 1, conflicts: 1, late: 0, rejected: 0, watermark: 0, watermarkAfter: at(9, 51) },
+      { input: 6, emitted: 5, duplicates: 1, conflicts: 0, late: 0, rejected: 0, watermark: 0, watermarkAfter: at(9, 51) },
       { input: 6, emitted: 3, duplicates: 0, conflicts: 0, late: 0, rejected: 3, watermark: at(9, 51), watermarkAfter: at(9, 51) },
-      { input: 3, emitted: 2, duplicates: 1, conflicts: 1, late: 0, rejected: 0, watermark: at(9, 51), watermarkAfter: at(10, 10) },
+      { input: 3, emitted: 2, duplicates: 1, conflicts: 0, late: 0, rejected: 0, watermark: at(9, 51), watermarkAfter: at(10, 10) },
       { input: 2, emitted: 2, duplicates: 0, conflicts: 0, late: 0, rejected: 0, watermark: at(10, 10), watermarkAfter: at(10, 10) },
-      { input: 3, emitted: 1, duplicates: 1, conflicts: 1, late: 1, rejected: 0, watermark: at(10, 10), watermarkAfter: at(10, 21) },
+      { input: 3, emitted: 1, duplicates: 1, conflicts: 0, late: 1, rejected: 0, watermark: at(10, 10), watermarkAfter: at(10, 21) },
       { input: 1, emitted: 1, duplicates: 0, conflicts: 0, late: 0, rejected: 0, watermark: at(10, 21), watermarkAfter: at(10, 50) },
     ];
 

@@ -24,7 +24,7 @@ describe("the outbox", () => {
   it("small batches write no objects until a flush; readers see the same rows before and after", async () => {
     await createStream("ob1", base);
     await post("ob1", [{ id: "A", ts: at(10, 0) }, { id: "B", ts: at(10, 0), n: "x" }]);
-    await post("ob1", [{ id: "C", ts: at(11, 0) }, { id: "A", ts: at(10, 1) }]);
+    await post("ob1", [{ id: "C", ts: at(11, 0) }, { id: "A", ts: at(10, 1), n: 7 }]);
     await post("ob1", [{ id: "D", ts: at(10, 0) }, { id: "E", ts: at(11, 2) }]); // D is late (wm 10:55)
     expect(await objects("ob1")).toEqual([]);
     const before = await lanes("ob1");
@@ -37,7 +37,7 @@ describe("the outbox", () => {
     const keys = await objects("ob1");
     expect(keys.filter((k) => k.includes("/data/"))).toHaveLength(1);
     expect(keys.filter((k) => k.includes("/_commits/"))).toHaveLength(1);
-    expect(before.conflicts).toMatch(/"kept":\{"batchId"/); // A@10:01 differs from the kept A@10:00 (DESIGN §11)
+    expect(before.conflicts).toMatch(/"kept":\{"batchId"/); // A@10:01 has an n the kept A@10:00 has not (DESIGN §11; its other event time alone would not be a conflict)
     expect(keys).toHaveLength(5); // data, late, rejected, conflicts, marker
     expect(await lanes("ob1")).toEqual(before);
     const marker = await (await env.SINK.get(keys.find((k) => k.includes("/_commits/"))!))!.json<any>();

@@ -188,7 +188,8 @@ export class ReferenceModel {
     return rows.map((r): ModelDecision => {
       if (this.spec.eventTime !== null && r.t! <= wm) return "l";
       const k = this.stateKeyOf(r);
-      const content = modelContent(r.row, this.spec.volatile ?? []);
+      // The event-time column is never content (src/stream/content.ts conflictBlindFields).
+      const content = modelContent(r.row, [...(this.spec.volatile ?? []), ...(this.spec.eventTime ? [this.spec.eventTime] : [])]);
       const kept = this.state.get(k);
       if (kept) return this.spec.contentExclude || kept.content === content ? "d" : this.spec.onConflict === "reject" ? "x" : "c";
       this.state.set(k, { content, tFirst: r.t, expiresAt: this.expiryOf(r.t), scope });
