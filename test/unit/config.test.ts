@@ -340,7 +340,8 @@ describe("what counts as the same event (DESIGN §11)", () => {
 
   test('"webhook:<provider>" in volatile stands for the provider\'s fields', () => {
     expect(ok({ ...MINIMAL, volatile: ["webhook:stripe", "received_at"] }).volatile).toEqual(["payload.pending_webhooks", "received_at"]);
-    expect(ok({ ...MINIMAL, volatile: ["webhook:github", "time"] }).volatile).toEqual(["time"]);
+    // GitHub's unsigned header fields are volatile too (issue 18: a redelivery of the same signed body is no conflict).
+    expect(ok({ ...MINIMAL, volatile: ["webhook:github", "time"] }).volatile).toEqual(["time", "deliveryId", "type"]);
     expect(errors({ ...MINIMAL, volatile: ["webhook:paypal"] })).toEqual([{ path: "volatile.0", message: 'no webhook preset "paypal": one of stripe, github, shopify, standard-webhooks' }]);
   });
 
