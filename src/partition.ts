@@ -7,7 +7,7 @@ import { countedSql } from "./opcount";
 import { addColumn, migrate, type Migration } from "./storage/migrations";
 import { bucketAtWatermark, bucketOf, bucketWidthFor } from "./stream/expiry-buckets";
 import { keyHash64, keyHashLabel } from "./stream/key-hash";
-import { eventTimeOf, forgetFrontReceipts, forgetReceipts, lookupReceipt, nameKeptBatch, nextBatchNumber, recordReceipts, type KeyLayout } from "./partition/receipts";
+import { eventTimeOf, forgetFrontReceipts, RECEIPTS_V6, forgetReceipts, lookupReceipt, nameKeptBatch, nextBatchNumber, recordReceipts, type KeyLayout } from "./partition/receipts";
 
 export interface PartitionStats {
   rows: number;
@@ -196,6 +196,11 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
         CREATE TABLE IF NOT EXISTS receipts (b INTEGER NOT NULL, k NOT NULL, n INTEGER, dropped INTEGER NOT NULL, conflicts INTEGER NOT NULL, PRIMARY KEY (b, k)) WITHOUT ROWID;
       `);
     },
+  },
+  {
+    version: 6,
+    does: "a hashed key with an expiry counts its dropped copies in keys.t (n + dropped·2^32, src/partition/receipts.ts): their receipts rows go, but for conflicts",
+    up: (sql) => sql.exec(RECEIPTS_V6),
   },
 ];
 
