@@ -7,6 +7,7 @@ import { countedSql } from "./opcount";
 import { addColumn, migrate, type Migration } from "./storage/migrations";
 import { bucketAtWatermark, bucketOf, bucketWidthFor } from "./stream/expiry-buckets";
 import { keyHash64, keyHashLabel } from "./stream/key-hash";
+import { eventTimeOf, forgetFrontReceipts, RECEIPTS_V6, forgetReceipts, lookupReceipt, nameKeptBatch, nextBatchNumber, recordReceipts, type KeyLayout } from "./partition/receipts";
 
 export interface PartitionStats {
   rows: number;
@@ -121,20 +122,6 @@ type PartitionMeta = {
   pending: string | null;
 };
 
-/**
- * Where a key row keeps its batch's number (kept_batches.n): a hashed key
- * with an expiry stores no event time (the expiry implies it), so its `t`
- * holds the number; any other key has it in its receipt (r, joined). See keptBatch().
- */
-const batchNumberOf = (hashed: number) => (hashed ? "CASE WHEN keys.e IS NOT NULL THEN keys.t ELSE r.n END" : "r.n");
-/** A text key whose receipt names no batch: the batch whose range of expiries holds its expiry (ranges kept are disjoint; see keptBatch()). */
-const BY_RANGE = "(SELECT batch FROM (SELECT batch, lo FROM kept_batches WHERE hi >= keys.e ORDER BY hi LIMIT 1) WHERE lo <= keys.e)";
-/** A key row's event time: what `t` holds, unless it holds the batch number. */
-const eventTimeOf = (hashed: number) => (hashed ? "CASE WHEN keys.e IS NULL THEN keys.t END" : "keys.t");
-/** The kept copy's batch of a key row (joined with its receipt as r). */
-const keptBatchOf = (hashed: number) =>
-  hashed ? `(SELECT batch FROM kept_batches WHERE kept_batches.n = ${batchNumberOf(hashed)})` : `coalesce((SELECT batch FROM kept_batches WHERE kept_batches.n = r.n), ${BY_RANGE})`;
-
 /** Counted in duplicates: a duplicate or a dropped conflict (a rejected one is in rejected). */
 const countsAsDuplicate = (d: Decision) => d === "d" || d === "c";
 
@@ -209,6 +196,11 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
         CREATE TABLE IF NOT EXISTS receipts (b INTEGER NOT NULL, k NOT NULL, n INTEGER, dropped INTEGER NOT NULL, conflicts INTEGER NOT NULL, PRIMARY KEY (b, k)) WITHOUT ROWID;
       `);
     },
+  },
+  {
+    version: 6,
+    does: "a hashed key with an expiry counts its dropped copies in keys.t (n + dropped·2^32, src/partition/receipts.ts): their receipts rows go, but for conflicts",
+    up: (sql) => sql.exec(RECEIPTS_V6),
   },
 ];
 
@@ -306,7 +298,7 @@ export class Partition extends DurableObject<Env> {
         }
         // Recorded duplicates too: their batch never committed, so the Coordinator has not counted them.
         for (const r of entry.rows) if (countsAsDuplicate(known.get(r.index)!) && r.eventTime !== null) duplicates.push({ entry: e, key: stateKeyFor(entry.settings, r), t: r.eventTime, settings: entry.settings });
-        kept.push(this.receipts(meta, entry, known, freshDrops));
+        kept.push(recordReceipts(this.sql, this.layout(meta), entry, known, freshDrops));
         return entry.rows.map((r) => known.get(r.index)!).join("");
       });
       const gaps = this.duplicateGaps(req.entries.length, duplicates, meta);
@@ -337,9 +329,9 @@ export class Partition extends DurableObject<Env> {
     });
   }
 
-  /** The next number for kept_batches (see keptBatch()). */
+  /** The next number for kept_batches (src/partition/receipts.ts). */
   private batchNumber(): number {
-    this.nextBatch ??= this.sql.exec<{ n: number }>("SELECT coalesce(max(n), 0) + 1 AS n FROM kept_batches").one().n;
+    this.nextBatch ??= nextBatchNumber(this.sql);
     return this.nextBatch;
   }
 
@@ -355,53 +347,14 @@ export class Partition extends DurableObject<Env> {
     return new Map(rows.map((r) => [byStored.get(String(r.id))!, r.d]));
   }
 
-  /**
-   * The receipts of an entry's dropped rows, in one read of their kept keys:
-   * each fresh drop is counted against its key (a recorded one was counted by
-   * the attempt that judged it), and the kept copy's batch is returned for
-   * each conflict (and each duplicate, with keepDuplicates), recorded ones
-   * too, since the lanes are written again on a retry.
-   */
-  private receipts(meta: PartitionMeta, entry: GroupEntry, known: Map<number, Decision>, freshDrops: PartitionRow[]): KeptBatch[] {
-    const wanted: number[] = [];
-    entry.rows.forEach((r, i) => {
-      const d = known.get(r.index)!;
-      if (d === "c" || d === "x" || (d === "d" && entry.settings.keepDuplicates)) wanted.push(i);
-    });
-    if (wanted.length === 0 && freshDrops.length === 0) return [];
-    const stateKeys = new Set([...wanted.map((i) => stateKeyFor(entry.settings, entry.rows[i])), ...freshDrops.map((r) => stateKeyFor(entry.settings, r))]);
-    const stored = [...stateKeys].map((k) => this.storedKey(meta, k));
-    const found = new Map(
-      this.sql
-        .exec<{ id: string; b: number; batch: string | null }>(
-          `SELECT ${meta.hashed ? "CAST(keys.k AS TEXT)" : "keys.k"} AS id, keys.b AS b, ${keptBatchOf(meta.hashed)} AS batch
-           FROM keys LEFT JOIN receipts r ON r.b = keys.b AND r.k = keys.k WHERE keys.b IN (SELECT value FROM json_each(?1)) AND keys.k IN (SELECT value FROM json_each(?2))`,
-          JSON.stringify([...this.liveBuckets()]), `[${stored.map((k) => this.keyLiteral(meta, k)).join(",")}]`,
-        )
-        .toArray()
-        .map((r) => [String(r.id), r]),
-    );
-    // Counted per kept key: [b, k, dropped, conflicts].
-    const counts = new Map<string, [number, string, number, number]>();
-    for (const r of freshDrops) {
-      const id = this.storedKey(meta, stateKeyFor(entry.settings, r));
-      const at = found.get(id);
-      if (!at) continue;
-      const d = known.get(r.index)!;
-      const c = counts.get(id) ?? [at.b, this.keyLiteral(meta, id), 0, 0];
-      if (d !== "x") c[2]++;
-      if (d !== "d") c[3]++;
-      counts.set(id, c);
-    }
-    if (counts.size > 0) {
-      this.sql.exec(
-        `INSERT INTO receipts (b, k, n, dropped, conflicts)
-         SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), NULL, json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each(?) WHERE true
-         ON CONFLICT (b, k) DO UPDATE SET dropped = dropped + excluded.dropped, conflicts = conflicts + excluded.conflicts`,
-        `[${[...counts.values()].map(([b, k, dr, co]) => `[${b},${k},${dr},${co}]`).join(",")}]`,
-      );
-    }
-    return wanted.map((at) => ({ at, batch: found.get(this.storedKey(meta, stateKeyFor(entry.settings, entry.rows[at])))?.batch ?? null }));
+  /** How this partition stores its keys, for the receipt statements (src/partition/receipts.ts). */
+  private layout(meta: PartitionMeta): KeyLayout {
+    return {
+      hashed: meta.hashed,
+      buckets: () => JSON.stringify([...this.liveBuckets()]),
+      stored: (k) => this.storedKey(meta, k),
+      literal: (stored) => this.keyLiteral(meta, stored),
+    };
   }
 
   /**
@@ -475,16 +428,7 @@ export class Partition extends DurableObject<Env> {
   lookup(epoch: string, stateKey: string): StateReceipt[] {
     const meta = this.currentMeta(epoch);
     if (!meta || meta.width === null) return [];
-    const key = meta.hashed ? "printf('#%016x', keys.k)" : "keys.k";
-    return this.sql
-      .exec<{ key: string; t: number | null; e: number | null; batch: string | null; dropped: number | null; conflicts: number | null }>(
-        `SELECT ${key} AS key, ${eventTimeOf(meta.hashed)} AS t, keys.e AS e, ${keptBatchOf(meta.hashed)} AS batch, r.dropped AS dropped, r.conflicts AS conflicts
-         FROM keys LEFT JOIN receipts r ON r.b = keys.b AND r.k = keys.k
-         WHERE keys.b IN (SELECT value FROM json_each(?1)) AND keys.k = json_extract(?2, '$[0]')`,
-        JSON.stringify([...this.liveBuckets()]), `[${this.keyLiteral(meta, this.storedKey(meta, stateKey))}]`,
-      )
-      .toArray()
-      .map((r) => ({ key: r.key, eventTime: r.t, expiresAt: r.e, batch: r.batch, dropped: r.dropped ?? 0, conflicts: r.conflicts ?? 0 }));
+    return lookupReceipt(this.sql, this.layout(meta), stateKey);
   }
 
   async drop(): Promise<void> {
@@ -581,7 +525,10 @@ export class Partition extends DurableObject<Env> {
         `[${rows.join(",")}]`, JSON.stringify([...this.liveBuckets()]),
       )
       .toArray();
-    if (inserted.length > 0) this.keptBatch(meta, batch, inserted);
+    if (inserted.length > 0) {
+      nameKeptBatch(this.sql, this.layout(meta), batch, inserted);
+      this.nextBatch = batch.n + 1;
+    }
     const intoFront: string[] = [];
     for (const r of inserted) {
       this.buckets!.add(r.b);
@@ -592,38 +539,6 @@ export class Partition extends DurableObject<Env> {
       this.sql.exec("INSERT INTO front (e, k) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)", `[${intoFront.join(",")}]`);
     }
     return new Set(inserted.map((r) => byStored.get(String(r.id))!));
-  }
-
-  /**
-   * Names the batch that kept the keys just inserted, for their receipts,
-   * with no column more per key: a number in kept_batches, which a hashed key
-   * with an expiry holds in `t` (its event time follows from the expiry; a
-   * key costs < 40 B with its digest). A text key keeps its event time in
-   * `t`; its batch is found by its expiry when the batch's keys span a range
-   * of expiries [lo, hi] that no other such batch's overlaps (batches in
-   * event-time order). Any other key names the number in a receipt row. The
-   * name goes once the last of its keys has expired (until; null: never).
-   */
-  private keptBatch(meta: PartitionMeta, batch: { n: number; batch: string }, inserted: { id: string; b: number; e: number | null }[]): void {
-    const until = inserted.some((r) => r.e === null) ? null : Math.max(...inserted.map((r) => r.e!));
-    let range: [number, number] | null = null;
-    if (!meta.hashed && until !== null) {
-      const lo = Math.min(...inserted.map((r) => r.e!));
-      // Created on a text partition's first batch only: a hashed one has no use for it (a page of storage).
-      this.sql.exec("CREATE INDEX IF NOT EXISTS kept_batches_by_hi ON kept_batches (hi) WHERE hi IS NOT NULL");
-      // Ranges are disjoint, so the first one ending at or after lo is the only one that can overlap.
-      const next = this.sql.exec<{ lo: number }>("SELECT lo FROM kept_batches WHERE hi >= ? ORDER BY hi LIMIT 1", lo).toArray()[0];
-      if (next === undefined || next.lo > until) range = [lo, until];
-    }
-    this.sql.exec("INSERT INTO kept_batches (n, batch, until, lo, hi) VALUES (?, ?, ?, ?, ?)", batch.n, batch.batch, until, range?.[0] ?? null, range?.[1] ?? null);
-    const named = range ? [] : inserted.filter((r) => !(meta.hashed && r.e !== null));
-    if (named.length > 0) {
-      this.sql.exec(
-        `INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), ?, 0, 0 FROM json_each(?)`,
-        batch.n, `[${named.map((r) => `[${r.b},${this.keyLiteral(meta, String(r.id))}]`).join(",")}]`,
-      );
-    }
-    this.nextBatch = batch.n + 1;
   }
 
   /** The buckets that hold keys, read with a skip scan of the primary key the first time. */
@@ -695,7 +610,7 @@ export class Partition extends DurableObject<Env> {
     const wm = meta.watermark;
     const at = bucketAtWatermark(wm, meta.width);
     let removed = this.sql.exec("DELETE FROM keys WHERE b < ? RETURNING 1", at).toArray().length;
-    this.forgetReceipts(at, wm);
+    forgetReceipts(this.sql, at, wm);
     const buckets = this.liveBuckets();
     for (const b of buckets) if (b < at) buckets.delete(b);
     if (meta.front_b !== null && meta.front_b !== at) {
@@ -709,22 +624,12 @@ export class Partition extends DurableObject<Env> {
         meta.front_b = at;
       }
       removed += this.sql.exec("DELETE FROM keys WHERE b = ? AND k IN (SELECT k FROM front WHERE e <= ?) RETURNING 1", at, wm).toArray().length;
-      this.sql.exec("DELETE FROM receipts WHERE b = ? AND k IN (SELECT k FROM front WHERE e <= ?)", at, wm);
+      forgetFrontReceipts(this.sql, at, wm);
       this.sql.exec("DELETE FROM front WHERE e <= ?", wm);
     }
     meta.rows -= removed;
     meta.next_expiry = this.earliestExpiry(meta);
     return removed;
-  }
-
-  /**
-   * Receipts go with their keys (buckets below `at`); batch names once all
-   * their keys have expired, looked for among the oldest names only (no
-   * index: numbers grow with time, and so, roughly, do expiries).
-   */
-  private forgetReceipts(at: number, wm: number): void {
-    this.sql.exec("DELETE FROM receipts WHERE b < ?", at);
-    this.sql.exec("DELETE FROM kept_batches WHERE n IN (SELECT n FROM kept_batches ORDER BY n LIMIT 256) AND until <= ?", wm);
   }
 
   /** Exact while `front` holds keys; otherwise the start of the lowest bucket, a lower bound that costs no scan. */

@@ -59,7 +59,7 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
   const planned = members.map((m) => ({
     ...m,
     ledger: `${m.source}\n${m.batchId}`,
-    plan: planBatch(m.config, m.rows, m.begunAt, { source: m.source, watermark: m.watermark, ...(m.tableColumns ? { tableColumns: m.tableColumns } : {}) }),
+    plan: planBatch(m.config, m.rows, m.begunAt, { source: m.source, batchId: m.batchId, watermark: m.watermark, ...(m.tableColumns ? { tableColumns: m.tableColumns } : {}) }),
   }));
   const byLedger = new Map(planned.map((m) => [m.ledger, m]));
   const fault = members.find((m) => m.fault)?.fault ?? null;

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { IntervalError, parseInterval } from "./interval";
 import { own } from "./own";
 import { ColumnBudget, DEFAULT_MAX_COLUMNS, MAX_COLUMNS_LIMIT } from "./table-fields";
-import { PROVIDER_VOLATILE, type ProviderType } from "../webhooks/provider";
+import { PROVIDER_VOLATILE, webhookVolatile, type ProviderType } from "../webhooks/provider";
 
 export const MODES = ["within-watermark", "event-time-key", "global"] as const;
 export type Mode = (typeof MODES)[number];
@@ -101,7 +101,7 @@ export const streamBodySchema = z
       .array(fieldPath)
       .max(64)
       .default([])
-      .describe('fields (or dotted paths) that may differ between copies of one event without making them a conflict, e.g. a delivery attempt counter; "webhook:<provider>" for a provider\'s (stripe, github, shopify, standard-webhooks); bound at creation'),
+      .describe('fields (or dotted paths) that may differ between copies of one event without making them a conflict, e.g. a delivery attempt counter; "webhook:<provider>" for a provider\'s (stripe, github, shopify, standard-webhooks), which rows from that provider\'s webhook leave out by default; bound at creation'),
     onConflict: z
       .enum(["drop", "reject"])
       .default("drop")
@@ -246,6 +246,19 @@ export function parseStreamConfig(body: unknown): ConfigResult {
       ...(b.idempotencyWindow === undefined ? {} : { idempotencyWindow: b.idempotencyWindow }),
     },
   };
+}
+
+/**
+ * The fields a row's content digest leaves out: the stream's `volatile`, and
+ * for a batch from a provider webhook (its id `stripe:…`) that provider's
+ * (PROVIDER_VOLATILE) by default. Decided by the batch id, so a retry of a
+ * batch is judged by the same fields.
+ */
+export function volatileFor(config: StreamConfig, batchId?: string): readonly string[] {
+  const fields = config.volatile ?? [];
+  const preset = batchId === undefined ? [] : webhookVolatile(batchId);
+  if (preset.length === 0) return fields;
+  return fields.length === 0 ? preset : [...new Set([...fields, ...preset])];
 }
 
 const WEBHOOK_PRESET = /^webhook:(.+)$/;

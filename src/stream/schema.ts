@@ -1,4 +1,4 @@
-import { delayOf, eventTimeCaps, isTimestampType, type ColumnType, type StreamConfig } from "./config";
+import { delayOf, eventTimeCaps, isTimestampType, volatileFor, type ColumnType, type StreamConfig } from "./config";
 import { conflictBlindFields, contentDigest, contentHash } from "./content";
 import { encodeKey, MAX_KEY_BYTES, type KeyValue } from "./key";
 import { own } from "./own";
@@ -112,6 +112,8 @@ export interface RowContext {
   watermark: number;
   /** a stream with a table: the columns the table was known to have when the batch began (src/stream/table-fields.ts) */
   tableColumns?: Iterable<string>;
+  /** the batch's id: a provider webhook's (`stripe:…`) leaves that provider's volatile fields out of the digest (volatileFor) */
+  batchId?: string;
 }
 
 /**
@@ -167,7 +169,9 @@ export function validateRow(
         );
       }
     }
-    return config.contentKey ? { index, row, key, eventTime } : { index, row, key, eventTime, digest: contentDigest(row, conflictBlindFields(config)) };
+    if (config.contentKey) return { index, row, key, eventTime };
+    const blind = conflictBlindFields({ volatile: volatileFor(config, context.batchId), eventTime: config.eventTime });
+    return { index, row, key, eventTime, digest: contentDigest(row, blind) };
   } catch (e) {
     if (e instanceof RowError) return { index, error: e.message };
     throw e;

@@ -141,3 +141,33 @@ it("a stream written by the per-request ledger (version 4) upgrades in place: re
   expect(metrics).toContain(`edge_dedup_rows_total{stream="${name}",source="default",outcome="emitted"} 3`);
   expect(metrics).toContain(`edge_dedup_batches_total{stream="${name}"} 3`);
 });
+
+it("a hashed partition of version 5 (dropped counts in receipts rows) upgrades: the counts move into its keys' rows, unchanged", async () => {
+  const stub = env.PARTITION.getByName("versions/5") as DurableObjectStub<Partition>;
+  const hashed: DedupSettings = { ...within, delay: 3_600_000, hashedKeys: true };
+  const row = (index: number, key: string, digest: string) => ({ index, key, eventTime: 1_704_103_200_000 + index, digest });
+  await stub.apply({ epoch: "e1", batch: "s\nb1", watermark: 0, settings: hashed, rows: [row(0, "A", "1"), row(1, "B", "2"), row(2, "C", "3")] });
+  // A: two duplicates; B: a duplicate and a conflict; C: none.
+  await stub.apply({ epoch: "e1", batch: "s\nb2", watermark: 0, settings: hashed, rows: [row(0, "A", "1"), row(1, "A", "1"), row(2, "B", "2"), row(3, "B", "9")] });
+  const receipts = () => Promise.all(["A", "B", "C"].map(async (k) => (await stub.lookup("e1", k))[0]));
+  const before = await receipts();
+  expect(before.map((r) => [r.batch, r.dropped, r.conflicts])).toEqual([["s\nb1", 2, 0], ["s\nb1", 2, 1], ["s\nb1", 0, 0]]);
+  // Rewrite it as version 5 kept it: every count in a receipts row, t the batch number alone.
+  await runInDurableObject(stub, (_p, state) => {
+    state.storage.sql.exec(`
+      INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT b, k, NULL, t / 4294967296, 0 FROM keys WHERE t >= 4294967296 AND true
+        ON CONFLICT (b, k) DO UPDATE SET dropped = excluded.dropped;
+      UPDATE keys SET t = t % 4294967296;
+      UPDATE _schema SET version = 5;`);
+  });
+  await evictDurableObject(stub);
+  expect(await receipts()).toEqual(before);
+  const after = await runInDurableObject(stub, (_p, state) => ({
+    version: state.storage.sql.exec<{ version: number }>("SELECT version FROM _schema").one().version,
+    receipts: state.storage.sql.exec<{ dropped: number; conflicts: number }>("SELECT dropped, conflicts FROM receipts").toArray().map((r) => [r.dropped, r.conflicts]),
+  }));
+  expect(after).toEqual({ version: Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)), receipts: [[0, 1]] });
+  // And it goes on counting: one more duplicate of A.
+  await stub.apply({ epoch: "e1", batch: "s\nb3", watermark: 0, settings: hashed, rows: [row(0, "A", "1")] });
+  expect((await stub.lookup("e1", "A"))[0]).toMatchObject({ dropped: 3, conflicts: 0 });
+});

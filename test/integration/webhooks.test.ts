@@ -496,3 +496,53 @@ describe("webhook payloads: depth and error texts", () => {
     expect(text).not.toContain("sk_live");
   });
 });
+
+/**
+ * Issue 18 (DESIGN §11): a webhook row's content digest leaves out by default
+ * what that provider's redeliveries change, with no `volatile` in the stream:
+ * a redelivery judged afresh (here through a second endpoint of the stream,
+ * as after the idempotency window) is a duplicate, not a conflict.
+ */
+describe.each(CASES)("$type: a redelivery judged afresh", (p) => {
+  const stream = `wh-redeliver-${p.type}`;
+  const [A, B] = [p.secret(3), p.secret(4)];
+  let ready: Promise<void> | undefined;
+  const setUp = () =>
+    (ready ??= (async () => {
+      await createStream(stream, config); // no "volatile"
+      await credential(stream, "main", { type: p.type, secret: A });
+      await credential(stream, "mirror", { type: p.type, secret: B });
+    })());
+  const conflicts = async () => (await (await call("GET", `/v1/streams/${stream}/conflicts`)).text()).split("\n").filter(Boolean).map((l) => JSON.parse(l));
+
+  it("with what its redeliveries change changed (Stripe's pending_webhooks, GitHub's and Shopify's unsigned headers, the attempt time) is a duplicate", async () => {
+    await setUp();
+    const e = event("order.paid");
+    const body = p.body(e);
+    expect(await (await deliver(stream, "main", body, await p.sign(A, body, e, nowS()))).json()).toMatchObject({ emitted: 1, conflicts: 0 });
+    // What the provider's next attempt looks like: the same signed event, with only what the provider changes changed.
+    const again = p.type === "stripe" ? body.replace('"pending_webhooks":1', '"pending_webhooks":0') : body;
+    expect(again === body).toBe(p.type !== "stripe");
+    const next = p.signsId ? e : { ...e, id: `${e.id}-redelivery`, time: e.time + 1000, type: "order.updated" };
+    const r = await deliver(stream, "mirror", again, await p.sign(B, again, next, nowS() + 1));
+    expect(r.status, await r.clone().text()).toBe(200);
+    expect(await r.json()).toMatchObject({ source: "mirror", replayed: false, emitted: 0, duplicates: 1, conflicts: 0 });
+    const id = await rowId(p, e, body);
+    expect((await output(stream)).filter((row) => row.id === id)).toHaveLength(1);
+    expect((await conflicts()).filter((c) => c.row.id === id)).toEqual([]);
+  });
+
+  it.runIf(p.signsId)("with its payload changed under the same signed id is still a conflict", async () => {
+    await setUp();
+    const e = event();
+    const body = p.body(e);
+    expect((await deliver(stream, "main", body, await p.sign(A, body, e, nowS()))).status).toBe(200);
+    const changed = body.replace(p.type === "stripe" ? '"amount":2000' : '"invoice":"in_1"', p.type === "stripe" ? '"amount":2500' : '"invoice":"in_2"');
+    expect(changed).not.toBe(body);
+    const r = await deliver(stream, "mirror", changed, await p.sign(B, changed, e, nowS()));
+    expect(await r.json()).toMatchObject({ emitted: 0, duplicates: 1, conflicts: 1 });
+    expect((await conflicts()).filter((c) => c.row.id === e.id)).toEqual([
+      expect.objectContaining({ source: "mirror", verdict: "dropped", kept: expect.objectContaining({ source: "main" }), row: expect.objectContaining({ id: e.id, payload: JSON.parse(changed) }) }),
+    ]);
+  });
+});

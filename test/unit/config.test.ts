@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { boundFieldChanges, DEFAULT_LIMITS, delayOf, parseStreamConfig, type StreamConfig } from "../../src/stream/config";
+import { boundFieldChanges, DEFAULT_LIMITS, delayOf, parseStreamConfig, volatileFor, type StreamConfig } from "../../src/stream/config";
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -340,8 +340,18 @@ describe("what counts as the same event (DESIGN §11)", () => {
 
   test('"webhook:<provider>" in volatile stands for the provider\'s fields', () => {
     expect(ok({ ...MINIMAL, volatile: ["webhook:stripe", "received_at"] }).volatile).toEqual(["payload.pending_webhooks", "received_at"]);
-    expect(ok({ ...MINIMAL, volatile: ["webhook:github", "time"] }).volatile).toEqual(["time"]);
+    // GitHub's unsigned header fields are volatile too (issue 18: a redelivery of the same signed body is no conflict).
+    expect(ok({ ...MINIMAL, volatile: ["webhook:github", "time"] }).volatile).toEqual(["time", "deliveryId", "type"]);
     expect(errors({ ...MINIMAL, volatile: ["webhook:paypal"] })).toEqual([{ path: "volatile.0", message: 'no webhook preset "paypal": one of stripe, github, shopify, standard-webhooks' }]);
+  });
+
+  test("volatileFor: a provider webhook's batch adds that provider's fields to the stream's, once each; other batches take the stream's alone", () => {
+    const c = ok({ ...MINIMAL, volatile: ["received_at", "time"] });
+    expect(volatileFor(c, "github:ab12")).toEqual(["received_at", "time", "deliveryId", "type"]);
+    expect(volatileFor(c, "b1")).toEqual(["received_at", "time"]);
+    expect(volatileFor(c)).toEqual(["received_at", "time"]);
+    expect(volatileFor(ok(MINIMAL), "stripe:evt_1")).toEqual(["payload.pending_webhooks"]);
+    expect(volatileFor(ok(MINIMAL), "qid:stripe:evt_1")).toEqual([]);
   });
 
   test("the key (columns or content) and volatile are bound; onConflict and keepDuplicates are not", () => {
