@@ -1,5 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
-import { coordinatorStub, type Env } from "../env";
+import { coordinatorStub, destinationStub, type Env } from "../env";
+
+// The stubs live with the others in src/env.ts; still importable from here.
+export { destinationIndex, destinationStub } from "../env";
 import { readParts } from "../output-reader";
 import { openSecret, sealSecret } from "../api/sealing";
 import { deliveredSeq, describeError, judge, type Answer, type Verdict } from "./attempt";
@@ -437,15 +440,6 @@ export class Destination extends DurableObject<Env> {
 
 /** A destination's secret is bound to its stream, destination and secret id (a sealed copy elsewhere does not open). */
 const sealedFor = (stream: string, name: string, id: string) => ({ stream, source: `destination:${name}`, id });
-
-export function destinationStub(env: Env, stream: string, name: string): DurableObjectStub<Destination> {
-  return env.DESTINATION.getByName(`${stream}/${name}`);
-}
-
-/** The stream's index of destinations. */
-export function destinationIndex(env: Env, stream: string): DurableObjectStub<Destination> {
-  return env.DESTINATION.getByName(stream);
-}
 
 async function linesOf(bucket: R2Bucket, part: Parameters<typeof readParts>[1][number]): Promise<string[]> {
   const decoder = new TextDecoder();

@@ -1,7 +1,7 @@
 import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
 import { tooDeep, valueDeeperThan } from "../stream/json";
 import { coordinatorStub, type Env } from "../env";
-import { WAIT_FOR_INFLIGHT_MS, type IngestResult, type ReceivedBatch } from "../coordinator";
+import { WAIT_FOR_INFLIGHT_MS, type IngestResult, type ReceivedBatch } from "../coordinator/protocol";
 import type { FaultPoint } from "../faults";
 import type { BatchOutcome } from "../stream/report";
 

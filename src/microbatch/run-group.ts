@@ -1,6 +1,6 @@
-import type { CommitRequest, TouchedPartition } from "../coordinator";
+import type { CommitRequest, TouchedPartition } from "../coordinator/protocol";
 import { failAt, type FaultPoint } from "../faults";
-import type { GroupApplyRequest, GroupApplyResult } from "../partition";
+import type { GroupApplyRequest, GroupApplyResult } from "../partition/protocol";
 import { OUTBOX_MAX_ENTRY_BYTES } from "../outbox";
 import { LANES, writeGroup, type Lane, type LaneKeys } from "../sink";
 import { dedupSettings, encodeDropped, encodeLate, encodeOutput, encodeRejected, mergeDecisions, planBatch } from "../stream/batch";

@@ -1,4 +1,4 @@
-import type { ReceivedBatch } from "../../coordinator";
+import type { ReceivedBatch } from "../../coordinator/protocol";
 import { batchIdentity, HARD_BODY_LIMIT, HARD_MAX_ROWS, TooManyRows } from "../../api/body";
 import { badRequest, HttpError } from "../../api/problem";
 import type { StreamConfig } from "../../stream/config";

@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import type { IngestRequest } from "../../coordinator";
+import type { IngestRequest } from "../../coordinator/protocol";
 import { processBatch } from "../../api/ingest";
 import { coordinatorStub, type Env } from "../../env";
 import { countedEnv, countedSql } from "../../opcount";

@@ -1,4 +1,4 @@
-import type { IngestRequest } from "../../coordinator";
+import type { IngestRequest } from "../../coordinator/protocol";
 import { coordinatorStub, runnerStub, type Env } from "../../env";
 import { sourceConfig } from "../../stream/config";
 import { explicitQueueBatchId, queueBatchId, queueIdentity, messageHash } from "../ids";
