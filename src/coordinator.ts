@@ -1,4 +1,3 @@
-import { DurableObject } from "cloudflare:workers";
 import { boundFieldChanges, idempotencyWindowOf, sourceConfig, type StreamConfig } from "./stream/config";
 import { own } from "./stream/own";
 import { capRejected, progressOf, rejectedTotal, type BatchOutcome, type ProgressReport } from "./stream/report";
@@ -13,8 +12,8 @@ import { PUBLISH_FAILURES_TABLE, PUBLISHED_TABLE, PublishGuard, publishManifest,
 import { columnsKnownBefore, recordColumns, TABLE_COLUMNS_TABLE } from "./table/known-columns";
 import { isSameEventLane, LANE_REFS_TABLE, LaneRefs } from "./coordinator/lane-refs";
 import type { StoredCredential } from "./api/credentials";
-import { countedEnv, countedSql } from "./opcount";
-import { migrate, type Migration } from "./storage/migrations";
+import type { Migration } from "./storage/migrations";
+import { SqliteObject } from "./storage/sqlite-object";
 import { MicroBatcher } from "./microbatch/batcher";
 import { runGroup, type BegunMember, type GroupResult } from "./microbatch/run-group";
 import { CredentialStore, type SealedSigner } from "./coordinator/credentials";
@@ -127,8 +126,7 @@ interface Meta {
  * a room of their own in src/coordinator/; this class admits, batches, commits
  * and calls the partitions over them.
  */
-export class Coordinator extends DurableObject<Env> {
-  private sql: SqlStorage;
+export class Coordinator extends SqliteObject<Env> {
   /** In memory on purpose: a restarted coordinator means the holders crashed, so their leases end. */
   private leases = new Map<string, number>();
   /** batch ids (`{source}\n{batchId}`) queued or running in a micro-batch here: settles when it does */
@@ -150,16 +148,11 @@ export class Coordinator extends DurableObject<Env> {
     maxWeight: MICRO_BATCH_MAX_ROWS,
     weigh: (s) => s.rows.length,
   });
-  /**
-   * Whether this stream exists (its tables do). The schema is created only when
-   * an admin creates the stream, so requests naming streams that do not exist
-   * (with made-up credentials, say) leave no storage behind.
-   */
-  private exists: boolean;
-
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, countedEnv(env));
-    this.sql = countedSql(ctx.storage.sql, "Coordinator");
+    // Whether this stream exists is whether its tables do (`exists`): the schema is created
+    // only when an admin creates the stream, so requests naming streams that do not exist
+    // (with made-up credentials, say) leave no storage behind.
+    super(ctx, env, { migrations: COORDINATOR_MIGRATIONS, countAs: "Coordinator", countCalls: true, createdWith: "meta" });
     this.outbox = new Outbox(this.sql);
     this.ledger = new BatchLedger(this.sql, this.outbox);
     this.keys = new CredentialStore(this.sql);
@@ -167,12 +160,6 @@ export class Coordinator extends DurableObject<Env> {
     this.partitions = new PartitionBook(this.sql);
     this.laneRefs = new LaneRefs(this.sql, this.outbox);
     this.counters = new MetricCounters(this.sql);
-    this.exists = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'").one().n > 0;
-    if (this.exists) this.migrate(); // storage written by an earlier release is brought up to date on first use
-  }
-
-  private migrate(): void {
-    migrate(this.sql, COORDINATOR_MIGRATIONS, (fn) => this.ctx.storage.transactionSync(fn));
   }
 
   async configure(name: string, config: StreamConfig): Promise<ConfigureResult> {

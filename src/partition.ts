@@ -1,10 +1,9 @@
-import { DurableObject } from "cloudflare:workers";
 import { decideByInsert, firstEventTimeOf, stateKeyFor, type Decision, type DedupSettings, type StateInsert } from "./stream/dedup";
 import type { Env } from "./env";
 import { decodeDecisions, encodeDecisions } from "./stream/ledger";
 import { failAt, faultsEnabled } from "./faults";
-import { countedSql } from "./opcount";
-import { addColumn, migrate, type Migration } from "./storage/migrations";
+import { addColumn, type Migration } from "./storage/migrations";
+import { SqliteObject } from "./storage/sqlite-object";
 import { bucketAtWatermark, bucketOf, bucketWidthFor } from "./stream/expiry-buckets";
 import { keyHash64, keyHashLabel } from "./stream/key-hash";
 import {
@@ -152,8 +151,7 @@ const LEDGER_PRUNE_EVERY_MS = 3_600_000;
  * runs synchronously against SQLite, so each call is atomic and calls never
  * interleave.
  */
-export class Partition extends DurableObject<Env> {
-  private sql: SqlStorage;
+export class Partition extends SqliteObject<Env> {
   private lastPrune = 0;
   /** the meta row as stored: only this object writes it, so it is read once */
   private cached: PartitionMeta | null | undefined;
@@ -163,13 +161,7 @@ export class Partition extends DurableObject<Env> {
   private nextBatch: number | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.sql = countedSql(ctx.storage.sql, "Partition");
-    this.migrate();
-  }
-
-  private migrate(): void {
-    migrate(this.sql, PARTITION_MIGRATIONS, (fn) => this.ctx.storage.transactionSync(fn));
+    super(ctx, env, { migrations: PARTITION_MIGRATIONS, countAs: "Partition" });
   }
 
   /** One batch: applyGroup with a single entry whose earlier decisions, if any, are replayed. */
