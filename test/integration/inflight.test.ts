@@ -7,7 +7,7 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
-import type { IngestRequest } from "../../src/coordinator";
+import type { IngestRequest } from "../../src/coordinator/protocol";
 import { at, createStream, output } from "./helpers";
 
 const request = (batchId: string, fault: IngestRequest["fault"] = null): IngestRequest => ({
