@@ -14,6 +14,7 @@ import { isSameEventLane, LANE_REFS_TABLE, LaneRefs } from "./coordinator/lane-r
 import type { StoredCredential } from "./api/credentials";
 import type { Migration } from "./storage/migrations";
 import { SqliteObject } from "./storage/sqlite-object";
+import { batchFaultKey, takeFault } from "./faults";
 import { MicroBatcher } from "./microbatch/batcher";
 import { runGroup, type BegunMember, type GroupResult } from "./microbatch/run-group";
 import { CredentialStore, type SealedSigner } from "./coordinator/credentials";
@@ -300,6 +301,7 @@ export class Coordinator extends SqliteObject<Env> {
         answers.push(req.auth.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" });
         continue;
       }
+      const fault = takeFault(batchFaultKey(meta.name, req.batchId)); // tests only (src/faults.ts)
       const a = this.admitBatch(meta, req.sourceHeader, req.batchId, { hash: req.identity, bytes: req.bytes, rows: req.rows.length }, req.auth, now);
       const running = a.kind === "busy" ? this.inflight.get(`${a.source}\n${req.batchId}`) : undefined;
       if (running && now < deadline) {
@@ -315,7 +317,7 @@ export class Coordinator extends SqliteObject<Env> {
       this.leases.set(`${a.source}\n${req.batchId}`, now + LEASE_MS);
       answers.push(null);
       queued.push({
-        source: a.source, batchId: req.batchId, identity: req.identity, rows: req.rows, fault: req.fault, row: a.kind === "resumed" ? a.row : null,
+        source: a.source, batchId: req.batchId, identity: req.identity, rows: req.rows, fault, row: a.kind === "resumed" ? a.row : null,
       });
     }
     const outcomes = this.batcher.submitAll(queued);

@@ -1,7 +1,7 @@
 import { decideByInsert, firstEventTimeOf, stateKeyFor, type Decision, type DedupSettings, type StateInsert } from "./stream/dedup";
 import type { Env } from "./env";
 import { decodeDecisions, encodeDecisions } from "./stream/ledger";
-import { failAt, faultsEnabled } from "./faults";
+import { failAt, faultsEnabled, partitionFaultKey, takeFault } from "./faults";
 import { addColumn, type Migration } from "./storage/migrations";
 import { SqliteObject } from "./storage/sqlite-object";
 import { bucketAtWatermark, bucketOf, bucketWidthFor } from "./stream/expiry-buckets";
@@ -170,16 +170,16 @@ export class Partition extends SqliteObject<Env> {
       epoch: req.epoch,
       watermark: req.watermark,
       entries: [{ batch: req.batch, settings: req.settings, rows: req.rows, resumed: true }],
-      fault: req.fault,
     });
     return { ...r, decisions: decisions[0] };
   }
 
   applyGroup(req: GroupApplyRequest): GroupApplyResult & { replayed: boolean } {
-    if (faultsEnabled() && req.fault === "partition-midway") {
+    const fault = faultsEnabled() && req.entries.length > 0 ? takeFault(partitionFaultKey(req.epoch, req.entries[0].batch)) : null;
+    if (fault === "partition-midway") {
       const [first, ...rest] = req.entries;
-      this.applyGroup({ ...req, entries: [{ ...first, rows: first.rows.slice(0, Math.ceil(first.rows.length / 2)) }, ...rest].slice(0, 1), fault: undefined });
-      failAt(req.fault, "partition-midway");
+      this.applyGroup({ ...req, entries: [{ ...first, rows: first.rows.slice(0, Math.ceil(first.rows.length / 2)) }, ...rest].slice(0, 1) });
+      failAt(fault, "partition-midway");
     }
     return this.atomically(() => {
       const meta = this.meta(req.epoch);

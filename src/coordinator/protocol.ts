@@ -3,7 +3,6 @@ import type { BatchCounts } from "../stream/batch";
 import type { BatchOutcome } from "../stream/report";
 import type { BatchObservation } from "../stream/advisor/live";
 import type { LaneKeys } from "../sink";
-import type { FaultPoint } from "../faults";
 import type { SealedSigner } from "./credentials";
 import type { ReportedPartition } from "./partitions";
 import type { Bookkeeping } from "./window";
@@ -30,8 +29,12 @@ export interface ReceivedBatch {
 }
 
 export interface IngestRequest extends ReceivedBatch {
-  /** tests only (the fault switch): where the micro-batch it joins fails */
-  fault: FaultPoint | null;
+  /**
+   * Always null, kept only so that callers written before the fault plan
+   * (`fault: null`) still compile: the test build's crash points come from
+   * src/faults.ts's plan (armFault), not from the request. Drop with them.
+   */
+  fault?: null;
 }
 
 export type IngestResult = Exclude<BeginResult, { kind: "run" }> | { kind: "done"; outcome: BatchOutcome };

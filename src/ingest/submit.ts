@@ -2,7 +2,7 @@ import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
 import { tooDeep, valueDeeperThan } from "../stream/json";
 import { coordinatorStub, type Env } from "../env";
 import { WAIT_FOR_INFLIGHT_MS, type IngestResult, type ReceivedBatch } from "../coordinator/protocol";
-import type { FaultPoint } from "../faults";
+import { armFault, batchFaultKey, takeFault, type FaultPoint } from "../faults";
 import type { BatchOutcome } from "../stream/report";
 
 /**
@@ -27,7 +27,9 @@ export async function submitBatch(env: Env, stream: string, received: ReceivedBa
   const coordinator = coordinatorStub(env, stream);
   // One call per request: coalescing happens in the Coordinator (a Worker can't share a
   // pending call between requests: each request's I/O belongs to that request).
-  const r = await ingestOrWait(() => coordinator.ingest({ ...received, fault }));
+  // Tests only: the crash point is armed for this call (each attempt of it) and disarmed after.
+  const faultKey = batchFaultKey(stream, batchId);
+  const r = await ingestOrWait(() => (armFault(faultKey, fault), coordinator.ingest(received))).finally(() => takeFault(faultKey));
   const source = "source" in r ? r.source : sourceHeader ?? "default";
   switch (r.kind) {
     case "done":

@@ -1,5 +1,4 @@
 import type { DedupInput, DedupSettings } from "../stream/dedup";
-import type { FaultPoint } from "../faults";
 
 /**
  * The Partition's protocol: what its RPC methods take and answer. Callers
@@ -24,8 +23,6 @@ export interface ApplyRequest {
   watermark: number;
   settings: DedupSettings;
   rows: PartitionRow[];
-  /** tests only: store the first half of the sub-batch, then fail */
-  fault?: FaultPoint;
 }
 
 /** A micro-batch's rows for this partition: an entry per request, judged in order. */
@@ -37,8 +34,6 @@ export interface GroupApplyRequest {
   entries: GroupEntry[];
   /** ledgers of batches that have committed: a retry of them never reaches a partition again */
   forget?: string[];
-  /** tests only: store the first half of the first entry, then fail */
-  fault?: FaultPoint;
 }
 
 export interface GroupEntry {
