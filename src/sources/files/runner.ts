@@ -202,7 +202,7 @@ export class Runner extends SqliteObject<Env> {
       }
       // One micro-batch (one commit) for the group; a file the Coordinator did not take goes alone, for its own answer.
       const together = batches.length > 1
-        ? await coordinator.ingestMany(batches.map(({ r }): IngestRequest => ({ ...r.batch, fault: null }))).catch(() => null)
+        ? await coordinator.ingestMany(batches.map(({ r }): IngestRequest => r.batch)).catch(() => null)
         : null;
       for (const [i, { f, r }] of batches.entries()) {
         const answer = together?.[i];
