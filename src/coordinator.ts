@@ -1,7 +1,5 @@
-import { DurableObject } from "cloudflare:workers";
 import { boundFieldChanges, idempotencyWindowOf, sourceConfig, type StreamConfig } from "./stream/config";
 import { own } from "./stream/own";
-import type { BatchCounts } from "./stream/batch";
 import { capRejected, progressOf, rejectedTotal, type BatchOutcome, type ProgressReport } from "./stream/report";
 import { advanceWatermark, globalWatermark, hasIdleTimeout, isIdle, nextIdleAt, sourceWatermark, type SourceProgress, type WatermarkState } from "./stream/watermark";
 import { METRICS_TABLE, metricDeltas, streamMetricsOf, type CommittedFigures, type StreamMetrics } from "./stream/metrics";
@@ -14,19 +12,38 @@ import { PUBLISH_FAILURES_TABLE, PUBLISHED_TABLE, PublishGuard, publishManifest,
 import { columnsKnownBefore, recordColumns, TABLE_COLUMNS_TABLE } from "./table/known-columns";
 import { isSameEventLane, LANE_REFS_TABLE, LaneRefs } from "./coordinator/lane-refs";
 import type { StoredCredential } from "./api/credentials";
-import { countedEnv, countedSql } from "./opcount";
-import { migrate, type Migration } from "./storage/migrations";
-import type { FaultPoint } from "./faults";
+import type { Migration } from "./storage/migrations";
+import { SqliteObject } from "./storage/sqlite-object";
+import { batchFaultKey, takeFault } from "./faults";
 import { MicroBatcher } from "./microbatch/batcher";
 import { runGroup, type BegunMember, type GroupResult } from "./microbatch/run-group";
 import { CredentialStore, type SealedSigner } from "./coordinator/credentials";
 import { BatchLedger, LEDGER_MIGRATION, recordedOutcome, sameBody, type BatchRow, type CommittedRecord } from "./coordinator/ledger";
 import { PRUNE_STEP_GROUPS, pruneStep, type Bookkeeping } from "./coordinator/window";
 import { COUNTERS_MIGRATION, MetricCounters } from "./coordinator/counters";
-import { LEDGER_RETENTION_MS } from "./partition";
+import { LEDGER_RETENTION_MS } from "./partition/protocol";
 import { AdviceFigures } from "./coordinator/advice";
-import { PartitionBook, type ReportedPartition } from "./coordinator/partitions";
-import { ADVICE_TABLE, liveAdvice, type BatchObservation, type LiveAdvice, type LiveFigures } from "./stream/advisor/live";
+import { PartitionBook } from "./coordinator/partitions";
+import { ADVICE_TABLE, liveAdvice, type LiveAdvice, type LiveFigures } from "./stream/advisor/live";
+import {
+  WAIT_FOR_INFLIGHT_MS,
+  type Admission,
+  type BeginResult,
+  type CallerClaim,
+  type CommitRequest,
+  type ConfigureResult,
+  type IngestAuth,
+  type IngestRequest,
+  type IngestResult,
+  type StreamDescription,
+} from "./coordinator/protocol";
+
+// The protocol's names stay importable from here for code written before it had a module of its own.
+export { WAIT_FOR_INFLIGHT_MS };
+export type {
+  Admission, BeginResult, CallerClaim, CommitRequest, ConfigureResult, IngestAuth, IngestRequest, IngestResult, ReceivedBatch, SealedSigner,
+  StreamDescription, TouchedPartition,
+} from "./coordinator/protocol";
 
 /**
  * The Coordinator's storage layouts, oldest first (src/storage/migrations.ts).
@@ -71,8 +88,6 @@ export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
   COUNTERS_MIGRATION,
 ];
 
-/** How long a request for a batch id that is in flight waits for it before a 409. */
-export const WAIT_FOR_INFLIGHT_MS = 5_000;
 /** How long a begun batch holds its id against a concurrent request with the same id. */
 export const LEASE_MS = 30_000;
 /** Eviction fan-out runs at most this often after the watermark moves. */
@@ -84,24 +99,6 @@ export const PRUNE_MIN_INTERVAL_MS = 1_000;
 /** A micro-batch takes at most this many rows (more than any one request may have). */
 export const MICRO_BATCH_MAX_ROWS = 100_000;
 
-/** A batch as received by the Worker: parsed, its caller proven, not yet begun. */
-export interface ReceivedBatch {
-  sourceHeader: string | null;
-  batchId: string;
-  auth: IngestAuth;
-  rows: unknown[];
-  /** the batch's identity: parse mode and body hash (batchIdentity) */
-  identity: string;
-  bytes: number;
-}
-
-export interface IngestRequest extends ReceivedBatch {
-  /** tests only (the fault switch): where the micro-batch it joins fails */
-  fault: FaultPoint | null;
-}
-
-export type IngestResult = Exclude<BeginResult, { kind: "run" }> | { kind: "done"; outcome: BatchOutcome };
-
 /** A batch id the caller may run: its first attempt, or a retry of one that failed before its commit. */
 type Runnable = { kind: "new"; source: string } | { kind: "resumed"; source: string; row: BatchRow };
 const runnable = (a: { kind: string }): a is Runnable => a.kind === "new" || a.kind === "resumed";
@@ -112,62 +109,6 @@ type Submission = Pick<BegunMember, "source" | "batchId" | "rows" | "fault"> & {
   /** its ledger row as admission read it (null: a first attempt); the lease keeps it so until the group begins */
   row?: BatchRow | null;
 };
-
-export type ConfigureResult =
-  | { status: "created" | "updated" | "unchanged"; config: StreamConfig }
-  | { status: "conflict"; changed: string[]; config: StreamConfig };
-
-/** How an ingest request proved itself; the coordinator holds the credentials. */
-export type IngestAuth = { kind: "admin" } | { kind: "token"; hash: string } | { kind: "hmac"; credentialId: string };
-/** What the headers claim before the body is read (a signature is checked against the body later); "provider": a webhook's. */
-export type CallerClaim = { kind: "admin" } | { kind: "token"; hash: string } | { kind: "hmac" } | { kind: "provider" };
-export type { SealedSigner };
-
-export type Admission =
-  | { kind: "missing" }
-  | { kind: "unauthorized" }
-  | { kind: "forbidden"; detail: string }
-  | { kind: "admitted"; source: string; limits: StreamConfig["limits"]; signers: SealedSigner[] };
-
-export type BeginResult =
-  | { kind: "missing" }
-  | { kind: "unauthorized" }
-  | { kind: "forbidden"; detail: string }
-  | { kind: "conflict" }
-  | { kind: "busy"; retryAfterMs: number; source?: string }
-  | { kind: "too-large"; detail: string }
-  | { kind: "replay"; source: string; outcome: BatchOutcome }
-  | { kind: "run"; source: string; watermark: number; begunAt: number; config: StreamConfig; epoch: string };
-
-export interface TouchedPartition extends ReportedPartition {
-  inserted: number;
-  removed: number;
-}
-
-export interface CommitRequest {
-  source: string;
-  batchId: string;
-  maxEventTime: number | null;
-  /** the rejected list capped (capRejected) */
-  counts: BatchCounts & { rejectedCount?: number };
-  /** for the delay advisor's figures; absent (the direct RPC form): the batch adds none */
-  seen?: BatchObservation;
-  touched: TouchedPartition[];
-  objects: LaneKeys;
-  startedAt: number;
-}
-
-export interface StreamDescription {
-  config: StreamConfig;
-  epoch: string;
-  createdAt: number;
-  watermark: number;
-  sources: Record<string, { maxEventTime: number | null; watermark: number; lastBatchAt: number | null; declared: boolean; idle: boolean }>;
-  state: { rows: number; bytes: number };
-  batches: { committed: number };
-  /** the Coordinator's own records (DESIGN §9) */
-  bookkeeping: Bookkeeping;
-}
 
 interface Meta {
   name: string;
@@ -186,8 +127,7 @@ interface Meta {
  * a room of their own in src/coordinator/; this class admits, batches, commits
  * and calls the partitions over them.
  */
-export class Coordinator extends DurableObject<Env> {
-  private sql: SqlStorage;
+export class Coordinator extends SqliteObject<Env> {
   /** In memory on purpose: a restarted coordinator means the holders crashed, so their leases end. */
   private leases = new Map<string, number>();
   /** batch ids (`{source}\n{batchId}`) queued or running in a micro-batch here: settles when it does */
@@ -209,16 +149,11 @@ export class Coordinator extends DurableObject<Env> {
     maxWeight: MICRO_BATCH_MAX_ROWS,
     weigh: (s) => s.rows.length,
   });
-  /**
-   * Whether this stream exists (its tables do). The schema is created only when
-   * an admin creates the stream, so requests naming streams that do not exist
-   * (with made-up credentials, say) leave no storage behind.
-   */
-  private exists: boolean;
-
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, countedEnv(env));
-    this.sql = countedSql(ctx.storage.sql, "Coordinator");
+    // Whether this stream exists is whether its tables do (`exists`): the schema is created
+    // only when an admin creates the stream, so requests naming streams that do not exist
+    // (with made-up credentials, say) leave no storage behind.
+    super(ctx, env, { migrations: COORDINATOR_MIGRATIONS, countAs: "Coordinator", countCalls: true, createdWith: "meta" });
     this.outbox = new Outbox(this.sql);
     this.ledger = new BatchLedger(this.sql, this.outbox);
     this.keys = new CredentialStore(this.sql);
@@ -226,12 +161,6 @@ export class Coordinator extends DurableObject<Env> {
     this.partitions = new PartitionBook(this.sql);
     this.laneRefs = new LaneRefs(this.sql, this.outbox);
     this.counters = new MetricCounters(this.sql);
-    this.exists = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'").one().n > 0;
-    if (this.exists) this.migrate(); // storage written by an earlier release is brought up to date on first use
-  }
-
-  private migrate(): void {
-    migrate(this.sql, COORDINATOR_MIGRATIONS, (fn) => this.ctx.storage.transactionSync(fn));
   }
 
   async configure(name: string, config: StreamConfig): Promise<ConfigureResult> {
@@ -372,6 +301,7 @@ export class Coordinator extends DurableObject<Env> {
         answers.push(req.auth.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" });
         continue;
       }
+      const fault = takeFault(batchFaultKey(meta.name, req.batchId)); // tests only (src/faults.ts)
       const a = this.admitBatch(meta, req.sourceHeader, req.batchId, { hash: req.identity, bytes: req.bytes, rows: req.rows.length }, req.auth, now);
       const running = a.kind === "busy" ? this.inflight.get(`${a.source}\n${req.batchId}`) : undefined;
       if (running && now < deadline) {
@@ -387,7 +317,7 @@ export class Coordinator extends DurableObject<Env> {
       this.leases.set(`${a.source}\n${req.batchId}`, now + LEASE_MS);
       answers.push(null);
       queued.push({
-        source: a.source, batchId: req.batchId, identity: req.identity, rows: req.rows, fault: req.fault, row: a.kind === "resumed" ? a.row : null,
+        source: a.source, batchId: req.batchId, identity: req.identity, rows: req.rows, fault, row: a.kind === "resumed" ? a.row : null,
       });
     }
     const outcomes = this.batcher.submitAll(queued);

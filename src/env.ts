@@ -4,6 +4,9 @@ import type { Runner } from "./sources/files/runner";
 import type { Registry } from "./registry";
 import type { Destination } from "./delivery/destination";
 
+// The classes' types for stubs (DurableObjectStub<Coordinator>): callers take them from here, not from the Durable Objects' modules.
+export type { Coordinator, Destination, Partition, Registry, Runner };
+
 /** The Worker's bindings (wrangler.toml) and secrets (.dev.vars / wrangler secret). */
 export interface Env {
   COORDINATOR: DurableObjectNamespace<Coordinator>;
@@ -55,6 +58,15 @@ export function coordinatorStub(env: Env, stream: string): DurableObjectStub<Coo
 
 export function runnerStub(env: Env, stream: string): DurableObjectStub<Runner> {
   return env.RUNNER.getByName(stream);
+}
+
+export function destinationStub(env: Env, stream: string, name: string): DurableObjectStub<Destination> {
+  return env.DESTINATION.getByName(`${stream}/${name}`);
+}
+
+/** The stream's index of destinations. */
+export function destinationIndex(env: Env, stream: string): DurableObjectStub<Destination> {
+  return env.DESTINATION.getByName(stream);
 }
 
 /** The one Registry instance: the list of streams. */

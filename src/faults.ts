@@ -3,7 +3,8 @@
  * wrangler.toml, so `wrangler deploy` bundles none of this (the dead branches
  * are dropped); only the test builds (vitest's define, `wrangler dev --define
  * __FAULTS__:true`) turn it on. A request then names its crash point in the
- * `X-Test-Fault` header.
+ * `X-Test-Fault` header, and the Worker arms it in the fault plan below for
+ * as long as its call to the Coordinator lasts: no request type carries it.
  */
 declare const __FAULTS__: boolean;
 
@@ -29,6 +30,31 @@ export function requestedFault(headers: Headers): FaultPoint | null {
   if (!faultsEnabled()) return null;
   const v = headers.get("x-test-fault");
   return (FAULT_POINTS as readonly string[]).includes(v ?? "") ? (v as FaultPoint) : null;
+}
+
+/**
+ * The test build's fault plan: crash points armed by key, taken (once) where
+ * they fire. Module state, like src/opcount.ts's counters: locally the Worker
+ * and all Durable Objects of the script run in one isolate, so what the
+ * Worker arms the Coordinator and the Partitions see. Empty when faults are off.
+ */
+const plan = new Map<string, FaultPoint>();
+
+/** A batch's key in the plan: the Worker knows its stream and batch id, not yet its source. */
+export const batchFaultKey = (stream: string, batchId: string): string => `batch\n${stream}\n${batchId}`;
+/** A partition call's key: the stream's epoch and the first entry's `{source}\n{batchId}`. */
+export const partitionFaultKey = (epoch: string, batch: string): string => `partition\n${epoch}\n${batch}`;
+
+export function armFault(key: string, point: FaultPoint | null): void {
+  if (faultsEnabled() && point !== null) plan.set(key, point);
+}
+
+/** The point armed under `key`, if any, disarmed. */
+export function takeFault(key: string): FaultPoint | null {
+  if (!faultsEnabled()) return null;
+  const point = plan.get(key) ?? null;
+  plan.delete(key);
+  return point;
 }
 
 export function failAt(requested: FaultPoint | null | undefined, point: FaultPoint): void {

@@ -1,108 +1,31 @@
-import { DurableObject } from "cloudflare:workers";
-import { decideByInsert, firstEventTimeOf, stateKeyFor, type Decision, type DedupInput, type DedupSettings, type StateInsert } from "./stream/dedup";
+import { decideByInsert, firstEventTimeOf, stateKeyFor, type Decision, type DedupSettings, type StateInsert } from "./stream/dedup";
 import type { Env } from "./env";
 import { decodeDecisions, encodeDecisions } from "./stream/ledger";
-import { failAt, faultsEnabled, type FaultPoint } from "./faults";
-import { countedSql } from "./opcount";
-import { addColumn, migrate, type Migration } from "./storage/migrations";
+import { failAt, faultsEnabled, partitionFaultKey, takeFault } from "./faults";
+import { addColumn, type Migration } from "./storage/migrations";
+import { SqliteObject } from "./storage/sqlite-object";
 import { bucketAtWatermark, bucketOf, bucketWidthFor } from "./stream/expiry-buckets";
 import { keyHash64, keyHashLabel } from "./stream/key-hash";
 import { eventTimeOf, forgetFrontReceipts, RECEIPTS_V6, forgetReceipts, lookupReceipt, nameKeptBatch, nextBatchNumber, recordReceipts, type KeyLayout } from "./partition/receipts";
+import {
+  LEDGER_RETENTION_MS,
+  type ApplyRequest,
+  type ApplyResult,
+  type GroupApplyRequest,
+  type GroupApplyResult,
+  type GroupEntry,
+  type KeptBatch,
+  type PartitionRow,
+  type PartitionStats,
+  type StateEntry,
+  type StateReceipt,
+} from "./partition/protocol";
 
-export interface PartitionStats {
-  rows: number;
-  bytes: number;
-  watermark: number;
-  /** the earliest expiry among the remembered keys (null: none expires): eviction visits only partitions due */
-  nextExpiry: number | null;
-}
-
-/** One batch's rows for this partition (the single-batch form of applyGroup). */
-export interface ApplyRequest {
-  /** the stream's incarnation: state from an older one (a deleted stream) is dropped */
-  epoch: string;
-  /** `{source}\n{batchId}`: the decision ledger's key */
-  batch: string;
-  watermark: number;
-  settings: DedupSettings;
-  rows: PartitionRow[];
-  /** tests only: store the first half of the sub-batch, then fail */
-  fault?: FaultPoint;
-}
-
-/** A micro-batch's rows for this partition: an entry per request, judged in order. */
-export interface GroupApplyRequest {
-  epoch: string;
-  /** the micro-batch's id: its decisions are one ledger entry under it (absent: one entry per batch, by its key) */
-  group?: string;
-  watermark: number;
-  entries: GroupEntry[];
-  /** ledgers of batches that have committed: a retry of them never reaches a partition again */
-  forget?: string[];
-  /** tests only: store the first half of the first entry, then fail */
-  fault?: FaultPoint;
-}
-
-export interface GroupEntry {
-  batch: string;
-  settings: DedupSettings;
-  rows: PartitionRow[];
-  /** false for a batch's first attempt: it can have no recorded decisions, so none are looked up */
-  resumed?: boolean;
-}
-
-/** A row as a partition sees it: where it stood in the batch, its key and event time. */
-export interface PartitionRow extends DedupInput {
-  index: number;
-}
-
-export interface ApplyResult extends PartitionStats {
-  /** one character per row: e(mitted), d(uplicate), l(ate) */
-  decisions: string;
-  replayed: boolean;
-  inserted: number;
-  removed: number;
-}
-
-export interface GroupApplyResult extends PartitionStats {
-  /** per entry, one character per row */
-  decisions: string[];
-  /**
-   * per entry, the kept copy's batch (`{source}\n{batchId}`, null: forgotten)
-   * of each conflict, and of each duplicate when the entry keeps duplicates:
-   * at: the position in the entry's rows
-   */
-  kept?: KeptBatch[][];
-  /**
-   * per entry, |T − T_first| of each duplicate to the copy kept (the delay
-   * advisor's gaps), in no particular order; rows without an event time give none
-   */
-  gaps?: number[][];
-  inserted: number;
-  removed: number;
-}
-
-export interface StateEntry {
-  key: string;
-  eventTime: number | null;
-  expiresAt: number | null;
-}
-
-/** A dropped row's kept copy: its position in the entry's rows and the kept copy's batch. */
-export interface KeptBatch {
-  at: number;
-  batch: string | null;
-}
-
-/** A remembered key's receipt (lookup): the kept copy's batch, and the copies dropped against it. */
-export interface StateReceipt extends StateEntry {
-  /** `{source}\n{batchId}` of the kept copy (null: kept before receipts were recorded) */
-  batch: string | null;
-  /** copies dropped against it: duplicates and dropped conflicts */
-  dropped: number;
-  /** copies whose content differed: dropped or rejected */
-  conflicts: number;
-}
+// The protocol's names stay importable from here for code written before it had a module of its own.
+export { LEDGER_RETENTION_MS };
+export type {
+  ApplyRequest, ApplyResult, GroupApplyRequest, GroupApplyResult, GroupEntry, KeptBatch, PartitionRow, PartitionStats, StateEntry, StateReceipt,
+} from "./partition/protocol";
 
 /**
  * The partition's own row: which incarnation of the stream it holds, its
@@ -204,14 +127,6 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-/**
- * The decision ledger's bound: an entry goes with the first call after its
- * micro-batch commits (the Coordinator's forget-list), or, for a micro-batch
- * that never committed (its members crashed and were not retried), after this
- * long: a retry later than that is judged afresh. The Coordinator drops its
- * begin records after as long.
- */
-export const LEDGER_RETENTION_MS = 7 * 86_400_000;
 const LEDGER_PRUNE_EVERY_MS = 3_600_000;
 
 /**
@@ -220,8 +135,7 @@ const LEDGER_PRUNE_EVERY_MS = 3_600_000;
  * runs synchronously against SQLite, so each call is atomic and calls never
  * interleave.
  */
-export class Partition extends DurableObject<Env> {
-  private sql: SqlStorage;
+export class Partition extends SqliteObject<Env> {
   private lastPrune = 0;
   /** the meta row as stored: only this object writes it, so it is read once */
   private cached: PartitionMeta | null | undefined;
@@ -231,13 +145,7 @@ export class Partition extends DurableObject<Env> {
   private nextBatch: number | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.sql = countedSql(ctx.storage.sql, "Partition");
-    this.migrate();
-  }
-
-  private migrate(): void {
-    migrate(this.sql, PARTITION_MIGRATIONS, (fn) => this.ctx.storage.transactionSync(fn));
+    super(ctx, env, { migrations: PARTITION_MIGRATIONS, countAs: "Partition" });
   }
 
   /** One batch: applyGroup with a single entry whose earlier decisions, if any, are replayed. */
@@ -246,16 +154,16 @@ export class Partition extends DurableObject<Env> {
       epoch: req.epoch,
       watermark: req.watermark,
       entries: [{ batch: req.batch, settings: req.settings, rows: req.rows, resumed: true }],
-      fault: req.fault,
     });
     return { ...r, decisions: decisions[0] };
   }
 
   applyGroup(req: GroupApplyRequest): GroupApplyResult & { replayed: boolean } {
-    if (faultsEnabled() && req.fault === "partition-midway") {
+    const fault = faultsEnabled() && req.entries.length > 0 ? takeFault(partitionFaultKey(req.epoch, req.entries[0].batch)) : null;
+    if (fault === "partition-midway") {
       const [first, ...rest] = req.entries;
-      this.applyGroup({ ...req, entries: [{ ...first, rows: first.rows.slice(0, Math.ceil(first.rows.length / 2)) }, ...rest].slice(0, 1), fault: undefined });
-      failAt(req.fault, "partition-midway");
+      this.applyGroup({ ...req, entries: [{ ...first, rows: first.rows.slice(0, Math.ceil(first.rows.length / 2)) }, ...rest].slice(0, 1) });
+      failAt(fault, "partition-midway");
     }
     return this.atomically(() => {
       const meta = this.meta(req.epoch);

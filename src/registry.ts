@@ -1,5 +1,6 @@
-import { DurableObject } from "cloudflare:workers";
 import type { Env } from "./env";
+import type { Migration } from "./storage/migrations";
+import { SqliteObject } from "./storage/sqlite-object";
 
 export interface RegisteredStream {
   name: string;
@@ -7,19 +8,24 @@ export interface RegisteredStream {
   registeredAt: number;
 }
 
+/** The Registry's storage layouts, oldest first (src/storage/migrations.ts). */
+export const REGISTRY_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    does: "the streams' names",
+    up: (sql) => sql.exec("CREATE TABLE IF NOT EXISTS streams (name TEXT PRIMARY KEY, registered_at INTEGER NOT NULL) WITHOUT ROWID"),
+  },
+];
+
 /**
  * The list of streams. Durable Objects cannot be listed by name, so one
  * instance ("registry") keeps the names: every successful PUT of a stream adds
  * it (idempotent: a PUT repairs a stream that predates the registry or whose
  * registration failed), DELETE removes it.
  */
-export class Registry extends DurableObject<Env> {
-  private sql: SqlStorage;
-
+export class Registry extends SqliteObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.sql = ctx.storage.sql;
-    this.sql.exec("CREATE TABLE IF NOT EXISTS streams (name TEXT PRIMARY KEY, registered_at INTEGER NOT NULL) WITHOUT ROWID");
+    super(ctx, env, { migrations: REGISTRY_MIGRATIONS, countAs: null });
   }
 
   add(name: string): void {

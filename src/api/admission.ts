@@ -1,6 +1,6 @@
-import type { Admission, CallerClaim, Coordinator, IngestAuth, SealedSigner } from "../coordinator";
+import type { Admission, CallerClaim, IngestAuth, SealedSigner } from "../coordinator/protocol";
 import type { StreamConfig } from "../stream/config";
-import type { Env } from "../env";
+import type { Coordinator, Env } from "../env";
 import { isProviderType, type ProviderType } from "../webhooks";
 import { bearerToken, isAdminToken } from "./auth";
 import { hashToken } from "./credentials";

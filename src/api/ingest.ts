@@ -1,7 +1,7 @@
 import { NAME_PATTERN } from "../stream/config";
 import type { BatchOutcome } from "../stream/report";
 import { coordinatorStub, type Env } from "../env";
-import type { ReceivedBatch } from "../coordinator";
+import type { ReceivedBatch } from "../coordinator/protocol";
 import { submitBatch } from "../ingest/submit";
 import { exhaustive, type SubmitResult } from "../ingest/result";
 import { requestedFault, type FaultPoint } from "../faults";

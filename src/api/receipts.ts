@@ -1,4 +1,4 @@
-import type { Coordinator } from "../coordinator";
+import type { Coordinator } from "../env";
 import type { StreamConfig } from "../stream/config";
 import { receiptOf, type Receipt, type StoredReceipt } from "../stream/receipt";
 

@@ -1,4 +1,4 @@
-import type { PartitionStats } from "../partition";
+import type { PartitionStats } from "../partition/protocol";
 
 /** Committed ledgers remembered per partition for dropping at its next call. */
 export const MAX_FORGET_PER_PARTITION = 10_000;

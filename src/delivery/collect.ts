@@ -1,5 +1,6 @@
 import type { Env } from "../env";
-import { destinationIndex, destinationStub, type DestinationStatus } from "./destination";
+import { destinationIndex, destinationStub } from "../env";
+import type { DestinationStatus } from "./status";
 import { renderDeliveryMetrics } from "./metrics";
 
 /** Every destination of these streams, for /metrics (two calls per stream with destinations: the index, then each status in parallel). */

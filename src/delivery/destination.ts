@@ -1,5 +1,9 @@
-import { DurableObject } from "cloudflare:workers";
-import { coordinatorStub, type Env } from "../env";
+import { coordinatorStub, destinationStub, type Env } from "../env";
+import type { Migration } from "../storage/migrations";
+import { SqliteObject } from "../storage/sqlite-object";
+
+// The stubs live with the others in src/env.ts; still importable from here.
+export { destinationIndex, destinationStub } from "../env";
 import { readParts } from "../output-reader";
 import { openSecret, sealSecret } from "../api/sealing";
 import { deliveredSeq, describeError, judge, type Answer, type Verdict } from "./attempt";
@@ -38,6 +42,11 @@ export interface DeadRow {
   row: string;
 }
 
+/** The Destination's storage layouts, oldest first (src/storage/migrations.ts). */
+export const DESTINATION_MIGRATIONS: readonly Migration[] = [
+  { version: 1, does: "the destination, its pending and dead rows, commit-time marks, the index's members", up: (sql) => sql.exec(DESTINATION_TABLES) },
+];
+
 /**
  * One sender per destination, named `{stream}/{name}`, driven by its alarm:
  * it reads committed output through the Coordinator's commit index (rows still
@@ -48,15 +57,12 @@ export interface DeadRow {
  * stream's index: the names of its destinations, which the Coordinator's
  * poke fans out to. A slow receiver delays only its own object.
  */
-export class Destination extends DurableObject<Env> {
-  private readonly sql: SqlStorage;
+export class Destination extends SqliteObject<Env> {
   /** opened signing secrets by sealed text: opening costs an HKDF + AES per secret */
   private readonly opened = new Map<string, string>();
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.sql = ctx.storage.sql;
-    this.sql.exec(DESTINATION_TABLES);
+    super(ctx, env, { migrations: DESTINATION_MIGRATIONS, countAs: null });
   }
 
   // ---- the stream's index (the object named `{stream}`) ----
@@ -211,7 +217,7 @@ export class Destination extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.opened.clear();
-    this.sql.exec(DESTINATION_TABLES);
+    this.migrate(); // the instance may serve again (the destination created anew)
     return true;
   }
 
@@ -437,15 +443,6 @@ export class Destination extends DurableObject<Env> {
 
 /** A destination's secret is bound to its stream, destination and secret id (a sealed copy elsewhere does not open). */
 const sealedFor = (stream: string, name: string, id: string) => ({ stream, source: `destination:${name}`, id });
-
-export function destinationStub(env: Env, stream: string, name: string): DurableObjectStub<Destination> {
-  return env.DESTINATION.getByName(`${stream}/${name}`);
-}
-
-/** The stream's index of destinations. */
-export function destinationIndex(env: Env, stream: string): DurableObjectStub<Destination> {
-  return env.DESTINATION.getByName(stream);
-}
 
 async function linesOf(bucket: R2Bucket, part: Parameters<typeof readParts>[1][number]): Promise<string[]> {
   const decoder = new TextDecoder();

@@ -2,8 +2,8 @@ import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
 import { tooDeep, valueDeeperThan } from "../stream/json";
 import { batchIdentity } from "../stream/bytes";
 import { coordinatorStub, type Env } from "../env";
-import { WAIT_FOR_INFLIGHT_MS, type IngestResult, type ReceivedBatch } from "../coordinator";
-import type { FaultPoint } from "../faults";
+import { WAIT_FOR_INFLIGHT_MS, type IngestResult, type ReceivedBatch } from "../coordinator/protocol";
+import { armFault, batchFaultKey, takeFault, type FaultPoint } from "../faults";
 import { resultOf, type Refusal, type SubmitResult } from "./result";
 
 export type { Refusal, SubmitResult };
@@ -21,7 +21,9 @@ export async function submitBatch(env: Env, stream: string, received: ReceivedBa
   const coordinator = coordinatorStub(env, stream);
   // One call per request: coalescing happens in the Coordinator (a Worker can't share a
   // pending call between requests: each request's I/O belongs to that request).
-  const r = await ingestOrWait(() => coordinator.ingest({ ...received, fault }));
+  // Tests only: the crash point is armed for this call (each attempt of it) and disarmed after.
+  const faultKey = batchFaultKey(stream, received.batchId);
+  const r = await ingestOrWait(() => (armFault(faultKey, fault), coordinator.ingest(received))).finally(() => takeFault(faultKey));
   return resultOf(r, stream, received.batchId, received.sourceHeader);
 }
 

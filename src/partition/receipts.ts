@@ -15,7 +15,7 @@
  * only its conflicts, which are rare, take a receipts row.
  */
 import { stateKeyFor, type Decision } from "../stream/dedup";
-import type { GroupEntry, KeptBatch, PartitionRow, StateReceipt } from "../partition";
+import type { GroupEntry, KeptBatch, PartitionRow, StateReceipt } from "./protocol";
 
 /** How a partition stores its keys, for the statements below. */
 export interface KeyLayout {

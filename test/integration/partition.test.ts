@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { ApplyRequest, Partition } from "../../src/partition";
+import type { Partition } from "../../src/partition";
+import type { ApplyRequest } from "../../src/partition/protocol";
 import type { DedupSettings } from "../../src/stream/dedup";
 
 const within: DedupSettings = { mode: "within-watermark", delay: 100, hasEventTime: true };

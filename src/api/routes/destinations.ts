@@ -2,7 +2,7 @@ import { z } from "zod";
 import { coordinatorStub } from "../../env";
 import { zodErrors } from "../../stream/config";
 import { destinationBodySchema, replayBodySchema, RESERVED_QUEUE_BINDINGS, rotateBodySchema, toConfig } from "../../delivery/config";
-import { destinationIndex, destinationStub } from "../../delivery/destination";
+import { destinationIndex, destinationStub } from "../../env";
 import { forgetNoDestinations } from "../../delivery/poke";
 import { deadLaneSchema, destinationListSchema, destinationPutSchema, destinationSchema, replaySchema, rotatedSchema } from "../../delivery/schemas";
 import { checkDestinationUrl } from "../../delivery/url";

@@ -1,4 +1,4 @@
-import type { ReceivedBatch } from "../../coordinator";
+import type { ReceivedBatch } from "../../coordinator/protocol";
 import { HARD_BODY_LIMIT, HARD_MAX_ROWS, TooManyRows } from "../../api/body";
 import { batchIdentity } from "../../stream/bytes";
 import { badRequest, HttpError } from "../../api/problem";

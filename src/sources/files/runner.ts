@@ -1,9 +1,9 @@
-import { DurableObject } from "cloudflare:workers";
-import type { IngestRequest } from "../../coordinator";
+import type { IngestRequest } from "../../coordinator/protocol";
 import { submitBatch } from "../../ingest/submit";
 import { resultOf } from "../../ingest/result";
 import { coordinatorStub, type Env } from "../../env";
-import { countedEnv, countedSql } from "../../opcount";
+import type { Migration } from "../../storage/migrations";
+import { SqliteObject } from "../../storage/sqlite-object";
 import { sourceConfig } from "../../stream/config";
 import type { BatchOutcome } from "../../stream/report";
 import { readObjectBatch, type ObjectBatch } from "./object";
@@ -39,6 +39,39 @@ type Run = Omit<RunRow, "totals" | "errors" | "options" | "publication"> & {
 };
 type Pending = { n: number; key: string; etag: string; size: number };
 
+/**
+ * The Runner's storage layouts, oldest first (src/storage/migrations.ts); they
+ * run once a run or a record exists. Storage from before versions were
+ * recorded (version 0) has the tables already: version 1 leaves them as they
+ * are and version 2 adds what they lack.
+ */
+export const RUNNER_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    does: "the stream's name, runs, their pending files, the ingested object versions",
+    up: (sql) =>
+      sql.exec(`
+        CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), stream TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, prefix TEXT NOT NULL, source TEXT NOT NULL, epoch TEXT NOT NULL,
+          status TEXT NOT NULL, cursor TEXT, listed INTEGER NOT NULL, totals TEXT NOT NULL, errors TEXT NOT NULL, attempts INTEGER NOT NULL,
+          started_at INTEGER NOT NULL, finished_at INTEGER, options TEXT NOT NULL DEFAULT '{}', publication TEXT);
+        CREATE TABLE IF NOT EXISTS run_files (run_id TEXT NOT NULL, n INTEGER NOT NULL, key TEXT NOT NULL, etag TEXT NOT NULL, size INTEGER NOT NULL,
+          PRIMARY KEY (run_id, n)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS done_files (epoch TEXT NOT NULL, key TEXT NOT NULL, etag TEXT NOT NULL, at INTEGER NOT NULL,
+          PRIMARY KEY (epoch, key, etag)) WITHOUT ROWID;
+      `),
+  },
+  {
+    version: 2,
+    does: "runs.options and runs.publication on runs tables created before them (guarded: newer ones have them)",
+    up: (sql) => {
+      const have = new Set(sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('runs')").toArray().map((c) => c.name));
+      if (!have.has("options")) sql.exec("ALTER TABLE runs ADD COLUMN options TEXT NOT NULL DEFAULT '{}'");
+      if (!have.has("publication")) sql.exec("ALTER TABLE runs ADD COLUMN publication TEXT");
+    },
+  },
+];
+
 /** Finished runs kept for GET …/runs/{id}. */
 const KEEP_RUNS = 100;
 
@@ -51,47 +84,22 @@ const KEEP_RUNS = 100;
  * off and re-processes at most the object in hand (a replay: same batch id).
  * The planning is in ./plan.ts.
  */
-export class Runner extends DurableObject<Env> {
-  private sql: SqlStorage;
-  private ready: boolean;
+export class Runner extends SqliteObject<Env> {
   private stepping = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, countedEnv(env));
-    this.sql = countedSql(ctx.storage.sql, "Runner");
     // Tables only once a run or a record exists: GETs of made-up run ids leave nothing behind.
-    this.ready = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'runs'").one().n > 0;
-    if (this.ready) this.upgrade();
+    super(ctx, env, { migrations: RUNNER_MIGRATIONS, countAs: "Runner", countCalls: true, createdWith: "runs" });
   }
 
-  /** Columns added since the first version: a Runner created before them gets them (empty) on its next start. */
-  private upgrade(): void {
-    const have = new Set(this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('runs')").toArray().map((c) => c.name));
-    if (!have.has("options")) this.sql.exec("ALTER TABLE runs ADD COLUMN options TEXT NOT NULL DEFAULT '{}'");
-    if (!have.has("publication")) this.sql.exec("ALTER TABLE runs ADD COLUMN publication TEXT");
-  }
-
-  private migrate(stream: string): void {
-    if (!this.ready) {
-      this.sql.exec(`
-        CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), stream TEXT NOT NULL);
-        CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, prefix TEXT NOT NULL, source TEXT NOT NULL, epoch TEXT NOT NULL,
-          status TEXT NOT NULL, cursor TEXT, listed INTEGER NOT NULL, totals TEXT NOT NULL, errors TEXT NOT NULL, attempts INTEGER NOT NULL,
-          started_at INTEGER NOT NULL, finished_at INTEGER, options TEXT NOT NULL DEFAULT '{}', publication TEXT);
-        CREATE TABLE IF NOT EXISTS run_files (run_id TEXT NOT NULL, n INTEGER NOT NULL, key TEXT NOT NULL, etag TEXT NOT NULL, size INTEGER NOT NULL,
-          PRIMARY KEY (run_id, n)) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS done_files (epoch TEXT NOT NULL, key TEXT NOT NULL, etag TEXT NOT NULL, at INTEGER NOT NULL,
-          PRIMARY KEY (epoch, key, etag)) WITHOUT ROWID;
-      `);
-      this.upgrade();
-      this.ready = true;
-    }
+  private setUp(stream: string): void {
+    this.ensureStorage();
     this.sql.exec("INSERT OR REPLACE INTO meta (id, stream) VALUES (1, ?)", stream);
   }
 
   /** Starts a run over `prefix` (its stream at `epoch`); runs of one stream go one after another, oldest first. */
   async start(stream: string, epoch: string, prefix: string, source: string, options: RunOptions = {}): Promise<string> {
-    this.migrate(stream);
+    this.setUp(stream);
     const id = `run_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
     const now = Date.now();
     this.sql.exec(
@@ -107,7 +115,7 @@ export class Runner extends DurableObject<Env> {
   }
 
   async view(id: string): Promise<RunView | null> {
-    if (!this.ready) return null;
+    if (!this.exists) return null;
     const run = this.run(id);
     if (!run) return null;
     // Self-healing: a running run always has an alarm coming (should one ever be lost, a look brings it back).
@@ -127,7 +135,7 @@ export class Runner extends DurableObject<Env> {
   async recordDone(stream: string, files: { key: string; etag: string }[]): Promise<void> {
     const where = await coordinatorStub(this.env, stream).locate();
     if (!where || files.length === 0) return;
-    this.migrate(stream);
+    this.setUp(stream);
     const now = Date.now();
     this.sql.exec(
       "INSERT OR IGNORE INTO done_files (epoch, key, etag, at) SELECT ?, value ->> 'key', value ->> 'etag', ? FROM json_each(?)",
@@ -137,7 +145,7 @@ export class Runner extends DurableObject<Env> {
 
   async alarm(): Promise<void> {
     // One step at a time (a test's runDurableObjectAlarm may meet the scheduled one); the running step reschedules.
-    if (!this.ready || this.stepping) return;
+    if (!this.exists || this.stepping) return;
     this.stepping = true;
     try {
       await this.alarmStep();
@@ -195,7 +203,7 @@ export class Runner extends DurableObject<Env> {
       }
       // One micro-batch (one commit) for the group; a file the Coordinator did not take goes alone, for its own answer.
       const together = batches.length > 1
-        ? await coordinator.ingestMany(batches.map(({ r }): IngestRequest => ({ ...r.batch, fault: null }))).catch(() => null)
+        ? await coordinator.ingestMany(batches.map(({ r }): IngestRequest => r.batch)).catch(() => null)
         : null;
       for (const [i, { f, r }] of batches.entries()) {
         const answer = together?.[i];

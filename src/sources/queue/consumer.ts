@@ -1,4 +1,4 @@
-import type { IngestRequest } from "../../coordinator";
+import type { IngestRequest } from "../../coordinator/protocol";
 import { coordinatorStub, runnerStub, type Env } from "../../env";
 import { sourceConfig } from "../../stream/config";
 import { explicitQueueBatchId, queueBatchId, queueIdentity, messageHash } from "../ids";
@@ -61,7 +61,7 @@ async function consumeStream(env: Env, queue: string, stream: string, items: Ite
         try {
           const r = await readObjectBatch(env.INPUT, key, FILES_SOURCE, admission.limits, (s, b) => coordinator.knownBatch(s, b), await readOptions());
           if (r.kind === "gone") decide(msg, { action: "ack" }); // deleted since: nothing to ingest
-          else add(msg, { ...r.batch, fault: null }, { key, etag: r.etag });
+          else add(msg, r.batch, { key, etag: r.etag });
         } catch (e) {
           const j = judgeError(e);
           decide(msg, j.kind === "transient" ? { action: "retry" } : { action: "dead-letter", reason: `${key}: ${j.detail}` });
@@ -83,7 +83,7 @@ async function consumeStream(env: Env, queue: string, stream: string, items: Ite
       }
       // A message's own batch id lives in the queue's namespace (qid:…), so it cannot take another ingress's id.
       const batchId = c.batchId === null ? queueBatchId(hash) : await explicitQueueBatchId(c.batchId);
-      add(msg, { sourceHeader: c.source, batchId, auth: { kind: "admin" }, rows: c.rows, identity: queueIdentity(hash), bytes, fault: null });
+      add(msg, { sourceHeader: c.source, batchId, auth: { kind: "admin" }, rows: c.rows, identity: queueIdentity(hash), bytes });
     }
     const list = [...pending.values()];
     if (list.length === 0) return;

@@ -1,0 +1,107 @@
+import type { DedupInput, DedupSettings } from "../stream/dedup";
+
+/**
+ * The Partition's protocol: what its RPC methods take and answer. Callers
+ * (the Coordinator, microbatch/) import these from here, not from the Durable
+ * Object's module (src/partition.ts).
+ */
+
+export interface PartitionStats {
+  rows: number;
+  bytes: number;
+  watermark: number;
+  /** the earliest expiry among the remembered keys (null: none expires): eviction visits only partitions due */
+  nextExpiry: number | null;
+}
+
+/** One batch's rows for this partition (the single-batch form of applyGroup). */
+export interface ApplyRequest {
+  /** the stream's incarnation: state from an older one (a deleted stream) is dropped */
+  epoch: string;
+  /** `{source}\n{batchId}`: the decision ledger's key */
+  batch: string;
+  watermark: number;
+  settings: DedupSettings;
+  rows: PartitionRow[];
+}
+
+/** A micro-batch's rows for this partition: an entry per request, judged in order. */
+export interface GroupApplyRequest {
+  epoch: string;
+  /** the micro-batch's id: its decisions are one ledger entry under it (absent: one entry per batch, by its key) */
+  group?: string;
+  watermark: number;
+  entries: GroupEntry[];
+  /** ledgers of batches that have committed: a retry of them never reaches a partition again */
+  forget?: string[];
+}
+
+export interface GroupEntry {
+  batch: string;
+  settings: DedupSettings;
+  rows: PartitionRow[];
+  /** false for a batch's first attempt: it can have no recorded decisions, so none are looked up */
+  resumed?: boolean;
+}
+
+/** A row as a partition sees it: where it stood in the batch, its key and event time. */
+export interface PartitionRow extends DedupInput {
+  index: number;
+}
+
+export interface ApplyResult extends PartitionStats {
+  /** one character per row: e(mitted), d(uplicate), l(ate) */
+  decisions: string;
+  replayed: boolean;
+  inserted: number;
+  removed: number;
+}
+
+export interface GroupApplyResult extends PartitionStats {
+  /** per entry, one character per row */
+  decisions: string[];
+  /**
+   * per entry, the kept copy's batch (`{source}\n{batchId}`, null: forgotten)
+   * of each conflict, and of each duplicate when the entry keeps duplicates:
+   * at: the position in the entry's rows
+   */
+  kept?: KeptBatch[][];
+  /**
+   * per entry, |T − T_first| of each duplicate to the copy kept (the delay
+   * advisor's gaps), in no particular order; rows without an event time give none
+   */
+  gaps?: number[][];
+  inserted: number;
+  removed: number;
+}
+
+export interface StateEntry {
+  key: string;
+  eventTime: number | null;
+  expiresAt: number | null;
+}
+
+/** A dropped row's kept copy: its position in the entry's rows and the kept copy's batch. */
+export interface KeptBatch {
+  at: number;
+  batch: string | null;
+}
+
+/**
+ * The decision ledger's bound: an entry goes with the first call after its
+ * micro-batch commits (the Coordinator's forget-list), or, for a micro-batch
+ * that never committed (its members crashed and were not retried), after this
+ * long: a retry later than that is judged afresh. The Coordinator drops its
+ * begin records after as long.
+ */
+export const LEDGER_RETENTION_MS = 7 * 86_400_000;
+
+/** A remembered key's receipt (lookup): the kept copy's batch, and the copies dropped against it (DESIGN §11). */
+export interface StateReceipt extends StateEntry {
+  /** `{source}\n{batchId}` of the kept copy (null: kept before receipts were recorded) */
+  batch: string | null;
+  /** copies dropped against it: duplicates and dropped conflicts */
+  dropped: number;
+  /** copies whose content differed: dropped or rejected */
+  conflicts: number;
+}
