@@ -1,6 +1,6 @@
 import { parseJson } from "../stream/json";
 import { badRequest, HttpError } from "./problem";
-import type { ParseMode } from "../stream/bytes";
+import { concat, type ParseMode } from "../stream/bytes";
 
 /** No stream may accept more than this; RPC payloads to a Durable Object top out at 32 MiB. */
 export const HARD_BODY_LIMIT = 32 * 1024 * 1024;
@@ -32,13 +32,7 @@ export async function readBody(req: Request, limit: number, beyond: () => Promis
     }
     chunks.push(value);
   }
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
+  return concat(...chunks);
 }
 
 async function raise(limit: number, size: number, beyond: () => Promise<number | null>): Promise<number> {

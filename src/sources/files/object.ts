@@ -1,6 +1,6 @@
 import type { ReceivedBatch } from "../../coordinator/protocol";
 import { HARD_BODY_LIMIT, HARD_MAX_ROWS, TooManyRows } from "../../api/body";
-import { batchIdentity } from "../../stream/bytes";
+import { batchIdentity, concat } from "../../stream/bytes";
 import { badRequest, HttpError } from "../../api/problem";
 import type { StreamConfig } from "../../stream/config";
 import { bareEtag, fileBatchId, fileMode, isGzip } from "../ids";
@@ -99,11 +99,5 @@ async function gunzip(body: ReadableStream<Uint8Array>, limit: number): Promise<
   } catch {
     throw badRequest("the object ends in .gz but is not valid gzip");
   }
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
+  return concat(...chunks);
 }
