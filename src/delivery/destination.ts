@@ -4,7 +4,7 @@ import { SqliteObject } from "../storage/sqlite-object";
 
 // The stubs live with the others in src/env.ts; still importable from here.
 export { destinationIndex, destinationStub } from "../env";
-import { readParts } from "../output-reader";
+import { committedPages, readParts } from "../output-reader";
 import { openSecret, sealSecret } from "../api/sealing";
 import { deliveredSeq, describeError, judge, type Answer, type Verdict } from "./attempt";
 import { DEFAULT_ROTATION_OVERLAP_MS, type DestinationConfig } from "./config";
@@ -266,7 +266,21 @@ export class Destination extends SqliteObject<Env> {
     let readIndex = d.readIndex;
     let room = MAX_PENDING - this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n;
     while (room > 0 && readSeq < at.lastSeq) {
-      const parts = await coordinator.commits("data", readSeq, at.lastSeq, COMMITS_PER_READ);
+      // Commits the ledger has forgotten (past the idempotency window: a replay, or a destination far behind) are
+      // read from the committed manifest, as /output reads them; the rest from the Coordinator's commit index.
+      const forgotten = readSeq < at.indexedFrom - 1;
+      const parts = forgotten
+        ? ((await committedPages(this.env.SINK, at, "data", readSeq, at.indexedFrom - 1, async () => []).next()).value ?? [])
+        : await coordinator.commits("data", readSeq, at.lastSeq, COMMITS_PER_READ);
+      if (forgotten && parts.length === 0) {
+        // No output rows in the forgotten commits after the cursor: on to the ones the index holds.
+        const again = readDest(this.sql);
+        if (!again || again.readSeq !== readSeq || again.epoch !== at.epoch) return;
+        this.sql.exec("UPDATE dest SET read_seq = ?, read_index = 0 WHERE id = 1", at.indexedFrom - 1);
+        readSeq = at.indexedFrom - 1;
+        readIndex = 0;
+        continue;
+      }
       let full = true;
       for (const part of parts) {
         const lines = await linesOf(this.env.SINK, part);
@@ -308,7 +322,7 @@ export class Destination extends SqliteObject<Env> {
         }
       }
       // Fewer parts than asked: every commit up to lastSeq has been seen (commits without output rows have none).
-      if (full && parts.length < COMMITS_PER_READ) {
+      if (full && !forgotten && parts.length < COMMITS_PER_READ) {
         const again = readDest(this.sql);
         if (!again || again.readSeq !== readSeq || again.epoch !== at.epoch) return;
         this.sql.exec("UPDATE dest SET read_seq = ?, read_index = 0 WHERE id = 1", at.lastSeq);

@@ -1,4 +1,5 @@
 import { env } from "cloudflare:workers";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { call, createStream, json, output, post } from "./helpers";
 import { destinationListSchema, destinationPutSchema, destinationSchema, deadLaneSchema } from "../../src/delivery/schemas";
@@ -195,5 +196,37 @@ describe("Workers RPC (EdgeDedup) from another Worker", () => {
     expect(described.value).toEqual({ ...(await json(call("GET", "/v1/streams/d-rpc"))), bookkeeping: described.value.bookkeeping });
     expect((await rpc("health", "d-rpc")).value).toMatchObject({ stream: "d-rpc", status: expect.stringMatching(/ok|warn|critical/) });
     expect((await rpc("describe", "nope")).value).toBeNull();
+  });
+});
+
+describe("past the idempotency window", () => {
+  it("a replay re-sends commits the ledger has forgotten, read from the committed manifest", async () => {
+    await createStream("d-win", { ...base, watermarkDelay: "1 minute", idempotencyWindow: "1 minute" });
+    expect((await call("PUT", D("d-win", "q"), { type: "queue", binding: "DELIVERIES" })).status).toBe(201);
+    await post("d-win", [{ id: 1, ts: T }, { id: 2, ts: T }], { "idempotency-key": "w1" });
+    await post("d-win", [{ id: 3, ts: T + 600_000 }], { "idempotency-key": "w2" });
+    await post("d-win", [{ id: 4, ts: T + 1_200_000 }], { "idempotency-key": "w3" }); // the watermark passes w1 and w2
+    // The consumer keeps each message by its id, with how many times it arrived.
+    const received = async () =>
+      Object.fromEntries((await (await helper.fetch("http://helper/received?prefix=d-win.")).json<any[]>()).map((m) => [m.body.id as string, m.arrivals as number]));
+    const ids = ["d-win.1.0", "d-win.1.1", "d-win.2.0", "d-win.3.0"];
+    await until("the first deliveries", async () => (Object.keys(await received()).length >= 4 ? true : null));
+    expect(await received()).toEqual(Object.fromEntries(ids.map((id) => [id, 1])));
+    // Age the commits past the window; the alarm publishes the manifest and forgets w1 and w2 (the newest group stays).
+    const coordinator = env.COORDINATOR.getByName("d-win");
+    await runInDurableObject(coordinator, async (c, state) => {
+      state.storage.sql.exec("UPDATE groups SET committed_at = committed_at - ?", 120_000);
+      await c.flush();
+    });
+    await runDurableObjectAlarm(coordinator);
+    await runDurableObjectAlarm(coordinator);
+    expect((await json(call("GET", "/v1/streams/d-win"))).bookkeeping.batchesRemembered).toBe(1);
+    expect((await call("POST", `${D("d-win", "q")}/replay`, { fromSeq: 1 })).status).toBe(202);
+    const again = await until("the replayed deliveries", async () => {
+      const r = await received();
+      return ids.every((id) => r[id] >= 2) ? r : null;
+    });
+    // Every row once more, under the same ids: the forgotten commits' from the manifest, the remembered one's from the index.
+    expect(again).toEqual(Object.fromEntries(ids.map((id) => [id, 2])));
   });
 });
