@@ -1,7 +1,7 @@
 import type { StreamConfig } from "./config";
 import { stateKeyFor, type DedupSettings, type Decision } from "./dedup";
 import { partitionFor } from "./hash";
-import { isRejected, validateRow, type AcceptedRow, type RejectedRow, type Row, type RowContext } from "./schema";
+import { digestBlindFields, isRejected, validateRow, type AcceptedRow, type RejectedRow, type Row, type RowContext } from "./schema";
 import { ColumnBudget, maxColumnsOf } from "./table-fields";
 
 /** One batch, validated and split by partition; nothing decided yet. */
@@ -25,8 +25,11 @@ export function planBatch(config: StreamConfig, rows: readonly unknown[], now: n
   const eventTimes: number[] = [];
   // A table takes only rows whose field names can be its columns, within its column cap.
   const columns = config.table ? new ColumnBudget([...Object.keys(config.schema), ...(context?.tableColumns ?? [])], maxColumnsOf(config)) : null;
+  // The digest's blind fields are the batch's, not the row's: worked out once here.
+  const base: RowContext = context ?? { source: "default", watermark: 0 };
+  const judged: RowContext = config.contentKey ? base : { ...base, blind: digestBlindFields(config, base.batchId) };
   rows.forEach((raw, index) => {
-    const r = validateRow(config, raw, index, now, context);
+    const r = validateRow(config, raw, index, now, judged);
     const unfit = columns && !isRejected(r) ? columns.admit(raw as object) : null;
     if (isRejected(r) || unfit !== null) {
       rejected.push(isRejected(r) ? r : { index, error: unfit! });

@@ -114,6 +114,13 @@ export interface RowContext {
   tableColumns?: Iterable<string>;
   /** the batch's id: a provider webhook's (`stripe:…`) leaves that provider's volatile fields out of the digest (volatileFor) */
   batchId?: string;
+  /** the fields the digest leaves out (digestBlindFields), worked out once per batch by planBatch; absent: worked out here */
+  blind?: readonly string[];
+}
+
+/** The fields a row's content digest leaves out: the stream's volatile ones, its provider's (by batch id) and the event time. */
+export function digestBlindFields(config: StreamConfig, batchId?: string): readonly string[] {
+  return conflictBlindFields({ volatile: volatileFor(config, batchId), eventTime: config.eventTime });
 }
 
 /**
@@ -170,8 +177,7 @@ export function validateRow(
       }
     }
     if (config.contentKey) return { index, row, key, eventTime };
-    const blind = conflictBlindFields({ volatile: volatileFor(config, context.batchId), eventTime: config.eventTime });
-    return { index, row, key, eventTime, digest: contentDigest(row, blind) };
+    return { index, row, key, eventTime, digest: contentDigest(row, context.blind ?? digestBlindFields(config, context.batchId)) };
   } catch (e) {
     if (e instanceof RowError) return { index, error: e.message };
     throw e;
