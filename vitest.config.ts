@@ -4,7 +4,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     reporters: ["default", "./test/support/summary-reporter.ts"],
-    // The JSON line each commit logs (src/observe.ts; its shape is unit-tested) would be most of the workers' output.
+    // The JSON line each commit logs (src/instrument/observe.ts; its shape is unit-tested) would be most of the workers' output.
     onConsoleLog: (log) => !log.startsWith('{"stream":'),
     projects: [
       {

@@ -4,7 +4,7 @@
  * (absolute timings on a small, shared machine are noise; ratios mostly are not).
  *
  *   1. Partition SQL strategy: one json_each lookup + one json_each insert per
- *      sub-batch (src/partition.ts) vs one SELECT and one INSERT per row, in a
+ *      sub-batch (src/partition/partition.ts) vs one SELECT and one INSERT per row, in a
  *      bench-only SQLite Durable Object (bench/sql-worker.ts, bench/wrangler.toml).
  *   2. End-to-end ingest through the real Worker: batches of 1, 100 and 1,000 rows.
  *   3. Replaying committed batches (same Idempotency-Key and body) vs ingesting them.
@@ -125,7 +125,7 @@ async function benchSql(): Promise<void> {
     const keys = SQL.batches * SQL.rowsPerBatch;
     const rtt = median(noop);
     const rowsOf = (s: string) => [
-      s === "json" ? "json_each (src/partition.ts)" : "one statement per row",
+      s === "json" ? "json_each (src/partition/partition.ts)" : "one statement per row",
       fmt(median(times[s]), 1),
       fmt(Math.min(...times[s]), 1),
       fmt(Math.max(...times[s]), 1),

@@ -5,7 +5,7 @@
  * PLATFORM.md "Pricing units". What is left out: CPU time and DO duration
  * (wall clock while awake, 128 MB), storage (SQL $0.20/GB-month, R2
  * $0.015/GB-month) and the free allowances; alarm invocations are DO requests
- * too but are not counted by src/opcount.ts.
+ * too but are not counted by src/instrument/opcount.ts.
  */
 export const PRICES = {
   readOn: "2026-12-01 (PLATFORM.md \"Pricing units\", gathered from Cloudflare's docs, late 2026)",

@@ -7,7 +7,7 @@
  *   edge-dedup   the real Worker under `wrangler dev --define __OPCOUNT__:true`
  *                (a stream with 8 partitions, key ["id"], eventTime "ts",
  *                watermarkDelay "1 hour"); its operation counters
- *                (src/opcount.ts, GET /__opcount) give DO calls, SQL statements
+ *                (src/instrument/opcount.ts, GET /__opcount) give DO calls, SQL statements
  *                and R2 operations per request and per event.
  *   edge-dedup-hashed  the same server, streams with stateKeys "hashed"
  *                (compact state: 64-bit key hashes instead of key text).
@@ -303,6 +303,8 @@ interface OpCounts {
   sql: Record<string, number>;
   rowsWritten: Record<string, number>;
   rowsRead: Record<string, number>;
+  /** `Class: statement` → rows written (src/instrument/opcount.ts) */
+  rowsWrittenBy?: Record<string, number>;
   r2: Record<string, number>;
 }
 
@@ -534,8 +536,9 @@ async function runRound(c: Pending, ms: number): Promise<void> {
 
 function mergeCounts(into: OpCounts, more: OpCounts): void {
   into.requests += more.requests;
-  for (const k of ["doCalls", "sql", "rowsWritten", "rowsRead", "r2"] as const) {
-    for (const [op, n] of Object.entries(more[k])) into[k][op] = (into[k][op] ?? 0) + n;
+  for (const k of ["doCalls", "sql", "rowsWritten", "rowsRead", "rowsWrittenBy", "r2"] as const) {
+    const to = (into[k] ??= {});
+    for (const [op, n] of Object.entries(more[k] ?? {})) to[op] = (to[op] ?? 0) + n;
   }
 }
 
@@ -749,7 +752,7 @@ async function main(): Promise<void> {
 
   const edgeCells = cells.filter((c) => c.ops);
   if (edgeCells.length > 0) {
-    console.log("\nedge-dedup operations (counted by src/opcount.ts under --define __OPCOUNT__:true)");
+    console.log("\nedge-dedup operations (counted by src/instrument/opcount.ts under --define __OPCOUNT__:true)");
     table(
       ["load", "target", "DO calls/req", "SQL/req", "R2 puts/req", "DO calls/event", "SQL/event", "R2 puts/event", "DO calls by method"],
       edgeCells.map((c) => [
@@ -775,6 +778,12 @@ async function main(): Promise<void> {
       }),
     );
     console.log("  Left out: CPU time, DO duration, storage and free allowances (see bench/pricing.ts).");
+    console.log("\nWhere the rows written go (per event, the statements writing ≥ 0.05 rows/event)");
+    for (const c of edgeCells) {
+      const by = Object.entries(c.ops!.counts.rowsWrittenBy ?? {}).map(([s, n]) => [s, n / c.events] as const).filter(([, n]) => n >= 0.05).sort((a, b) => b[1] - a[1]);
+      console.log(`  ${c.load} ${c.target}`);
+      for (const [s, n] of by) console.log(`    ${fmt(n, 2).padStart(6)}  ${s}`);
+    }
   }
 
   // ---- goals

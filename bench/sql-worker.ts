@@ -5,7 +5,7 @@
  *
  *   json: one `SELECT ... WHERE k IN (SELECT value FROM json_each(?))` and one
  *         `INSERT ... SELECT ... FROM json_each(?)` per sub-batch, exactly as
- *         src/partition.ts does;
+ *         src/partition/partition.ts does;
  *   row:  one SELECT per row and one INSERT per new row.
  *
  * Each batch runs in its own transactionSync, like one Partition.apply call.
@@ -41,7 +41,7 @@ interface Env {
 const HOUR = 3_600_000;
 const BASE_TIME = Date.UTC(2026, 10, 1);
 
-/** The Partition's keys table (src/partition.ts), index included: inserts maintain it. */
+/** The Partition's keys table (src/partition/partition.ts), index included: inserts maintain it. */
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS keys (k TEXT PRIMARY KEY, t INTEGER, expires INTEGER) WITHOUT ROWID;
   CREATE INDEX IF NOT EXISTS keys_by_expiry ON keys (expires) WHERE expires IS NOT NULL;
@@ -134,7 +134,7 @@ export class SqlBench {
     return { strategy, batches, rowsPerBatch: n, found, inserted, rows: this.count() };
   }
 
-  /** src/partition.ts: one json_each lookup, one json_each insert. */
+  /** src/partition/partition.ts: one json_each lookup, one json_each insert. */
   private applyJson(rows: Row[]): { found: number; inserted: number } {
     const probe = new Set(rows.map((r) => r.key));
     const found = this.sql

@@ -1,7 +1,7 @@
-import type { Coordinator } from "./coordinator";
-import type { Partition } from "./partition";
+import type { Coordinator } from "./coordinator/coordinator";
+import type { Partition } from "./partition/partition";
 import type { Runner } from "./sources/files/runner";
-import type { Registry } from "./registry";
+import type { Registry } from "./registry/registry";
 import type { Destination } from "./delivery/destination";
 
 // The classes' types for stubs (DurableObjectStub<Coordinator>): callers take them from here, not from the Durable Objects' modules.

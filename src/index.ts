@@ -1,12 +1,12 @@
 import { app } from "./api/app";
 import type { Env } from "./env";
-import { withOpCount } from "./opcount";
+import { withOpCount } from "./instrument/opcount";
 import { consumeQueue } from "./sources/queue/consumer";
 
-export { Coordinator } from "./coordinator";
-export { Partition } from "./partition";
+export { Coordinator } from "./coordinator/coordinator";
+export { Partition } from "./partition/partition";
 export { Runner } from "./sources/files/runner";
-export { Registry } from "./registry";
+export { Registry } from "./registry/registry";
 export { Destination } from "./delivery/destination";
 export { EdgeDedup } from "./rpc/entrypoint";
 

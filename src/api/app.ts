@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { cors } from "hono/cors";
-import { InjectedFault } from "../faults";
+import { InjectedFault } from "../instrument/faults";
 import { requireAdmin } from "./auth";
 import { testRoutes } from "../sources/files/routes";
 import { HttpError, notFound, problemResponse } from "./problem";

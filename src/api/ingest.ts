@@ -4,7 +4,7 @@ import { coordinatorStub, type Env } from "../env";
 import type { ReceivedBatch } from "../coordinator/protocol";
 import { submitBatch } from "../ingest/submit";
 import { exhaustive, type SubmitResult } from "../ingest/result";
-import { requestedFault, type FaultPoint } from "../faults";
+import { requestedFault, type FaultPoint } from "../instrument/faults";
 import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
 import { admitCaller, proveCaller, signatureRefused } from "./admission";
 import { HARD_BODY_LIMIT, HARD_MAX_ROWS, parseMode, parseRows, readBody, TooManyRows } from "./body";

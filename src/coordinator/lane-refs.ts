@@ -1,5 +1,5 @@
-import type { Lane, LaneKeys } from "../sink";
-import type { Outbox } from "../outbox";
+import type { Lane, LaneKeys } from "../output/sink";
+import type { Outbox } from "../output/outbox";
 
 /** The lanes of DESIGN §11, indexed here rather than in the batch ledger's row: most batches have none. */
 export const SAME_EVENT_LANES = ["conflicts", "duplicates"] as const satisfies readonly Lane[];

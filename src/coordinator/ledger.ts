@@ -1,7 +1,7 @@
 import type { BatchOutcome, ProgressReport } from "../stream/report";
 import { decodeStoredReport, encodeStoredReport } from "../stream/stored-report";
-import type { Lane, LaneKeys } from "../sink";
-import { Outbox } from "../outbox";
+import type { Lane, LaneKeys } from "../output/sink";
+import { Outbox } from "../output/outbox";
 import type { Migration } from "../storage/migrations";
 import type { StreamConfig } from "../stream/config";
 import type { RememberedGroup } from "./window";

@@ -2,7 +2,7 @@ import type { StreamConfig } from "../stream/config";
 import type { BatchCounts } from "../stream/batch";
 import type { BatchOutcome } from "../stream/report";
 import type { BatchObservation } from "../stream/advisor/live";
-import type { LaneKeys } from "../sink";
+import type { LaneKeys } from "../output/sink";
 import type { SealedSigner } from "./credentials";
 import type { ReportedPartition } from "./partitions";
 import type { Bookkeeping } from "./window";
@@ -10,7 +10,7 @@ import type { Bookkeeping } from "./window";
 /**
  * The Coordinator's protocol: what its RPC methods take and answer. Callers
  * (api/, ingest/, sources/, microbatch/) import these from here, not from the
- * Durable Object's module (src/coordinator.ts), which only src/index.ts and
+ * Durable Object's module (src/coordinator/coordinator.ts), which only src/index.ts and
  * the stubs in src/env.ts name.
  */
 
@@ -28,7 +28,7 @@ export interface ReceivedBatch {
   bytes: number;
 }
 
-/** What the Coordinator's ingest() takes: a received batch (test builds arm crash points with src/faults.ts's plan, not in the request). */
+/** What the Coordinator's ingest() takes: a received batch (test builds arm crash points with src/instrument/faults.ts's plan, not in the request). */
 export type IngestRequest = ReceivedBatch;
 
 export type IngestResult = Exclude<BeginResult, { kind: "run" }> | { kind: "done"; outcome: BatchOutcome };

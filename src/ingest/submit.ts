@@ -3,7 +3,7 @@ import { tooDeep, valueDeeperThan } from "../stream/json";
 import { batchIdentity } from "../stream/bytes";
 import { coordinatorStub, type Env } from "../env";
 import { WAIT_FOR_INFLIGHT_MS, type IngestResult, type ReceivedBatch } from "../coordinator/protocol";
-import { armFault, batchFaultKey, takeFault, type FaultPoint } from "../faults";
+import { armFault, batchFaultKey, takeFault, type FaultPoint } from "../instrument/faults";
 import { resultOf, type Refusal, type SubmitResult } from "./result";
 
 export type { Refusal, SubmitResult };

@@ -1,8 +1,8 @@
 import type { CommitRequest, TouchedPartition } from "../coordinator/protocol";
-import { armFault, failAt, partitionFaultKey, type FaultPoint } from "../faults";
+import { armFault, failAt, partitionFaultKey, type FaultPoint } from "../instrument/faults";
 import type { GroupApplyRequest, GroupApplyResult } from "../partition/protocol";
-import { OUTBOX_MAX_ENTRY_BYTES } from "../outbox";
-import { LANES, writeGroup, type Lane, type LaneKeys } from "../sink";
+import { OUTBOX_MAX_ENTRY_BYTES } from "../output/outbox";
+import { LANES, writeGroup, type Lane, type LaneKeys } from "../output/sink";
 import { dedupSettings, encodeDropped, encodeLate, encodeOutput, encodeRejected, mergeDecisions, planBatch } from "../stream/batch";
 import type { StreamConfig } from "../stream/config";
 import { capRejected } from "../stream/report";

@@ -3,7 +3,7 @@ import type { DedupInput, DedupSettings } from "../stream/dedup";
 /**
  * The Partition's protocol: what its RPC methods take and answer. Callers
  * (the Coordinator, microbatch/) import these from here, not from the Durable
- * Object's module (src/partition.ts).
+ * Object's module (src/partition/partition.ts).
  */
 
 export interface PartitionStats {

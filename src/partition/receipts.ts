@@ -47,7 +47,7 @@ export const eventTimeOf = (hashed: number) => (hashed ? "CASE WHEN keys.e IS NU
 const keptBatchOf = (hashed: number) =>
   hashed ? `(SELECT batch FROM kept_batches WHERE kept_batches.n = ${batchNumberOf(hashed)})` : `coalesce((SELECT batch FROM kept_batches WHERE kept_batches.n = r.n), ${BY_RANGE})`;
 
-/** Partition version 6 (src/partition.ts): a hashed partition's keys with an expiry take their receipts' dropped counts into `t`. */
+/** Partition version 6 (src/partition/partition.ts): a hashed partition's keys with an expiry take their receipts' dropped counts into `t`. */
 const COMPACT = "(SELECT hashed FROM meta) = 1 AND EXISTS (SELECT 1 FROM keys WHERE keys.b = receipts.b AND keys.k = receipts.k AND keys.e IS NOT NULL)";
 export const RECEIPTS_V6 = `
   UPDATE keys SET t = coalesce(keys.t, 0) + r.dropped * ${T_SHIFT} FROM receipts r

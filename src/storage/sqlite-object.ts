@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { countedEnv, countedSql } from "../opcount";
+import { countedEnv, countedSql } from "../instrument/opcount";
 import { migrate, type Migration } from "./migrations";
 
 /** How a SQLite Durable Object keeps its storage (SqliteObject). */
@@ -7,7 +7,7 @@ export interface StorageConventions {
   /** its layouts, oldest first (src/storage/migrations.ts) */
   migrations: readonly Migration[];
   /**
-   * The class its SQL statements count under (src/opcount.ts); null: not
+   * The class its SQL statements count under (src/instrument/opcount.ts); null: not
    * counted (the Registry and the Destination never were, and the bench's
    * figures stay comparable).
    */

@@ -69,7 +69,7 @@ export interface HealthInput {
   sources: Record<string, HealthSource>;
   /** recent progress reports, oldest first */
   progress: readonly ProgressReport[];
-  /** a stream with a table: whether appending to it keeps failing (src/publisher.ts) */
+  /** a stream with a table: whether appending to it keeps failing (src/output/publisher.ts) */
   table?: { failing: boolean; failures: number; lastError: string | null; publishedSeq: number; committedSeq: number };
 }
 

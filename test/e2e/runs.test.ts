@@ -5,7 +5,7 @@
  * started again on the same state: the run resumes from its alarm and the
  * output holds every distinct row exactly once. The objects go in through the
  * test-only PUT /__test/input/{key} (compiled only with __FAULTS__, like
- * src/faults.ts): the same R2 binding a producer's upload would fill.
+ * src/instrument/faults.ts): the same R2 binding a producer's upload would fill.
  */
 import { describe, expect, test } from "vitest";
 import { pollUntil, useServer } from "./server";

@@ -78,7 +78,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export interface ServerOptions {
   token?: string;
   /**
-   * Build with the test-only fault switch on (`--define __FAULTS__:true`, src/faults.ts),
+   * Build with the test-only fault switch on (`--define __FAULTS__:true`, src/instrument/faults.ts),
    * so that a request's `X-Test-Fault` header makes it fail at a named crash point.
    */
   faults?: boolean;

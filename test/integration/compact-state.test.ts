@@ -1,5 +1,5 @@
 /**
- * Compact state (src/partition.ts, layout v3): keys clustered by expiry
+ * Compact state (src/partition/partition.ts, layout v3): keys clustered by expiry
  * bucket with no per-key index, text or 64-bit hashed keys. Real partitions
  * are driven side by side with the pure dedup step over a remembered map: the
  * decisions, the key count after every eviction and the listed state must be
@@ -9,7 +9,7 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { Partition } from "../../src/partition";
+import type { Partition } from "../../src/partition/partition";
 import type { PartitionRow } from "../../src/partition/protocol";
 import { applyBatch, isExpired, type DedupSettings } from "../../src/stream/dedup";
 import { keyHashLabel } from "../../src/stream/key-hash";

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { Coordinator } from "../../src/coordinator";
+import type { Coordinator } from "../../src/coordinator/coordinator";
 import type { CommitRequest } from "../../src/coordinator/protocol";
 import { parseStreamConfig, type StreamConfig } from "../../src/stream/config";
 import { at, call, createStream, json, post } from "./helpers";

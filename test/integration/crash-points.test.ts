@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { FAULT_POINTS } from "../../src/faults";
+import { FAULT_POINTS } from "../../src/instrument/faults";
 import { at, call, createStream, json, output, post } from "./helpers";
 
 // A request that dies at each step of a batch, then the producer's retry with the

@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
 import type { IngestRequest } from "../../src/coordinator/protocol";
-import { armFault, batchFaultKey } from "../../src/faults";
+import { armFault, batchFaultKey } from "../../src/instrument/faults";
 import { at, createStream, output } from "./helpers";
 
 const request = (batchId: string): IngestRequest => ({
@@ -33,7 +33,7 @@ it("a second request for a running batch id gets its recorded outcome without po
 it("when the running attempt fails, the waiting request runs the batch itself", async () => {
   await createStream("inflight-fail", { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 });
   await runInDurableObject(env.COORDINATOR.getByName("inflight-fail"), async (c) => {
-    // The first call takes the armed crash point (src/faults.ts's plan), as a request with X-Test-Fault would.
+    // The first call takes the armed crash point (src/instrument/faults.ts's plan), as a request with X-Test-Fault would.
     armFault(batchFaultKey("inflight-fail", "y"), "after-decide");
     const [[first], [second]] = await Promise.all([c.ingestMany([request("y")]), c.ingestMany([request("y")])]);
     expect(first).toMatchObject({ kind: "failed" });

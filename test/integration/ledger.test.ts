@@ -10,7 +10,7 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { BatchLedger, recordedOutcome, sameBody } from "../../src/coordinator/ledger";
-import { Outbox } from "../../src/outbox";
+import { Outbox } from "../../src/output/outbox";
 import type { BatchOutcome } from "../../src/stream/report";
 import { progressOf } from "../../src/stream/report";
 import { createStream } from "./helpers";
@@ -118,7 +118,7 @@ describe("rows written (what SQLite bills)", () => {
     await createStream("ledger-rows", base);
     await runInDurableObject(env.COORDINATOR.getByName("ledger-rows"), async (_c, state) => {
       let written = 0;
-      // Each statement's cursor reports the rows it wrote once consumed (src/opcount.ts sums them the same way).
+      // Each statement's cursor reports the rows it wrote once consumed (src/instrument/opcount.ts sums them the same way).
       const sql = new Proxy(state.storage.sql, {
         get(t, prop) {
           const v = Reflect.get(t, prop);

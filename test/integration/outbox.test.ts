@@ -1,5 +1,5 @@
 /**
- * The outbox (src/outbox.ts): small micro-batches commit their lanes into the
+ * The outbox (src/output/outbox.ts): small micro-batches commit their lanes into the
  * Coordinator's SQLite and a flush writes many of them as one object per
  * lane; readers see the same rows before and after, and a flush that dies
  * half way, retried, writes nothing twice.
@@ -7,7 +7,7 @@
 import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { Outbox } from "../../src/outbox";
+import { Outbox } from "../../src/output/outbox";
 import { at, call, createStream, post } from "./helpers";
 
 const base = { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 4, schema: { n: "int" } };

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { Partition } from "../../src/partition";
+import type { Partition } from "../../src/partition/partition";
 import type { ApplyRequest } from "../../src/partition/protocol";
 import type { DedupSettings } from "../../src/stream/dedup";
 

@@ -1,5 +1,5 @@
 /**
- * What external readers get (src/publisher.ts): the committed manifest of the
+ * What external readers get (src/output/publisher.ts): the committed manifest of the
  * NDJSON output lists exactly the committed rows once they are in R2, and the
  * Iceberg table holds every committed row once, appended by the alarm.
  */

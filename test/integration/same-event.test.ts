@@ -8,8 +8,8 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { FAULT_POINTS } from "../../src/faults";
-import type { Partition } from "../../src/partition";
+import { FAULT_POINTS } from "../../src/instrument/faults";
+import type { Partition } from "../../src/partition/partition";
 import type { DedupSettings } from "../../src/stream/dedup";
 import { at, call, createStream, json, output, post } from "./helpers";
 

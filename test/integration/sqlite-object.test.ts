@@ -8,7 +8,7 @@
 import { env } from "cloudflare:workers";
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
-import { REGISTRY_MIGRATIONS } from "../../src/registry";
+import { REGISTRY_MIGRATIONS } from "../../src/registry/registry";
 import { RUNNER_MIGRATIONS } from "../../src/sources/files/runner";
 import { DESTINATION_MIGRATIONS } from "../../src/delivery/destination";
 import { DESTINATION_TABLES } from "../../src/delivery/store";

@@ -6,8 +6,8 @@
 import { env } from "cloudflare:workers";
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
-import { COORDINATOR_MIGRATIONS } from "../../src/coordinator";
-import { PARTITION_MIGRATIONS, type Partition } from "../../src/partition";
+import { COORDINATOR_MIGRATIONS } from "../../src/coordinator/coordinator";
+import { PARTITION_MIGRATIONS, type Partition } from "../../src/partition/partition";
 import type { DedupSettings } from "../../src/stream/dedup";
 import { at, call, client, json, output, post } from "./helpers";
 

@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { expect, test } from "vitest";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const OBJECTS = ["src/coordinator.ts", "src/partition.ts", "src/sources/files/runner.ts", "src/registry.ts", "src/delivery/destination.ts"];
+const OBJECTS = ["src/coordinator/coordinator.ts", "src/partition/partition.ts", "src/sources/files/runner.ts", "src/registry/registry.ts", "src/delivery/destination.ts"];
 const ALLOWED = new Set(["src/index.ts", "src/env.ts"]);
 
 function walk(dir: string): string[] {
@@ -41,5 +41,5 @@ test("only src/index.ts and src/env.ts import the Durable Object modules", () =>
 });
 
 test("the check sees an import of a Durable Object module", () => {
-  expect(importsOf("src/api/x.ts", 'import type { Coordinator } from "../coordinator";\nimport { a } from "./b.js";')).toEqual(["src/coordinator.ts", "src/api/b.ts"]);
+  expect(importsOf("src/api/x.ts", 'import type { Coordinator } from "../coordinator/coordinator";\nimport { a } from "./b.js";')).toEqual(["src/coordinator/coordinator.ts", "src/api/b.ts"]);
 });

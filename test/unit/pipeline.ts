@@ -5,9 +5,9 @@
  *   begin:   the coordinator records the global watermark; the worker plans the batch
  *   apply:   per partition p, pw = max(partition wm, batch wm); evict keys with
  *            isExpired(expiresAt, pw); applyBatch(settings, pw, rows, remembered);
- *            insert the new keys (src/partition.ts)
+ *            insert the new keys (src/partition/partition.ts)
  *   advance: prompt eviction: a partition is raised to the global watermark
- *   commit:  mergeDecisions, then advanceWatermark (src/coordinator.ts)
+ *   commit:  mergeDecisions, then advanceWatermark (src/coordinator/coordinator.ts)
  */
 import { dedupSettings, mergeDecisions, planBatch, type BatchCounts, type BatchPlan } from "../../src/stream/batch";
 import { parseStreamConfig, type StreamConfig } from "../../src/stream/config";

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
-import { PUBLISH_RETRY_BASE_MS, PUBLISH_RETRY_MAX_MS, PublishGuard, publishRetryDelay, type SqlLike } from "../../src/publish-guard";
+import { PUBLISH_RETRY_BASE_MS, PUBLISH_RETRY_MAX_MS, PublishGuard, publishRetryDelay, type SqlLike } from "../../src/output/publish-guard";
 
-/** A failing publication backs off and never throws into the alarm (src/publisher.ts); a tiny SQL stand-in for its one table. */
+/** A failing publication backs off and never throws into the alarm (src/output/publisher.ts); a tiny SQL stand-in for its one table. */
 function fakeSql() {
   const rows = new Map<string, Record<string, unknown>>();
   return {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { coordinatorStub } from "../../env";
-import { committedPages, readParts } from "../../output-reader";
-import type { Lane } from "../../sink";
+import { committedPages, readParts } from "../../output/reader";
+import type { Lane } from "../../output/sink";
 import { route, type Ctx } from "../route";
 import { intIn, intQuery, missing, STREAM } from "./shared";
 
@@ -22,7 +22,7 @@ function readLane(lane: Lane) {
     const bucket = c.env.SINK;
     // A snapshot: commits up to the last one now; X-Commit-Seq tells the reader where to resume.
     const upTo = where.lastSeq;
-    // Commits the ledger has forgotten are read from the committed manifest (src/output-reader.ts); the
+    // Commits the ledger has forgotten are read from the committed manifest (src/output/reader.ts); the
     // conflicts and duplicates lanes keep an index of their own (src/coordinator/lane-refs.ts) and read it all.
     const indexedFrom = lane === "conflicts" || lane === "duplicates" ? 0 : where.indexedFrom;
     const pages = committedPages(bucket, { ...where, indexedFrom }, lane, after, upTo, (a, u, l) => coordinator.commits(lane, a, u, l));

@@ -1,5 +1,5 @@
 import type { Lane } from "./sink";
-import { coalesceRefs, formatRef, parseRef, type ObjectRef } from "./microbatch/group";
+import { coalesceRefs, formatRef, parseRef, type ObjectRef } from "../microbatch/group";
 import { readObject } from "./sink";
 
 /** A committed request's rows of one lane: still in the outbox (bytes), or a range of an R2 object. */
@@ -30,7 +30,7 @@ export async function* readParts(bucket: R2Bucket, parts: readonly CommitPart[])
   }
 }
 
-/** A manifest entry as src/publisher.ts writes it (late and rejected: from the release that forgets ids). */
+/** A manifest entry as src/output/publisher.ts writes it (late and rejected: from the release that forgets ids). */
 interface ManifestEntry {
   fromSeq: number;
   toSeq: number;

@@ -1,30 +1,30 @@
-import { boundFieldChanges, idempotencyWindowOf, sourceConfig, type StreamConfig } from "./stream/config";
-import { own } from "./stream/own";
-import { capRejected, progressOf, rejectedTotal, type BatchOutcome, type ProgressReport } from "./stream/report";
-import { advanceWatermark, globalWatermark, hasIdleTimeout, isIdle, nextIdleAt, sourceWatermark, type SourceProgress, type WatermarkState } from "./stream/watermark";
-import { METRICS_TABLE, metricDeltas, streamMetricsOf, type CommittedFigures, type StreamMetrics } from "./stream/metrics";
-import { observeCommit } from "./observe";
-import { partitionStub, type Env } from "./env";
-import { deleteStreamObjects, LANES, type Lane, type LaneKeys } from "./sink";
-import { FLUSH_AFTER_MS, FLUSH_BYTES, addSameEventLanes, Outbox, OUTBOX_TABLES } from "./outbox";
-import { pokeDestinations } from "./delivery/poke";
-import { PUBLISH_FAILURES_TABLE, PUBLISHED_TABLE, PublishGuard, publishManifest, publishTable, tablePublishingOf, type PublishContext, type TablePublishing } from "./publisher";
-import { columnsKnownBefore, recordColumns, TABLE_COLUMNS_TABLE } from "./table/known-columns";
-import { isSameEventLane, LANE_REFS_TABLE, LaneRefs } from "./coordinator/lane-refs";
-import type { StoredCredential } from "./api/credentials";
-import type { Migration } from "./storage/migrations";
-import { SqliteObject } from "./storage/sqlite-object";
-import { batchFaultKey, takeFault } from "./faults";
-import { MicroBatcher } from "./microbatch/batcher";
-import { runGroup, type BegunMember, type GroupResult } from "./microbatch/run-group";
-import { CredentialStore, type SealedSigner } from "./coordinator/credentials";
-import { BatchLedger, LEDGER_MIGRATION, recordedOutcome, sameBody, type BatchRow, type CommittedRecord } from "./coordinator/ledger";
-import { PRUNE_STEP_GROUPS, pruneStep, type Bookkeeping } from "./coordinator/window";
-import { COUNTERS_MIGRATION, MetricCounters } from "./coordinator/counters";
-import { LEDGER_RETENTION_MS } from "./partition/protocol";
-import { AdviceFigures } from "./coordinator/advice";
-import { PartitionBook } from "./coordinator/partitions";
-import { ADVICE_TABLE, liveAdvice, type LiveAdvice, type LiveFigures } from "./stream/advisor/live";
+import { boundFieldChanges, idempotencyWindowOf, sourceConfig, type StreamConfig } from "../stream/config";
+import { own } from "../stream/own";
+import { capRejected, progressOf, rejectedTotal, type BatchOutcome, type ProgressReport } from "../stream/report";
+import { advanceWatermark, globalWatermark, hasIdleTimeout, isIdle, nextIdleAt, sourceWatermark, type SourceProgress, type WatermarkState } from "../stream/watermark";
+import { METRICS_TABLE, metricDeltas, streamMetricsOf, type CommittedFigures, type StreamMetrics } from "../stream/metrics";
+import { observeCommit } from "../instrument/observe";
+import { partitionStub, type Env } from "../env";
+import { deleteStreamObjects, LANES, type Lane, type LaneKeys } from "../output/sink";
+import { FLUSH_AFTER_MS, FLUSH_BYTES, addSameEventLanes, Outbox, OUTBOX_TABLES } from "../output/outbox";
+import { pokeDestinations } from "../delivery/poke";
+import { PUBLISH_FAILURES_TABLE, PUBLISHED_TABLE, PublishGuard, publishManifest, publishTable, tablePublishingOf, type PublishContext, type TablePublishing } from "../output/publisher";
+import { columnsKnownBefore, recordColumns, TABLE_COLUMNS_TABLE } from "../table/known-columns";
+import { isSameEventLane, LANE_REFS_TABLE, LaneRefs } from "./lane-refs";
+import type { StoredCredential } from "../api/credentials";
+import type { Migration } from "../storage/migrations";
+import { SqliteObject } from "../storage/sqlite-object";
+import { batchFaultKey, takeFault } from "../instrument/faults";
+import { MicroBatcher } from "../microbatch/batcher";
+import { runGroup, type BegunMember, type GroupResult } from "../microbatch/run-group";
+import { CredentialStore, type SealedSigner } from "./credentials";
+import { BatchLedger, LEDGER_MIGRATION, recordedOutcome, sameBody, type BatchRow, type CommittedRecord } from "./ledger";
+import { PRUNE_STEP_GROUPS, pruneStep, type Bookkeeping } from "./window";
+import { COUNTERS_MIGRATION, MetricCounters } from "./counters";
+import { LEDGER_RETENTION_MS } from "../partition/protocol";
+import { AdviceFigures } from "./advice";
+import { PartitionBook } from "./partitions";
+import { ADVICE_TABLE, liveAdvice, type LiveAdvice, type LiveFigures } from "../stream/advisor/live";
 import {
   WAIT_FOR_INFLIGHT_MS,
   type Admission,
@@ -36,14 +36,14 @@ import {
   type IngestRequest,
   type IngestResult,
   type StreamDescription,
-} from "./coordinator/protocol";
+} from "./protocol";
 
 // The protocol's names stay importable from here for code written before it had a module of its own.
 export { WAIT_FOR_INFLIGHT_MS };
 export type {
   Admission, BeginResult, CallerClaim, CommitRequest, ConfigureResult, IngestAuth, IngestRequest, IngestResult, ReceivedBatch, SealedSigner,
   StreamDescription, TouchedPartition,
-} from "./coordinator/protocol";
+} from "./protocol";
 
 /**
  * The Coordinator's storage layouts, oldest first (src/storage/migrations.ts).
@@ -301,7 +301,7 @@ export class Coordinator extends SqliteObject<Env> {
         answers.push(req.auth.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" });
         continue;
       }
-      const fault = takeFault(batchFaultKey(meta.name, req.batchId)); // tests only (src/faults.ts)
+      const fault = takeFault(batchFaultKey(meta.name, req.batchId)); // tests only (src/instrument/faults.ts)
       const a = this.admitBatch(meta, req.sourceHeader, req.batchId, { hash: req.identity, bytes: req.bytes, rows: req.rows.length }, req.auth, now);
       const running = a.kind === "busy" ? this.inflight.get(`${a.source}\n${req.batchId}`) : undefined;
       if (running && now < deadline) {
@@ -680,7 +680,7 @@ export class Coordinator extends SqliteObject<Env> {
     if (due.oldest !== null && (due.bytes >= FLUSH_BYTES || Date.now() - due.oldest >= FLUSH_AFTER_MS)) {
       await this.outbox.flush(this.env.SINK, { stream: meta.name, epoch: meta.epoch }, (fn) => this.ctx.storage.transactionSync(fn));
     }
-    await this.publish(meta); // never throws: a failing publication backs off (src/publisher.ts)
+    await this.publish(meta); // never throws: a failing publication backs off (src/output/publisher.ts)
     pokeDestinations(this.ctx, this.env, meta.name, () => this.ledger.lastSeq()); // a poke lost to a crash after its commit
     if (meta.config.mode !== "global") await this.evictDue(meta);
     const now = this.meta();
@@ -764,7 +764,7 @@ export class Coordinator extends SqliteObject<Env> {
     return meta ? liveAdvice(this.figures.all(), meta.config) : null;
   }
 
-  /** The committed manifest and, when configured, the Iceberg table catch up with the commits (src/publisher.ts). */
+  /** The committed manifest and, when configured, the Iceberg table catch up with the commits (src/output/publisher.ts). */
   private async publish(meta: Meta): Promise<void> {
     const ctx: PublishContext = {
       stream: meta.name,

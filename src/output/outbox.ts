@@ -1,6 +1,6 @@
-import { formatRef, parseRef } from "./microbatch/group";
+import { formatRef, parseRef } from "../microbatch/group";
 import { LANES, writeGroup, type Lane } from "./sink";
-import { addColumn } from "./storage/migrations";
+import { addColumn } from "../storage/migrations";
 
 /**
  * Small micro-batches don't each write R2 objects: their lanes go into the

@@ -1,5 +1,5 @@
-import type { Env } from "./env";
-import { commitLine, type CommittedFigures } from "./stream/metrics";
+import type { Env } from "../env";
+import { commitLine, type CommittedFigures } from "../stream/metrics";
 
 /**
  * One JSON log line per micro-batch commit (Workers Logs indexes its fields)

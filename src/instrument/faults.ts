@@ -34,7 +34,7 @@ export function requestedFault(headers: Headers): FaultPoint | null {
 
 /**
  * The test build's fault plan: crash points armed by key, taken (once) where
- * they fire. Module state, like src/opcount.ts's counters: locally the Worker
+ * they fire. Module state, like src/instrument/opcount.ts's counters: locally the Worker
  * and all Durable Objects of the script run in one isolate, so what the
  * Worker arms the Coordinator and the Partitions see. Empty when faults are off.
  */

@@ -1,6 +1,6 @@
-import type { Env } from "./env";
-import type { Migration } from "./storage/migrations";
-import { SqliteObject } from "./storage/sqlite-object";
+import type { Env } from "../env";
+import type { Migration } from "../storage/migrations";
+import { SqliteObject } from "../storage/sqlite-object";
 
 export interface RegisteredStream {
   name: string;

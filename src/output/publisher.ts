@@ -1,8 +1,8 @@
-import { parseRef } from "./microbatch/group";
-import { readParts, type CommitPart } from "./output-reader";
-import type { StreamConfig } from "./stream/config";
-import { maxColumnsOf } from "./stream/table-fields";
-import { appendToTable, compactTable, r2Store } from "./table";
+import { parseRef } from "../microbatch/group";
+import { readParts, type CommitPart } from "./reader";
+import type { StreamConfig } from "../stream/config";
+import { maxColumnsOf } from "../stream/table-fields";
+import { appendToTable, compactTable, r2Store } from "../table";
 
 /**
  * What external readers get of the committed output, published by the

@@ -43,6 +43,8 @@ export interface OpCounts {
   rowsWritten: Record<string, number>;
   /** DO class → SQLite rows read (cursor.rowsRead) */
   rowsRead: Record<string, number>;
+  /** `Class: statement` (its first words) → SQLite rows written: where the rows go (the bench prints the top ones) */
+  rowsWrittenBy: Record<string, number>;
   /** `BINDING.method` → calls, e.g. `SINK.put` */
   r2: Record<string, number>;
   /** ms since the last reset */
@@ -53,7 +55,7 @@ let counts = fresh();
 let since = Date.now();
 
 function fresh(): OpCounts {
-  return { requests: 0, doCalls: {}, sql: {}, rowsWritten: {}, rowsRead: {}, r2: {}, sinceMs: 0 };
+  return { requests: 0, doCalls: {}, sql: {}, rowsWritten: {}, rowsRead: {}, rowsWrittenBy: {}, r2: {}, sinceMs: 0 };
 }
 
 function bump(table: Record<string, number>, key: string): void {
@@ -61,13 +63,14 @@ function bump(table: Record<string, number>, key: string): void {
 }
 
 /** The last statement's cursor, whose rows are added once it has been consumed. */
-let open: { who: string; cursor: SqlStorageCursor<Record<string, SqlStorageValue>> } | null = null;
+let open: { who: string; statement: string; cursor: SqlStorageCursor<Record<string, SqlStorageValue>> } | null = null;
 
 function settleOpen(): void {
   if (!open) return;
-  const { who, cursor } = open;
+  const { who, statement, cursor } = open;
   open = null;
   counts.rowsWritten[who] = (counts.rowsWritten[who] ?? 0) + cursor.rowsWritten;
+  if (cursor.rowsWritten > 0) counts.rowsWrittenBy[`${who}: ${statement}`] = (counts.rowsWrittenBy[`${who}: ${statement}`] ?? 0) + cursor.rowsWritten;
   counts.rowsRead[who] = (counts.rowsRead[who] ?? 0) + cursor.rowsRead;
 }
 
@@ -95,6 +98,11 @@ function countedMethods<T extends object>(target: T, onCall: (method: string) =>
   });
 }
 
+/** A statement's first words, whitespace folded: enough to tell statements apart in a breakdown. */
+function statementOf(query: unknown): string {
+  return String(query).replace(/\s+/g, " ").trim().slice(0, 72);
+}
+
 /** Counts every statement run through this SqlStorage under `who` (the DO class). */
 export function countedSql(sql: SqlStorage, who: string): SqlStorage {
   if (!opcountEnabled()) return sql;
@@ -106,7 +114,7 @@ export function countedSql(sql: SqlStorage, who: string): SqlStorage {
         bump(counts.sql, who);
         settleOpen();
         const cursor = Reflect.apply(v, t, args) as SqlStorageCursor<Record<string, SqlStorageValue>>;
-        open = { who, cursor };
+        open = { who, statement: statementOf(args[0]), cursor };
         return cursor;
       };
     },

@@ -1,12 +1,12 @@
-import { decideByInsert, firstEventTimeOf, stateKeyFor, type Decision, type DedupSettings, type StateInsert } from "./stream/dedup";
-import type { Env } from "./env";
-import { decodeDecisions, encodeDecisions } from "./stream/ledger";
-import { failAt, faultsEnabled, partitionFaultKey, takeFault } from "./faults";
-import { addColumn, type Migration } from "./storage/migrations";
-import { SqliteObject } from "./storage/sqlite-object";
-import { bucketAtWatermark, bucketOf, bucketWidthFor } from "./stream/expiry-buckets";
-import { keyHash64, keyHashLabel } from "./stream/key-hash";
-import { eventTimeOf, forgetFrontReceipts, RECEIPTS_V6, forgetReceipts, lookupReceipt, nameKeptBatch, nextBatchNumber, recordReceipts, type KeyLayout } from "./partition/receipts";
+import { decideByInsert, firstEventTimeOf, stateKeyFor, type Decision, type DedupSettings, type StateInsert } from "../stream/dedup";
+import type { Env } from "../env";
+import { decodeDecisions, encodeDecisions } from "../stream/ledger";
+import { failAt, faultsEnabled, partitionFaultKey, takeFault } from "../instrument/faults";
+import { addColumn, type Migration } from "../storage/migrations";
+import { SqliteObject } from "../storage/sqlite-object";
+import { bucketAtWatermark, bucketOf, bucketWidthFor } from "../stream/expiry-buckets";
+import { keyHash64, keyHashLabel } from "../stream/key-hash";
+import { eventTimeOf, forgetFrontReceipts, RECEIPTS_V6, forgetReceipts, lookupReceipt, nameKeptBatch, nextBatchNumber, recordReceipts, type KeyLayout } from "./receipts";
 import {
   LEDGER_RETENTION_MS,
   type ApplyRequest,
@@ -19,13 +19,13 @@ import {
   type PartitionStats,
   type StateEntry,
   type StateReceipt,
-} from "./partition/protocol";
+} from "./protocol";
 
 // The protocol's names stay importable from here for code written before it had a module of its own.
 export { LEDGER_RETENTION_MS };
 export type {
   ApplyRequest, ApplyResult, GroupApplyRequest, GroupApplyResult, GroupEntry, KeptBatch, PartitionRow, PartitionStats, StateEntry, StateReceipt,
-} from "./partition/protocol";
+} from "./protocol";
 
 /**
  * The partition's own row: which incarnation of the stream it holds, its

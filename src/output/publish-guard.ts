@@ -1,5 +1,5 @@
 /**
- * Publications (the committed manifest, the Iceberg table: src/publisher.ts)
+ * Publications (the committed manifest, the Iceberg table: src/output/publisher.ts)
  * that fail are retried with backoff, apart from each other and from the
  * rest of the Coordinator's alarm. No Cloudflare imports: the SQL it needs is
  * the one call below, so Node tests drive it too.
