@@ -1,20 +1,18 @@
-import type { Coordinator } from "./coordinator/coordinator";
-import type { Partition } from "./partition/partition";
-import type { Runner } from "./sources/files/runner";
-import type { Registry } from "./registry/registry";
-import type { Destination } from "./delivery/destination";
+import type { CoordinatorRpc } from "./coordinator/protocol";
+import type { PartitionRpc } from "./partition/protocol";
+import type { RunnerRpc } from "./sources/files/protocol";
+import type { RegistryRpc } from "./registry/protocol";
+import type { DestinationRpc } from "./delivery/protocol";
 
-// The classes' types for stubs (DurableObjectStub<Coordinator>): callers take them from here, not from the Durable Objects' modules.
-export type { Coordinator, Destination, Partition, Registry, Runner };
-
+// Stubs are typed by each object's RPC interface (its protocol module), never by its class: nothing here imports a Durable Object's module.
 /** The Worker's bindings (wrangler.toml) and secrets (.dev.vars / wrangler secret). */
 export interface Env {
-  COORDINATOR: DurableObjectNamespace<Coordinator>;
-  PARTITION: DurableObjectNamespace<Partition>;
-  REGISTRY: DurableObjectNamespace<Registry>;
+  COORDINATOR: DurableObjectNamespace<CoordinatorRpc>;
+  PARTITION: DurableObjectNamespace<PartitionRpc>;
+  REGISTRY: DurableObjectNamespace<RegistryRpc>;
   SINK: R2Bucket;
   /** file runs and the record of ingested input objects, one per stream (src/sources/files) */
-  RUNNER: DurableObjectNamespace<Runner>;
+  RUNNER: DurableObjectNamespace<RunnerRpc>;
   /** the input bucket that runs and R2 event notifications read (src/sources) */
   INPUT: R2Bucket;
   /** the name of INPUT's bucket: event notifications from any other bucket are refused */
@@ -24,7 +22,7 @@ export interface Env {
   /** the dead-letter queue: poison messages go there with their reason */
   DLQ: Queue;
   /** one sender per destination and one index per stream (src/delivery) */
-  DESTINATION: DurableObjectNamespace<Destination>;
+  DESTINATION: DurableObjectNamespace<DestinationRpc>;
   /** a Queues producer that queue destinations may name (wrangler.toml; more can be added) */
   DELIVERIES?: Queue;
   /** "true" accepts http://127.0.0.1 and http://localhost destinations (local development and tests only) */
@@ -47,29 +45,32 @@ export interface Env {
   CORS_ORIGINS?: string;
 }
 
+/** A stream's Coordinator as callers hold it. */
+export type CoordinatorStub = DurableObjectStub<CoordinatorRpc>;
+
 /** Partition p of a stream lives in the Durable Object named `{stream}/{p}`. */
-export function partitionStub(env: Env, stream: string, p: number): DurableObjectStub<Partition> {
+export function partitionStub(env: Env, stream: string, p: number): DurableObjectStub<PartitionRpc> {
   return env.PARTITION.getByName(`${stream}/${p}`);
 }
 
-export function coordinatorStub(env: Env, stream: string): DurableObjectStub<Coordinator> {
+export function coordinatorStub(env: Env, stream: string): CoordinatorStub {
   return env.COORDINATOR.getByName(stream);
 }
 
-export function runnerStub(env: Env, stream: string): DurableObjectStub<Runner> {
+export function runnerStub(env: Env, stream: string): DurableObjectStub<RunnerRpc> {
   return env.RUNNER.getByName(stream);
 }
 
-export function destinationStub(env: Env, stream: string, name: string): DurableObjectStub<Destination> {
+export function destinationStub(env: Env, stream: string, name: string): DurableObjectStub<DestinationRpc> {
   return env.DESTINATION.getByName(`${stream}/${name}`);
 }
 
 /** The stream's index of destinations. */
-export function destinationIndex(env: Env, stream: string): DurableObjectStub<Destination> {
+export function destinationIndex(env: Env, stream: string): DurableObjectStub<DestinationRpc> {
   return env.DESTINATION.getByName(stream);
 }
 
 /** The one Registry instance: the list of streams. */
-export function registryStub(env: Env): DurableObjectStub<Registry> {
+export function registryStub(env: Env): DurableObjectStub<RegistryRpc> {
   return env.REGISTRY.getByName("registry");
 }

@@ -1,6 +1,6 @@
 import type { Admission, CallerClaim, IngestAuth, SealedSigner } from "../coordinator/protocol";
 import type { StreamConfig } from "../stream/config";
-import type { Coordinator, Env } from "../env";
+import type { CoordinatorStub, Env } from "../env";
 import { isProviderType, type ProviderType } from "../webhooks";
 import { bearerToken, isAdminToken } from "./auth";
 import { hashToken } from "./credentials";
@@ -46,7 +46,7 @@ const REFETCH_MS = 1_000;
 export async function admitCaller(
   env: Env,
   stream: string,
-  coordinator: DurableObjectStub<Coordinator>,
+  coordinator: CoordinatorStub,
   headers: Headers,
   sourceHeader: string | null,
 ): Promise<Caller> {
@@ -90,7 +90,7 @@ export async function requireIngestCredential(env: Env, headers: Headers): Promi
 export async function proveCaller(
   env: Env,
   stream: string,
-  coordinator: DurableObjectStub<Coordinator>,
+  coordinator: CoordinatorStub,
   caller: Caller,
   sourceHeader: string | null,
   body: Uint8Array,
@@ -119,7 +119,7 @@ export async function proveCaller(
 async function firstMatch<T>(
   env: Env,
   stream: string,
-  coordinator: DurableObjectStub<Coordinator>,
+  coordinator: CoordinatorStub,
   claim: CallerClaim,
   sourceHeader: string | null,
   match: (secrets: OpenedSecret[]) => Promise<T | null>,
@@ -167,7 +167,7 @@ export const signatureRefused = (source: string) =>
  * lookup (cached like admitCaller's) of the source's provider credentials.
  * A stream that does not exist and a source without one are the same 401.
  */
-export async function admitWebhook(stream: string, coordinator: DurableObjectStub<Coordinator>, source: string): Promise<WebhookCaller> {
+export async function admitWebhook(stream: string, coordinator: CoordinatorStub, source: string): Promise<WebhookCaller> {
   const admitted = await admission(coordinator, cacheKey(stream, PROVIDER_CLAIM, source), source, PROVIDER_CLAIM, stream);
   // One provider per source (addCredential refuses a second); the oldest decides should that ever not hold.
   const provider = admitted.signers[0].type;
@@ -179,7 +179,7 @@ export async function admitWebhook(stream: string, coordinator: DurableObjectStu
 export async function proveWebhook(
   env: Env,
   stream: string,
-  coordinator: DurableObjectStub<Coordinator>,
+  coordinator: CoordinatorStub,
   caller: WebhookCaller,
   verify: (secrets: string[]) => Promise<{ ok: true; secretIndex: number } | { ok: false }>,
 ): Promise<IngestAuth> {
@@ -193,7 +193,7 @@ export async function proveWebhook(
 }
 
 async function admission(
-  coordinator: DurableObjectStub<Coordinator>,
+  coordinator: CoordinatorStub,
   key: string,
   sourceHeader: string | null,
   claim: CallerClaim,
@@ -229,7 +229,7 @@ function cacheKey(stream: string, claim: CallerClaim, sourceHeader: string | nul
 }
 
 /** Opens the signers' secrets; one sealed by the previous key (or the legacy format) is re-sealed under the current one. */
-async function openAll(env: Env, stream: string, coordinator: DurableObjectStub<Coordinator>, a: Admitted) {
+async function openAll(env: Env, stream: string, coordinator: CoordinatorStub, a: Admitted) {
   return Promise.all(
     a.signers.map(async (s) => {
       const for_ = { stream, source: a.source, id: s.id };

@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { PROVIDER_TYPES, PROVIDERS } from "../webhooks";
-import { PATH_PARAMS, pathParams, TAGS, type Auth, type ResponseSpec } from "./route";
-import { ROUTES } from "./routes";
+import { PATH_PARAMS, pathParams, TAGS, type Auth, type ResponseSpec, type Route } from "./route";
 import { problemSchema } from "./schemas";
 
 export * from "./schemas";
@@ -40,9 +39,9 @@ const SECURITY: Record<Auth, Record<string, string[]>[]> = {
   provider: PROVIDER_TYPES.map((type) => ({ [type]: [] })),
 };
 
-export function openApiDocument(): Record<string, unknown> {
+export function openApiDocument(routes: readonly Route[]): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const op of ROUTES) {
+  for (const op of routes) {
     const inPath = pathParams(op.path).map((name) => ({ name, in: "path", required: true, description: PATH_PARAMS[name]!.description, schema: jsonSchema(PATH_PARAMS[name]!.schema) }));
     const parameters = [
       ...inPath,
@@ -92,9 +91,9 @@ export function openApiDocument(): Record<string, unknown> {
 }
 
 /** A page that lists the operations from the document (no scripts, no external assets). */
-export function docsPage(): string {
+export function docsPage(routes: readonly Route[]): string {
   const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
-  const rows = ROUTES.map((op) => {
+  const rows = routes.map((op) => {
     const body = op.request?.body ? `<details><summary>request body</summary><pre>${esc(JSON.stringify(jsonSchema(op.request.body), null, 2))}</pre></details>` : "";
     const [status, ok] = Object.entries(op.responses as Record<string, ResponseSpec>)[0]!;
     const okBody = ok.schema ? `<details><summary>${status} body</summary><pre>${esc(JSON.stringify(jsonSchema(ok.schema), null, 2))}</pre></details>` : "";

@@ -1,4 +1,4 @@
-import type { Coordinator } from "../env";
+import type { CoordinatorStub } from "../env";
 import type { StreamConfig } from "../stream/config";
 import { receiptOf, type Receipt, type StoredReceipt } from "../stream/receipt";
 
@@ -7,7 +7,7 @@ import { receiptOf, type Receipt, type StoredReceipt } from "../stream/receipt";
  * with its kept copy's commit number, which the Coordinator's ledger holds
  * (a partition learns none: it decides before the commit).
  */
-export async function withReceipts(coordinator: DurableObjectStub<Coordinator>, config: StreamConfig, entries: readonly StoredReceipt[]): Promise<Receipt[]> {
+export async function withReceipts(coordinator: CoordinatorStub, config: StreamConfig, entries: readonly StoredReceipt[]): Promise<Receipt[]> {
   const seqs = await Promise.all(
     entries.map((e) => {
       if (e.batch === null) return null;

@@ -31,6 +31,7 @@ import {
   type BeginResult,
   type CallerClaim,
   type CommitRequest,
+  type CoordinatorRpc,
   type ConfigureResult,
   type IngestAuth,
   type IngestRequest,
@@ -127,7 +128,7 @@ interface Meta {
  * a room of their own in src/coordinator/; this class admits, batches, commits
  * and calls the partitions over them.
  */
-export class Coordinator extends SqliteObject<Env> {
+export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   /** In memory on purpose: a restarted coordinator means the holders crashed, so their leases end. */
   private leases = new Map<string, number>();
   /** batch ids (`{source}\n{batchId}`) queued or running in a micro-batch here: settles when it does */

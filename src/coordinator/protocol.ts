@@ -2,7 +2,12 @@ import type { StreamConfig } from "../stream/config";
 import type { BatchCounts } from "../stream/batch";
 import type { BatchOutcome } from "../stream/report";
 import type { BatchObservation } from "../stream/advisor/live";
-import type { LaneKeys } from "../output/sink";
+import type { Lane, LaneKeys } from "../output/sink";
+import type { ProgressReport } from "../stream/report";
+import type { StreamMetrics } from "../stream/metrics";
+import type { LiveAdvice } from "../stream/advisor/live";
+import type { TablePublishing } from "../output/publisher";
+import type { StoredCredential } from "../api/credentials";
 import type { SealedSigner } from "./credentials";
 import type { ReportedPartition } from "./partitions";
 import type { Bookkeeping } from "./window";
@@ -87,4 +92,41 @@ export interface StreamDescription {
   batches: { committed: number };
   /** the Coordinator's own records (DESIGN §9) */
   bookkeeping: Bookkeeping;
+}
+
+/**
+ * What callers may ask a stream's Coordinator (src/coordinator/coordinator.ts
+ * implements it); stubs are typed by it (src/env.ts), so no caller imports
+ * the Durable Object's module.
+ */
+export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
+  // Config
+  configure(name: string, config: StreamConfig): Promise<ConfigureResult>;
+  describe(): Promise<StreamDescription | null>;
+  locate(): { name: string; epoch: string; partitions: number; lastSeq: number; indexedFrom: number; config: StreamConfig } | null;
+  drop(): Promise<boolean>;
+  // Admission and ingest
+  admit(sourceHeader: string | null, claim: CallerClaim): Admission;
+  knownBatch(source: string, batchId: string): boolean;
+  ingest(req: IngestRequest): Promise<IngestResult>;
+  ingestMany(reqs: IngestRequest[], deadline?: number): Promise<(IngestResult | { kind: "failed"; message: string })[]>;
+  /** The direct form of a batch (begin, partitions, commit by the caller): tools and tests. */
+  begin(sourceHeader: string | null, batchId: string, body: { hash: string; bytes: number; rows: number }, auth: IngestAuth): BeginResult;
+  release(source: string, batchId: string): void;
+  commit(req: CommitRequest): Promise<BatchOutcome>;
+  flush(): Promise<number>;
+  // Reads
+  progress(limit: number): ProgressReport[];
+  commits(lane: Lane, afterSeq: number, upToSeq: number, limit: number): ({ seq: number } & ({ ref: string } | { bytes: Uint8Array }))[];
+  committedSeq(source: string, batchId: string): number | null;
+  summary(): { createdAt: number; watermark: number; state: { rows: number; bytes: number }; batches: { committed: number } } | null;
+  metrics(): StreamMetrics | null;
+  advice(): LiveAdvice | null;
+  tablePublishing(): TablePublishing | null;
+  publication(): { epoch: string; committed: number; manifest: number; table: number | null } | null;
+  // Credentials (src/coordinator/credentials.ts)
+  addCredential(c: StoredCredential): "added" | "missing" | "duplicate" | "other-provider";
+  resealCredential(id: string, from: string, to: string): void;
+  credentials(source: string, withMaterial?: boolean): StoredCredential[];
+  deleteCredential(source: string, id: string): boolean;
 }

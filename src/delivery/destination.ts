@@ -13,6 +13,7 @@ import { nextAttempt } from "./schedule";
 import { INSERT_CHARS, MAX_ROW_BYTES, slices, tooLarge } from "./rows";
 import { commitTime, DESTINATION_TABLES, MAX_DEAD, MAX_MARKS, MAX_PENDING, readDest, type DestRow, type PendingRow, type SealedSecret } from "./store";
 import type { DestinationStatus } from "./status";
+import type { ConfigureResult, DeadRow, DestinationRpc } from "./protocol";
 
 export type { DestinationStatus };
 
@@ -28,19 +29,7 @@ const QUEUE_BATCH_BYTES = 200 * 1024;
 /** Room for the message's other fields within the Queues limit of 128 KB per message. */
 const MAX_QUEUE_ROW_BYTES = 120 * 1024;
 
-export type ConfigureResult = { status: "created" | "updated"; secret: string | null };
-
-export interface DeadRow {
-  id: string;
-  seq: number;
-  index: number;
-  attempts: number;
-  lastError: string | null;
-  diedAt: number;
-  committedAt: number;
-  /** the row as JSON text (RPC types can't carry `unknown`) */
-  row: string;
-}
+export type { ConfigureResult, DeadRow };
 
 /** The Destination's storage layouts, oldest first (src/storage/migrations.ts). */
 export const DESTINATION_MIGRATIONS: readonly Migration[] = [
@@ -57,7 +46,7 @@ export const DESTINATION_MIGRATIONS: readonly Migration[] = [
  * stream's index: the names of its destinations, which the Coordinator's
  * poke fans out to. A slow receiver delays only its own object.
  */
-export class Destination extends SqliteObject<Env> {
+export class Destination extends SqliteObject<Env> implements DestinationRpc {
   /** opened signing secrets by sealed text: opening costs an HKDF + AES per secret */
   private readonly opened = new Map<string, string>();
 

@@ -16,6 +16,7 @@ import {
   type GroupEntry,
   type KeptBatch,
   type PartitionRow,
+  type PartitionRpc,
   type PartitionStats,
   type StateEntry,
   type StateReceipt,
@@ -135,7 +136,7 @@ const LEDGER_PRUNE_EVERY_MS = 3_600_000;
  * runs synchronously against SQLite, so each call is atomic and calls never
  * interleave.
  */
-export class Partition extends SqliteObject<Env> {
+export class Partition extends SqliteObject<Env> implements PartitionRpc {
   private lastPrune = 0;
   /** the meta row as stored: only this object writes it, so it is read once */
   private cached: PartitionMeta | null | undefined;

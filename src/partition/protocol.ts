@@ -105,3 +105,23 @@ export interface StateReceipt extends StateEntry {
   /** copies whose content differed: dropped or rejected */
   conflicts: number;
 }
+
+/**
+ * What callers may ask a Partition (src/partition/partition.ts implements
+ * it); stubs are typed by it (src/env.ts), so no caller imports the Durable
+ * Object's module.
+ */
+export interface PartitionRpc extends Rpc.DurableObjectBranded {
+  /** A micro-batch's rows for this partition, judged in one transaction (decisions recorded for a retry). */
+  applyGroup(req: GroupApplyRequest): GroupApplyResult & { replayed: boolean };
+  /** One batch alone: applyGroup with a single entry (tools and tests). */
+  apply(req: ApplyRequest): ApplyResult;
+  /** Raises the partition watermark and evicts: prompt eviction without new rows. */
+  advance(epoch: string, watermark: number): PartitionStats & { removed: number };
+  describe(epoch: string): PartitionStats;
+  /** The remembered keys in key order, `limit` at a time after `after`. */
+  list(epoch: string, after: string, limit: number): StateEntry[];
+  /** The one remembered key `stateKey`, if it is, with its receipt. */
+  lookup(epoch: string, stateKey: string): StateReceipt[];
+  drop(): Promise<void>;
+}

@@ -1,12 +1,9 @@
 import type { Env } from "../env";
 import type { Migration } from "../storage/migrations";
 import { SqliteObject } from "../storage/sqlite-object";
+import type { RegisteredStream, RegistryRpc } from "./protocol";
 
-export interface RegisteredStream {
-  name: string;
-  /** when the registry first heard of it, epoch ms */
-  registeredAt: number;
-}
+export type { RegisteredStream };
 
 /** The Registry's storage layouts, oldest first (src/storage/migrations.ts). */
 export const REGISTRY_MIGRATIONS: readonly Migration[] = [
@@ -23,7 +20,7 @@ export const REGISTRY_MIGRATIONS: readonly Migration[] = [
  * it (idempotent: a PUT repairs a stream that predates the registry or whose
  * registration failed), DELETE removes it.
  */
-export class Registry extends SqliteObject<Env> {
+export class Registry extends SqliteObject<Env> implements RegistryRpc {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, { migrations: REGISTRY_MIGRATIONS, countAs: null });
   }

@@ -17,7 +17,6 @@
  *   plus what the batch's own earlier rows add. Rows committed concurrently
  *   may still overshoot; the table writer enforces the cap again.
  */
-import type { StreamConfig } from "./config";
 
 export const DEFAULT_MAX_COLUMNS = 1_000;
 export const MAX_COLUMNS_LIMIT = 10_000;
@@ -38,7 +37,8 @@ export function fieldNameProblem(name: string): string | null {
 /** Names that readers without case tell apart from no others: one column each. */
 export const caseFold = (name: string) => name.toLowerCase();
 
-export function maxColumnsOf(config: Pick<StreamConfig, "table">): number {
+/** A stream's column cap (its config's `table.maxColumns`; typed by shape: config.ts imports this module). */
+export function maxColumnsOf(config: { table?: { maxColumns?: number } }): number {
   return config.table?.maxColumns ?? DEFAULT_MAX_COLUMNS;
 }
 

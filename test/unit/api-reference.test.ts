@@ -12,13 +12,14 @@ import { apiReferenceMarkdown, operationAnchor } from "../../src/api/reference";
 // Durable Object classes (cloudflare:workers): Node gets a stand-in base class; no handler runs here.
 vi.mock("cloudflare:workers", () => ({ DurableObject: class {} }));
 // By URL, so the Node typecheck does not follow it into the Worker's code (the Worker's tsconfig checks that).
-const { openApiDocument } = (await import(new URL("../../src/api/openapi.ts", import.meta.url).href)) as { openApiDocument(): Record<string, unknown> };
+const { openApiDocument } = (await import(new URL("../../src/api/openapi.ts", import.meta.url).href)) as { openApiDocument(routes: unknown): Record<string, unknown> };
+const { ROUTES } = (await import(new URL("../../src/api/routes/index.ts", import.meta.url).href)) as { ROUTES: unknown };
 
 const FILE = fileURLToPath(new URL("../../docs/reference/http-api.md", import.meta.url));
 const BEGIN = "<!-- generated from /openapi.json by npm run docs:api: do not edit below -->";
 const END = "<!-- end generated -->";
 
-const doc = openApiDocument() as any;
+const doc = openApiDocument(ROUTES) as any;
 const markdown = apiReferenceMarkdown(doc);
 const ops = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) => Object.keys(item).map((method) => ({ method, path, op: item[method] })));
 

@@ -2,7 +2,7 @@ import type { Route } from "../route";
 import * as credentials from "./credentials";
 import * as dashboard from "./dashboard";
 import * as destinations from "./destinations";
-import * as docs from "./docs";
+import { docsRoutes } from "./docs";
 import * as events from "./events";
 import * as health from "./health";
 import * as metrics from "./metrics";
@@ -32,6 +32,6 @@ export const ROUTES: readonly Route[] = [
   ...destinations.routes,
   ...metrics.routes,
   ...health.routes,
-  ...docs.routes,
+  ...docsRoutes(() => ROUTES),
   ...dashboard.routes,
 ];

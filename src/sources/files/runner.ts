@@ -14,6 +14,7 @@ import {
 } from "./plan";
 import { snapshotOf } from "./publication";
 import type { RunOptions } from "./run-body";
+import type { RunnerRpc } from "./protocol";
 
 type RunRow = {
   id: string;
@@ -84,7 +85,7 @@ const KEEP_RUNS = 100;
  * off and re-processes at most the object in hand (a replay: same batch id).
  * The planning is in ./plan.ts.
  */
-export class Runner extends SqliteObject<Env> {
+export class Runner extends SqliteObject<Env> implements RunnerRpc {
   private stepping = false;
 
   constructor(ctx: DurableObjectState, env: Env) {

@@ -25,6 +25,8 @@ export {
 export { QuantileSketch, DEFAULT_RELATIVE_ACCURACY, exactQuantile, quantileRank, type SketchJson, type SketchBucket } from "./sketch.ts";
 export { renderHistogram, histogramBins, shortDuration, bar, HISTOGRAM_EDGES } from "./histogram.ts";
 export { renderAdvice } from "./report.ts";
+export type { Advice, AdviceWithSketches } from "./advice.ts";
+import type { Advice, AdviceWithSketches } from "./advice.ts";
 
 export interface AdviseOptions extends HistoryColumns {
   /** default 1.2 */
@@ -35,30 +37,6 @@ export interface AdviseOptions extends HistoryColumns {
   where?: (index: number) => string;
 }
 
-export interface Advice {
-  events: number;
-  distinctKeys: number;
-  duplicates: number;
-  /** duplicates / events */
-  duplicateRate: number;
-  skipped: { rows: number; examples: string[] };
-  /** rows whose bare-number time, read as ms, is before 2001-09-09: probably seconds (pass unit "s") */
-  implausibleTimes: number;
-  span: { from: number | null; to: number | null; ms: number };
-  /** ms */
-  gaps: GapFigures;
-  /** ms */
-  disorder: { overall: DisorderFigures; sources: Record<string, DisorderFigures> };
-  recommendation: Recommendation;
-  simulation: Simulation;
-  state: StateEstimate;
-}
-
-/** Everything `advise` computes, with the sketches for histograms. */
-export interface AdviceWithSketches {
-  advice: Advice;
-  sketches: { gaps: QuantileSketch; disorder: QuantileSketch };
-}
 
 /**
  * Two passes over `open()`'s rows: measure, then replay under the recommended

@@ -1,6 +1,6 @@
 /** The advisor's figures as text for a terminal. */
 import { renderHistogram, shortDuration } from "./histogram.ts";
-import type { AdviceWithSketches } from "./index.ts";
+import type { AdviceWithSketches } from "./advice.ts";
 import type { DisorderFigures } from "./measure.ts";
 
 const int = (n: number) => n.toLocaleString("en-US");
