@@ -206,7 +206,14 @@ export class Partition extends SqliteObject<Env> {
         return { entry, known, fresh, judged: fresh.length > 0 || known.size === 0 };
       });
       const layout = this.fixLayout(meta, work);
-      const held = layout ? this.readHeldFor(meta, layout, work) : new Map<string, Held>();
+      // Each state key's stored form, worked out once per call (a hash, for hashed state).
+      const ids = new Map<string, string>();
+      const id = (stateKey: string) => {
+        let stored = ids.get(stateKey);
+        if (stored === undefined) ids.set(stateKey, (stored = storedKey(layout!, stateKey)));
+        return stored;
+      };
+      const held = layout ? this.readHeldFor(meta, layout, id, work) : new Map<string, Held>();
       const chunk: { open: NameChunk | null } = { open: null };
       let inserted = 0;
       let judged = 0;
@@ -214,14 +221,14 @@ export class Partition extends SqliteObject<Env> {
       const perEntry = req.group === undefined;
       const decisions = work.map(({ entry, known, fresh, judged: judging }) => {
         if (judging) {
-          if (fresh.length > 0) inserted += this.judge(meta, layout!, held, chunk, entry, fresh, known);
+          if (fresh.length > 0) inserted += this.judge(meta, layout!, id, held, chunk, entry, fresh, known);
           judged += fresh.length;
           ledger.push([entry.batch, encodeDecisions(known)]);
         }
         return entry.rows.map((r) => known.get(r.index)!).join("");
       });
       if (layout) this.store(meta, layout, held);
-      const { gaps, kept } = layout ? this.answers(meta, layout, held, chunk, work) : { gaps: work.map((): number[] => []), kept: [] };
+      const { gaps, kept } = layout ? this.answers(meta, layout, id, held, chunk, work) : { gaps: work.map((): number[] => []), kept: [] };
       if (chunk.open) meta.names = JSON.stringify(sealChunk(this.sql, chunk.open));
       const now = Date.now();
       const small = ledger.length > 0 && !perEntry && this.fitsPending(pending, ledger);
@@ -269,13 +276,13 @@ export class Partition extends SqliteObject<Env> {
   }
 
   /** The key rows held that this call's rows may meet: its candidates', and those of its recorded drops (for gaps and receipts). */
-  private readHeldFor(meta: PartitionMeta, l: Layout, work: readonly { entry: GroupEntry; known: Map<number, Decision>; fresh: PartitionRow[]; judged: boolean }[]): Map<string, Held> {
+  private readHeldFor(meta: PartitionMeta, l: Layout, id: (stateKey: string) => string, work: readonly { entry: GroupEntry; known: Map<number, Decision>; fresh: PartitionRow[]; judged: boolean }[]): Map<string, Held> {
     const wanted = new Set<string>();
     for (const { entry, known, fresh, judged } of work) {
-      if (judged) for (const r of fresh) if (!isLate(entry.settings, meta.watermark, r)) wanted.add(storedKey(l, stateKeyFor(entry.settings, r)));
+      if (judged) for (const r of fresh) if (!isLate(entry.settings, meta.watermark, r)) wanted.add(id(stateKeyFor(entry.settings, r)));
       for (const r of entry.rows) {
         const d = known.get(r.index);
-        if (d === "d" || d === "c" || d === "x") wanted.add(storedKey(l, stateKeyFor(entry.settings, r)));
+        if (d === "d" || d === "c" || d === "x") wanted.add(id(stateKeyFor(entry.settings, r)));
       }
     }
     return readHeld(this.sql, l, this.hasR(), this.liveBuckets(), wanted);
@@ -287,8 +294,7 @@ export class Partition extends SqliteObject<Env> {
    * added, every other copy is dropped, a conflict where both digests differ.
    * Returns the keys added. Fills `known` with the decisions.
    */
-  private judge(meta: PartitionMeta, l: Layout, held: Map<string, Held>, chunk: { open: NameChunk | null }, entry: GroupEntry, fresh: PartitionRow[], known: Map<number, Decision>): number {
-    const id = (stateKey: string) => storedKey(l, stateKey);
+  private judge(meta: PartitionMeta, l: Layout, id: (stateKey: string) => string, held: Map<string, Held>, chunk: { open: NameChunk | null }, entry: GroupEntry, fresh: PartitionRow[], known: Map<number, Decision>): number {
     const r = applyBatch(entry.settings, meta.watermark, fresh, (k) => held.has(id(k)), (k) => held.get(id(k))?.d ?? null, id);
     fresh.forEach((row, i) => known.set(row.index, r.decisions[i]));
     if (r.inserts.length > 0) {
@@ -340,14 +346,14 @@ export class Partition extends SqliteObject<Env> {
    * with keepDuplicates), recorded decisions too: the lanes are written again
    * on a retry. Hashed state keeps no event time where the expiry implies it.
    */
-  private answers(meta: PartitionMeta, l: Layout, held: ReadonlyMap<string, Held>, chunk: { open: NameChunk | null }, work: readonly { entry: GroupEntry; known: Map<number, Decision> }[]): { gaps: number[][]; kept: KeptBatch[][] } {
+  private answers(meta: PartitionMeta, l: Layout, id: (stateKey: string) => string, held: ReadonlyMap<string, Held>, chunk: { open: NameChunk | null }, work: readonly { entry: GroupEntry; known: Map<number, Decision> }[]): { gaps: number[][]; kept: KeptBatch[][] } {
     const wanted: { entry: number; at: number; n: number | null }[] = [];
     const gaps = work.map(({ entry, known }, w) => {
       const out: number[] = [];
       entry.rows.forEach((row, at) => {
         const d = known.get(row.index)!;
         if (d === "e" || d === "l") return;
-        const h = held.get(storedKey(l, stateKeyFor(entry.settings, row)));
+        const h = held.get(id(stateKeyFor(entry.settings, row)));
         if (d === "c" || d === "x" || (d === "d" && entry.settings.keepDuplicates)) wanted.push({ entry: w, at, n: h ? numberOf(l, h) : null });
         if (!countsAsDuplicate(d) || !h || row.eventTime === null) return;
         const first = isCompact(l, h.e) ? null : h.t;
