@@ -8,7 +8,8 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { FAULT_POINTS } from "../../src/instrument/faults";
+import type { IngestRequest } from "../../src/coordinator/protocol";
+import { armFault, batchFaultKey, FAULT_POINTS } from "../../src/instrument/faults";
 import type { Partition } from "../../src/partition/partition";
 import type { DedupSettings } from "../../src/stream/dedup";
 import { at, call, createStream, json, output, post } from "./helpers";
@@ -39,8 +40,8 @@ describe("conflicts", () => {
     expect((await output("conf-drop")).map((x) => [x.id, x.amount])).toEqual([["A", 10], ["B", 1]]);
     expect(await lane("conf-drop", "conflicts")).toEqual([
       { source: "shop", batchId: "b2", index: 1, verdict: "dropped", kept: { batchId: "b1", source: "shop", seq: 1 }, row: rows[1] },
-      // kept earlier in the same batch: not committed when judged
-      { source: "shop", batchId: "b2", index: 3, verdict: "dropped", kept: { batchId: "b2", source: "shop", seq: null }, row: rows[3] },
+      // kept earlier in the same batch: the commit it takes (b2's own)
+      { source: "shop", batchId: "b2", index: 3, verdict: "dropped", kept: { batchId: "b2", source: "shop", seq: 2 }, row: rows[3] },
     ]);
     expect(await lane("conf-drop", "duplicates")).toEqual([]); // keepDuplicates is off
     const progress = (await json(call("GET", "/v1/streams/conf-drop/progress"))).progress;
@@ -95,6 +96,50 @@ describe("conflicts", () => {
     const bad = await call("PUT", "/v1/streams/conf-bad", { key: { content: { exclude: ["x"] } }, mode: "global", volatile: ["y"] });
     expect(bad.status).toBe(400);
     expect(await bad.text()).toContain("key.content.exclude");
+  });
+});
+
+describe("a kept copy in the same micro-batch", () => {
+  const request = (batchId: string, rows: unknown[]): IngestRequest => ({ sourceHeader: null, batchId, auth: { kind: "admin" }, rows, identity: `identity-of-${batchId}`, bytes: 100 });
+  const b2 = [{ id: "C", ts: at(10, 1), v: 1 }, { id: "A", ts: at(10, 0), v: 9 }];
+  const b3 = [{ id: "C", ts: at(10, 1), v: 1 }, { id: "A", ts: at(10, 0), v: 1 }, { id: "D", ts: at(10, 2), v: 1 }, { id: "D", ts: at(10, 2), v: 2 }];
+  const lanes = async (name: string) => ({
+    conflicts: (await lane(name, "conflicts")).map((x) => [x.batchId, x.index, x.kept]),
+    duplicates: (await lane(name, "duplicates")).map((x) => [x.batchId, x.index, x.kept]),
+  });
+  const ref = (batchId: string, seq: number | null) => ({ batchId, source: "default", seq });
+  // b3 drops C against b2 (committing with it), A against b1, D against its own first D.
+  const expected = {
+    conflicts: [["b2", 1, ref("b1", 1)], ["b3", 3, ref("b3", 3)]],
+    duplicates: [["b2", 1, ref("b1", 1)], ["b3", 0, ref("b2", 2)], ["b3", 1, ref("b1", 1)], ["b3", 3, ref("b3", 3)]],
+  };
+
+  it("is named by the commit it takes with the dropped copy's (its members commit in order, with consecutive numbers)", async () => {
+    const name = "same-group";
+    await createStream(name, { ...base, keepDuplicates: true });
+    await post(name, [{ id: "A", ts: at(10, 0), v: 1 }], { "idempotency-key": "b1" });
+    const answers = await runInDurableObject(env.COORDINATOR.getByName(name), (c) => c.ingestMany([request("b2", b2), request("b3", b3)]));
+    expect(answers.map((a) => a.kind)).toEqual(["done", "done"]);
+    const progress = (await json(call("GET", `/v1/streams/${name}/progress`))).progress;
+    expect(progress.map((p: any) => [p.batchId, p.commitSeq])).toEqual([["b1", 1], ["b2", 2], ["b3", 3]]);
+    expect(await lanes(name)).toEqual(expected);
+  });
+
+  it("after the group crashed, its members' retries write the same entries (the kept copy's batch committed first)", async () => {
+    const name = "same-group-crash";
+    await createStream(name, { ...base, keepDuplicates: true });
+    await post(name, [{ id: "A", ts: at(10, 0), v: 1 }], { "idempotency-key": "b1" });
+    const crashed = await runInDurableObject(env.COORDINATOR.getByName(name), (c) => {
+      armFault(batchFaultKey(name, "b2"), "after-decide");
+      return c.ingestMany([request("b2", b2), request("b3", b3)]);
+    });
+    expect(crashed.map((a) => a.kind)).toEqual(["failed", "failed"]);
+    expect(await lanes(name)).toEqual({ conflicts: [], duplicates: [] });
+    // Each retried on its own, in order: b2 commits as 2, then b3 as 3 names b2 by its commit.
+    for (const [batchId, rows] of [["b2", b2], ["b3", b3]] as const) {
+      expect(await runInDurableObject(env.COORDINATOR.getByName(name), (c) => c.ingestMany([request(batchId, rows)]))).toMatchObject([{ kind: "done" }]);
+    }
+    expect(await lanes(name)).toEqual(expected);
   });
 });
 
