@@ -99,6 +99,31 @@ describe("conflicts", () => {
   });
 });
 
+describe("a partition's names of batches", () => {
+  it.each([false, true])("go in chunks of many batches (one row each), answer every key's batch, and go when all their keys have (hashed: %s)", async (hashedKeys) => {
+    const settings: DedupSettings = { mode: "within-watermark", delay: 100, hasEventTime: true, hashedKeys };
+    const p = env.PARTITION.getByName(`names-${hashedKeys}/0`) as DurableObjectStub<Partition>;
+    const batch = (b: number) => `source-with-a-long-name\nbatch-${String(b).padStart(4, "0")}-${"x".repeat(40)}`;
+    // 200 batches of one key each (k0 at 1000 … k199 at 1199), and a duplicate of the key before.
+    for (let b = 0; b < 200; b++) {
+      const rows = [{ index: 0, key: `k${b}`, eventTime: 1000 + b }, ...(b > 0 ? [{ index: 1, key: `k${b - 1}`, eventTime: 1000 + b }] : [])];
+      expect((await p.apply({ epoch: "e1", batch: batch(b), watermark: 0, settings, rows })).decisions).toBe(b > 0 ? "ed" : "e");
+    }
+    const chunks = () => runInDurableObject(p, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM kept_names").one().n);
+    expect(await chunks()).toBeGreaterThan(3); // ~30 names a chunk
+    for (const b of [0, 1, 57, 58, 120, 198, 199]) expect((await p.lookup("e1", `k${b}`))[0]).toMatchObject({ batch: batch(b), dropped: b < 199 ? 1 : 0 });
+    // Keys up to k99 expire: their chunks go, the others stay and still answer.
+    const before = await chunks();
+    await p.advance("e1", 1199);
+    expect((await p.lookup("e1", "k99"))).toEqual([]);
+    for (const b of [100, 150, 199]) expect((await p.lookup("e1", `k${b}`))[0]).toMatchObject({ batch: batch(b) });
+    const left = await runInDurableObject(p, (_o, state) => state.storage.sql.exec<{ n: number; expired: number }>("SELECT count(*) AS n, count(*) FILTER (WHERE until <= 1199) AS expired FROM kept_names").one());
+    expect(left.expired).toBe(0);
+    expect(left.n).toBeLessThan(before);
+    expect(left.n).toBeGreaterThan(0);
+  });
+});
+
 describe("a kept copy in the same micro-batch", () => {
   const request = (batchId: string, rows: unknown[]): IngestRequest => ({ sourceHeader: null, batchId, auth: { kind: "admin" }, rows, identity: `identity-of-${batchId}`, bytes: 100 });
   const b2 = [{ id: "C", ts: at(10, 1), v: 1 }, { id: "A", ts: at(10, 0), v: 9 }];
