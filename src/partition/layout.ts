@@ -108,37 +108,27 @@ export function readHeld(sql: SqlStorage, l: Layout, withR: boolean, buckets: It
   return new Map(rows.map((r) => [String(r.id), { b: r.b, t: r.t, e: r.e, d: r.d, r: r.r, dropped: 0, conflicts: 0 }]));
 }
 
-/** Writes this call's changes to the rows held: the keys added (with their drop counts), the counts of keys held before, in two statements at most. */
-export function writeHeld(sql: SqlStorage, l: Layout, held: ReadonlyMap<string, Held>): void {
-  const added: string[] = [];
-  const counted: string[] = [];
-  let withR = false;
-  let countsInR = false;
+/**
+ * Writes this call's changes to the rows held in one statement: the keys
+ * added (with their drop counts) are inserted; a key held before that had
+ * copies dropped against it meets its own row, and its count is added there
+ * (t or r, by `excluded`). Keys added were absent, so only those conflict.
+ */
+export function writeHeld(sql: SqlStorage, l: Layout, held: ReadonlyMap<string, Held>, withR: boolean): void {
+  const rows: string[] = [];
   for (const [id, h] of held) {
     const compact = isCompact(l, h.e);
     const more = h.dropped * T_SHIFT;
-    if (h.added) {
-      if (!compact) withR = true;
-      added.push(`[${h.b},${keyLiteral(l, id)},${compact ? h.t! + more : h.t},${h.e},${h.d},${compact ? null : h.r! + more}]`);
-    } else if (h.dropped > 0) {
-      counted.push(`[${h.b},${keyLiteral(l, id)},${compact ? more : 0},${compact ? 0 : more}]`);
-      if (!compact) countsInR = true;
-    }
+    if (h.added) rows.push(`[${h.b},${keyLiteral(l, id)},${compact ? h.t! + more : h.t},${h.e},${h.d},${compact ? null : h.r! + more}]`);
+    // A count only: t and r carry what to add, e and d are not written.
+    else if (h.dropped > 0) rows.push(`[${h.b},${keyLiteral(l, id)},${compact ? more : 0},null,null,${compact ? 0 : more}]`);
   }
   const v = (i: number) => `json_extract(c.value, '$[${i}]')`;
-  if (added.length > 0) {
+  if (rows.length > 0) {
     sql.exec(
-      `INSERT INTO keys (b, k, t, e, d${withR ? ", r" : ""}) SELECT ${v(0)}, ${v(1)}, ${v(2)}, ${v(3)}, ${v(4)}${withR ? `, ${v(5)}` : ""} FROM json_each(?) c`,
-      `[${added.join(",")}]`,
-    );
-  }
-  if (counted.length > 0) {
-    // r exists wherever a non-compact key was stored (it was added with it).
-    const r = countsInR ? `, r = CASE WHEN ${v(3)} = 0 THEN r ELSE coalesce(r, 0) + ${v(3)} END` : "";
-    sql.exec(
-      `UPDATE keys SET t = CASE WHEN ${v(2)} = 0 THEN t ELSE coalesce(t, 0) + ${v(2)} END${r} FROM json_each(?) c
-       WHERE keys.b = ${v(0)} AND keys.k = ${v(1)}`,
-      `[${counted.join(",")}]`,
+      `INSERT INTO keys (b, k, t, e, d${withR ? ", r" : ""}) SELECT ${v(0)}, ${v(1)}, ${v(2)}, ${v(3)}, ${v(4)}${withR ? `, ${v(5)}` : ""} FROM json_each(?) c WHERE true
+       ON CONFLICT (b, k) DO UPDATE SET t = CASE WHEN excluded.t = 0 THEN t ELSE coalesce(t, 0) + excluded.t END${withR ? ", r = CASE WHEN excluded.r = 0 THEN r ELSE coalesce(r, 0) + excluded.r END" : ""}`,
+      `[${rows.join(",")}]`,
     );
   }
   const conflicts = [...held].filter(([, h]) => h.conflicts > 0);

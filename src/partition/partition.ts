@@ -334,7 +334,7 @@ export class Partition extends SqliteObject<Env> {
       addColumn(this.sql, "keys", "r", "INTEGER");
       this.withR = true;
     }
-    writeHeld(this.sql, l, held);
+    writeHeld(this.sql, l, held, this.hasR());
     if (intoFront.length > 0) {
       this.sql.exec("INSERT INTO front (e, k) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)", `[${intoFront.join(",")}]`);
     }
