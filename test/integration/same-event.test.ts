@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import type { IngestRequest } from "../../src/coordinator/protocol";
 import { armFault, batchFaultKey, FAULT_POINTS } from "../../src/instrument/faults";
 import type { Partition } from "../../src/partition/partition";
-import type { DedupSettings } from "../../src/stream/dedup";
+import { applyBatch, type DedupSettings } from "../../src/stream/dedup";
 import { at, call, createStream, json, output, post } from "./helpers";
 
 async function lane(stream: string, name: string): Promise<any[]> {
@@ -96,6 +96,59 @@ describe("conflicts", () => {
     const bad = await call("PUT", "/v1/streams/conf-bad", { key: { content: { exclude: ["x"] } }, mode: "global", volatile: ["y"] });
     expect(bad.status).toBe(400);
     expect(await bad.text()).toContain("key.content.exclude");
+  });
+});
+
+describe("a partition's micro-batch against a model", () => {
+  let n = 0;
+  type Kept = { batch: string; e: number; t: number; digest: string; dropped: number; conflicts: number };
+  it.each([
+    ["text", { mode: "within-watermark", delay: 100, hasEventTime: true }],
+    ["hashed", { mode: "within-watermark", delay: 100, hasEventTime: true, hashedKeys: true }],
+    ["hashed, reject", { mode: "within-watermark", delay: 100, hasEventTime: true, hashedKeys: true, onConflict: "reject" }],
+  ] as [string, DedupSettings][])("%s: decisions, kept batches, gaps and receipts of groups of entries, judged in order", async (_name, settings) => {
+    const entry = fc.array(fc.tuple(fc.constantFrom("a", "b", "c", "d", "e"), fc.integer({ min: 0, max: 300 }), fc.constantFrom("1", "2")), { maxLength: 6 });
+    const group = fc.record({ watermark: fc.integer({ min: 0, max: 1300 }), entries: fc.array(entry, { minLength: 1, maxLength: 3 }) });
+    await fc.assert(
+      fc.asyncProperty(fc.array(group, { minLength: 1, maxLength: 6 }), async (groups) => {
+        const p = env.PARTITION.getByName(`group-model-${++n}/0`) as DurableObjectStub<Partition>;
+        const keys = new Map<string, Kept>();
+        let wm = 0;
+        let b = 0;
+        for (const [g, { watermark, entries }] of groups.entries()) {
+          wm = Math.max(wm, watermark);
+          for (const [k, kept] of keys) if (kept.e <= wm) keys.delete(k);
+          const batches = entries.map(() => `s\nb${++b}`);
+          const rowsOf = entries.map((rows) => rows.map(([key, t, digest], index) => ({ index, key, eventTime: 1000 + t, digest })));
+          const want = rowsOf.map((rows, i) => {
+            const r = applyBatch(settings, wm, rows, (k) => keys.has(k), (k) => keys.get(k)?.digest ?? null);
+            const kept: { at: number; batch: string | null }[] = [];
+            const gaps: number[] = [];
+            const added = new Map(r.inserts.map((c) => [c.stateKey, { batch: batches[i], e: c.expiresAt!, t: c.eventTime!, digest: c.digest!, dropped: 0, conflicts: 0 }]));
+            rows.forEach((row, at) => {
+              const d = r.decisions[at];
+              if (d === "e" || d === "l") return;
+              const held = keys.get(row.key) ?? added.get(row.key)!;
+              if (d !== "x") held.dropped++;
+              if (d !== "d") held.conflicts++;
+              if (d !== "d") kept.push({ at, batch: held.batch });
+              if (d !== "x") gaps.push(Math.abs(row.eventTime - held.t));
+            });
+            for (const [k, v] of added) keys.set(k, v);
+            return { decisions: r.decisions.join(""), kept, gaps };
+          });
+          const got = await p.applyGroup({ epoch: "e1", group: `g${g}`, watermark, entries: rowsOf.map((rows, i) => ({ batch: batches[i], settings, rows })) });
+          expect(got.decisions).toEqual(want.map((w) => w.decisions));
+          expect(got.kept ?? want.map(() => [])).toEqual(want.map((w) => w.kept));
+          expect(got.gaps!.map((x) => [...x].sort())).toEqual(want.map((w) => [...w.gaps].sort()));
+          expect(got.rows).toBe(keys.size);
+        }
+        for (const [k, kept] of keys) {
+          expect((await p.lookup("e1", k))[0]).toMatchObject({ batch: kept.batch, dropped: kept.dropped, conflicts: kept.conflicts, expiresAt: kept.e });
+        }
+      }),
+      { numRuns: 25 },
+    );
   });
 });
 
