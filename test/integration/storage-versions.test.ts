@@ -220,3 +220,22 @@ it("a text partition of version 6 (batches named by their range of expiries or a
   const left = await runInDurableObject(stub, (_p, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM kept_names").one().n);
   expect(left).toBe(0);
 });
+
+it("a hashed global partition of version 6 (every key named by a receipts row) upgrades: the number and counts move into its keys' rows", async () => {
+  const stub = env.PARTITION.getByName("versions/6g") as DurableObjectStub<Partition>;
+  const settings: DedupSettings = { mode: "global", delay: 0, hasEventTime: false, hashedKeys: true };
+  // As version 6 kept them: no expiry, t the event time (null), each key's batch number and drop count in its receipts row.
+  await layoutAt(stub, 6, (sql) => {
+    sql.exec("INSERT INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending) VALUES (1, 'e1', 0, 2, NULL, 0, 1, NULL, NULL)");
+    sql.exec("INSERT INTO keys (b, k, t, e, d) SELECT 0, value ->> 0, NULL, NULL, value ->> 1 FROM json_each(?)", `[[${keyHash64("A")},5],[${keyHash64("B")},6]]`);
+    sql.exec("INSERT INTO kept_batches (n, batch, until) VALUES (1, 's' || char(10) || 'g1', NULL), (2, 's' || char(10) || 'g2', NULL)");
+    sql.exec("INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT 0, k, CASE WHEN d = 5 THEN 1 ELSE 2 END, CASE WHEN d = 5 THEN 3 ELSE 0 END, CASE WHEN d = 5 THEN 1 ELSE 0 END FROM keys");
+  });
+  const receipts = async () => (await Promise.all(["A", "B"].map(async (k) => (await stub.lookup("e1", k))[0]))).map((r) => [r.batch, r.dropped, r.conflicts, r.expiresAt]);
+  expect(await receipts()).toEqual([["s\ng1", 3, 1, null], ["s\ng2", 0, 0, null]]);
+  expect(await schemaOf(stub)).toEqual({ version: Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)), receipts: [[0, 1]], tables: ["kept_names"] });
+  const r = await stub.apply({ epoch: "e1", batch: "s\ng3", watermark: 0, settings, rows: [{ index: 0, key: "B", eventTime: null }, { index: 1, key: "C", eventTime: null }] });
+  expect(r).toMatchObject({ decisions: "de", rows: 3 });
+  expect(await receipts()).toEqual([["s\ng1", 3, 1, null], ["s\ng2", 1, 0, null]]);
+  expect((await stub.lookup("e1", "C"))[0]).toMatchObject({ batch: "s\ng3", dropped: 0 });
+});
