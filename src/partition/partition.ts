@@ -173,9 +173,9 @@ export class Partition extends SqliteObject<Env> {
    * A micro-batch's entries, judged in order against the state in a few
    * statements whatever their number: one read of the key rows the entries'
    * rows may match (feeding the duplicate check, the conflict check, the
-   * gaps and the receipts), one insert of the new keys, one update of the
-   * drop counts of keys held before, and the meta row (which carries the
-   * ledger entry and the new batches' names).
+   * gaps and the receipts), one upsert of the new keys and of the drop
+   * counts of keys held before, and the meta row (which carries the ledger
+   * entry and the new batches' names).
    */
   applyGroup(req: GroupApplyRequest): GroupApplyResult & { replayed: boolean } {
     const fault = faultsEnabled() && req.entries.length > 0 ? takeFault(partitionFaultKey(req.epoch, req.entries[0].batch)) : null;
@@ -221,7 +221,9 @@ export class Partition extends SqliteObject<Env> {
       const perEntry = req.group === undefined;
       const decisions = work.map(({ entry, known, fresh, judged: judging }) => {
         if (judging) {
-          if (fresh.length > 0) inserted += this.judge(meta, layout!, id, held, chunk, entry, fresh, known);
+          // No layout yet means no row of this call can be stored: every fresh one is late (fixLayout()).
+          if (!layout) for (const r of fresh) known.set(r.index, "l");
+          else if (fresh.length > 0) inserted += this.judge(meta, layout, id, held, chunk, entry, fresh, known);
           judged += fresh.length;
           ledger.push([entry.batch, encodeDecisions(known)]);
         }
