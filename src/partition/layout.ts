@@ -1,7 +1,7 @@
 /**
- * How a partition stores a key row (keys: b, k, t, e, d[, r]), and the three
+ * How a partition stores a key row (keys: b, k, t, e, d[, r]), and the two
  * statements an apply makes on it: one read of the rows its candidates may
- * match, one insert of the new keys, one update of drop counts. Pure SQL
+ * match, one upsert of the new keys and of the drop counts. Pure SQL
  * helpers over the Partition's counted `sql` (src/partition/partition.ts).
  *
  * - b: the expiry bucket, k: the key text or its 64-bit hash, d: the kept
