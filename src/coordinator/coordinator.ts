@@ -370,6 +370,8 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     const group = `g-${crypto.randomUUID()}`;
     const members = this.withTableColumns(items.map((it) => this.beginMember(meta, it, now)));
     this.ledger.begin(group, members, now);
+    // Runs go one at a time: the members will commit as firstSeq, firstSeq + 1, … (their lanes name kept copies among them by these; the commit checks it).
+    const firstSeq = this.ledger.lastSeq() + 1;
     const { commits, outbox, columns } = await runGroup(
       {
         group,
@@ -380,11 +382,12 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
         applyGroup: (p, r) => partitionStub(this.env, meta.name, p).applyGroup(r),
         takeForget: (p) => this.partitions.takeForget(p),
         committedSeq: (source, batchId) => this.committedSeq(source, batchId),
+        firstSeq,
       },
       members,
     );
     if (this.meta()?.epoch !== meta.epoch) throw new Error("stream was deleted while the batch ran");
-    const outcomes = await this.commitGroup(commits, { id: group, members }, outbox);
+    const outcomes = await this.commitGroup(commits, { id: group, members, firstSeq }, outbox);
     if (this.meta()) recordColumns(this.sql, columns, Date.now());
     return outcomes;
   }
@@ -483,7 +486,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
    */
   private async commitGroup(
     reqs: CommitRequest[],
-    begun?: { id: string; members: readonly { watermark: number; identity: string }[] },
+    begun?: { id: string; members: readonly { watermark: number; identity: string }[]; firstSeq?: number },
     outbox?: GroupResult["outbox"],
   ): Promise<BatchOutcome[]> {
     const meta = this.meta();
@@ -529,6 +532,8 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       }
       let seq = this.ledger.lastSeq();
       const firstSeq = seq + 1;
+      // The group's lanes name its members by the numbers they were to take: a commit that came first (the direct form) makes them wrong; the group runs again.
+      if (begun?.firstSeq !== undefined && begun.firstSeq !== firstSeq) throw new Error(`commit ${seq} came before this group's: its members would not commit from ${begun.firstSeq}`);
       const records: CommittedRecord[] = [];
       const outcomes = reqs.map((req, i): BatchOutcome => {
         if (rows[i].seq !== null) return recordedOutcome(rows[i], req.source, req.batchId);

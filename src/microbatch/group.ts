@@ -100,3 +100,23 @@ export function coalesceRefs(refs: readonly ObjectRef[]): ObjectRef[] {
   }
   return out;
 }
+
+/**
+ * The commit number of a kept copy's batch, for the conflicts and duplicates
+ * lanes: a member of this group commits as `firstSeq` + its position (the
+ * members commit together, in order, with consecutive numbers); any other
+ * batch, as the ledger knows it (null: not committed, or forgotten). Without
+ * `firstSeq` (a caller that cannot know it) a member's is null.
+ */
+export function keptSeqOf(
+  members: readonly Pick<Member, "ledger">[],
+  firstSeq: number | undefined,
+  committedSeq: (source: string, batchId: string) => number | null,
+): (source: string, batchId: string) => number | null {
+  const position = new Map(members.map((m, i) => [m.ledger, i]));
+  return (source, batchId) => {
+    const i = position.get(`${source}\n${batchId}`);
+    if (i !== undefined) return firstSeq === undefined ? null : firstSeq + i;
+    return committedSeq(source, batchId);
+  };
+}

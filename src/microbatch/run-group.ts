@@ -6,7 +6,7 @@ import { LANES, writeGroup, type Lane, type LaneKeys } from "../output/sink";
 import { dedupSettings, encodeDropped, encodeLate, encodeOutput, encodeRejected, mergeDecisions, planBatch } from "../stream/batch";
 import type { StreamConfig } from "../stream/config";
 import { capRejected } from "../stream/report";
-import { concatParts, formatRef, memberDecisions, partitionPayloads, type ByteRange } from "./group";
+import { concatParts, formatRef, keptSeqOf, memberDecisions, partitionPayloads, type ByteRange } from "./group";
 
 /** A request in a micro-batch, begun: what it was judged by is fixed at its first attempt. */
 export interface BegunMember {
@@ -37,6 +37,8 @@ export interface GroupContext {
   takeForget(p: number): string[];
   /** a kept copy's commit number, if its batch has committed (absent: unknown) */
   committedSeq?(source: string, batchId: string): number | null;
+  /** the commit number the group's first member will take (its members take the next ones, in order); the commit checks it */
+  firstSeq?: number;
 }
 
 /**
@@ -88,7 +90,8 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
   const gaps = memberDecisions(planned, new Map([...results].map(([p, r]) => [p, r.gaps ?? r.decisions.map((): number[] => [])])));
   // The kept copies of conflicts (and of duplicates, with keepDuplicates), by partition and position.
   const keptBy = memberDecisions(planned, new Map([...results].map(([p, r]) => [p, r.kept ?? r.decisions.map(() => [])])));
-  const seqOf = (source: string, batchId: string) => ctx.committedSeq?.(source, batchId) ?? null;
+  // A kept copy in this group (this member's own batch, or one before it) commits with it: its number is known now.
+  const seqOf = keptSeqOf(planned, ctx.firstSeq, (source, batchId) => ctx.committedSeq?.(source, batchId) ?? null);
   const merged = planned.map((m, i) =>
     mergeDecisions(m.plan, decided[i], new Map([...keptBy[i]].map(([p, k]) => [p, new Map(k.map((x) => [x.at, x.batch]))])), { source: m.source, batchId: m.batchId, seqOf }));
   failAt(fault, "after-decide");

@@ -1,12 +1,14 @@
-import { decideByInsert, firstEventTimeOf, stateKeyFor, type Decision, type DedupSettings, type StateInsert } from "../stream/dedup";
+import { applyBatch, expiryOf as expiryAt, firstEventTimeOf, stateKeyFor, type Decision, type DedupSettings } from "../stream/dedup";
 import type { Env } from "../env";
 import { decodeDecisions, encodeDecisions } from "../stream/ledger";
 import { failAt, faultsEnabled, partitionFaultKey, takeFault } from "../instrument/faults";
 import { addColumn, type Migration } from "../storage/migrations";
 import { SqliteObject } from "../storage/sqlite-object";
 import { bucketAtWatermark, bucketOf, bucketWidthFor } from "../stream/expiry-buckets";
-import { keyHash64, keyHashLabel } from "../stream/key-hash";
-import { eventTimeOf, forgetFrontReceipts, RECEIPTS_V6, forgetReceipts, lookupReceipt, nameKeptBatch, nextBatchNumber, recordReceipts, type KeyLayout } from "./receipts";
+import { absoluteBucket, expiryOf, expirySql, hasReceiptColumn, isCompact, keyLiteral, numberOf, placeOf, readHeld, storedBucket, storedKey, writeHeld, type Held, type Layout } from "./layout";
+import {
+  forgetFrontReceipts, RECEIPTS_V6, forgetReceipts, listKeys, lookupReceipt, nameBatch, openChunk, receiptsV7, resolveNames, sealChunk, type NameChunk,
+} from "./receipts";
 import {
   LEDGER_RETENTION_MS,
   type ApplyRequest,
@@ -32,7 +34,8 @@ export type {
  * The partition's own row: which incarnation of the stream it holds, its
  * watermark, its key count, a lower bound of its earliest expiry, and its
  * layout, fixed by its first batch: expiry bucket width (null: none chosen
- * yet), whether keys are hashed, and which bucket `front` holds.
+ * yet), whether keys are hashed, which bucket `front` holds, and the base of
+ * its relative buckets (null: absolute, src/partition/layout.ts).
  */
 type PartitionMeta = {
   epoch: string;
@@ -44,7 +47,13 @@ type PartitionMeta = {
   front_b: number | null;
   /** the decision ledger's small entries, in the meta row (which every apply writes anyway): JSON PendingEntries, or null */
   pending: string | null;
+  /** the open chunk of kept batches' names (JSON NameChunk, src/partition/receipts.ts), or null */
+  names: string | null;
+  base: number | null;
 };
+
+/** A row dropped by the watermark before the dedup check (DESIGN §2.4). */
+const isLate = (settings: DedupSettings, watermark: number, r: PartitionRow) => settings.hasEventTime && r.eventTime !== null && r.eventTime <= watermark;
 
 /** Counted in duplicates: a duplicate or a dropped conflict (a rejected one is in rejected). */
 const countsAsDuplicate = (d: Decision) => d === "d" || d === "c";
@@ -55,9 +64,6 @@ type PendingEntries = Record<string, [number, [string, string][]]>;
 /** An entry this small rides in the meta row, while those there stay under PENDING_MAX_BYTES; others go to the ledger table. */
 export const PENDING_ENTRY_MAX_BYTES = 4_096;
 export const PENDING_MAX_BYTES = 32_768;
-
-/** A row judged a duplicate: which entry, its state key and event time. */
-type Duplicate = { entry: number; key: string; t: number; settings: DedupSettings };
 
 /** The Partition's storage layouts, oldest first (src/storage/migrations.ts). */
 export const PARTITION_MIGRATIONS: readonly Migration[] = [
@@ -126,6 +132,11 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
     does: "a hashed key with an expiry counts its dropped copies in keys.t (n + dropped·2^32, src/partition/receipts.ts): their receipts rows go, but for conflicts",
     up: (sql) => sql.exec(RECEIPTS_V6),
   },
+  {
+    version: 7,
+    does: "receipts at no row per batch: a key's batch number and drop count in its row (t, or keys.r where t holds the event time), batches' names in chunks (kept_names; the open one in meta.names); new partitions store b and e relative (meta.base)",
+    up: (sql) => receiptsV7(sql, (table, column, declaration) => addColumn(sql, table, column, declaration)),
+  },
 ];
 
 const LEDGER_PRUNE_EVERY_MS = 3_600_000;
@@ -140,10 +151,10 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   private lastPrune = 0;
   /** the meta row as stored: only this object writes it, so it is read once */
   private cached: PartitionMeta | null | undefined;
-  /** the expiry buckets that hold keys (a few): a key is looked up in each; read once, then kept */
+  /** the expiry buckets that hold keys (a few, stored form): a key is looked up in each; read once, then kept */
   private buckets: Set<number> | undefined;
-  /** the next kept_batches number (read once, then kept) */
-  private nextBatch: number | undefined;
+  /** whether keys has its r column (src/partition/layout.ts; read once, then kept) */
+  private withR: boolean | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, { migrations: PARTITION_MIGRATIONS, countAs: "Partition" });
@@ -159,6 +170,14 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     return { ...r, decisions: decisions[0] };
   }
 
+  /**
+   * A micro-batch's entries, judged in order against the state in a few
+   * statements whatever their number: one read of the key rows the entries'
+   * rows may match (feeding the duplicate check, the conflict check, the
+   * gaps and the receipts), one upsert of the new keys and of the drop
+   * counts of keys held before, and the meta row (which carries the ledger
+   * entry and the new batches' names).
+   */
   applyGroup(req: GroupApplyRequest): GroupApplyResult & { replayed: boolean } {
     const fault = faultsEnabled() && req.entries.length > 0 ? takeFault(partitionFaultKey(req.epoch, req.entries[0].batch)) : null;
     if (fault === "partition-midway") {
@@ -180,37 +199,40 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
       }
       const recorded = this.recordedDecisions(req.entries.filter((e) => e.resumed).map((e) => e.batch), pending);
       const removed = this.evict(meta, req.watermark);
+      // Rows this batch already had decided here (an attempt that crashed before
+      // its commit) keep their decision; only rows new to this partition are judged.
+      const work = req.entries.map((entry) => {
+        const known = recorded.get(entry.batch) ?? new Map<number, Decision>();
+        const fresh = entry.rows.filter((r) => !known.has(r.index));
+        return { entry, known, fresh, judged: fresh.length > 0 || known.size === 0 };
+      });
+      const layout = this.fixLayout(meta, work);
+      // Each state key's stored form, worked out once per call (a hash, for hashed state).
+      const ids = new Map<string, string>();
+      const id = (stateKey: string) => {
+        let stored = ids.get(stateKey);
+        if (stored === undefined) ids.set(stateKey, (stored = storedKey(layout!, stateKey)));
+        return stored;
+      };
+      const held = layout ? this.readHeldFor(meta, layout, id, work) : new Map<string, Held>();
+      const chunk: { open: NameChunk | null } = { open: null };
       let inserted = 0;
       let judged = 0;
       const ledger: [string, string][] = [];
       const perEntry = req.group === undefined;
-      const duplicates: Duplicate[] = [];
-      const kept: KeptBatch[][] = [];
-      const decisions = req.entries.map((entry, e) => {
-        // Rows this batch already had decided here (an attempt that crashed before
-        // its commit) keep their decision; only rows new to this partition are judged.
-        const known = recorded.get(entry.batch) ?? new Map<number, Decision>();
-        const fresh = entry.rows.filter((r) => !known.has(r.index));
-        let freshDrops: PartitionRow[] = [];
-        if (fresh.length > 0 || known.size === 0) {
-          const n = this.batchNumber();
-          const r = decideByInsert(
-            entry.settings, meta.watermark, fresh,
-            (candidates) => this.insertNew(candidates, meta, entry.settings, { n, batch: entry.batch }),
-            (keys) => this.keptDigests(meta, keys),
-          );
-          fresh.forEach((row, i) => known.set(row.index, r.decisions[i]));
-          freshDrops = fresh.filter((_, i) => r.decisions[i] !== "e" && r.decisions[i] !== "l");
-          inserted += r.inserted;
+      const decisions = work.map(({ entry, known, fresh, judged: judging }) => {
+        if (judging) {
+          // No layout yet means no row of this call can be stored: every fresh one is late (fixLayout()).
+          if (!layout) for (const r of fresh) known.set(r.index, "l");
+          else if (fresh.length > 0) inserted += this.judge(meta, layout, id, held, chunk, entry, fresh, known);
           judged += fresh.length;
           ledger.push([entry.batch, encodeDecisions(known)]);
         }
-        // Recorded duplicates too: their batch never committed, so the Coordinator has not counted them.
-        for (const r of entry.rows) if (countsAsDuplicate(known.get(r.index)!) && r.eventTime !== null) duplicates.push({ entry: e, key: stateKeyFor(entry.settings, r), t: r.eventTime, settings: entry.settings });
-        kept.push(recordReceipts(this.sql, this.layout(meta), entry, known, freshDrops));
         return entry.rows.map((r) => known.get(r.index)!).join("");
       });
-      const gaps = this.duplicateGaps(req.entries.length, duplicates, meta);
+      if (layout) this.store(meta, layout, held);
+      const { gaps, kept } = layout ? this.answers(meta, layout, id, held, chunk, work) : { gaps: work.map((): number[] => []), kept: [] };
+      if (chunk.open) meta.names = JSON.stringify(sealChunk(this.sql, chunk.open));
       const now = Date.now();
       const small = ledger.length > 0 && !perEntry && this.fitsPending(pending, ledger);
       if (small) {
@@ -238,69 +260,128 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     });
   }
 
-  /** The next number for kept_batches (src/partition/receipts.ts). */
-  private batchNumber(): number {
-    this.nextBatch ??= nextBatchNumber(this.sql);
-    return this.nextBatch;
+  /** The partition's layout, fixed by the first row it may store (null: none yet, and none in this call). */
+  private fixLayout(meta: PartitionMeta, work: readonly { entry: GroupEntry; fresh: PartitionRow[] }[]): Layout | null {
+    if (meta.width === null) {
+      for (const { entry, fresh } of work) {
+        const first = fresh.find((r) => !isLate(entry.settings, meta.watermark, r));
+        if (!first) continue;
+        meta.width = bucketWidthFor(entry.settings);
+        meta.hashed = entry.settings.hashedKeys ? 1 : 0;
+        const e = expiryAt(entry.settings, first.eventTime);
+        // Version 7 on: buckets counted from the first one, expiries from their bucket's start (a few bytes per key).
+        meta.base = meta.width > 0 && e !== null ? bucketOf(e, meta.width) : null;
+        break;
+      }
+      if (meta.width === null) return null;
+    }
+    return { hashed: meta.hashed, width: meta.width, base: meta.base };
   }
 
-  /** The kept copies' digests of remembered keys (null: kept without one), for the conflict check. */
-  private keptDigests(meta: PartitionMeta, stateKeys: string[]): Map<string, string | null> {
-    const byStored = new Map(stateKeys.map((k) => [this.storedKey(meta, k), k]));
-    const rows = this.sql
-      .exec<{ id: string; d: string | null }>(
-        `SELECT ${meta.hashed ? "CAST(k AS TEXT)" : "k"} AS id, CAST(d AS TEXT) AS d FROM keys WHERE b IN (SELECT value FROM json_each(?1)) AND k IN (SELECT value FROM json_each(?2))`,
-        JSON.stringify([...this.liveBuckets()]), `[${[...byStored.keys()].map((k) => this.keyLiteral(meta, k)).join(",")}]`,
-      )
-      .toArray();
-    return new Map(rows.map((r) => [byStored.get(String(r.id))!, r.d]));
-  }
-
-  /** How this partition stores its keys, for the receipt statements (src/partition/receipts.ts). */
-  private layout(meta: PartitionMeta): KeyLayout {
-    return {
-      hashed: meta.hashed,
-      buckets: () => JSON.stringify([...this.liveBuckets()]),
-      stored: (k) => this.storedKey(meta, k),
-      literal: (stored) => this.keyLiteral(meta, stored),
-    };
+  /** The key rows held that this call's rows may meet: its candidates', and those of its recorded drops (for gaps and receipts). */
+  private readHeldFor(meta: PartitionMeta, l: Layout, id: (stateKey: string) => string, work: readonly { entry: GroupEntry; known: Map<number, Decision>; fresh: PartitionRow[]; judged: boolean }[]): Map<string, Held> {
+    const wanted = new Set<string>();
+    for (const { entry, known, fresh, judged } of work) {
+      if (judged) for (const r of fresh) if (!isLate(entry.settings, meta.watermark, r)) wanted.add(id(stateKeyFor(entry.settings, r)));
+      for (const r of entry.rows) {
+        const d = known.get(r.index);
+        if (d === "d" || d === "c" || d === "x") wanted.add(id(stateKeyFor(entry.settings, r)));
+      }
+    }
+    return readHeld(this.sql, l, this.hasR(), this.liveBuckets(), wanted);
   }
 
   /**
-   * Per entry, each duplicate's event-time gap to the kept copy, read in one
-   * statement after the inserts: a copy kept earlier in this call (within the
-   * batch or the group) is stored by now, as one kept before is. Hashed state
-   * keeps no event time where the expiry implies it (src/stream/dedup.ts).
+   * Judges an entry's fresh rows against the rows held (and those this call
+   * added before it), in memory: the first copy of a key not held is kept and
+   * added, every other copy is dropped, a conflict where both digests differ.
+   * Returns the keys added. Fills `known` with the decisions.
    */
-  private duplicateGaps(entries: number, duplicates: Duplicate[], meta: PartitionMeta): number[][] {
-    const gaps = Array.from({ length: entries }, (): number[] => []);
-    if (duplicates.length === 0) return gaps;
-    const stored = [...new Set(duplicates.map((d) => this.storedKey(meta, d.key)))];
-    const kept = new Map(
-      this.sql
-        .exec<{ id: string; t: number | null; e: number | null }>(
-          `SELECT ${meta.hashed ? "CAST(k AS TEXT)" : "k"} AS id, ${eventTimeOf(meta.hashed)} AS t, e FROM keys WHERE b IN (SELECT value FROM json_each(?1)) AND k IN (SELECT value FROM json_each(?2))`,
-          JSON.stringify([...this.liveBuckets()]), `[${stored.map((k) => this.keyLiteral(meta, k)).join(",")}]`,
-        )
-        .toArray()
-        .map((r) => [String(r.id), r]),
-    );
-    for (const d of duplicates) {
-      const r = kept.get(this.storedKey(meta, d.key));
-      const first = r ? (r.t ?? firstEventTimeOf(d.settings, r.e)) : null;
-      if (first !== null) gaps[d.entry].push(Math.abs(d.t - first));
+  private judge(meta: PartitionMeta, l: Layout, id: (stateKey: string) => string, held: Map<string, Held>, chunk: { open: NameChunk | null }, entry: GroupEntry, fresh: PartitionRow[], known: Map<number, Decision>): number {
+    const r = applyBatch(entry.settings, meta.watermark, fresh, (k) => held.has(id(k)), (k) => held.get(id(k))?.d ?? null, id);
+    fresh.forEach((row, i) => known.set(row.index, r.decisions[i]));
+    if (r.inserts.length > 0) {
+      chunk.open ??= openChunk(this.sql, meta.names);
+      const until = r.inserts.some((c) => c.expiresAt === null) ? null : Math.max(...r.inserts.map((c) => c.expiresAt!));
+      const n = nameBatch(chunk.open, entry.batch, until);
+      for (const c of r.inserts) {
+        const { b, e } = placeOf(l, c.expiresAt);
+        // A compact key holds its batch's number in t (its event time follows from the expiry); any other in r.
+        const compact = isCompact(l, e);
+        held.set(id(c.stateKey), { b, t: compact ? n : c.eventTime, e, d: c.digest ?? null, r: compact ? null : n, added: true, dropped: 0, conflicts: 0 });
+      }
     }
-    return gaps;
+    fresh.forEach((row, i) => {
+      const d = r.decisions[i];
+      if (d === "e" || d === "l") return;
+      const h = held.get(id(stateKeyFor(entry.settings, row)))!;
+      if (d !== "x") h.dropped++;
+      if (d !== "d") h.conflicts++;
+    });
+    return r.inserts.length;
   }
 
-  /** What the keys table holds for a state key: its text, or its 64-bit hash in decimal. */
-  private storedKey(meta: PartitionMeta, stateKey: string): string {
-    return meta.hashed ? keyHash64(stateKey) : stateKey;
+  /** Writes the keys added and the counts, and keeps the buckets, the earliest expiry and `front` up to date. */
+  private store(meta: PartitionMeta, l: Layout, held: ReadonlyMap<string, Held>): void {
+    const intoFront: string[] = [];
+    let loose = false;
+    for (const [id, h] of held) {
+      if (!h.added) continue;
+      if (!isCompact(l, h.e)) loose = true;
+      this.liveBuckets().add(h.b);
+      const e = expiryOf(l, h.b, h.e);
+      if (e !== null && (meta.next_expiry === null || e < meta.next_expiry)) meta.next_expiry = e;
+      if (h.b === meta.front_b) intoFront.push(`[${e},${keyLiteral(l, id)}]`);
+    }
+    if (loose && !this.hasR()) {
+      addColumn(this.sql, "keys", "r", "INTEGER");
+      this.withR = true;
+    }
+    writeHeld(this.sql, l, held, this.hasR());
+    if (intoFront.length > 0) {
+      this.sql.exec("INSERT INTO front (e, k) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)", `[${intoFront.join(",")}]`);
+    }
   }
 
-  /** A stored key in a JSON array: a hash as an integer literal, which json_extract reads as an exact 64-bit INTEGER (a JS number can't hold it). */
-  private keyLiteral(meta: PartitionMeta, stored: string): string {
-    return meta.hashed ? stored : JSON.stringify(stored);
+  /**
+   * Per entry, each duplicate's event-time gap to the kept copy (the delay
+   * advisor's), and the kept copy's batch of each conflict (and duplicate,
+   * with keepDuplicates), recorded decisions too: the lanes are written again
+   * on a retry. Hashed state keeps no event time where the expiry implies it.
+   */
+  private answers(meta: PartitionMeta, l: Layout, id: (stateKey: string) => string, held: ReadonlyMap<string, Held>, chunk: { open: NameChunk | null }, work: readonly { entry: GroupEntry; known: Map<number, Decision> }[]): { gaps: number[][]; kept: KeptBatch[][] } {
+    const wanted: { entry: number; at: number; n: number | null }[] = [];
+    const gaps = work.map(({ entry, known }, w) => {
+      const out: number[] = [];
+      entry.rows.forEach((row, at) => {
+        const d = known.get(row.index)!;
+        if (d === "e" || d === "l") return;
+        const h = held.get(id(stateKeyFor(entry.settings, row)));
+        if (d === "c" || d === "x" || (d === "d" && entry.settings.keepDuplicates)) wanted.push({ entry: w, at, n: h ? numberOf(l, h) : null });
+        if (!countsAsDuplicate(d) || !h || row.eventTime === null) return;
+        const first = isCompact(l, h.e) ? null : h.t;
+        const kept = first ?? firstEventTimeOf(entry.settings, expiryOf(l, h.b, h.e));
+        if (kept !== null) out.push(Math.abs(row.eventTime - kept));
+      });
+      return out;
+    });
+    const kept = work.map((): KeptBatch[] => []);
+    if (wanted.length > 0) {
+      chunk.open ??= openChunk(this.sql, meta.names);
+      const names = resolveNames(this.sql, chunk.open, wanted.flatMap((w) => w.n ?? []));
+      for (const w of wanted) kept[w.entry].push({ at: w.at, batch: w.n === null ? null : (names.get(w.n) ?? null) });
+    }
+    return { gaps, kept };
+  }
+
+  /** How this partition stores its keys (null: it has stored none yet). */
+  private layoutOf(meta: PartitionMeta): Layout | null {
+    return meta.width === null ? null : { hashed: meta.hashed, width: meta.width, base: meta.base };
+  }
+
+  private hasR(): boolean {
+    this.withR ??= hasReceiptColumn(this.sql);
+    return this.withR;
   }
 
   /** Raises the partition watermark and evicts: prompt eviction without new rows. */
@@ -324,28 +405,21 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   /** The remembered keys in key order, `limit` at a time after `after` (like Spark's state reader). */
   list(epoch: string, after: string, limit: number): StateEntry[] {
     const meta = this.currentMeta(epoch);
-    if (!meta) return [];
-    // Hashed keys are listed as their label (`#` + 16 hex digits), in label order.
-    const key = meta.hashed ? "printf('#%016x', k)" : "k";
-    return this.sql
-      .exec<{ key: string; t: number | null; e: number | null }>(`SELECT ${key} AS key, ${eventTimeOf(meta.hashed)} AS t, e FROM keys WHERE ${key} > ? ORDER BY 1 LIMIT ?`, after, limit)
-      .toArray()
-      .map((r) => ({ key: r.key, eventTime: r.t, expiresAt: r.e }));
+    const l = meta && this.layoutOf(meta);
+    return l ? listKeys(this.sql, l, after, limit) : [];
   }
 
   /** The one remembered key `stateKey`, if it is (a list of at most one entry, as list() answers), with its receipt. */
   lookup(epoch: string, stateKey: string): StateReceipt[] {
     const meta = this.currentMeta(epoch);
-    if (!meta || meta.width === null) return [];
-    return lookupReceipt(this.sql, this.layout(meta), stateKey);
+    const l = meta && this.layoutOf(meta);
+    if (!meta || !l) return [];
+    return lookupReceipt(this.sql, l, this.hasR(), openChunk(this.sql, meta.names), JSON.stringify([...this.liveBuckets()]), stateKey);
   }
 
   async drop(): Promise<void> {
     await this.ctx.storage.deleteAll();
-    this.cached = undefined;
-    this.buckets = undefined;
-    this.nextBatch = undefined;
-    this.ledgerCount = undefined;
+    this.forgetCaches();
     this.migrate(); // the instance may serve again (the stream created anew)
   }
 
@@ -399,58 +473,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     return out;
   }
 
-  /**
-   * Lookup and insert in one statement: the candidates whose key is in none
-   * of the live buckets are stored (the first copy of a key in order wins),
-   * and the stored keys come back. Eviction ran first, so no key held has
-   * expired.
-   */
-  private insertNew(candidates: StateInsert[], meta: PartitionMeta, settings: DedupSettings, batch: { n: number; batch: string }): Set<string> {
-    if (meta.width === null) {
-      meta.width = bucketWidthFor(settings);
-      meta.hashed = settings.hashedKeys ? 1 : 0;
-    }
-    const width = meta.width;
-    // Stored key → the candidate's state key (a hashed key comes back as decimal text).
-    // Hashed state keeps the event time only where the expiry doesn't imply it.
-    const byStored = new Map<string, string>();
-    const rows: string[] = [];
-    for (const c of candidates) {
-      const stored = this.storedKey(meta, c.stateKey);
-      if (byStored.has(stored)) continue;
-      byStored.set(stored, c.stateKey);
-      // The digest as an integer literal (json_extract reads it as an exact 64-bit INTEGER); the batch by its number.
-      // A hashed key with an expiry keeps its batch's number in t, not its event time (the expiry implies it).
-      const inT = meta.hashed && c.expiresAt !== null;
-      rows.push(`[${bucketOf(c.expiresAt, width)},${this.keyLiteral(meta, stored)},${inT ? batch.n : c.eventTime},${c.expiresAt},${c.digest ?? null}]`);
-    }
-    const k = "json_extract(c.value, '$[1]')";
-    const inserted = this.sql
-      .exec<{ id: string; b: number; e: number | null }>(
-        `INSERT INTO keys (b, k, t, e, d)
-         SELECT json_extract(c.value, '$[0]'), ${k}, json_extract(c.value, '$[2]'), json_extract(c.value, '$[3]'), json_extract(c.value, '$[4]') FROM json_each(?1) c
-         WHERE NOT EXISTS (SELECT 1 FROM keys x WHERE x.b IN (SELECT value FROM json_each(?2)) AND x.k = ${k})
-         RETURNING ${meta.hashed ? "CAST(k AS TEXT)" : "k"} AS id, b, e`,
-        `[${rows.join(",")}]`, JSON.stringify([...this.liveBuckets()]),
-      )
-      .toArray();
-    if (inserted.length > 0) {
-      nameKeptBatch(this.sql, this.layout(meta), batch, inserted);
-      this.nextBatch = batch.n + 1;
-    }
-    const intoFront: string[] = [];
-    for (const r of inserted) {
-      this.buckets!.add(r.b);
-      if (r.e !== null && (meta.next_expiry === null || r.e < meta.next_expiry)) meta.next_expiry = r.e;
-      if (r.b === meta.front_b) intoFront.push(`[${r.e},${this.keyLiteral(meta, String(r.id))}]`);
-    }
-    if (intoFront.length > 0) {
-      this.sql.exec("INSERT INTO front (e, k) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)", `[${intoFront.join(",")}]`);
-    }
-    return new Set(inserted.map((r) => byStored.get(String(r.id))!));
-  }
-
-  /** The buckets that hold keys, read with a skip scan of the primary key the first time. */
+  /** The buckets that hold keys (stored form), read with a skip scan of the primary key the first time. */
   private liveBuckets(): Set<number> {
     this.buckets ??= new Set(
       this.sql
@@ -466,7 +489,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
 
   private currentMeta(epoch: string): PartitionMeta | null {
     if (this.cached === undefined) {
-      this.cached = this.sql.exec<PartitionMeta>("SELECT epoch, watermark, rows, next_expiry, width, hashed, front_b, pending FROM meta").toArray()[0] ?? null;
+      this.cached = this.sql.exec<PartitionMeta>("SELECT epoch, watermark, rows, next_expiry, width, hashed, front_b, pending, names, base FROM meta").toArray()[0] ?? null;
     }
     return this.cached && this.cached.epoch === epoch ? { ...this.cached } : null;
   }
@@ -475,31 +498,35 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     const current = this.currentMeta(epoch);
     if (current) return current;
     // First use, or state left by a deleted incarnation of the stream: start clean.
-    this.sql.exec("DELETE FROM keys; DELETE FROM front; DELETE FROM ledger; DELETE FROM kept_batches; DELETE FROM receipts;");
+    this.sql.exec("DELETE FROM keys; DELETE FROM front; DELETE FROM ledger; DELETE FROM kept_names; DELETE FROM receipts;");
     this.buckets = new Set();
     this.ledgerCount = 0;
-    const fresh = { epoch, watermark: 0, rows: 0, next_expiry: null, width: null, hashed: 0, front_b: null, pending: null };
+    const fresh: PartitionMeta = { epoch, watermark: 0, rows: 0, next_expiry: null, width: null, hashed: 0, front_b: null, pending: null, names: null, base: null };
     this.saveMeta(fresh);
     return { ...fresh };
   }
 
   private saveMeta(m: PartitionMeta): void {
     this.sql.exec(
-      "INSERT OR REPLACE INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
-      m.epoch, m.watermark, m.rows, m.next_expiry, m.width, m.hashed, m.front_b, m.pending,
+      "INSERT OR REPLACE INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending, names, base) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      m.epoch, m.watermark, m.rows, m.next_expiry, m.width, m.hashed, m.front_b, m.pending, m.names, m.base,
     );
     this.cached = { ...m };
   }
 
-  /** One storage transaction; if it rolls back, so does the cached meta row (read again next time). */
+  private forgetCaches(): void {
+    this.cached = undefined;
+    this.buckets = undefined;
+    this.ledgerCount = undefined;
+    this.withR = undefined;
+  }
+
+  /** One storage transaction; if it rolls back, so do the cached meta row and the rest (read again next time). */
   private atomically<T>(fn: () => T): T {
     try {
       return this.ctx.storage.transactionSync(fn);
     } catch (e) {
-      this.cached = undefined;
-      this.buckets = undefined;
-      this.nextBatch = undefined;
-      this.ledgerCount = undefined;
+      this.forgetCaches();
       throw e;
     }
   }
@@ -515,21 +542,24 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
    */
   private evict(meta: PartitionMeta, watermark: number): number {
     meta.watermark = Math.max(meta.watermark, watermark);
-    if (meta.next_expiry === null || meta.next_expiry > meta.watermark || !meta.width) return 0;
+    const l = this.layoutOf(meta);
+    if (meta.next_expiry === null || meta.next_expiry > meta.watermark || !l || !l.width) return 0;
     const wm = meta.watermark;
-    const at = bucketAtWatermark(wm, meta.width);
+    const bucket = bucketAtWatermark(wm, l.width);
+    const at = storedBucket(l, bucket);
     let removed = this.sql.exec("DELETE FROM keys WHERE b < ? RETURNING 1", at).toArray().length;
-    forgetReceipts(this.sql, at, wm);
+    const chunk = forgetReceipts(this.sql, meta.names ? openChunk(this.sql, meta.names) : null, at, wm);
+    meta.names = chunk ? JSON.stringify(chunk) : null;
     const buckets = this.liveBuckets();
     for (const b of buckets) if (b < at) buckets.delete(b);
     if (meta.front_b !== null && meta.front_b !== at) {
       this.sql.exec("DELETE FROM front");
       meta.front_b = null;
     }
-    if (buckets.has(at) && at * meta.width <= wm) {
+    if (buckets.has(at) && bucket * l.width <= wm) {
       if (meta.front_b === null) {
         // In front's own order: appending sorted rows is ~8× faster than inserting them at random (0.7 s per million keys).
-        this.sql.exec("INSERT INTO front (e, k) SELECT e, k FROM keys WHERE b = ? ORDER BY e, k", at);
+        this.sql.exec(`INSERT INTO front (e, k) SELECT ${expirySql(l)}, k FROM keys WHERE b = ? ORDER BY keys.e, k`, at);
         meta.front_b = at;
       }
       removed += this.sql.exec("DELETE FROM keys WHERE b = ? AND k IN (SELECT k FROM front WHERE e <= ?) RETURNING 1", at, wm).toArray().length;
@@ -537,18 +567,18 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
       this.sql.exec("DELETE FROM front WHERE e <= ?", wm);
     }
     meta.rows -= removed;
-    meta.next_expiry = this.earliestExpiry(meta);
+    meta.next_expiry = this.earliestExpiry(meta, l);
     return removed;
   }
 
   /** Exact while `front` holds keys; otherwise the start of the lowest bucket, a lower bound that costs no scan. */
-  private earliestExpiry(meta: PartitionMeta): number | null {
+  private earliestExpiry(meta: PartitionMeta, l: Layout): number | null {
     if (meta.front_b !== null) {
       const e = this.sql.exec<{ e: number | null }>("SELECT min(e) AS e FROM front").one().e;
       if (e !== null) return e;
     }
     const b = this.sql.exec<{ b: number | null }>("SELECT min(b) AS b FROM keys").one().b;
-    return b === null ? null : b * meta.width!;
+    return b === null ? null : absoluteBucket(l, b) * l.width;
   }
 
   private stats(meta: PartitionMeta): PartitionStats {

@@ -77,7 +77,7 @@ export interface BatchCounts {
 export interface KeptRef {
   batchId: string;
   source: string;
-  /** null: not committed when this row was judged (the same batch, or one committing with it) */
+  /** the commit it took or takes (a batch of the same micro-batch commits with it); null: not committed when this row was judged, or forgotten */
   seq: number | null;
 }
 

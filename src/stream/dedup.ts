@@ -84,6 +84,8 @@ export function applyBatch(
   remembered: (stateKey: string) => boolean,
   /** the kept copy's digest of a remembered key (null: none kept, e.g. state from before digests) */
   keptDigest: (stateKey: string) => string | null = () => null,
+  /** what state tells keys apart by (hashed state: the 64-bit hash, so two keys of one hash are one key, as stored) */
+  identity: (stateKey: string) => string = (k) => k,
 ): { decisions: Decision[]; inserts: StateInsert[] } {
   const decisions: Decision[] = [];
   const inserts: StateInsert[] = [];
@@ -94,11 +96,12 @@ export function applyBatch(
       continue;
     }
     const stateKey = stateKeyFor(settings, row);
-    if (seen.has(stateKey) || remembered(stateKey)) {
-      decisions.push(dropVerdict(settings, row.digest, seen.has(stateKey) ? seen.get(stateKey) : keptDigest(stateKey)));
+    const id = identity(stateKey);
+    if (seen.has(id) || remembered(stateKey)) {
+      decisions.push(dropVerdict(settings, row.digest, seen.has(id) ? seen.get(id) : keptDigest(stateKey)));
       continue;
     }
-    seen.set(stateKey, row.digest ?? null);
+    seen.set(id, row.digest ?? null);
     decisions.push("e");
     inserts.push({ stateKey, eventTime: row.eventTime, expiresAt: expiryOf(settings, row.eventTime), ...(row.digest === undefined ? {} : { digest: row.digest }) });
   }

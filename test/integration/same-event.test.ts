@@ -8,9 +8,10 @@ import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { FAULT_POINTS } from "../../src/instrument/faults";
+import type { IngestRequest } from "../../src/coordinator/protocol";
+import { armFault, batchFaultKey, FAULT_POINTS } from "../../src/instrument/faults";
 import type { Partition } from "../../src/partition/partition";
-import type { DedupSettings } from "../../src/stream/dedup";
+import { applyBatch, type DedupSettings } from "../../src/stream/dedup";
 import { at, call, createStream, json, output, post } from "./helpers";
 
 async function lane(stream: string, name: string): Promise<any[]> {
@@ -39,8 +40,8 @@ describe("conflicts", () => {
     expect((await output("conf-drop")).map((x) => [x.id, x.amount])).toEqual([["A", 10], ["B", 1]]);
     expect(await lane("conf-drop", "conflicts")).toEqual([
       { source: "shop", batchId: "b2", index: 1, verdict: "dropped", kept: { batchId: "b1", source: "shop", seq: 1 }, row: rows[1] },
-      // kept earlier in the same batch: not committed when judged
-      { source: "shop", batchId: "b2", index: 3, verdict: "dropped", kept: { batchId: "b2", source: "shop", seq: null }, row: rows[3] },
+      // kept earlier in the same batch: the commit it takes (b2's own)
+      { source: "shop", batchId: "b2", index: 3, verdict: "dropped", kept: { batchId: "b2", source: "shop", seq: 2 }, row: rows[3] },
     ]);
     expect(await lane("conf-drop", "duplicates")).toEqual([]); // keepDuplicates is off
     const progress = (await json(call("GET", "/v1/streams/conf-drop/progress"))).progress;
@@ -95,6 +96,128 @@ describe("conflicts", () => {
     const bad = await call("PUT", "/v1/streams/conf-bad", { key: { content: { exclude: ["x"] } }, mode: "global", volatile: ["y"] });
     expect(bad.status).toBe(400);
     expect(await bad.text()).toContain("key.content.exclude");
+  });
+});
+
+describe("a partition's micro-batch against a model", () => {
+  let n = 0;
+  type Kept = { batch: string; e: number; t: number; digest: string; dropped: number; conflicts: number };
+  it.each([
+    ["text", { mode: "within-watermark", delay: 100, hasEventTime: true }],
+    ["hashed", { mode: "within-watermark", delay: 100, hasEventTime: true, hashedKeys: true }],
+    ["hashed, reject", { mode: "within-watermark", delay: 100, hasEventTime: true, hashedKeys: true, onConflict: "reject" }],
+  ] as [string, DedupSettings][])("%s: decisions, kept batches, gaps and receipts of groups of entries, judged in order", async (_name, settings) => {
+    const entry = fc.array(fc.tuple(fc.constantFrom("a", "b", "c", "d", "e"), fc.integer({ min: 0, max: 300 }), fc.constantFrom("1", "2")), { maxLength: 6 });
+    const group = fc.record({ watermark: fc.integer({ min: 0, max: 1300 }), entries: fc.array(entry, { minLength: 1, maxLength: 3 }) });
+    await fc.assert(
+      fc.asyncProperty(fc.array(group, { minLength: 1, maxLength: 6 }), async (groups) => {
+        const p = env.PARTITION.getByName(`group-model-${++n}/0`) as DurableObjectStub<Partition>;
+        const keys = new Map<string, Kept>();
+        let wm = 0;
+        let b = 0;
+        for (const [g, { watermark, entries }] of groups.entries()) {
+          wm = Math.max(wm, watermark);
+          for (const [k, kept] of keys) if (kept.e <= wm) keys.delete(k);
+          const batches = entries.map(() => `s\nb${++b}`);
+          const rowsOf = entries.map((rows) => rows.map(([key, t, digest], index) => ({ index, key, eventTime: 1000 + t, digest })));
+          const want = rowsOf.map((rows, i) => {
+            const r = applyBatch(settings, wm, rows, (k) => keys.has(k), (k) => keys.get(k)?.digest ?? null);
+            const kept: { at: number; batch: string | null }[] = [];
+            const gaps: number[] = [];
+            const added = new Map(r.inserts.map((c) => [c.stateKey, { batch: batches[i], e: c.expiresAt!, t: c.eventTime!, digest: c.digest!, dropped: 0, conflicts: 0 }]));
+            rows.forEach((row, at) => {
+              const d = r.decisions[at];
+              if (d === "e" || d === "l") return;
+              const held = keys.get(row.key) ?? added.get(row.key)!;
+              if (d !== "x") held.dropped++;
+              if (d !== "d") held.conflicts++;
+              if (d !== "d") kept.push({ at, batch: held.batch });
+              if (d !== "x") gaps.push(Math.abs(row.eventTime - held.t));
+            });
+            for (const [k, v] of added) keys.set(k, v);
+            return { decisions: r.decisions.join(""), kept, gaps };
+          });
+          const got = await p.applyGroup({ epoch: "e1", group: `g${g}`, watermark, entries: rowsOf.map((rows, i) => ({ batch: batches[i], settings, rows })) });
+          expect(got.decisions).toEqual(want.map((w) => w.decisions));
+          expect(got.kept ?? want.map(() => [])).toEqual(want.map((w) => w.kept));
+          expect(got.gaps!.map((x) => [...x].sort())).toEqual(want.map((w) => [...w.gaps].sort()));
+          expect(got.rows).toBe(keys.size);
+        }
+        for (const [k, kept] of keys) {
+          expect((await p.lookup("e1", k))[0]).toMatchObject({ batch: kept.batch, dropped: kept.dropped, conflicts: kept.conflicts, expiresAt: kept.e });
+        }
+      }),
+      { numRuns: 25 },
+    );
+  });
+});
+
+describe("a partition's names of batches", () => {
+  it.each([false, true])("go in chunks of many batches (one row each), answer every key's batch, and go when all their keys have (hashed: %s)", async (hashedKeys) => {
+    const settings: DedupSettings = { mode: "within-watermark", delay: 100, hasEventTime: true, hashedKeys };
+    const p = env.PARTITION.getByName(`names-${hashedKeys}/0`) as DurableObjectStub<Partition>;
+    const batch = (b: number) => `source-with-a-long-name\nbatch-${String(b).padStart(4, "0")}-${"x".repeat(40)}`;
+    // 200 batches of one key each (k0 at 1000 … k199 at 1199), and a duplicate of the key before.
+    for (let b = 0; b < 200; b++) {
+      const rows = [{ index: 0, key: `k${b}`, eventTime: 1000 + b }, ...(b > 0 ? [{ index: 1, key: `k${b - 1}`, eventTime: 1000 + b }] : [])];
+      expect((await p.apply({ epoch: "e1", batch: batch(b), watermark: 0, settings, rows })).decisions).toBe(b > 0 ? "ed" : "e");
+    }
+    const chunks = () => runInDurableObject(p, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM kept_names").one().n);
+    expect(await chunks()).toBeGreaterThan(3); // ~30 names a chunk
+    for (const b of [0, 1, 57, 58, 120, 198, 199]) expect((await p.lookup("e1", `k${b}`))[0]).toMatchObject({ batch: batch(b), dropped: b < 199 ? 1 : 0 });
+    // Keys up to k99 expire: their chunks go, the others stay and still answer.
+    const before = await chunks();
+    await p.advance("e1", 1199);
+    expect((await p.lookup("e1", "k99"))).toEqual([]);
+    for (const b of [100, 150, 199]) expect((await p.lookup("e1", `k${b}`))[0]).toMatchObject({ batch: batch(b) });
+    const left = await runInDurableObject(p, (_o, state) => state.storage.sql.exec<{ n: number; expired: number }>("SELECT count(*) AS n, count(*) FILTER (WHERE until <= 1199) AS expired FROM kept_names").one());
+    expect(left.expired).toBe(0);
+    expect(left.n).toBeLessThan(before);
+    expect(left.n).toBeGreaterThan(0);
+  });
+});
+
+describe("a kept copy in the same micro-batch", () => {
+  const request = (batchId: string, rows: unknown[]): IngestRequest => ({ sourceHeader: null, batchId, auth: { kind: "admin" }, rows, identity: `identity-of-${batchId}`, bytes: 100 });
+  const b2 = [{ id: "C", ts: at(10, 1), v: 1 }, { id: "A", ts: at(10, 0), v: 9 }];
+  const b3 = [{ id: "C", ts: at(10, 1), v: 1 }, { id: "A", ts: at(10, 0), v: 1 }, { id: "D", ts: at(10, 2), v: 1 }, { id: "D", ts: at(10, 2), v: 2 }];
+  const lanes = async (name: string) => ({
+    conflicts: (await lane(name, "conflicts")).map((x) => [x.batchId, x.index, x.kept]),
+    duplicates: (await lane(name, "duplicates")).map((x) => [x.batchId, x.index, x.kept]),
+  });
+  const ref = (batchId: string, seq: number | null) => ({ batchId, source: "default", seq });
+  // b3 drops C against b2 (committing with it), A against b1, D against its own first D.
+  const expected = {
+    conflicts: [["b2", 1, ref("b1", 1)], ["b3", 3, ref("b3", 3)]],
+    duplicates: [["b2", 1, ref("b1", 1)], ["b3", 0, ref("b2", 2)], ["b3", 1, ref("b1", 1)], ["b3", 3, ref("b3", 3)]],
+  };
+
+  it("is named by the commit it takes with the dropped copy's (its members commit in order, with consecutive numbers)", async () => {
+    const name = "same-group";
+    await createStream(name, { ...base, keepDuplicates: true });
+    await post(name, [{ id: "A", ts: at(10, 0), v: 1 }], { "idempotency-key": "b1" });
+    const answers = await runInDurableObject(env.COORDINATOR.getByName(name), (c) => c.ingestMany([request("b2", b2), request("b3", b3)]));
+    expect(answers.map((a) => a.kind)).toEqual(["done", "done"]);
+    const progress = (await json(call("GET", `/v1/streams/${name}/progress`))).progress;
+    expect(progress.map((p: any) => [p.batchId, p.commitSeq])).toEqual([["b1", 1], ["b2", 2], ["b3", 3]]);
+    expect(await lanes(name)).toEqual(expected);
+  });
+
+  it("after the group crashed, its members' retries write the same entries (the kept copy's batch committed first)", async () => {
+    const name = "same-group-crash";
+    await createStream(name, { ...base, keepDuplicates: true });
+    await post(name, [{ id: "A", ts: at(10, 0), v: 1 }], { "idempotency-key": "b1" });
+    const crashed = await runInDurableObject(env.COORDINATOR.getByName(name), (c) => {
+      armFault(batchFaultKey(name, "b2"), "after-decide");
+      return c.ingestMany([request("b2", b2), request("b3", b3)]);
+    });
+    expect(crashed.map((a) => a.kind)).toEqual(["failed", "failed"]);
+    expect(await lanes(name)).toEqual({ conflicts: [], duplicates: [] });
+    // Each retried on its own, in order: b2 commits as 2, then b3 as 3 names b2 by its commit.
+    for (const [batchId, rows] of [["b2", b2], ["b3", b3]] as const) {
+      expect(await runInDurableObject(env.COORDINATOR.getByName(name), (c) => c.ingestMany([request(batchId, rows)]))).toMatchObject([{ kind: "done" }]);
+    }
+    expect(await lanes(name)).toEqual(expected);
   });
 });
 
@@ -157,8 +280,13 @@ describe("a partition's receipts", () => {
           const found = await p.lookup("e1", key);
           expect(found.map((f) => f.batch)).toEqual(kept.e <= 1100 + evictAt ? [] : [kept.batch]);
         }
-        // A batch's name does not outlive its keys.
-        const left = await runInDurableObject(p, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM kept_batches WHERE until <= ?", 1100 + evictAt).one().n);
+        // A batch's name does not outlive its keys: neither a chunk of names (kept_names) nor the open one (in the meta row).
+        const left = await runInDurableObject(p, (_o, state) => {
+          const rows = state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM kept_names WHERE until <= ?", 1100 + evictAt).one().n;
+          const open = state.storage.sql.exec<{ names: string | null }>("SELECT names FROM meta").one().names;
+          const chunk = open ? (JSON.parse(open) as { u?: number | null; b: string[] }) : null;
+          return rows + (chunk && chunk.u != null && chunk.u <= 1100 + evictAt && chunk.b.length > 0 ? 1 : 0);
+        });
         if (keptBy.size > 0 && [...keptBy.values()].some((k) => k.e <= 1100 + evictAt)) expect(left).toBe(0);
       }),
       { numRuns: 25 },

@@ -9,6 +9,8 @@ import { expect, it } from "vitest";
 import { COORDINATOR_MIGRATIONS } from "../../src/coordinator/coordinator";
 import { PARTITION_MIGRATIONS, type Partition } from "../../src/partition/partition";
 import type { DedupSettings } from "../../src/stream/dedup";
+import { keyHash64, keyHashLabel } from "../../src/stream/key-hash";
+import { migrate } from "../../src/storage/migrations";
 import { at, call, client, json, output, post } from "./helpers";
 
 const within: DedupSettings = { mode: "within-watermark", delay: 100, hasEventTime: true };
@@ -142,32 +144,98 @@ it("a stream written by the per-request ledger (version 4) upgrades in place: re
   expect(metrics).toContain(`edge_dedup_batches_total{stream="${name}"} 3`);
 });
 
+/** Empties a partition's storage and lays it out as `version` did (its migrations only), for a test to fill as that release wrote it. */
+async function layoutAt(stub: DurableObjectStub<Partition>, version: number, fill: (sql: SqlStorage) => void): Promise<void> {
+  await runInDurableObject(stub, async (_p, state) => {
+    await state.storage.deleteAll();
+    migrate(state.storage.sql, PARTITION_MIGRATIONS.filter((m) => m.version <= version), (fn) => state.storage.transactionSync(fn));
+    fill(state.storage.sql);
+  });
+  await evictDurableObject(stub); // the next call constructs it again, on that storage
+}
+
+const schemaOf = (stub: DurableObjectStub<Partition>) =>
+  runInDurableObject(stub, (_p, state) => ({
+    version: state.storage.sql.exec<{ version: number }>("SELECT version FROM _schema").one().version,
+    receipts: state.storage.sql.exec<{ dropped: number; conflicts: number }>("SELECT dropped, conflicts FROM receipts").toArray().map((r) => [r.dropped, r.conflicts]),
+    tables: state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE name LIKE 'kept%' ORDER BY name").toArray().map((r) => r.name),
+  }));
+
 it("a hashed partition of version 5 (dropped counts in receipts rows) upgrades: the counts move into its keys' rows, unchanged", async () => {
   const stub = env.PARTITION.getByName("versions/5") as DurableObjectStub<Partition>;
   const hashed: DedupSettings = { ...within, delay: 3_600_000, hashedKeys: true };
-  const row = (index: number, key: string, digest: string) => ({ index, key, eventTime: 1_704_103_200_000 + index, digest });
-  await stub.apply({ epoch: "e1", batch: "s\nb1", watermark: 0, settings: hashed, rows: [row(0, "A", "1"), row(1, "B", "2"), row(2, "C", "3")] });
-  // A: two duplicates; B: a duplicate and a conflict; C: none.
-  await stub.apply({ epoch: "e1", batch: "s\nb2", watermark: 0, settings: hashed, rows: [row(0, "A", "1"), row(1, "A", "1"), row(2, "B", "2"), row(3, "B", "9")] });
-  const receipts = () => Promise.all(["A", "B", "C"].map(async (k) => (await stub.lookup("e1", k))[0]));
-  const before = await receipts();
-  expect(before.map((r) => [r.batch, r.dropped, r.conflicts])).toEqual([["s\nb1", 2, 0], ["s\nb1", 2, 1], ["s\nb1", 0, 0]]);
-  // Rewrite it as version 5 kept it: every count in a receipts row, t the batch number alone.
-  await runInDurableObject(stub, (_p, state) => {
-    state.storage.sql.exec(`
-      INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT b, k, NULL, t / 4294967296, 0 FROM keys WHERE t >= 4294967296 AND true
-        ON CONFLICT (b, k) DO UPDATE SET dropped = excluded.dropped;
-      UPDATE keys SET t = t % 4294967296;
-      UPDATE _schema SET version = 5;`);
+  const t0 = 1_704_103_200_000;
+  const width = 900_000;
+  const row = (index: number, key: string, digest: string) => ({ index, key, eventTime: t0 + index, digest });
+  // As version 5 wrote b1 = [A, B, C] then b2 = [A, A, B, B'] (B' another content): b and e absolute, t the batch's number, every count in a receipts row.
+  await layoutAt(stub, 5, (sql) => {
+    sql.exec("INSERT INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending) VALUES (1, 'e1', 0, 3, ?, ?, 1, NULL, NULL)", t0 + 3_600_000, width);
+    const keys = ["A", "B", "C"].map((k, i) => `[${Math.floor((t0 + i + 3_600_000) / width)},${keyHash64(k)},1,${t0 + i + 3_600_000},${i + 1}]`);
+    sql.exec("INSERT INTO keys (b, k, t, e, d) SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4 FROM json_each(?)", `[${keys.join(",")}]`);
+    sql.exec("INSERT INTO kept_batches (n, batch, until) VALUES (1, 's' || char(10) || 'b1', ?)", t0 + 2 + 3_600_000);
+    sql.exec("INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT b, k, NULL, CASE WHEN d = 1 THEN 2 ELSE 2 END, CASE WHEN d = 2 THEN 1 ELSE 0 END FROM keys WHERE d IN (1, 2)");
   });
-  await evictDurableObject(stub);
-  expect(await receipts()).toEqual(before);
-  const after = await runInDurableObject(stub, (_p, state) => ({
-    version: state.storage.sql.exec<{ version: number }>("SELECT version FROM _schema").one().version,
-    receipts: state.storage.sql.exec<{ dropped: number; conflicts: number }>("SELECT dropped, conflicts FROM receipts").toArray().map((r) => [r.dropped, r.conflicts]),
-  }));
-  expect(after).toEqual({ version: Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)), receipts: [[0, 1]] });
-  // And it goes on counting: one more duplicate of A.
-  await stub.apply({ epoch: "e1", batch: "s\nb3", watermark: 0, settings: hashed, rows: [row(0, "A", "1")] });
-  expect((await stub.lookup("e1", "A"))[0]).toMatchObject({ dropped: 3, conflicts: 0 });
+  const receipts = () => Promise.all(["A", "B", "C"].map(async (k) => (await stub.lookup("e1", k))[0]));
+  const after = await receipts();
+  expect(after.map((r) => [r.batch, r.dropped, r.conflicts, r.expiresAt])).toEqual([["s\nb1", 2, 0, t0 + 3_600_000], ["s\nb1", 2, 1, t0 + 3_600_001], ["s\nb1", 0, 0, t0 + 3_600_002]]);
+  expect(await schemaOf(stub)).toEqual({ version: Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)), receipts: [[0, 1]], tables: ["kept_names"] });
+  // And it goes on: one more duplicate of A, a conflict of B, a new key D named by the new batch (numbers go on after b1's).
+  const r = await stub.apply({ epoch: "e1", batch: "s\nb3", watermark: 0, settings: hashed, rows: [row(0, "A", "1"), row(1, "B", "7"), row(3, "D", "4")] });
+  expect(r).toMatchObject({ decisions: "dce", rows: 4, kept: [[{ at: 1, batch: "s\nb1" }]] });
+  expect((await stub.lookup("e1", "A"))[0]).toMatchObject({ dropped: 3, conflicts: 0, batch: "s\nb1" });
+  expect((await stub.lookup("e1", "B"))[0]).toMatchObject({ dropped: 3, conflicts: 2, batch: "s\nb1" });
+  expect((await stub.lookup("e1", "D"))[0]).toMatchObject({ dropped: 0, batch: "s\nb3", expiresAt: t0 + 3 + 3_600_000 });
+  // Eviction goes by the absolute layout it kept: A, B, C go, D stays.
+  expect(await stub.advance("e1", t0 + 3_600_002)).toMatchObject({ removed: 3, rows: 1 });
+  expect(await stub.list("e1", "", 10)).toEqual([{ key: keyHashLabel("D"), eventTime: null, expiresAt: t0 + 3 + 3_600_000 }]);
+});
+
+it("a text partition of version 6 (batches named by their range of expiries or a receipts row) upgrades: each key names its batch from its own row", async () => {
+  const stub = env.PARTITION.getByName("versions/6") as DurableObjectStub<Partition>;
+  const settings: DedupSettings = { ...within, delay: 3_600_000 };
+  const t0 = 1_704_103_200_000;
+  const width = 900_000;
+  const e = (i: number) => t0 + i + 3_600_000;
+  // As version 6 kept them: b1 kept A, B (expiries [e0, e1], named by range); b2 kept C, whose expiry lies inside b1's range, so a receipts row names it;
+  // b3 kept D (range [e5, e5]). A has two duplicates and a conflict counted in its receipts row.
+  await layoutAt(stub, 6, (sql) => {
+    sql.exec("INSERT INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending) VALUES (1, 'e1', 0, 4, ?, ?, 0, NULL, NULL)", e(0), width);
+    for (const [k, i] of [["A", 0], ["B", 2], ["C", 1], ["D", 5]] as const) sql.exec("INSERT INTO keys (b, k, t, e, d) VALUES (?, ?, ?, ?, ?)", Math.floor(e(i) / width), k, t0 + i, e(i), i + 10);
+    sql.exec("CREATE INDEX IF NOT EXISTS kept_batches_by_hi ON kept_batches (hi) WHERE hi IS NOT NULL");
+    sql.exec("INSERT INTO kept_batches (n, batch, until, lo, hi) VALUES (1, 's' || char(10) || 'b1', ?, ?, ?), (2, 's' || char(10) || 'b2', ?, NULL, NULL), (3, 's' || char(10) || 'b3', ?, ?, ?)", e(2), e(0), e(2), e(1), e(5), e(5), e(5));
+    sql.exec("INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT b, k, CASE k WHEN 'C' THEN 2 END, CASE k WHEN 'A' THEN 2 ELSE 0 END, CASE k WHEN 'A' THEN 1 ELSE 0 END FROM keys WHERE k IN ('A', 'C')");
+  });
+  const expected = [["A", "s\nb1", 2, 1], ["B", "s\nb1", 0, 0], ["C", "s\nb2", 0, 0], ["D", "s\nb3", 0, 0]];
+  const receipts = async () => (await Promise.all(["A", "B", "C", "D"].map(async (k) => (await stub.lookup("e1", k))[0]))).map((r) => [r.key, r.batch, r.dropped, r.conflicts]);
+  expect(await receipts()).toEqual(expected);
+  expect(await schemaOf(stub)).toEqual({ version: Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)), receipts: [[0, 1]], tables: ["kept_names"] });
+  expect((await stub.list("e1", "", 10)).map((x) => [x.key, x.eventTime, x.expiresAt])).toEqual([["A", t0, e(0)], ["B", t0 + 2, e(2)], ["C", t0 + 1, e(1)], ["D", t0 + 5, e(5)]]);
+  // New batches are named after the old ones; drops count on in the key's row.
+  const r = await stub.apply({ epoch: "e1", batch: "s\nb4", watermark: 0, settings, rows: [{ index: 0, key: "E", eventTime: t0 + 7 }, { index: 1, key: "B", eventTime: t0 + 8 }] });
+  expect(r).toMatchObject({ decisions: "ed", rows: 5, gaps: [[6]] });
+  expect(await receipts()).toEqual([expected[0], ["B", "s\nb1", 1, 0], expected[2], expected[3]]);
+  expect((await stub.lookup("e1", "E"))[0]).toMatchObject({ batch: "s\nb4", eventTime: t0 + 7, expiresAt: t0 + 7 + 3_600_000 });
+  // The names go with their keys.
+  expect(await stub.advance("e1", e(5))).toMatchObject({ removed: 4, rows: 1 });
+  const left = await runInDurableObject(stub, (_p, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM kept_names").one().n);
+  expect(left).toBe(0);
+});
+
+it("a hashed global partition of version 6 (every key named by a receipts row) upgrades: the number and counts move into its keys' rows", async () => {
+  const stub = env.PARTITION.getByName("versions/6g") as DurableObjectStub<Partition>;
+  const settings: DedupSettings = { mode: "global", delay: 0, hasEventTime: false, hashedKeys: true };
+  // As version 6 kept them: no expiry, t the event time (null), each key's batch number and drop count in its receipts row.
+  await layoutAt(stub, 6, (sql) => {
+    sql.exec("INSERT INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending) VALUES (1, 'e1', 0, 2, NULL, 0, 1, NULL, NULL)");
+    sql.exec("INSERT INTO keys (b, k, t, e, d) SELECT 0, value ->> 0, NULL, NULL, value ->> 1 FROM json_each(?)", `[[${keyHash64("A")},5],[${keyHash64("B")},6]]`);
+    sql.exec("INSERT INTO kept_batches (n, batch, until) VALUES (1, 's' || char(10) || 'g1', NULL), (2, 's' || char(10) || 'g2', NULL)");
+    sql.exec("INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT 0, k, CASE WHEN d = 5 THEN 1 ELSE 2 END, CASE WHEN d = 5 THEN 3 ELSE 0 END, CASE WHEN d = 5 THEN 1 ELSE 0 END FROM keys");
+  });
+  const receipts = async () => (await Promise.all(["A", "B"].map(async (k) => (await stub.lookup("e1", k))[0]))).map((r) => [r.batch, r.dropped, r.conflicts, r.expiresAt]);
+  expect(await receipts()).toEqual([["s\ng1", 3, 1, null], ["s\ng2", 0, 0, null]]);
+  expect(await schemaOf(stub)).toEqual({ version: Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)), receipts: [[0, 1]], tables: ["kept_names"] });
+  const r = await stub.apply({ epoch: "e1", batch: "s\ng3", watermark: 0, settings, rows: [{ index: 0, key: "B", eventTime: null }, { index: 1, key: "C", eventTime: null }] });
+  expect(r).toMatchObject({ decisions: "de", rows: 3 });
+  expect(await receipts()).toEqual([["s\ng1", 3, 1, null], ["s\ng2", 1, 0, null]]);
+  expect((await stub.lookup("e1", "C"))[0]).toMatchObject({ batch: "s\ng3", dropped: 0 });
 });

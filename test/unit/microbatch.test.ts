@@ -19,7 +19,7 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { MicroBatcher } from "../../src/microbatch/batcher";
-import { coalesceRefs, concatParts, formatRef, memberDecisions, parseRef, partitionPayloads } from "../../src/microbatch/group";
+import { coalesceRefs, concatParts, formatRef, keptSeqOf, memberDecisions, parseRef, partitionPayloads } from "../../src/microbatch/group";
 import { dedupSettings, mergeDecisions, planBatch, type BatchCounts } from "../../src/stream/batch";
 import { parseStreamConfig, type StreamConfig } from "../../src/stream/config";
 import { applyBatch, decideByInsert, isExpired, type DedupInput } from "../../src/stream/dedup";
@@ -276,5 +276,16 @@ describe("concurrent requests through the micro-batcher", () => {
     );
     // The schedules do coalesce requests into groups.
     expect(coalesced).toBeGreaterThan(50);
+  });
+});
+
+describe("kept copies' commit numbers (the conflicts and duplicates lanes)", () => {
+  test("a member of the group commits as firstSeq + its position; another batch as the ledger says", () => {
+    const members = [{ ledger: "s\nb2" }, { ledger: "t\nb3" }];
+    const ledger = (source: string, batchId: string) => (source === "s" && batchId === "b1" ? 1 : null);
+    const seqOf = keptSeqOf(members, 7, ledger);
+    expect([seqOf("s", "b2"), seqOf("t", "b3"), seqOf("s", "b1"), seqOf("s", "b9"), seqOf("s", "b3")]).toEqual([7, 8, 1, null, null]);
+    // A caller that cannot know the group's numbers names its members by none.
+    expect(keptSeqOf(members, undefined, ledger)("t", "b3")).toBeNull();
   });
 });
