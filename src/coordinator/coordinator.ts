@@ -378,7 +378,7 @@ export class Coordinator extends SqliteObject<Env> {
     const meta = this.meta();
     if (!meta) throw new Error("stream was deleted while the batch ran");
     const now = Date.now();
-    const pre = this.preBegun?.items === items ? this.preBegun : null;
+    const pre = this.preBegun && sameItems(this.preBegun.items, items) ? this.preBegun : null;
     this.preBegun = null;
     // A first attempt is judged by the watermark in force now; a retry keeps its own.
     const group = pre?.id ?? `g-${crypto.randomUUID()}`;
@@ -883,6 +883,9 @@ export class Coordinator extends SqliteObject<Env> {
     return sourcesOf(this.state());
   }
 }
+
+/** Whether the batcher runs the micro-batch a commit began (takeNext's items, in order). */
+const sameItems = (a: readonly Submission[], b: readonly Submission[]) => a.length === b.length && a.every((x, i) => x === b[i]);
 
 /** A micro-batch's begin as a state record carries it. */
 function begunGroup(id: string, members: readonly Begun[], at: number): BegunGroup {
