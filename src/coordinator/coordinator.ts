@@ -529,12 +529,13 @@ export class Coordinator extends SqliteObject<Env> {
       this.partitions.record(plan.partitions);
       this.counters.add(plan.counters);
       plan.records.forEach((r, i) => this.laneRefs.record(plan.firstSeq + i, r.objects));
-      this.ledger.commit(begun?.id ?? rows.map((r) => (r as Partial<BatchRow>).begun ?? null).find((b) => b != null) ?? null, plan.firstSeq, now, plan.maxEventTime, plan.records);
+      const begunId = begun?.id ?? rows.map((r) => (r as Partial<BatchRow>).begun ?? null).find((b) => b != null) ?? null;
+      const group = this.ledger.commit(begunId, plan.firstSeq, now, plan.maxEventTime, plan.records, outbox ? "outbox" : "groups");
       // The next micro-batch begins now, judged by the watermark this commit leaves: its begin rides in this record.
       const next = begun ? this.beginNext(meta, plan.watermark, now) : null;
       const record = this.nextRecord({ watermark: plan.watermark, sources: plan.sources, begun: next ? begunGroup(next.id, next.members, now) : begun ? null : undefined });
       // A small micro-batch's lanes join the outbox here, in the commit itself, with the record.
-      if (outbox) this.outbox.append(meta.outboxFloor + plan.firstSeq, outbox.lanes, reqs, now, { v: record.v, s: JSON.stringify(record) });
+      if (outbox) this.outbox.append(meta.outboxFloor + plan.firstSeq, outbox.lanes, reqs, now, { v: record.v, s: JSON.stringify(record) }, group!);
       else this.stateRow.write(record);
       this.stored = record;
       return { plan, next };

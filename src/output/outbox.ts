@@ -42,9 +42,25 @@ export const OUTBOX_TABLES = `
   CREATE TABLE IF NOT EXISTS flushes (first INTEGER PRIMARY KEY, last INTEGER NOT NULL);
 `;
 
-/** An outbox table of migration 9 (`outbox`, and `outbox_sealed` while a flush drains it): the state record rides along (src/coordinator/state.ts). */
+/**
+ * An outbox table of migration 9 (`outbox`, and `outbox_sealed` while a
+ * flush drains it). The micro-batch's commit record rides along (seq …
+ * members, as a `groups` row has them: src/coordinator/ledger.ts) and so
+ * does the state record (v, state: src/coordinator/state.ts), so that a
+ * small micro-batch's commit writes this one row besides its batch ids.
+ */
 const outboxTable = (name: string) => `CREATE TABLE IF NOT EXISTS ${name} (id INTEGER PRIMARY KEY, at INTEGER NOT NULL, data BLOB NOT NULL,
-  late BLOB NOT NULL, rejected BLOB NOT NULL, conflicts BLOB NOT NULL, duplicates BLOB NOT NULL, batches TEXT NOT NULL, v INTEGER, state TEXT);`;
+  late BLOB NOT NULL, rejected BLOB NOT NULL, conflicts BLOB NOT NULL, duplicates BLOB NOT NULL, batches TEXT NOT NULL, v INTEGER, state TEXT,
+  seq INTEGER, first_seq INTEGER, committed_at INTEGER, max_t INTEGER, members TEXT);`;
+
+/** A commit record as the outbox row carries it until the flush moves it to `groups` (the ledger's GroupRecord). */
+export interface OutboxGroup {
+  seq: number;
+  firstSeq: number;
+  committedAt: number;
+  maxEventTime: number | null;
+  members: string;
+}
 
 /** The conflicts and duplicates lanes (DESIGN §11) in the outbox: added by a later migration, empty for entries from before. */
 export function addSameEventLanes(sql: SqlStorage): void {
@@ -61,23 +77,29 @@ export function addSameEventLanes(sql: SqlStorage): void {
  * that ids fixed by commit numbers never meet an old one.
  */
 export function outboxPerChunk(sql: SqlStorage): void {
+  sql.exec(outboxTable("outbox_sealed"));
   const max = (q: string) => sql.exec<{ n: number | null }>(q).one().n ?? 0;
   const hasSequence = sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").toArray().length > 0;
   const floor = Math.max(
     hasSequence ? max("SELECT max(seq) AS n FROM sqlite_sequence WHERE name = 'outbox'") : 0,
     max("SELECT max(id) AS n FROM outbox"),
     max("SELECT max(id) AS n FROM outbox_flushed"),
+    // Guarded, as migrations are: storage with this layout already keeps its ids above the floor it has.
+    sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'outbox_chunks'").toArray().length > 0 ? max("SELECT max(last) AS n FROM outbox_chunks") : 0,
+    max("SELECT max(id) AS n FROM outbox_sealed"),
   );
   addColumn(sql, "meta", "outbox_floor", "INTEGER NOT NULL DEFAULT 0");
   sql.exec("UPDATE meta SET outbox_floor = ?", floor);
   sql.exec(outboxTable("outbox_sealed"));
   // Guarded, as migrations are: storage that has this layout already keeps the state records its rows carry.
-  const carried = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('outbox')").toArray().some((c) => c.name === "state") ? ", v, state" : "";
+  const carried = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('outbox')").toArray().some((c) => c.name === "state")
+    ? ", v, state, seq, first_seq, committed_at, max_t, members"
+    : "";
   sql.exec(`INSERT INTO outbox_sealed (id, at, ${LANES.join(", ")}, batches${carried}) SELECT id, at, ${LANES.join(", ")}, batches${carried} FROM outbox`);
   sql.exec("DROP TABLE outbox");
   sql.exec(outboxTable("outbox"));
-  if (max("SELECT count(*) AS n FROM outbox_sealed") === 0) sql.exec("DROP TABLE outbox_sealed");
   sql.exec("CREATE TABLE IF NOT EXISTS outbox_chunks (first INTEGER PRIMARY KEY, last INTEGER NOT NULL, keys TEXT NOT NULL, offsets TEXT NOT NULL)");
+  addColumn(sql, "groups", "spans", "TEXT");
 }
 
 const laneBytes = LANES.map((lane) => `length(${lane})`).join(" + ");
@@ -100,11 +122,32 @@ export class Outbox {
   constructor(private readonly sql: SqlStorage) {}
 
   /** Stores one micro-batch's lanes as entry `id` (call inside the commit's transaction), with the state record it carries. */
-  append(id: number, lanes: Record<Lane, Uint8Array>, batches: readonly { source: string; batchId: string }[], now: number, record: { v: number; s: string }): void {
+  append(
+    id: number,
+    lanes: Record<Lane, Uint8Array>,
+    batches: readonly { source: string; batchId: string }[],
+    now: number,
+    record: { v: number; s: string },
+    group: OutboxGroup,
+  ): void {
     this.sql.exec(
-      `INSERT INTO outbox (id, at, ${LANES.join(", ")}, batches, v, state) VALUES (?, ?, ${LANES.map(() => "?").join(", ")}, ?, ?, ?)`,
+      `INSERT INTO outbox (id, at, ${LANES.join(", ")}, batches, v, state, seq, first_seq, committed_at, max_t, members)
+       VALUES (?, ?, ${LANES.map(() => "?").join(", ")}, ?, ?, ?, ?, ?, ?, ?, ?)`,
       id, now, ...LANES.map((lane) => blob(lanes[lane])), JSON.stringify(batches.map((b) => [b.source, b.batchId])), record.v, record.s,
+      group.seq, group.firstSeq, group.committedAt, group.maxEventTime, group.members,
     );
+  }
+
+  /** The commit records still in outbox rows, as SQL the ledger joins to its `groups` (seq, first_seq, members). */
+  indexed(): string[] {
+    return this.tables().map((t) => `SELECT seq, first_seq, members FROM ${t} WHERE members IS NOT NULL`);
+  }
+
+  /** Per outbox table holding commit records: its last and its first commit number. */
+  groups(): { seq: number; firstSeq: number }[] {
+    return this.tables().flatMap((t) =>
+      this.sql.exec<{ seq: number | null; first: number | null }>(`SELECT max(seq) AS seq, min(first_seq) AS first FROM ${t} WHERE members IS NOT NULL`).toArray()
+        .flatMap((r) => (r.seq === null || r.first === null ? [] : [{ seq: r.seq, firstSeq: r.first }])));
   }
 
   /** The newest state record each outbox table holds (src/coordinator/state.ts picks the newest of all). */
@@ -113,14 +156,9 @@ export class Outbox {
       this.sql.exec<{ v: number; s: string }>(`SELECT v, state AS s FROM ${t} WHERE v IS NOT NULL ORDER BY id DESC LIMIT 1`).toArray());
   }
 
-  /** Whether `outbox_sealed` exists (a flush has sealed entries it has not finished). Read each time: a read costs next to nothing, and a flush may be under way. */
-  private sealed(): boolean {
-    return this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outbox_sealed'").toArray().length > 0;
-  }
-
-  /** The tables holding waiting entries. */
+  /** The tables holding waiting entries: the sealed ones a flush is draining (empty between flushes), and the outbox. */
   private tables(): string[] {
-    return this.sealed() ? ["outbox_sealed", "outbox"] : ["outbox"];
+    return ["outbox_sealed", "outbox"];
   }
 
   /** Storage was deleted (the stream dropped): read afresh. */
@@ -252,8 +290,8 @@ export class Outbox {
     const plan = transact(() => this.plan());
     if (!plan) return 0;
     const rows = this.sql
-      .exec<{ id: number; batches: string } & Record<Lane, ArrayBuffer>>(
-        `SELECT id, ${LANES.join(", ")}, batches FROM outbox_sealed WHERE id BETWEEN ? AND ? ORDER BY id`, plan.first, plan.last,
+      .exec<{ id: number; batches: string } & Record<Lane, ArrayBuffer> & GroupColumns>(
+        `SELECT id, ${LANES.join(", ")}, batches, seq, first_seq, committed_at, max_t, members FROM outbox_sealed WHERE id BETWEEN ? AND ? ORDER BY id`, plan.first, plan.last,
       )
       .toArray();
     const lanes = {} as Record<Lane, Uint8Array>;
@@ -276,7 +314,7 @@ export class Outbox {
   /** Where a chunk landed, and its entries dropped (in one transaction). */
   private record(
     plan: { first: number; last: number },
-    rows: ({ id: number } & Record<Lane, ArrayBuffer>)[],
+    rows: ({ id: number } & Record<Lane, ArrayBuffer> & GroupColumns)[],
     offsets: Record<Lane, number>[],
     keys: Partial<Record<Lane, string | null>>,
     drained: (() => void) | undefined,
@@ -287,11 +325,24 @@ export class Outbox {
       const written = Object.fromEntries(LANES.flatMap((lane) => (keys[lane] ? [[lane, keys[lane]]] : [])));
       this.sql.exec("INSERT OR REPLACE INTO outbox_chunks (first, last, keys, offsets) VALUES (?, ?, ?, ?)", plan.first, plan.last, JSON.stringify(written), JSON.stringify(landed));
       this.sql.exec("DELETE FROM flushes WHERE first = ?", plan.first);
+      // The commit records move to the ledger's `groups`: one row per run of consecutive commit numbers (one, unless
+      // micro-batches that wrote their own objects came between), each listing its groups (spans).
+      for (const run of runsOf(rows)) {
+        const last = run[run.length - 1];
+        const times = run.flatMap((g) => (g.max_t === null ? [] : [g.max_t]));
+        this.sql.exec(
+          "INSERT INTO groups (seq, first_seq, committed_at, max_t, members, spans) VALUES (?, ?, ?, ?, ?, ?)",
+          last.seq, run[0].first_seq, last.committed_at, times.length > 0 ? Math.max(...times) : null,
+          JSON.stringify(run.flatMap((g) => JSON.parse(g.members))),
+          run.length > 1 ? JSON.stringify(run.map((g) => [g.seq, g.committed_at - last.committed_at, g.max_t])) : null,
+        );
+      }
       if (this.sql.exec("SELECT 1 FROM outbox_sealed WHERE id > ? LIMIT 1", plan.last).toArray().length > 0) {
         this.sql.exec("DELETE FROM outbox_sealed WHERE id BETWEEN ? AND ?", plan.first, plan.last); // a backlog of several chunks: rare
       } else {
         drained?.();
         this.sql.exec("DROP TABLE outbox_sealed");
+        this.sql.exec(outboxTable("outbox_sealed"));
       }
     });
   }
@@ -300,19 +351,13 @@ export class Outbox {
   private plan(): { first: number; last: number } | null {
     const planned = this.sql.exec<{ first: number; last: number }>("SELECT first, last FROM flushes ORDER BY first LIMIT 1").toArray()[0];
     if (planned) return planned;
-    if (!this.sealed()) {
-      if (this.sql.exec("SELECT 1 FROM outbox LIMIT 1").toArray().length === 0) return null;
-      this.seal();
-    }
-    let entries = this.sql
-      .exec<{ id: number; size: number }>(`SELECT id, ${laneBytes} AS size FROM outbox_sealed ORDER BY id LIMIT 10000`)
-      .toArray();
+    const sealed = () => this.sql.exec<{ id: number; size: number }>(`SELECT id, ${laneBytes} AS size FROM outbox_sealed ORDER BY id LIMIT 10000`).toArray();
+    let entries = sealed();
     if (entries.length === 0) {
-      // Sealed and empty (never left so, but harmless): seal afresh.
-      this.sql.exec("DROP TABLE outbox_sealed");
+      // Nothing sealed: the waiting entries become the sealed ones.
       if (this.sql.exec("SELECT 1 FROM outbox LIMIT 1").toArray().length === 0) return null;
       this.seal();
-      entries = this.sql.exec<{ id: number; size: number }>(`SELECT id, ${laneBytes} AS size FROM outbox_sealed ORDER BY id LIMIT 10000`).toArray();
+      entries = sealed();
     }
     let size = 0;
     let last = entries[0].id;
@@ -325,11 +370,29 @@ export class Outbox {
     return { first: entries[0].id, last };
   }
 
-  /** The waiting entries become the sealed table the flush drains; commits go on into a new outbox. */
+  /** The waiting entries become the sealed table the flush drains (the empty one goes); commits go on into a new outbox. */
   private seal(): void {
+    this.sql.exec("DROP TABLE outbox_sealed");
     this.sql.exec("ALTER TABLE outbox RENAME TO outbox_sealed");
     this.sql.exec(outboxTable("outbox"));
   }
+}
+
+/** An outbox row's commit record columns (null: an entry from before migration 9, whose record is in `groups`). */
+type GroupColumns = { seq: number | null; first_seq: number | null; committed_at: number | null; max_t: number | null; members: string | null };
+type GroupRow = { seq: number; first_seq: number; committed_at: number; max_t: number | null; members: string };
+
+/** The commit records of a chunk's rows, in runs of consecutive commit numbers. */
+function runsOf(rows: readonly GroupColumns[]): GroupRow[][] {
+  const runs: GroupRow[][] = [];
+  for (const r of rows) {
+    if (r.members === null || r.seq === null || r.first_seq === null || r.committed_at === null) continue;
+    const g = r as GroupRow;
+    const run = runs[runs.length - 1];
+    if (run && run[run.length - 1].seq + 1 === g.first_seq) run.push(g);
+    else runs.push([g]);
+  }
+  return runs;
 }
 
 /** SQLite stores ArrayBuffers as BLOBs: exactly the view's bytes. */

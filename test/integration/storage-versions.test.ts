@@ -94,7 +94,8 @@ it("a stream written by the per-request ledger (version 4) upgrades in place: re
     (b) => b.toString(16).padStart(2, "0")).join("");
   // Rewrite its ledger as version 4 kept it: one row per batch id (this commit), plus a batch begun and never committed.
   const pending = [{ id: "P", ts: at(10, 1) }];
-  await runInDurableObject(stub, async (_c, state) => {
+  await runInDurableObject(stub, async (c, state) => {
+    await c.flush(); // the commit record leaves its outbox row for `groups`
     const sql = state.storage.sql;
     const committed = sql.exec<{ source: string; batch_id: string; body_hash: string; seq: number; report: string }>("SELECT * FROM batches").one();
     const group = sql.exec<{ members: string; committed_at: number }>("SELECT members, committed_at FROM groups").one();
@@ -194,9 +195,14 @@ it("a stream written by version 8 (a row each for sources, advice, counters, par
     const record = JSON.parse(sql.exec<{ state: string }>("SELECT state FROM outbox ORDER BY id DESC LIMIT 1").one().state);
     const chunk = sql.exec<{ keys: string; offsets: string }>("SELECT keys, offsets FROM outbox_chunks").one();
     const keys = JSON.parse(chunk.keys) as Record<string, string>;
-    const lengths = sql.exec<{ members: string }>("SELECT members FROM groups ORDER BY seq").toArray().map((g) => JSON.parse(g.members)[0][2] as string);
+    // Version 8's commit index: a row per micro-batch (these have one member each), none in the outbox.
+    const groups = sql.exec<{ seq: number; committed_at: number; max_t: number | null; members: string }>(
+      "SELECT seq, committed_at, max_t, members FROM groups UNION ALL SELECT seq, committed_at, max_t, members FROM outbox ORDER BY seq").toArray()
+      .flatMap((g) => (JSON.parse(g.members) as unknown[]).map((m, i) => ({ ...g, seq: g.seq - (JSON.parse(g.members).length - 1) + i, members: JSON.stringify([m]) })));
+    const lengths = groups.map((g) => JSON.parse(g.members)[0][2] as string);
     const waiting = sql.exec<{ id: number; at: number; data: ArrayBuffer; batches: string }>("SELECT id, at, data, batches FROM outbox").one();
     sql.exec(`DROP TABLE outbox; DROP TABLE outbox_chunks; DROP TABLE state; ALTER TABLE meta DROP COLUMN outbox_floor; UPDATE _schema SET version = 8;
+      DROP TABLE groups; CREATE TABLE groups (seq INTEGER PRIMARY KEY, first_seq INTEGER NOT NULL, committed_at INTEGER NOT NULL, max_t INTEGER, members TEXT NOT NULL);
       CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, data BLOB NOT NULL, late BLOB NOT NULL, rejected BLOB NOT NULL,
         batches TEXT NOT NULL, conflicts BLOB NOT NULL DEFAULT x'', duplicates BLOB NOT NULL DEFAULT x'');
       CREATE TABLE sources (name TEXT PRIMARY KEY, max_t INTEGER, last_batch_at INTEGER) WITHOUT ROWID;
@@ -207,6 +213,7 @@ it("a stream written by version 8 (a row each for sources, advice, counters, par
       const length = Number(/#\d+\+(\d+)$/.exec(lengths[id - 1])![1]);
       sql.exec("INSERT INTO outbox_flushed (id, data) VALUES (?, ?)", id, `${keys.data}#${offsets[0]}+${length}`);
     }
+    for (const g of groups) sql.exec("INSERT INTO groups VALUES (?, ?, ?, ?, ?)", g.seq, g.seq, g.committed_at, g.max_t, g.members);
     sql.exec("INSERT INTO outbox (id, at, data, late, rejected, batches) VALUES (?, ?, ?, x'', x'', ?)", waiting.id, waiting.at, waiting.data, waiting.batches);
     for (const [n, t, last] of record.sources) sql.exec("INSERT INTO sources VALUES (?, ?, ?)", n, t, last);
     for (const [s, f] of record.advice) sql.exec("INSERT INTO advice VALUES (?, ?)", s, JSON.stringify(f));

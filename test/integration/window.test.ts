@@ -12,12 +12,12 @@ import { at, call, client, createStream, json, output, post } from "./helpers";
 
 const base = { key: ["id"], eventTime: "ts", watermarkDelay: "1 minute", partitions: 2 };
 
-/** Makes every commit of `stream` look `ms` older, flushes, publishes and runs the alarm (which prunes). */
+/** Flushes, makes every commit of `stream` look `ms` older, publishes and runs the alarm (which prunes). */
 async function age(stream: string, ms: number): Promise<void> {
   const stub = env.COORDINATOR.getByName(stream);
   await runInDurableObject(stub, async (c, state) => {
+    await c.flush(); // commit records in outbox rows move to \`groups\`
     state.storage.sql.exec("UPDATE groups SET committed_at = committed_at - ?", ms);
-    await c.flush();
   });
   await runDurableObjectAlarm(stub); // publishes the manifest, then prunes
   await runDurableObjectAlarm(stub);
@@ -92,8 +92,8 @@ describe("the idempotency window", () => {
     for (let i = 0; i < 5; i++) await post("w-steps", [{ id: `k${i}` }], { "idempotency-key": `s${i}` });
     const stub = env.COORDINATOR.getByName("w-steps");
     await runInDurableObject(stub, async (c, state) => {
-      state.storage.sql.exec("UPDATE groups SET committed_at = committed_at - 120000");
       await c.flush();
+      state.storage.sql.exec("UPDATE groups SET committed_at = committed_at - 120000");
     });
     await runDurableObjectAlarm(stub);
     expect(await bookkeeping("w-steps")).toMatchObject({ batchesRemembered: 1 });
