@@ -227,7 +227,7 @@ export class BatchLedger {
 
   /** The last commit number (0 before the first commit). */
   lastSeq(): number {
-    this.cachedSeq ??= this.sql.exec<{ s: number }>(`SELECT coalesce(max(seq), 0) AS s FROM (${this.index()})`).one().s;
+    this.cachedSeq ??= this.sql.exec<{ s: number }>(`SELECT coalesce(max(seq), 0) AS s FROM (${["SELECT max(seq) AS seq FROM groups", ...this.outbox.lastSeqs()].join(" UNION ALL ")})`).one().s;
     return this.cachedSeq;
   }
 
@@ -286,8 +286,7 @@ export class BatchLedger {
    * groups lists each (`spans`: [last seq, commit time − the row's, max event time]).
    */
   oldest(limit: number): RememberedGroup[] {
-    const waiting = this.outbox.groups().map((g) => g.firstSeq);
-    const bound = Math.min(this.lastSeq(), ...waiting);
+    const bound = Math.min(this.lastSeq(), this.outbox.firstSeq() ?? Infinity);
     return this.sql
       .exec<{ seq: number; committed_at: number; max_t: number | null }>(
         `SELECT json_extract(s.value, '$[0]') AS seq, g.committed_at + json_extract(s.value, '$[1]') AS committed_at, json_extract(s.value, '$[2]') AS max_t
@@ -348,7 +347,7 @@ export class BatchLedger {
   private firstSeq(): number | null {
     const firsts = [
       ...this.sql.exec<{ n: number }>("SELECT first_seq AS n FROM groups ORDER BY seq LIMIT 1").toArray().map((r) => r.n),
-      ...this.outbox.groups().map((g) => g.firstSeq),
+      ...[this.outbox.firstSeq()].filter((n) => n !== null),
     ];
     return firsts.length > 0 ? Math.min(...firsts) : null;
   }

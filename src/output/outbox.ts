@@ -143,11 +143,18 @@ export class Outbox {
     return this.tables().map((t) => `SELECT seq, first_seq, members FROM ${t} WHERE members IS NOT NULL`);
   }
 
-  /** Per outbox table holding commit records: its last and its first commit number. */
-  groups(): { seq: number; firstSeq: number }[] {
-    return this.tables().flatMap((t) =>
-      this.sql.exec<{ seq: number | null; first: number | null }>(`SELECT max(seq) AS seq, min(first_seq) AS first FROM ${t} WHERE members IS NOT NULL`).toArray()
-        .flatMap((r) => (r.seq === null || r.first === null ? [] : [{ seq: r.seq, firstSeq: r.first }])));
+  /**
+   * The first commit number still in an outbox row (null: none), one
+   * statement. Ids follow commit numbers, so the lookup reads one row per table.
+   */
+  firstSeq(): number | null {
+    const q = (t: string) => `SELECT * FROM (SELECT first_seq FROM ${t} WHERE members IS NOT NULL ORDER BY id LIMIT 1)`;
+    return this.sql.exec<{ n: number | null }>(`SELECT min(first_seq) AS n FROM (${this.tables().map(q).join(" UNION ALL ")})`).one().n;
+  }
+
+  /** SQL for the last commit number in each outbox table (one row read each: ids follow commit numbers). */
+  lastSeqs(): string[] {
+    return this.tables().map((t) => `SELECT * FROM (SELECT seq FROM ${t} WHERE members IS NOT NULL ORDER BY id DESC LIMIT 1)`);
   }
 
   /** The newest state record each outbox table holds (src/coordinator/state.ts picks the newest of all). */
