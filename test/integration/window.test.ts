@@ -107,4 +107,17 @@ describe("the idempotency window", () => {
     }));
     expect(rows).toEqual({ batches: 1, groups: 1, flushed: 1 });
   });
+
+  it("the conflicts lane's commit index (lane_refs) is forgotten with the ledger's commits", async () => {
+    await createStream("w-lanes", { key: ["id"], mode: "global", partitions: 1, idempotencyWindow: "1 minute", schema: { n: "int" } });
+    await post("w-lanes", [{ id: "A", n: 1 }], { "idempotency-key": "l1" });
+    await post("w-lanes", [{ id: "A", n: 2 }], { "idempotency-key": "l2" }); // a conflict: the conflicts lane
+    await post("w-lanes", [{ id: "B", n: 3 }], { "idempotency-key": "l3" });
+    const refs = () => runInDurableObject(env.COORDINATOR.getByName("w-lanes"), (_c, state) =>
+      state.storage.sql.exec<{ seq: number; lane: string }>("SELECT seq, lane FROM lane_refs").toArray().map((r) => [r.seq, r.lane]));
+    expect(await refs()).toEqual([[2, "conflicts"]]);
+    await age("w-lanes", 120_000);
+    expect(await bookkeeping("w-lanes")).toMatchObject({ batchesRemembered: 1 });
+    expect(await refs()).toEqual([]);
+  });
 });
