@@ -5,7 +5,7 @@ import { globalWatermark, hasIdleTimeout, isIdle, sourceWatermark, type SourcePr
 import { METRICS_TABLE, streamMetricsOf, type StreamMetrics } from "../stream/metrics";
 import { observeCommit } from "../instrument/observe";
 import { partitionStub, type Env } from "../env";
-import { deleteStreamObjects, type Lane } from "../output/sink";
+import { deleteStreamObjects, type Lane, type LaneKeys } from "../output/sink";
 import { addSameEventLanes, Outbox, outboxPerChunk, OUTBOX_TABLES } from "../output/outbox";
 import { pokeDestinations } from "../delivery/poke";
 import { PUBLISH_FAILURES_TABLE, PUBLISHED_TABLE, PublishGuard, publishManifest, publishTable, tablePublishingOf, type PublishContext, type TablePublishing } from "../output/publisher";
@@ -518,7 +518,7 @@ export class Coordinator extends SqliteObject<Env> {
             return row;
           });
       const lastSeq = this.ledger.lastSeq();
-      const plan = planCommit({
+      const plan = planCommit<LaneKeys, CommitRequest>({
         config: meta.config, now, state: { watermark: meta.watermark, sources: this.sourceProgress() }, lastSeq, reqs, rows,
         figures: this.partitions.figures(), recorded: recordedOutcome,
         outbox: outbox ? { entry: meta.outboxFloor + lastSeq + 1, ranges: outbox.ranges } : null,

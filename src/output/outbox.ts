@@ -1,6 +1,7 @@
 import { formatRef, parseRef } from "../microbatch/group";
 import { LANES, writeGroup, type Lane } from "./sink";
 import { addColumn } from "../storage/migrations";
+import { outboxRef } from "./outbox-ref";
 
 /**
  * Small micro-batches don't each write R2 objects: their lanes go into the
@@ -31,7 +32,6 @@ export const FLUSH_AFTER_MS = 10_000;
 /** One flush writes at most this much (more waits for the next). */
 const FLUSH_MAX_BYTES = 8 * FLUSH_BYTES;
 
-const PREFIX = "outbox:";
 const LANE_REF = new RegExp(`^outbox:(\\d+)/(${LANES.join("|")})$`);
 
 // AUTOINCREMENT: entry ids are never reused, so a flushed entry's record stays unambiguous (layout before migration 9).
@@ -192,7 +192,7 @@ export class Outbox {
 
   /** The commit-index reference to a member's range of an entry's lane. */
   static ref(entry: number, lane: Lane, range: { offset: number; length: number }): string {
-    return formatRef({ key: `${PREFIX}${entry}/${lane}`, range });
+    return outboxRef(entry, lane, range);
   }
 
   /**

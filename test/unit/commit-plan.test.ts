@@ -6,8 +6,7 @@
  */
 import { describe, expect, test } from "vitest";
 import fc from "fast-check";
-import { planCommit, type CommitInput, type MemberRow } from "../../src/coordinator/commit-plan";
-import type { CommitRequest } from "../../src/coordinator/protocol";
+import { planCommit, type CommitInput, type MemberRow, type PlannedRequest } from "../../src/coordinator/commit-plan";
 import { parseStreamConfig } from "../../src/stream/config";
 import { advanceWatermark } from "../../src/stream/watermark";
 import type { BatchOutcome } from "../../src/stream/report";
@@ -16,13 +15,15 @@ const parsed = parseStreamConfig({ key: ["id"], eventTime: "ts", watermarkDelay:
 if (!parsed.ok) throw new Error("config");
 const config = parsed.config;
 const MIN = 60_000;
-const none = { data: null, late: null, rejected: null, conflicts: null, duplicates: null };
+const none = { data: null, late: null, rejected: null, conflicts: null, duplicates: null } as Record<"data" | "late" | "rejected" | "conflicts" | "duplicates", string | null>;
+type Objects = typeof none;
+type Request = PlannedRequest<Objects>;
 
-function request(source: string, batchId: string, maxEventTime: number | null, p = 0): CommitRequest {
+function request(source: string, batchId: string, maxEventTime: number | null, p = 0): Request {
   return {
     source, batchId, maxEventTime, startedAt: 900,
     counts: { input: 2, emitted: 1, duplicates: 1, late: 0, rejected: [] },
-    touched: [{ p, rows: 10 + p, bytes: 100, watermark: 0, nextExpiry: null, inserted: 1, removed: 0 }],
+    touched: [{ p, rows: 10 + p, bytes: 100, inserted: 1, removed: 0 }],
     objects: { ...none, data: `streams/s/data/${batchId}.ndjson#0+10` },
   };
 }
@@ -30,7 +31,7 @@ const fresh = (watermark: number): MemberRow => ({ body_hash: "json:h", watermar
 const recorded = (_row: MemberRow, source: string, batchId: string): BatchOutcome =>
   ({ batchId, source, replayed: true, watermark: 0, watermarkAfter: 0, input: 0, emitted: 0, duplicates: 0, late: 0, rejected: [] });
 
-const input = (over: Partial<CommitInput>): CommitInput => ({
+const input = (over: Partial<CommitInput<Objects, Request>>): CommitInput<Objects, Request> => ({
   config, now: 1_000, state: { watermark: 0, sources: {} }, lastSeq: 4, reqs: [], rows: [], figures: new Map(), recorded, ...over,
 });
 
