@@ -1,31 +1,31 @@
-import { boundFieldChanges, idempotencyWindowOf, sourceConfig, type StreamConfig } from "../stream/config";
+import { boundFieldChanges, idempotencyWindowOf, type StreamConfig } from "../stream/config";
 import { own } from "../stream/own";
 import type { BatchOutcome, ProgressReport } from "../stream/report";
 import { globalWatermark, hasIdleTimeout, isIdle, sourceWatermark, type SourceProgress } from "../stream/watermark";
-import { METRICS_TABLE, streamMetricsOf, type StreamMetrics } from "../stream/metrics";
+import { streamMetricsOf, type StreamMetrics } from "../stream/metrics";
 import { observeCommit } from "../instrument/observe";
 import { partitionStub, type Env } from "../env";
 import { deleteStreamObjects, type Lane, type LaneKeys } from "../output/sink";
-import { addSameEventLanes, Outbox, outboxPerChunk, OUTBOX_TABLES } from "../output/outbox";
+import { Outbox } from "../output/outbox";
 import { pokeDestinations } from "../delivery/poke";
-import { PUBLISH_FAILURES_TABLE, PUBLISHED_TABLE, PublishGuard, publishManifest, publishTable, tablePublishingOf, type PublishContext, type TablePublishing } from "../output/publisher";
-import { columnsKnownBefore, recordColumns, TABLE_COLUMNS_TABLE } from "../table/known-columns";
-import { isSameEventLane, LANE_REFS_TABLE, LaneRefs } from "./lane-refs";
+import { PublishGuard, publishManifest, publishTable, tablePublishingOf, type PublishContext, type TablePublishing } from "../output/publisher";
+import { columnsKnownBefore, recordColumns } from "../table/known-columns";
+import { isSameEventLane, LaneRefs } from "./lane-refs";
 import type { StoredCredential } from "../api/credentials";
-import type { Migration } from "../storage/migrations";
 import { SqliteObject } from "../storage/sqlite-object";
+import { COORDINATOR_MIGRATIONS } from "./migrations";
 import { batchFaultKey, takeFault } from "../instrument/faults";
 import { MicroBatcher } from "../microbatch/batcher";
 import { runGroup, type BegunMember, type GroupResult } from "../microbatch/run-group";
-import { CredentialStore, type SealedSigner } from "./credentials";
-import { BatchLedger, LEDGER_MIGRATION, recordedOutcome, sameBody, type BatchRow } from "./ledger";
+import { CredentialStore } from "./credentials";
+import { BatchLedger, recordedOutcome, sameBody, type BatchRow } from "./ledger";
 import { PRUNE_STEP_GROUPS, pruneStep, type Bookkeeping } from "./window";
-import { COUNTERS_MIGRATION, MetricCounters } from "./counters";
+import { MetricCounters } from "./counters";
 import { LEDGER_RETENTION_MS } from "../partition/protocol";
 import { AdviceFigures } from "./advice";
 import { PartitionBook } from "./partitions";
-import { ADVICE_TABLE, liveAdvice, type LiveAdvice, type LiveFigures } from "../stream/advisor/live";
-import { countersToStored, foldState, sourcesOf, sourcesToStored, StateRow, type BegunGroup, type StoredState } from "./state";
+import { liveAdvice, type LiveAdvice, type LiveFigures } from "../stream/advisor/live";
+import { StateBook, type BegunGroup } from "./state";
 import { MetaStore, type Meta } from "./meta";
 import { Alarms } from "./alarms";
 import { planCommit, type MemberRow } from "./commit-plan";
@@ -49,53 +49,7 @@ export type {
   StreamDescription, TouchedPartition,
 } from "./protocol";
 
-/**
- * The Coordinator's storage layouts, oldest first (src/storage/migrations.ts).
- * They run only for a stream that exists: a Coordinator creates its tables
- * when a stream is created, so requests naming streams that do not exist
- * leave no storage behind.
- */
-export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    does: "config and its versions, sources, the batch ledger, partition figures, credentials",
-    up: (sql) =>
-      sql.exec(`
-        CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), name TEXT NOT NULL, config TEXT NOT NULL,
-          config_version INTEGER NOT NULL, epoch TEXT NOT NULL, created_at INTEGER NOT NULL, watermark INTEGER NOT NULL);
-        CREATE TABLE IF NOT EXISTS configs (version INTEGER PRIMARY KEY, config TEXT NOT NULL);
-        CREATE TABLE IF NOT EXISTS sources (name TEXT PRIMARY KEY, max_t INTEGER, last_batch_at INTEGER) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS batches (source TEXT NOT NULL, batch_id TEXT NOT NULL, body_hash TEXT NOT NULL,
-          watermark INTEGER NOT NULL, begun_at INTEGER NOT NULL, config_version INTEGER NOT NULL, seq INTEGER, data_key TEXT, late_key TEXT,
-          rejected_key TEXT, report TEXT, PRIMARY KEY (source, batch_id)) WITHOUT ROWID;
-        CREATE UNIQUE INDEX IF NOT EXISTS batches_by_seq ON batches (seq) WHERE seq IS NOT NULL;
-        CREATE TABLE IF NOT EXISTS partitions (p INTEGER PRIMARY KEY, rows INTEGER NOT NULL, bytes INTEGER NOT NULL, watermark INTEGER NOT NULL);
-        CREATE TABLE IF NOT EXISTS credentials (id TEXT PRIMARY KEY, source TEXT NOT NULL, type TEXT NOT NULL, label TEXT,
-          created_at INTEGER NOT NULL, material TEXT NOT NULL) WITHOUT ROWID;
-        CREATE INDEX IF NOT EXISTS credentials_by_material ON credentials (material);
-      `),
-  },
-  {
-    version: 2,
-    does: "partitions.next_expiry (the eviction fan-out visits only partitions with keys due; 0, due, until a partition reports)",
-    up: (sql) => {
-      // Guarded: storage from before versions were recorded may have it already.
-      const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('partitions')").toArray();
-      if (!columns.some((c) => c.name === "next_expiry")) sql.exec("ALTER TABLE partitions ADD COLUMN next_expiry INTEGER DEFAULT 0");
-    },
-  },
-  { version: 3, does: "the outbox, publication progress (manifest, table) and metrics counters", up: (sql) => sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE + METRICS_TABLE) },
-  { version: 4, does: "advice: the delay advisor's live figures per source", up: (sql) => sql.exec(ADVICE_TABLE) },
-  { version: 5, does: "the table's known columns (ingest column cap) and publication failures", up: (sql) => sql.exec(TABLE_COLUMNS_TABLE + PUBLISH_FAILURES_TABLE) },
-  { version: 6, does: "the conflicts and duplicates lanes: their outbox columns and commit index (lane_refs)", up: (sql) => (addSameEventLanes(sql), sql.exec(LANE_REFS_TABLE)) },
-  LEDGER_MIGRATION,
-  COUNTERS_MIGRATION,
-  {
-    version: 9,
-    does: "one state record per commit (watermark, sources, advice, partition figures, counters, the micro-batch begun) in its outbox row or the state row; the outbox flushed per chunk, its ids fixed by commit numbers",
-    up: (sql) => (outboxPerChunk(sql), foldState(sql)),
-  },
-];
+export { COORDINATOR_MIGRATIONS };
 
 /** How long a begun batch holds its id against a concurrent request with the same id. */
 export const LEASE_MS = 30_000;
@@ -145,12 +99,8 @@ export class Coordinator extends SqliteObject<Env> {
   private counters: MetricCounters;
   /** the meta row, config versions and publication progress (src/coordinator/meta.ts) */
   private metaStore: MetaStore;
-  /** the state row (src/coordinator/state.ts) */
-  private stateRow: StateRow;
-  /** the newest state record, as read or written (undefined: read it) */
-  private stored: StoredState | undefined;
-  /** whether a micro-batch begun before this object started has been handed to the ledger (once per life) */
-  private adopted = false;
+  /** the state record and the figures it carries (src/coordinator/state.ts) */
+  private book: StateBook;
   /** the next micro-batch, begun by the commit before it (its record carried the begin) */
   private preBegun: { items: Submission[]; id: string; members: Begun[] } | null = null;
   /** the one alarm and its jobs (src/coordinator/alarms.ts) */
@@ -167,12 +117,12 @@ export class Coordinator extends SqliteObject<Env> {
     this.outbox = new Outbox(this.sql);
     this.ledger = new BatchLedger(this.sql, this.outbox);
     this.keys = new CredentialStore(this.sql);
-    this.figures = new AdviceFigures(() => this.state().advice);
-    this.partitions = new PartitionBook(() => this.state().partitions);
+    this.book = new StateBook(this.sql, () => this.outbox.records(), (b) => this.adopt(b));
+    this.figures = this.book.figures;
+    this.partitions = this.book.partitions;
     this.laneRefs = new LaneRefs(this.sql, this.outbox);
-    this.counters = new MetricCounters(() => this.state().counters);
+    this.counters = this.book.counters;
     this.metaStore = new MetaStore(this.sql);
-    this.stateRow = new StateRow(this.sql);
     this.alarms = new Alarms(ctx.storage);
   }
 
@@ -241,7 +191,7 @@ export class Coordinator extends SqliteObject<Env> {
   admit(sourceHeader: string | null, claim: CallerClaim): Admission {
     const meta = this.meta();
     if (!meta) return claim.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" };
-    const caller = this.caller(meta, sourceHeader, claim);
+    const caller = this.keys.caller(meta.config, sourceHeader, claim);
     if (caller.kind !== "ok") return caller;
     return { kind: "admitted", source: caller.source, limits: meta.config.limits, signers: caller.signers };
   }
@@ -250,35 +200,6 @@ export class Coordinator extends SqliteObject<Env> {
   knownBatch(source: string, batchId: string): boolean {
     if (!this.exists) return false;
     return this.ledger.known(source, batchId);
-  }
-
-  /**
-   * Who is calling: the source a credential belongs to (X-Source must agree, and
-   * defaults to it), refused when the credential is unknown or the source disabled.
-   * A signature claim yields the source's signing secrets (sealed) to check it with.
-   */
-  private caller(
-    meta: Meta,
-    sourceHeader: string | null,
-    auth: IngestAuth | CallerClaim,
-  ): { kind: "ok"; source: string; signers: SealedSigner[] } | { kind: "unauthorized" } | { kind: "forbidden"; detail: string } {
-    let credentialSource: string | null = null;
-    let signers: SealedSigner[] = [];
-    if (auth.kind === "token" || (auth.kind === "hmac" && "credentialId" in auth)) {
-      const holder = this.keys.holder(auth);
-      if (holder === undefined) return { kind: "unauthorized" };
-      credentialSource = holder;
-    } else if (auth.kind === "hmac" || auth.kind === "provider") {
-      credentialSource = sourceHeader ?? "default";
-      signers = this.keys.signers(credentialSource, auth.kind);
-      if (signers.length === 0) return { kind: "unauthorized" };
-    }
-    const source = sourceHeader ?? credentialSource ?? "default";
-    if (credentialSource !== null && credentialSource !== source) {
-      return { kind: "forbidden", detail: `the credential belongs to source "${credentialSource}", not "${source}"` };
-    }
-    if (sourceConfig(meta.config, source)?.disabled) return { kind: "forbidden", detail: `source "${source}" is disabled` };
-    return { kind: "ok", source, signers };
   }
 
   /**
@@ -383,7 +304,7 @@ export class Coordinator extends SqliteObject<Env> {
     // A first attempt is judged by the watermark in force now; a retry keeps its own.
     const group = pre?.id ?? `g-${crypto.randomUUID()}`;
     const members = pre?.members ?? this.withTableColumns(items.map((it) => this.beginMember(meta, it, now)));
-    if (!pre) this.writeState({ begun: begunGroup(group, members, now) });
+    if (!pre) this.book.write({ begun: begunGroup(group, members, now) });
     try {
       const { commits, outbox, columns } = await runGroup(
         {
@@ -450,7 +371,7 @@ export class Coordinator extends SqliteObject<Env> {
     auth: IngestAuth,
     now: number,
   ): Exclude<BeginResult, { kind: "run" }> | Runnable {
-    const caller = this.caller(meta, sourceHeader, auth);
+    const caller = this.keys.caller(meta.config, sourceHeader, auth);
     if (caller.kind !== "ok") return caller;
     const source = caller.source;
     const row = this.ledger.row(source, batchId);
@@ -487,7 +408,7 @@ export class Coordinator extends SqliteObject<Env> {
     try {
       return this.ctx.storage.transactionSync(fn);
     } catch (e) {
-      this.forgetState();
+      this.book.forget();
       throw e;
     }
   }
@@ -533,11 +454,10 @@ export class Coordinator extends SqliteObject<Env> {
       const group = this.ledger.commit(begunId, plan.firstSeq, now, plan.maxEventTime, plan.records, outbox ? "outbox" : "groups");
       // The next micro-batch begins now, judged by the watermark this commit leaves: its begin rides in this record.
       const next = begun ? this.beginNext(meta, plan.watermark, now) : null;
-      const record = this.nextRecord({ watermark: plan.watermark, sources: plan.sources, begun: next ? begunGroup(next.id, next.members, now) : begun ? null : undefined });
+      const record = this.book.next({ watermark: plan.watermark, sources: plan.sources, begun: next ? begunGroup(next.id, next.members, now) : begun ? null : undefined });
       // A small micro-batch's lanes join the outbox here, in the commit itself, with the record.
-      if (outbox) this.outbox.append(meta.outboxFloor + plan.firstSeq, outbox.lanes, reqs, now, { v: record.v, s: JSON.stringify(record) }, group!);
-      else this.stateRow.write(record);
-      this.stored = record;
+      if (outbox) this.book.written((this.outbox.append(meta.outboxFloor + plan.firstSeq, outbox.lanes, reqs, now, { v: record.v, s: JSON.stringify(record) }, group!), record));
+      else this.book.save(record);
       return { plan, next };
     });
     this.preBegun = next;
@@ -576,50 +496,10 @@ export class Coordinator extends SqliteObject<Env> {
     return { items, id: `g-${crypto.randomUUID()}`, members: items.map((it) => this.beginMember(meta, it, now, watermark)) };
   }
 
-  /** The newest state record, read once (and, the first time in this object's life, a micro-batch it left begun handed to the ledger). */
-  private state(): StoredState {
-    if (this.stored) return this.stored;
-    const stored = this.stateRow.read(this.outbox.records());
-    this.stored = stored;
-    if (!this.adopted) {
-      this.adopted = true;
-      // The object stopped with this micro-batch begun and not committed (a commit after it would have written a newer record):
-      // its members' retries are judged by what it recorded, so the ledger keeps it as it keeps a failed attempt's.
-      const b = stored.begun;
-      if (b && b.at >= Date.now() - LEDGER_RETENTION_MS) {
-        this.ledger.begin(b.id, b.members.map(([source, batchId, identity, watermark, begunAt, configVersion]) => ({ source, batchId, identity, watermark, begunAt, configVersion })), b.at);
-      }
-    }
-    return stored;
-  }
-
-  /** The next state record: the current one with `changes`, and the figures as they are in memory now. */
-  private nextRecord(changes: { watermark?: number; sources?: Record<string, SourceProgress>; begun?: BegunGroup | null }): StoredState {
-    const cur = this.state();
-    return {
-      v: cur.v + 1,
-      watermark: changes.watermark ?? cur.watermark,
-      sources: changes.sources ? sourcesToStored(changes.sources) : cur.sources,
-      advice: this.figures.stored(),
-      partitions: this.partitions.stored(),
-      counters: countersToStored(this.counters.all()),
-      begun: changes.begun === undefined ? cur.begun : changes.begun,
-    };
-  }
-
-  /** Writes a state record to the state row (outside a commit: a begin, an eviction fan-out, a flush dropping the rows that held the newest). */
-  private writeState(changes: Parameters<Coordinator["nextRecord"]>[0] = {}): void {
-    const record = this.nextRecord(changes);
-    this.stateRow.write(record);
-    this.stored = record;
-  }
-
-  /** The figures in memory and the state record are read again (after a transaction that rolled back, or a drop). */
-  private forgetState(): void {
-    this.stored = undefined;
-    this.figures.forget();
-    this.counters.forget();
-    this.partitions.forget();
+  /** A micro-batch the object stopped with, begun and not committed: the ledger keeps it as it keeps a failed attempt's (src/coordinator/state.ts). */
+  private adopt(b: BegunGroup): void {
+    if (b.at < Date.now() - LEDGER_RETENTION_MS) return; // its partitions' decisions are gone by now
+    this.ledger.begin(b.id, b.members.map(([source, batchId, identity, watermark, begunAt, configVersion]) => ({ source, batchId, identity, watermark, begunAt, configVersion })), b.at);
   }
 
   /** Flushes everything waiting in the outbox now (the alarm does it when due); returns the entries flushed. */
@@ -635,7 +515,7 @@ export class Coordinator extends SqliteObject<Env> {
 
   /** One chunk of the outbox to R2; the state record is written to the state row when the rows that held it go. */
   private flushChunk(meta: Meta): Promise<number> {
-    return this.outbox.flush(this.env.SINK, { stream: meta.name, epoch: meta.epoch }, (fn) => this.ctx.storage.transactionSync(fn), () => this.writeState());
+    return this.outbox.flush(this.env.SINK, { stream: meta.name, epoch: meta.epoch }, (fn) => this.ctx.storage.transactionSync(fn), () => void this.book.write());
   }
 
   /** The most recent `limit` progress reports, oldest first. */
@@ -704,7 +584,7 @@ export class Coordinator extends SqliteObject<Env> {
     await this.alarms.cancel();
     await this.ctx.storage.deleteAll();
     this.forgetCaches();
-    this.forgetState();
+    this.book.forget();
     this.outbox.forget();
     this.preBegun = null;
     this.partitions.forgetAll(); // ledgers of the old incarnation: the new one's partitions never held them
@@ -858,7 +738,7 @@ export class Coordinator extends SqliteObject<Env> {
     const now = this.meta();
     if (!now || now.epoch !== meta.epoch || results.length === 0) return;
     this.partitions.record(results);
-    this.writeState();
+    this.book.write();
   }
 
   /**
@@ -872,7 +752,7 @@ export class Coordinator extends SqliteObject<Env> {
     const row = this.metaStore.read();
     if (!row) return null;
     const { metaWatermark, ...rest } = row;
-    return { ...rest, watermark: Math.max(metaWatermark, this.state().watermark) };
+    return { ...rest, watermark: Math.max(metaWatermark, this.book.current().watermark) };
   }
 
   private forgetCaches(): void {
@@ -881,7 +761,7 @@ export class Coordinator extends SqliteObject<Env> {
   }
 
   private sourceProgress(): Record<string, SourceProgress> {
-    return sourcesOf(this.state());
+    return this.book.sources();
   }
 }
 

@@ -1,6 +1,8 @@
 import type { LiveFiguresJson } from "../stream/advisor/live";
 import type { SourceProgress } from "../stream/watermark";
-import type { Counter } from "./counters";
+import { AdviceFigures } from "./advice";
+import { MetricCounters, type Counter } from "./counters";
+import { PartitionBook } from "./partitions";
 
 /**
  * What a commit changes besides the ledger, in one record (Coordinator
@@ -104,4 +106,92 @@ export function foldState(sql: SqlStorage): void {
     new StateRow(sql).write(record);
   }
   sql.exec("DROP TABLE IF EXISTS sources; DROP TABLE IF EXISTS advice; DROP TABLE IF EXISTS counters; DROP TABLE IF EXISTS partition_figures;");
+}
+
+/** What a new state record changes (absent: as the current one has it). */
+export interface StateChanges {
+  watermark?: number;
+  sources?: Record<string, SourceProgress>;
+  begun?: BegunGroup | null;
+}
+
+/**
+ * The Coordinator's state, kept: the newest record (read once, from the
+ * state row or an outbox row), the rooms whose figures it carries (advice,
+ * partitions, counters: changed in memory by a commit, written by its
+ * record), and the records written next. The first read in an object's life
+ * hands a micro-batch the record says is begun to `adopt`: the object
+ * stopped with it in flight (a commit after it would have written a newer
+ * record), and its retries are to be judged by what it recorded.
+ */
+export class StateBook {
+  readonly figures = new AdviceFigures(() => this.current().advice);
+  readonly partitions = new PartitionBook(() => this.current().partitions);
+  readonly counters = new MetricCounters(() => this.current().counters);
+  private readonly row: StateRow;
+  private stored: StoredState | undefined;
+  private adopted = false;
+
+  constructor(
+    sql: SqlStorage,
+    /** the newest record each outbox table holds (src/output/outbox.ts) */
+    private readonly candidates: () => { v: number; s: string }[],
+    private readonly adopt: (begun: BegunGroup) => void,
+  ) {
+    this.row = new StateRow(sql);
+  }
+
+  current(): StoredState {
+    if (this.stored) return this.stored;
+    const stored = this.row.read(this.candidates());
+    this.stored = stored;
+    if (!this.adopted) {
+      this.adopted = true;
+      if (stored.begun) this.adopt(stored.begun);
+    }
+    return stored;
+  }
+
+  sources(): Record<string, SourceProgress> {
+    return sourcesOf(this.current());
+  }
+
+  /** The next record: the current one with `changes`, and the figures as they are in memory now. */
+  next(changes: StateChanges): StoredState {
+    const cur = this.current();
+    return {
+      v: cur.v + 1,
+      watermark: changes.watermark ?? cur.watermark,
+      sources: changes.sources ? sourcesToStored(changes.sources) : cur.sources,
+      advice: this.figures.stored(),
+      partitions: this.partitions.stored(),
+      counters: countersToStored(this.counters.all()),
+      begun: changes.begun === undefined ? cur.begun : changes.begun,
+    };
+  }
+
+  /** Writes the next record to the state row (outside a commit: a begin, an eviction fan-out, a flush dropping the rows that held the newest). */
+  write(changes: StateChanges = {}): StoredState {
+    return this.save(this.next(changes));
+  }
+
+  /** Writes `record` (from next()) to the state row. */
+  save(record: StoredState): StoredState {
+    this.row.write(record);
+    return this.written(record);
+  }
+
+  /** `record` was written (in the state row, or in an outbox row by the commit): it is the current one. */
+  written(record: StoredState): StoredState {
+    this.stored = record;
+    return record;
+  }
+
+  /** The record and the figures in memory are read again (after a transaction that rolled back, or a drop). */
+  forget(): void {
+    this.stored = undefined;
+    this.figures.forget();
+    this.counters.forget();
+    this.partitions.forget();
+  }
 }
