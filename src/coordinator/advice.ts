@@ -1,23 +1,23 @@
 import type { BatchCounts } from "../stream/batch";
-import { emptyFigures, figuresFromJson, figuresToJson, observeBatch, type BatchObservation, type LiveFigures } from "../stream/advisor/live";
+import { emptyFigures, figuresFromJson, figuresToJson, observeBatch, type BatchObservation, type LiveFigures, type LiveFiguresJson } from "../stream/advisor/live";
 
 /**
- * The delay advisor's live figures per source (the `advice` table; the
- * figures themselves are src/stream/advisor/live.ts). Read once and kept:
- * only this object's commits change them. A commit adds to the kept figures
- * (observe) and writes them in its transaction (save); one that rolls back
- * must forget() them, so that they are read again as storage has them.
- * (Copying them per commit instead cost ~250 µs with a thousand buckets.)
+ * The delay advisor's live figures per source (the figures themselves are
+ * src/stream/advisor/live.ts), part of the Coordinator's state record
+ * (src/coordinator/state.ts). Read once and kept: only this object's commits
+ * change them. A commit adds to the kept figures (observe) and its record
+ * carries them (stored()); one that rolls back must forget() them, so that
+ * they are read again as storage has them. (Copying them per commit instead
+ * cost ~250 µs with a thousand buckets.)
  */
 export class AdviceFigures {
   private cached: Map<string, LiveFigures> | undefined;
 
-  constructor(private readonly sql: SqlStorage) {}
+  /** `read`: the figures as the newest state record holds them */
+  constructor(private readonly read: () => [string, LiveFiguresJson][]) {}
 
   all(): Map<string, LiveFigures> {
-    this.cached ??= new Map(
-      this.sql.exec<{ source: string; figures: string }>("SELECT source, figures FROM advice").toArray().map((r) => [r.source, figuresFromJson(JSON.parse(r.figures))]),
-    );
+    this.cached ??= new Map(this.read().map(([source, f]) => [source, figuresFromJson(f)]));
     return this.cached;
   }
 
@@ -31,13 +31,9 @@ export class AdviceFigures {
     observeBatch(f, { rows: b.counts.emitted + b.counts.duplicates + b.counts.late, duplicates: b.counts.duplicates }, b.seen, maxBefore);
   }
 
-  /** Writes the changed figures (inside the commit's transaction): one statement for all sources. */
-  save(changed: Map<string, LiveFigures>): void {
-    if (changed.size === 0) return;
-    this.sql.exec(
-      "INSERT OR REPLACE INTO advice (source, figures) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)",
-      JSON.stringify([...changed].map(([name, f]) => [name, JSON.stringify(figuresToJson(f))])),
-    );
+  /** Every source's figures as a state record keeps them. */
+  stored(): [string, LiveFiguresJson][] {
+    return [...this.all()].map(([source, f]) => [source, figuresToJson(f)]);
   }
 
   /** The stream was dropped, or a commit rolled back: read afresh next time. */

@@ -1,30 +1,34 @@
-import { boundFieldChanges, idempotencyWindowOf, sourceConfig, type StreamConfig } from "../stream/config";
+import { boundFieldChanges, idempotencyWindowOf, type StreamConfig } from "../stream/config";
 import { own } from "../stream/own";
-import { capRejected, progressOf, rejectedTotal, type BatchOutcome, type ProgressReport } from "../stream/report";
-import { advanceWatermark, globalWatermark, hasIdleTimeout, isIdle, nextIdleAt, sourceWatermark, type SourceProgress, type WatermarkState } from "../stream/watermark";
-import { METRICS_TABLE, metricDeltas, streamMetricsOf, type CommittedFigures, type StreamMetrics } from "../stream/metrics";
+import type { BatchOutcome, ProgressReport } from "../stream/report";
+import { globalWatermark, hasIdleTimeout, isIdle, sourceWatermark, type SourceProgress } from "../stream/watermark";
+import { streamMetricsOf, type StreamMetrics } from "../stream/metrics";
 import { observeCommit } from "../instrument/observe";
 import { partitionStub, type Env } from "../env";
-import { deleteStreamObjects, LANES, type Lane, type LaneKeys } from "../output/sink";
-import { FLUSH_AFTER_MS, FLUSH_BYTES, addSameEventLanes, Outbox, OUTBOX_TABLES } from "../output/outbox";
+import { deleteStreamObjects, type Lane, type LaneKeys } from "../output/sink";
+import { Outbox } from "../output/outbox";
 import { pokeDestinations } from "../delivery/poke";
-import { PUBLISH_FAILURES_TABLE, PUBLISHED_TABLE, PublishGuard, publishManifest, publishTable, tablePublishingOf, type PublishContext, type TablePublishing } from "../output/publisher";
-import { columnsKnownBefore, recordColumns, TABLE_COLUMNS_TABLE } from "../table/known-columns";
-import { isSameEventLane, LANE_REFS_TABLE, LaneRefs } from "./lane-refs";
+import { PublishGuard, publishManifest, publishTable, tablePublishingOf, type PublishContext, type TablePublishing } from "../output/publisher";
+import { columnsKnownBefore, recordColumns } from "../table/known-columns";
+import { isSameEventLane, LaneRefs } from "./lane-refs";
 import type { StoredCredential } from "../api/credentials";
-import type { Migration } from "../storage/migrations";
 import { SqliteObject } from "../storage/sqlite-object";
+import { COORDINATOR_MIGRATIONS } from "./migrations";
 import { batchFaultKey, takeFault } from "../instrument/faults";
 import { MicroBatcher } from "../microbatch/batcher";
 import { runGroup, type BegunMember, type GroupResult } from "../microbatch/run-group";
-import { CredentialStore, type SealedSigner } from "./credentials";
-import { BatchLedger, LEDGER_MIGRATION, recordedOutcome, sameBody, type BatchRow, type CommittedRecord } from "./ledger";
+import { CredentialStore } from "./credentials";
+import { BatchLedger, recordedOutcome, sameBody, type BatchRow } from "./ledger";
 import { PRUNE_STEP_GROUPS, pruneStep, type Bookkeeping } from "./window";
-import { COUNTERS_MIGRATION, MetricCounters } from "./counters";
+import { MetricCounters } from "./counters";
 import { LEDGER_RETENTION_MS } from "../partition/protocol";
 import { AdviceFigures } from "./advice";
 import { PartitionBook } from "./partitions";
-import { ADVICE_TABLE, liveAdvice, type LiveAdvice, type LiveFigures } from "../stream/advisor/live";
+import { liveAdvice, type LiveAdvice, type LiveFigures } from "../stream/advisor/live";
+import { StateBook, type BegunGroup } from "./state";
+import { MetaStore, type Meta } from "./meta";
+import { Alarms } from "./alarms";
+import { planCommit, type MemberRow } from "./commit-plan";
 import {
   WAIT_FOR_INFLIGHT_MS,
   type Admission,
@@ -46,57 +50,11 @@ export type {
   StreamDescription, TouchedPartition,
 } from "./protocol";
 
-/**
- * The Coordinator's storage layouts, oldest first (src/storage/migrations.ts).
- * They run only for a stream that exists: a Coordinator creates its tables
- * when a stream is created, so requests naming streams that do not exist
- * leave no storage behind.
- */
-export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    does: "config and its versions, sources, the batch ledger, partition figures, credentials",
-    up: (sql) =>
-      sql.exec(`
-        CREATE TABLE IF NOT EXISTS meta (id INTEGER PRIMARY KEY CHECK (id = 1), name TEXT NOT NULL, config TEXT NOT NULL,
-          config_version INTEGER NOT NULL, epoch TEXT NOT NULL, created_at INTEGER NOT NULL, watermark INTEGER NOT NULL);
-        CREATE TABLE IF NOT EXISTS configs (version INTEGER PRIMARY KEY, config TEXT NOT NULL);
-        CREATE TABLE IF NOT EXISTS sources (name TEXT PRIMARY KEY, max_t INTEGER, last_batch_at INTEGER) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS batches (source TEXT NOT NULL, batch_id TEXT NOT NULL, body_hash TEXT NOT NULL,
-          watermark INTEGER NOT NULL, begun_at INTEGER NOT NULL, config_version INTEGER NOT NULL, seq INTEGER, data_key TEXT, late_key TEXT,
-          rejected_key TEXT, report TEXT, PRIMARY KEY (source, batch_id)) WITHOUT ROWID;
-        CREATE UNIQUE INDEX IF NOT EXISTS batches_by_seq ON batches (seq) WHERE seq IS NOT NULL;
-        CREATE TABLE IF NOT EXISTS partitions (p INTEGER PRIMARY KEY, rows INTEGER NOT NULL, bytes INTEGER NOT NULL, watermark INTEGER NOT NULL);
-        CREATE TABLE IF NOT EXISTS credentials (id TEXT PRIMARY KEY, source TEXT NOT NULL, type TEXT NOT NULL, label TEXT,
-          created_at INTEGER NOT NULL, material TEXT NOT NULL) WITHOUT ROWID;
-        CREATE INDEX IF NOT EXISTS credentials_by_material ON credentials (material);
-      `),
-  },
-  {
-    version: 2,
-    does: "partitions.next_expiry (the eviction fan-out visits only partitions with keys due; 0, due, until a partition reports)",
-    up: (sql) => {
-      // Guarded: storage from before versions were recorded may have it already.
-      const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('partitions')").toArray();
-      if (!columns.some((c) => c.name === "next_expiry")) sql.exec("ALTER TABLE partitions ADD COLUMN next_expiry INTEGER DEFAULT 0");
-    },
-  },
-  { version: 3, does: "the outbox, publication progress (manifest, table) and metrics counters", up: (sql) => sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE + METRICS_TABLE) },
-  { version: 4, does: "advice: the delay advisor's live figures per source", up: (sql) => sql.exec(ADVICE_TABLE) },
-  { version: 5, does: "the table's known columns (ingest column cap) and publication failures", up: (sql) => sql.exec(TABLE_COLUMNS_TABLE + PUBLISH_FAILURES_TABLE) },
-  { version: 6, does: "the conflicts and duplicates lanes: their outbox columns and commit index (lane_refs)", up: (sql) => (addSameEventLanes(sql), sql.exec(LANE_REFS_TABLE)) },
-  LEDGER_MIGRATION,
-  COUNTERS_MIGRATION,
-];
+export { COORDINATOR_MIGRATIONS };
 
 /** How long a begun batch holds its id against a concurrent request with the same id. */
 export const LEASE_MS = 30_000;
-/** Eviction fan-out runs at most this often after the watermark moves. */
-export const EVICTION_DELAY_MS = 200;
-/** Commits are published (manifest, table) by an alarm about this long after them. */
-export const PUBLISH_AFTER_MS = 2_000;
-/** Prune steps due by the clock run at most this often (each is an alarm). */
-export const PRUNE_MIN_INTERVAL_MS = 1_000;
+export { EVICTION_DELAY_MS, PUBLISH_AFTER_MS, PRUNE_MIN_INTERVAL_MS } from "./alarms";
 /** A micro-batch takes at most this many rows (more than any one request may have). */
 export const MICRO_BATCH_MAX_ROWS = 100_000;
 
@@ -111,14 +69,8 @@ type Submission = Pick<BegunMember, "source" | "batchId" | "rows" | "fault"> & {
   row?: BatchRow | null;
 };
 
-interface Meta {
-  name: string;
-  config: StreamConfig;
-  configVersion: number;
-  epoch: string;
-  createdAt: number;
-  watermark: number;
-}
+/** A member as its micro-batch begins: what it is judged by, and the config version that names its config. */
+type Begun = BegunMember & { identity: string; configVersion: number };
 
 /**
  * One per stream: config, per-source progress, the global watermark, the batch
@@ -146,6 +98,14 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   private laneRefs: LaneRefs;
   /** the counters of /metrics (src/coordinator/counters.ts) */
   private counters: MetricCounters;
+  /** the meta row, config versions and publication progress (src/coordinator/meta.ts) */
+  private metaStore: MetaStore;
+  /** the state record and the figures it carries (src/coordinator/state.ts) */
+  private book: StateBook;
+  /** the next micro-batch, begun by the commit before it (its record carried the begin) */
+  private preBegun: { items: Submission[]; id: string; members: Begun[] } | null = null;
+  /** the one alarm and its jobs (src/coordinator/alarms.ts) */
+  private alarms: Alarms;
   private batcher = new MicroBatcher<Submission, BatchOutcome>((items) => this.runMicroBatch(items), {
     maxWeight: MICRO_BATCH_MAX_ROWS,
     weigh: (s) => s.rows.length,
@@ -158,10 +118,13 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     this.outbox = new Outbox(this.sql);
     this.ledger = new BatchLedger(this.sql, this.outbox);
     this.keys = new CredentialStore(this.sql);
-    this.figures = new AdviceFigures(this.sql);
-    this.partitions = new PartitionBook(this.sql);
+    this.book = new StateBook(this.sql, () => this.outbox.records(), (b) => this.adopt(b));
+    this.figures = this.book.figures;
+    this.partitions = this.book.partitions;
     this.laneRefs = new LaneRefs(this.sql, this.outbox);
-    this.counters = new MetricCounters(this.sql);
+    this.counters = this.book.counters;
+    this.metaStore = new MetaStore(this.sql);
+    this.alarms = new Alarms(ctx.storage);
   }
 
   async configure(name: string, config: StreamConfig): Promise<ConfigureResult> {
@@ -169,11 +132,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     if (!meta) {
       this.migrate();
       this.exists = true;
-      this.sql.exec(
-        "INSERT INTO meta (id, name, config, config_version, epoch, created_at, watermark) VALUES (1, ?, ?, 1, ?, ?, 0)",
-        name, JSON.stringify(config), crypto.randomUUID(), Date.now(),
-      );
-      this.sql.exec("INSERT INTO configs (version, config) VALUES (1, ?)", JSON.stringify(config));
+      this.metaStore.create(name, config, Date.now());
       this.forgetCaches();
       return { status: "created", config };
     }
@@ -182,11 +141,9 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     if (JSON.stringify(meta.config) === JSON.stringify(config)) return { status: "unchanged", config };
     // A new delay or new declared sources can move the watermark (never back).
     const watermark = globalWatermark(config, this.sourceProgress(), meta.watermark, Date.now());
-    const version = meta.configVersion + 1;
-    this.sql.exec("UPDATE meta SET config = ?, config_version = ?, watermark = ?", JSON.stringify(config), version, watermark);
-    this.sql.exec("INSERT INTO configs (version, config) VALUES (?, ?)", version, JSON.stringify(config));
+    this.metaStore.update(config, meta.configVersion + 1, watermark);
     this.forgetCaches();
-    if (watermark > meta.watermark) await this.scheduleEviction(config);
+    if (watermark > meta.watermark) await this.alarms.eviction(config);
     return { status: "updated", config };
   }
 
@@ -235,7 +192,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   admit(sourceHeader: string | null, claim: CallerClaim): Admission {
     const meta = this.meta();
     if (!meta) return claim.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" };
-    const caller = this.caller(meta, sourceHeader, claim);
+    const caller = this.keys.caller(meta.config, sourceHeader, claim);
     if (caller.kind !== "ok") return caller;
     return { kind: "admitted", source: caller.source, limits: meta.config.limits, signers: caller.signers };
   }
@@ -244,35 +201,6 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   knownBatch(source: string, batchId: string): boolean {
     if (!this.exists) return false;
     return this.ledger.known(source, batchId);
-  }
-
-  /**
-   * Who is calling: the source a credential belongs to (X-Source must agree, and
-   * defaults to it), refused when the credential is unknown or the source disabled.
-   * A signature claim yields the source's signing secrets (sealed) to check it with.
-   */
-  private caller(
-    meta: Meta,
-    sourceHeader: string | null,
-    auth: IngestAuth | CallerClaim,
-  ): { kind: "ok"; source: string; signers: SealedSigner[] } | { kind: "unauthorized" } | { kind: "forbidden"; detail: string } {
-    let credentialSource: string | null = null;
-    let signers: SealedSigner[] = [];
-    if (auth.kind === "token" || (auth.kind === "hmac" && "credentialId" in auth)) {
-      const holder = this.keys.holder(auth);
-      if (holder === undefined) return { kind: "unauthorized" };
-      credentialSource = holder;
-    } else if (auth.kind === "hmac" || auth.kind === "provider") {
-      credentialSource = sourceHeader ?? "default";
-      signers = this.keys.signers(credentialSource, auth.kind);
-      if (signers.length === 0) return { kind: "unauthorized" };
-    }
-    const source = sourceHeader ?? credentialSource ?? "default";
-    if (credentialSource !== null && credentialSource !== source) {
-      return { kind: "forbidden", detail: `the credential belongs to source "${credentialSource}", not "${source}"` };
-    }
-    if (sourceConfig(meta.config, source)?.disabled) return { kind: "forbidden", detail: `source "${source}" is disabled` };
-    return { kind: "ok", source, signers };
   }
 
   /**
@@ -361,35 +289,49 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     return r;
   }
 
-  /** Runs one micro-batch: begin every member, run the group (partitions, R2), commit them together. */
+  /**
+   * Runs one micro-batch: begin every member, run the group (partitions, R2),
+   * commit them together. Its begin is recorded where it costs no row of its
+   * own when it can: in the commit record of the micro-batch before it
+   * (preBegun), else in the state row. A micro-batch that fails here leaves
+   * its begin in the ledger's begin records, for its members' retries.
+   */
   private async runMicroBatch(items: Submission[]): Promise<BatchOutcome[]> {
     const meta = this.meta();
     if (!meta) throw new Error("stream was deleted while the batch ran");
     const now = Date.now();
-    // A first attempt is judged by the watermark in force now; a retry keeps its own. One begin record for the group.
-    const group = `g-${crypto.randomUUID()}`;
-    const members = this.withTableColumns(items.map((it) => this.beginMember(meta, it, now)));
-    this.ledger.begin(group, members, now);
+    const pre = this.preBegun && sameItems(this.preBegun.items, items) ? this.preBegun : null;
+    this.preBegun = null;
+    // A first attempt is judged by the watermark in force now; a retry keeps its own.
+    const group = pre?.id ?? `g-${crypto.randomUUID()}`;
+    const members = pre?.members ?? this.withTableColumns(items.map((it) => this.beginMember(meta, it, now)));
+    if (!pre) this.book.write({ begun: begunGroup(group, members, now) });
     // Runs go one at a time: the members will commit as firstSeq, firstSeq + 1, … (their lanes name kept copies among them by these; the commit checks it).
     const firstSeq = this.ledger.lastSeq() + 1;
-    const { commits, outbox, columns } = await runGroup(
-      {
-        group,
-        stream: meta.name,
-        epoch: meta.epoch,
-        watermark: meta.watermark,
-        bucket: this.env.SINK,
-        applyGroup: (p, r) => partitionStub(this.env, meta.name, p).applyGroup(r),
-        takeForget: (p) => this.partitions.takeForget(p),
-        committedSeq: (source, batchId) => this.committedSeq(source, batchId),
-        firstSeq,
-      },
-      members,
-    );
-    if (this.meta()?.epoch !== meta.epoch) throw new Error("stream was deleted while the batch ran");
-    const outcomes = await this.commitGroup(commits, { id: group, members, firstSeq }, outbox);
-    if (this.meta()) recordColumns(this.sql, columns, Date.now());
-    return outcomes;
+    try {
+      const { commits, outbox, columns } = await runGroup(
+        {
+          group,
+          stream: meta.name,
+          epoch: meta.epoch,
+          watermark: meta.watermark,
+          bucket: this.env.SINK,
+          applyGroup: (p, r) => partitionStub(this.env, meta.name, p).applyGroup(r),
+          takeForget: (p) => this.partitions.takeForget(p),
+          committedSeq: (source, batchId) => this.committedSeq(source, batchId),
+          firstSeq,
+        },
+        members,
+      );
+      if (this.meta()?.epoch !== meta.epoch) throw new Error("stream was deleted while the batch ran");
+      const outcomes = await this.commitGroup(commits, { id: group, members, firstSeq }, outbox);
+      if (this.meta()) recordColumns(this.sql, columns, Date.now());
+      return outcomes;
+    } catch (e) {
+      // The retries resume from the ledger's begin record (the state record's begin is overwritten by the next micro-batch's).
+      if (this.meta()?.epoch === meta.epoch) this.ledger.begin(group, members, now);
+      throw e;
+    }
   }
 
   /**
@@ -433,7 +375,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     auth: IngestAuth,
     now: number,
   ): Exclude<BeginResult, { kind: "run" }> | Runnable {
-    const caller = this.caller(meta, sourceHeader, auth);
+    const caller = this.keys.caller(meta.config, sourceHeader, auth);
     if (caller.kind !== "ok") return caller;
     const source = caller.source;
     const row = this.ledger.row(source, batchId);
@@ -456,33 +398,32 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
    * now), or its retry with those of its first attempt read back, so that it is
    * planned and judged exactly as before. The caller records the begin.
    */
-  private beginMember(meta: Meta, s: Submission, now: number): BegunMember & { identity: string; configVersion: number } {
+  private beginMember(meta: Meta, s: Submission, now: number, watermark = meta.watermark): Begun {
     const row = s.row !== undefined ? s.row : this.ledger.row(s.source, s.batchId);
     if (row && row.seq === null) {
-      const config = row.config_version === meta.configVersion ? meta.config : this.configAt(row.config_version);
+      const config = row.config_version === meta.configVersion ? meta.config : this.metaStore.configAt(row.config_version);
       return { ...s, watermark: row.watermark, begunAt: row.begun_at, config, configVersion: row.config_version, resumed: true };
     }
-    return { ...s, watermark: meta.watermark, begunAt: now, config: meta.config, configVersion: meta.configVersion, resumed: false };
+    return { ...s, watermark, begunAt: now, config: meta.config, configVersion: meta.configVersion, resumed: false };
   }
 
-  /** One commit transaction; the advice figures it added to in place are read again if it rolls back. */
+  /** One commit transaction; the figures it changed in memory are read again if it rolls back. */
   private committing<T>(fn: () => T): T {
     try {
       return this.ctx.storage.transactionSync(fn);
     } catch (e) {
-      this.figures.forget();
-      this.counters.forget();
-      this.partitions.forget();
+      this.book.forget();
       throw e;
     }
   }
 
   /**
-   * Commits a micro-batch in one storage transaction: every member's source
-   * max event time, the global watermark (once, over all of them), each
-   * member's outcome and progress report with its own commit number. A member
-   * committed already returns its recorded outcome. A failure half way leaves
-   * nothing behind.
+   * Commits a micro-batch in one storage transaction, as planned by
+   * planCommit (src/coordinator/commit-plan.ts): each member's record and
+   * batch id, and one state record (watermark, sources, figures, counters,
+   * and the begin of the micro-batch that runs next) in the outbox row or
+   * the state row. A member committed already returns its recorded outcome.
+   * A failure half way leaves nothing behind.
    */
   private async commitGroup(
     reqs: CommitRequest[],
@@ -491,83 +432,42 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   ): Promise<BatchOutcome[]> {
     const meta = this.meta();
     if (!meta) throw new Error("stream was deleted while the batch ran");
-    const { outcomes, watermark, sources, done } = this.committing(() => {
+    const { plan, next } = this.committing(() => {
       const now = Date.now();
       // A micro-batch's members hold their leases since they began: none can have committed meanwhile.
-      const rows: Pick<BatchRow, "body_hash" | "watermark" | "seq" | "report" | "begun">[] = begun
-        ? begun.members.map((b) => ({ body_hash: b.identity, watermark: b.watermark, seq: null, report: null, begun: begun.id }))
+      const rows: MemberRow[] = begun
+        ? begun.members.map((b) => ({ body_hash: b.identity, watermark: b.watermark, seq: null, report: null }))
         : reqs.map((r) => {
             const row = this.ledger.row(r.source, r.batchId);
             if (!row) throw new Error("commit of a batch that never began");
             return row;
           });
-      let state: WatermarkState = { watermark: meta.watermark, sources: this.sourceProgress() };
-      const fresh = reqs.filter((_, i) => rows[i].seq === null);
-      const advice = new Map<string, LiveFigures>();
-      for (const r of fresh) {
-        this.figures.observe(advice, r, own(state.sources, r.source)?.maxEventTime ?? null);
-        state = advanceWatermark(meta.config, state, r.source, r.maxEventTime, now);
-      }
-      this.figures.save(advice);
-      for (const name of new Set(fresh.map((r) => r.source))) {
-        const progress = own(state.sources, name)!;
-        this.sql.exec("INSERT OR REPLACE INTO sources (name, max_t, last_batch_at) VALUES (?, ?, ?)", name, progress.maxEventTime, progress.lastBatchAt);
-      }
-      if (fresh.length > 0) this.sql.exec("UPDATE meta SET watermark = ?", state.watermark);
-      // The group's last figures per partition (members list them in the order they were decided).
-      const latest = new Map(fresh.flatMap((r) => r.touched.map((t) => [t.p, t] as const)));
-      this.partitions.record(latest.values());
-      const totals = this.partitions.totals();
-      // A small micro-batch's lanes join the outbox here, in the commit itself.
-      if (outbox) {
-        const entry = this.outbox.append(outbox.lanes, reqs, now);
-        reqs = reqs.map((r, i) => {
-          const objects = {} as LaneKeys;
-          for (const lane of LANES) {
-            const range = outbox.ranges[lane][i];
-            objects[lane] = range ? Outbox.ref(entry, lane, range) : null;
-          }
-          return { ...r, objects };
-        });
-      }
-      let seq = this.ledger.lastSeq();
-      const firstSeq = seq + 1;
+      const lastSeq = this.ledger.lastSeq();
       // The group's lanes name its members by the numbers they were to take: a commit that came first (the direct form) makes them wrong; the group runs again.
-      if (begun?.firstSeq !== undefined && begun.firstSeq !== firstSeq) throw new Error(`commit ${seq} came before this group's: its members would not commit from ${begun.firstSeq}`);
-      const records: CommittedRecord[] = [];
-      const outcomes = reqs.map((req, i): BatchOutcome => {
-        if (rows[i].seq !== null) return recordedOutcome(rows[i], req.source, req.batchId);
-        seq += 1;
-        const outcome: BatchOutcome = {
-          batchId: req.batchId,
-          source: req.source,
-          replayed: false,
-          watermark: rows[i].watermark,
-          watermarkAfter: state.watermark,
-          ...capRejected(req.counts),
-        };
-        const report: ProgressReport = progressOf(outcome, {
-          commitSeq: seq,
-          committedAt: now,
-          durationMs: now - req.startedAt,
-          numRowsTotal: totals.rows,
-          numRowsUpdated: req.touched.reduce((a, t) => a + t.inserted, 0),
-          numRowsRemoved: req.touched.reduce((a, t) => a + t.removed, 0),
-          stateBytes: totals.bytes,
-        });
-        records.push({ source: req.source, batchId: req.batchId, identity: rows[i].body_hash, objects: req.objects, outcome, report });
-        this.laneRefs.record(seq, req.objects);
-        return outcome;
+      if (begun?.firstSeq !== undefined && begun.firstSeq !== lastSeq + 1) throw new Error(`commit ${lastSeq} came before this group's: its members would not commit from ${begun.firstSeq}`);
+      const plan = planCommit<LaneKeys, CommitRequest>({
+        config: meta.config, now, state: { watermark: meta.watermark, sources: this.sourceProgress() }, lastSeq, reqs, rows,
+        figures: this.partitions.figures(), recorded: recordedOutcome,
+        outbox: outbox ? { entry: meta.outboxFloor + lastSeq + 1, ranges: outbox.ranges } : null,
       });
-      const times = fresh.flatMap((r) => (r.maxEventTime === null ? [] : [r.maxEventTime]));
-      const begunId = begun?.id ?? rows.find((r) => r.seq === null)?.begun ?? null;
-      this.ledger.commit(begunId, firstSeq, now, times.length > 0 ? Math.max(...times) : null, records);
-      // The counters of /metrics: one statement for the whole micro-batch.
-      const done = outcomes.flatMap((o, i): CommittedFigures[] =>
-        o.replayed ? [] : [{ ...o, rejected: rejectedTotal(o), durationMs: now - reqs[i].startedAt }]);
-      if (done.length > 0) this.counters.add(metricDeltas(done));
-      return { outcomes, watermark: state.watermark, sources: state.sources, done };
+      if (!plan.fresh) return { plan, next: null };
+      const changed = new Map<string, LiveFigures>();
+      for (const o of plan.observations) this.figures.observe(changed, o.req, o.maxBefore);
+      this.partitions.record(plan.partitions);
+      this.counters.add(plan.counters);
+      plan.records.forEach((r, i) => this.laneRefs.record(plan.firstSeq + i, r.objects));
+      const begunId = begun?.id ?? rows.map((r) => (r as Partial<BatchRow>).begun ?? null).find((b) => b != null) ?? null;
+      const group = this.ledger.commit(begunId, plan.firstSeq, now, plan.maxEventTime, plan.records, outbox ? "outbox" : "groups");
+      // The next micro-batch begins now, judged by the watermark this commit leaves: its begin rides in this record.
+      const next = begun ? this.beginNext(meta, plan.watermark, now) : null;
+      const record = this.book.next({ watermark: plan.watermark, sources: plan.sources, begun: next ? begunGroup(next.id, next.members, now) : begun ? null : undefined });
+      // A small micro-batch's lanes join the outbox here, in the commit itself, with the record.
+      if (outbox) this.book.written((this.outbox.append(meta.outboxFloor + plan.firstSeq, outbox.lanes, reqs, now, { v: record.v, s: JSON.stringify(record) }, group!), record));
+      else this.book.save(record);
+      return { plan, next };
     });
+    this.preBegun = next;
+    const { done, watermark, sources } = plan;
     if (done.length > 0) observeCommit(this.env, meta.name, done, meta.watermark, watermark);
     this.forgetCaches();
     if (done.length > 0) pokeDestinations(this.ctx, this.env, meta.name, () => this.ledger.lastSeq()); // delivery (src/delivery), not awaited
@@ -581,12 +481,31 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       }
     }
     for (const [p, id] of forget) this.partitions.forgetLater(p, id);
-    if (watermark > meta.watermark) await this.scheduleEviction(meta.config);
-    if (outbox) await this.scheduleFlush();
+    if (watermark > meta.watermark) await this.alarms.eviction(meta.config);
+    if (outbox) await this.alarms.flush(this.outbox.pending());
     // Published soon: objects written now (the outbox's are published after their flush), and the table.
-    if (!outbox || meta.config.table) await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
-    if (hasIdleTimeout(meta.config)) await this.scheduleIdle(meta.config, sources);
-    return outcomes;
+    if (!outbox || meta.config.table) await this.alarms.publish();
+    if (hasIdleTimeout(meta.config)) await this.alarms.idle(meta.config, sources);
+    return plan.outcomes;
+  }
+
+  /**
+   * Inside a micro-batch's commit: fixes the next micro-batch (whatever has
+   * queued meanwhile) and begins its members. Not for a stream with a table:
+   * its members are judged by the columns known before they began, which
+   * this commit's may add to.
+   */
+  private beginNext(meta: Meta, watermark: number, now: number): { items: Submission[]; id: string; members: Begun[] } | null {
+    if (meta.config.table) return null;
+    const items = this.batcher.takeNext();
+    if (items.length === 0) return null;
+    return { items, id: `g-${crypto.randomUUID()}`, members: items.map((it) => this.beginMember(meta, it, now, watermark)) };
+  }
+
+  /** A micro-batch the object stopped with, begun and not committed: the ledger keeps it as it keeps a failed attempt's (src/coordinator/state.ts). */
+  private adopt(b: BegunGroup): void {
+    if (b.at < Date.now() - LEDGER_RETENTION_MS) return; // its partitions' decisions are gone by now
+    this.ledger.begin(b.id, b.members.map(([source, batchId, identity, watermark, begunAt, configVersion]) => ({ source, batchId, identity, watermark, begunAt, configVersion })), b.at);
   }
 
   /** Flushes everything waiting in the outbox now (the alarm does it when due); returns the entries flushed. */
@@ -595,9 +514,14 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     if (!meta) return 0;
     let flushed = 0;
     for (let n = -1; n !== 0; flushed += n) {
-      n = await this.outbox.flush(this.env.SINK, { stream: meta.name, epoch: meta.epoch }, (fn) => this.ctx.storage.transactionSync(fn));
+      n = await this.flushChunk(meta);
     }
     return flushed;
+  }
+
+  /** One chunk of the outbox to R2; the state record is written to the state row when the rows that held it go. */
+  private flushChunk(meta: Meta): Promise<number> {
+    return this.outbox.flush(this.env.SINK, { stream: meta.name, epoch: meta.epoch }, (fn) => this.ctx.storage.transactionSync(fn), () => void this.book.write());
   }
 
   /** The most recent `limit` progress reports, oldest first. */
@@ -663,11 +587,12 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     if (!meta) return false;
     await Promise.all(Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p).drop()));
     await deleteStreamObjects(this.env.SINK, meta.name);
-    await this.ctx.storage.deleteAlarm();
+    await this.alarms.cancel();
     await this.ctx.storage.deleteAll();
     this.forgetCaches();
-    this.figures.forget();
-    this.counters.forget();
+    this.book.forget();
+    this.outbox.forget();
+    this.preBegun = null;
     this.partitions.forgetAll(); // ledgers of the old incarnation: the new one's partitions never held them
     this.exists = false; // until an admin creates the stream anew
     this.leases.clear();
@@ -682,27 +607,23 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   async alarm(): Promise<void> {
     const meta = this.refreshIdle();
     if (!meta) return;
-    const due = this.outbox.pending();
-    if (due.oldest !== null && (due.bytes >= FLUSH_BYTES || Date.now() - due.oldest >= FLUSH_AFTER_MS)) {
-      await this.outbox.flush(this.env.SINK, { stream: meta.name, epoch: meta.epoch }, (fn) => this.ctx.storage.transactionSync(fn));
-    }
+    if (Alarms.flushDue(this.outbox.pending(), Date.now())) await this.flushChunk(meta);
     await this.publish(meta); // never throws: a failing publication backs off (src/output/publisher.ts)
     pokeDestinations(this.ctx, this.env, meta.name, () => this.ledger.lastSeq()); // a poke lost to a crash after its commit
     if (meta.config.mode !== "global") await this.evictDue(meta);
     const now = this.meta();
     if (!now || now.epoch !== meta.epoch) return; // dropped meanwhile
-    const pruneAt = this.pruneLedger(now);
-    if (pruneAt !== null) await this.alarmBy(pruneAt);
-    await this.scheduleFlush();
+    await this.alarms.prune(this.pruneLedger(now));
+    await this.alarms.flush(this.outbox.pending());
     // The table catches up in steps; the manifest follows flushes (each flush's alarm publishes it).
     // A publication that failed is tried again when its backoff ends, not sooner.
     const guard = new PublishGuard(this.sql);
-    if (now.config.table && this.ledger.lastSeq() > this.published("table") && !guard.failure("table")) await this.alarmBy(Date.now() + PUBLISH_AFTER_MS);
+    if (now.config.table && this.ledger.lastSeq() > this.metaStore.published("table") && !guard.failure("table")) await this.alarms.publish();
     const retryAt = guard.nextAttemptAt();
-    if (retryAt !== null) await this.alarmBy(retryAt);
+    if (retryAt !== null) await this.alarms.by(retryAt);
     // Commits that landed during the fan-out may have moved the watermark again.
-    if (now.config.mode !== "global" && now.watermark > meta.watermark) await this.scheduleEviction(now.config);
-    if (hasIdleTimeout(now.config)) await this.scheduleIdle(now.config, this.sourceProgress());
+    if (now.watermark > meta.watermark) await this.alarms.eviction(now.config);
+    if (hasIdleTimeout(now.config)) await this.alarms.idle(now.config, this.sourceProgress());
   }
 
   /**
@@ -714,16 +635,19 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
    */
   private pruneLedger(meta: Meta): number | null {
     const now = Date.now();
-    const published = meta.config.table ? Math.min(this.published("manifest"), this.published("table")) : this.published("manifest");
+    const published = meta.config.table ? Math.min(this.metaStore.published("manifest"), this.metaStore.published("table")) : this.metaStore.published("manifest");
     const step = pruneStep(this.ledger.oldest(PRUNE_STEP_GROUPS), {
       now, window: idempotencyWindowOf(meta.config), mode: meta.config.mode, watermark: meta.watermark, publishedUpTo: published,
     });
     this.ctx.storage.transactionSync(() => {
-      if (step.upTo !== null) this.ledger.prune(step.upTo);
+      if (step.upTo !== null) {
+        this.ledger.prune(step.upTo);
+        this.laneRefs.prune(step.upTo);
+      }
       this.ledger.pruneBegun(now - LEDGER_RETENTION_MS);
     });
     this.forgetCaches();
-    return step.retryAt === null ? null : Math.max(step.retryAt, now + PRUNE_MIN_INTERVAL_MS);
+    return step.retryAt;
   }
 
   /** The meta row after sources that have turned idle left the watermark (which may then advance). */
@@ -732,15 +656,9 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     if (!meta || !hasIdleTimeout(meta.config)) return meta;
     const watermark = globalWatermark(meta.config, this.sourceProgress(), meta.watermark, Date.now());
     if (watermark === meta.watermark) return meta;
-    this.sql.exec("UPDATE meta SET watermark = ?", watermark);
+    this.metaStore.setWatermark(watermark);
     this.forgetCaches();
     return this.meta();
-  }
-
-  /** An alarm for when the next source turns idle (the watermark may move then without a commit). */
-  private async scheduleIdle(config: StreamConfig, sources: Record<string, SourceProgress>): Promise<void> {
-    const at = nextIdleAt(config, sources, Date.now());
-    if (at !== null) await this.alarmBy(at);
   }
 
   /** For GET /v1/streams: cheap (no partition calls; state as the partitions last reported). */
@@ -780,8 +698,8 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       lastSeq: this.ledger.lastSeq(),
       commits: (after, upTo, limit) => this.commits("data", after, upTo, limit),
       laneCommits: (lane, after, upTo, limit) => this.commits(lane, after, upTo, limit),
-      progress: (what) => this.published(what),
-      setProgress: (what, seq) => void this.sql.exec("INSERT OR REPLACE INTO published (what, seq) VALUES (?, ?)", what, seq),
+      progress: (what) => this.metaStore.published(what),
+      setProgress: (what, seq) => this.metaStore.setPublished(what, seq),
     };
     // Each publication on its own: one that throws is recorded and retried later, and takes nothing else with it.
     const guard = new PublishGuard(this.sql);
@@ -801,7 +719,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   tablePublishing(): TablePublishing | null {
     const meta = this.meta();
     if (!meta?.config.table) return null;
-    return tablePublishingOf(this.published("table"), this.ledger.lastSeq(), new PublishGuard(this.sql).failure("table"));
+    return tablePublishingOf(this.metaStore.published("table"), this.ledger.lastSeq(), new PublishGuard(this.sql).failure("table"));
   }
 
   /**
@@ -813,11 +731,8 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   publication(): { epoch: string; committed: number; manifest: number; table: number | null } | null {
     const meta = this.meta();
     if (!meta) return null;
-    return { epoch: meta.epoch, committed: this.ledger.lastSeq(), manifest: this.published("manifest"), table: meta.config.table ? this.published("table") : null };
-  }
-
-  private published(what: "table" | "manifest"): number {
-    return this.sql.exec<{ seq: number }>("SELECT seq FROM published WHERE what = ?", what).toArray()[0]?.seq ?? 0;
+    const published = (what: "table" | "manifest") => this.metaStore.published(what);
+    return { epoch: meta.epoch, committed: this.ledger.lastSeq(), manifest: published("manifest"), table: meta.config.table ? published("table") : null };
   }
 
   /** Pushes the watermark to the partitions with a key due under it (PartitionBook.due) and records what they report. */
@@ -827,75 +742,40 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       this.partitions.due(watermark).map(async (p) => ({ p, ...(await partitionStub(this.env, meta.name, p).advance(meta.epoch, watermark)) })),
     );
     const now = this.meta();
-    if (!now || now.epoch !== meta.epoch) return;
+    if (!now || now.epoch !== meta.epoch || results.length === 0) return;
     this.partitions.record(results);
-  }
-
-  /** An alarm for the outbox's next flush (now, when it is full), unless an earlier one is set. */
-  private async scheduleFlush(): Promise<void> {
-    const { bytes, oldest } = this.outbox.pending();
-    if (oldest === null) return;
-    await this.alarmBy(bytes >= FLUSH_BYTES ? Date.now() : oldest + FLUSH_AFTER_MS);
-  }
-
-  private async scheduleEviction(config: StreamConfig): Promise<void> {
-    if (config.mode !== "global") await this.alarmBy(Date.now() + EVICTION_DELAY_MS);
+    this.book.write();
   }
 
   /**
-   * Makes sure the alarm fires by `at`: an earlier pending alarm stays (pushing
-   * it later on every commit would starve eviction under steady load), a later
-   * one (the outbox's) is brought forward.
-   */
-  private async alarmBy(at: number): Promise<void> {
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > at) await this.ctx.storage.setAlarm(at);
-  }
-
-  /**
-   * The stream's meta row. Only this object writes it, so it is read once and
-   * kept; every write of meta (or of the commit numbers) calls forgetCaches()
-   * after its transaction, and a transaction that rolls back leaves the cache as
-   * storage is.
+   * The stream's meta (src/coordinator/meta.ts), its watermark the larger of
+   * meta's and the newest state record's. Reading it reads the state record
+   * too, outside any transaction, so that a micro-batch the object left begun
+   * is handed to the ledger (state()) before anything else is written.
    */
   private meta(): Meta | null {
     if (!this.exists) return null;
-    if (this.cachedMeta !== undefined) return this.cachedMeta;
-    const row = this.sql
-      .exec<{ name: string; config: string; config_version: number; epoch: string; created_at: number; watermark: number }>(
-        "SELECT name, config, config_version, epoch, created_at, watermark FROM meta",
-      )
-      .toArray()[0];
-    this.cachedMeta = row
-      ? {
-          name: row.name,
-          config: JSON.parse(row.config),
-          configVersion: row.config_version,
-          epoch: row.epoch,
-          createdAt: row.created_at,
-          watermark: row.watermark,
-        }
-      : null;
-    return this.cachedMeta;
+    const row = this.metaStore.read();
+    if (!row) return null;
+    const { metaWatermark, ...rest } = row;
+    return { ...rest, watermark: Math.max(metaWatermark, this.book.current().watermark) };
   }
 
-  private cachedMeta: Meta | null | undefined;
-
   private forgetCaches(): void {
-    this.cachedMeta = undefined;
+    this.metaStore.forget();
     this.ledger.forget();
   }
 
-  private configAt(version: number): StreamConfig {
-    return JSON.parse(this.sql.exec<{ config: string }>("SELECT config FROM configs WHERE version = ?", version).one().config);
-  }
-
   private sourceProgress(): Record<string, SourceProgress> {
-    const out: Record<string, SourceProgress> = {};
-    for (const r of this.sql.exec<{ name: string; max_t: number | null; last_batch_at: number | null }>("SELECT * FROM sources")) {
-      out[r.name] = { maxEventTime: r.max_t, lastBatchAt: r.last_batch_at };
-    }
-    return out;
+    return this.book.sources();
   }
+}
+
+/** Whether the batcher runs the micro-batch a commit began (takeNext's items, in order). */
+const sameItems = (a: readonly Submission[], b: readonly Submission[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+/** A micro-batch's begin as a state record carries it. */
+function begunGroup(id: string, members: readonly Begun[], at: number): BegunGroup {
+  return { id, at, members: members.map((m) => [m.source, m.batchId, m.identity, m.watermark, m.begunAt, m.configVersion]) };
 }
 

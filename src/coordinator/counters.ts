@@ -33,20 +33,23 @@ export const COUNTERS_MIGRATION: Migration = {
 };
 
 /**
- * The /metrics counters (the `counters` row of COUNTERS_MIGRATION), kept in
- * memory after the first read: add() writes the one row inside the commit's
- * transaction; forget() after a transaction that rolled back (read again).
+ * The /metrics counters, part of the Coordinator's state record
+ * (src/coordinator/state.ts; before migration 9 the `counters` row of
+ * COUNTERS_MIGRATION), kept in memory after the first read: add() changes
+ * them, the commit's record carries them; forget() after a transaction that
+ * rolled back (read again).
  */
 export class MetricCounters {
   private cached: Map<string, Counter> | undefined;
 
-  constructor(private readonly sql: SqlStorage) {}
+  /** `read`: the counters as the newest state record holds them */
+  constructor(private readonly read: () => [string, string, number][]) {}
 
   all(): Counter[] {
     return [...this.load().values()];
   }
 
-  /** Adds [name, source, delta] triples: one statement, one row written. */
+  /** Adds [name, source, delta] triples (in memory: the commit's state record writes them). */
   add(deltas: readonly [string, string, number][]): void {
     if (deltas.length === 0) return;
     const m = this.load();
@@ -56,7 +59,6 @@ export class MetricCounters {
       if (c) c.n += n;
       else m.set(k, { name, source, n });
     }
-    this.sql.exec("INSERT OR REPLACE INTO counters (id, c) VALUES (1, ?)", JSON.stringify([...m.values()].map((c) => [c.name, c.source, c.n])));
   }
 
   forget(): void {
@@ -65,8 +67,7 @@ export class MetricCounters {
 
   private load(): Map<string, Counter> {
     if (this.cached) return this.cached;
-    const row = this.sql.exec<{ c: string }>("SELECT c FROM counters").toArray()[0];
-    const list = row ? (JSON.parse(row.c) as [string, string, number][]) : [];
+    const list = this.read();
     this.cached = new Map(list.map(([name, source, n]) => [`${name}\n${source}`, { name, source, n }]));
     return this.cached;
   }

@@ -1,5 +1,7 @@
 import type { CredentialType, StoredCredential } from "../api/credentials";
 import { isProviderType } from "../webhooks";
+import { sourceConfig, type StreamConfig } from "../stream/config";
+import type { CallerClaim, IngestAuth } from "./protocol";
 
 /** A source's signing secret, still sealed (src/api/admission.ts opens it to check a signature). */
 export interface SealedSigner {
@@ -10,7 +12,7 @@ export interface SealedSigner {
 
 /**
  * A stream's credentials (the `credentials` table, created by
- * COORDINATOR_MIGRATIONS): tokens by their hash, signing secrets sealed. The
+ * COORDINATOR_MIGRATIONS, src/coordinator/migrations.ts): tokens by their hash, signing secrets sealed. The
  * caller checks that the tables exist.
  */
 export class CredentialStore {
@@ -67,5 +69,35 @@ export class CredentialStore {
 
   delete(source: string, id: string): boolean {
     return this.sql.exec("DELETE FROM credentials WHERE source = ? AND id = ?", source, id).rowsWritten > 0;
+  }
+
+  /**
+   * Who is calling: the source a credential belongs to (X-Source must agree, and
+   * defaults to it), refused when the credential is unknown or the source disabled.
+   * A signature claim yields the source's signing secrets (sealed) to check it with.
+   * Reads only.
+   */
+  caller(
+    config: StreamConfig,
+    sourceHeader: string | null,
+    auth: IngestAuth | CallerClaim,
+  ): { kind: "ok"; source: string; signers: SealedSigner[] } | { kind: "unauthorized" } | { kind: "forbidden"; detail: string } {
+    let credentialSource: string | null = null;
+    let signers: SealedSigner[] = [];
+    if (auth.kind === "token" || (auth.kind === "hmac" && "credentialId" in auth)) {
+      const holder = this.holder(auth);
+      if (holder === undefined) return { kind: "unauthorized" };
+      credentialSource = holder;
+    } else if (auth.kind === "hmac" || auth.kind === "provider") {
+      credentialSource = sourceHeader ?? "default";
+      signers = this.signers(credentialSource, auth.kind);
+      if (signers.length === 0) return { kind: "unauthorized" };
+    }
+    const source = sourceHeader ?? credentialSource ?? "default";
+    if (credentialSource !== null && credentialSource !== source) {
+      return { kind: "forbidden", detail: `the credential belongs to source "${credentialSource}", not "${source}"` };
+    }
+    if (sourceConfig(config, source)?.disabled) return { kind: "forbidden", detail: `source "${source}" is disabled` };
+    return { kind: "ok", source, signers };
   }
 }

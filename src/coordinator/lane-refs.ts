@@ -14,7 +14,8 @@ export const LANE_REFS_TABLE = "CREATE TABLE IF NOT EXISTS lane_refs (seq INTEGE
  * The commit index of the conflicts and duplicates lanes: one row per
  * committed batch and lane it wrote to, written in the commit's transaction
  * (so a retried batch, answered from the ledger, never adds one), read in
- * commit order as the ledger's own lanes are.
+ * commit order as the ledger's own lanes are, and forgotten with the
+ * ledger's commits (prune).
  */
 export class LaneRefs {
   constructor(
@@ -28,6 +29,11 @@ export class LaneRefs {
       const ref = objects[lane];
       if (ref) this.sql.exec("INSERT INTO lane_refs (seq, lane, ref) VALUES (?, ?, ?)", seq, lane, ref);
     }
+  }
+
+  /** Forgets the references of commits up to `upTo` (with the ledger's, past the idempotency window: src/coordinator/window.ts). */
+  prune(upTo: number): void {
+    this.sql.exec("DELETE FROM lane_refs WHERE lane IN ('conflicts', 'duplicates') AND seq <= ?", upTo);
   }
 
   /** Committed batches that wrote to `lane`, in commit order, after `afterSeq` up to `upToSeq`. */

@@ -180,18 +180,37 @@ export class BatchLedger {
    * drops its begin record. Older begin records (attempts that failed) lose
    * the members committed now; emptied ones go.
    */
-  commit(begun: string | null, firstSeq: number, committedAt: number, maxEventTime: number | null, members: readonly CommittedRecord[]): void {
-    if (members.length === 0) return;
+  commit(
+    begun: string | null,
+    firstSeq: number,
+    committedAt: number,
+    maxEventTime: number | null,
+    members: readonly CommittedRecord[],
+    /** "outbox": the group's record rides in its outbox row (returned; src/output/outbox.ts), not a row of its own */
+    placement: "groups" | "outbox" = "groups",
+  ): GroupRecord | null {
+    if (members.length === 0) return null;
     this.sql.exec(
       `INSERT INTO batches (source, batch_id, body_hash, seq, report)
        SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), ?1 + key, json_extract(value, '$[3]') FROM json_each(?2)`,
       firstSeq, JSON.stringify(members.map((m) => [m.source, m.batchId, m.identity, encodeStoredReport(m.outcome, m.report)])),
     );
-    this.sql.exec(
-      "INSERT INTO groups (seq, first_seq, committed_at, max_t, members) VALUES (?, ?, ?, ?, ?)",
-      firstSeq + members.length - 1, firstSeq, committedAt, maxEventTime,
-      JSON.stringify(members.map((m) => trimNulls([m.source, m.batchId, m.objects.data, m.objects.late, m.objects.rejected]))),
-    );
+    const record: GroupRecord = {
+      seq: firstSeq + members.length - 1, firstSeq, committedAt, maxEventTime,
+      members: JSON.stringify(members.map((m) => trimNulls([m.source, m.batchId, m.objects.data, m.objects.late, m.objects.rejected]))),
+    };
+    if (placement === "groups") {
+      this.sql.exec(
+        "INSERT INTO groups (seq, first_seq, committed_at, max_t, members) VALUES (?, ?, ?, ?, ?)",
+        record.seq, record.firstSeq, record.committedAt, record.maxEventTime, record.members,
+      );
+    }
+    this.dropBegun(begun);
+    return record;
+  }
+
+  /** The begin record of a group that committed goes; older ones (attempts that failed) lose the members committed now. */
+  private dropBegun(begun: string | null): void {
     if (this.begun() === 0) return;
     if (begun !== null) this.begunRows! -= this.sql.exec("DELETE FROM begun WHERE id = ? RETURNING 1", begun).toArray().length;
     if (this.begun() > 0) {
@@ -208,8 +227,17 @@ export class BatchLedger {
 
   /** The last commit number (0 before the first commit). */
   lastSeq(): number {
-    this.cachedSeq ??= this.sql.exec<{ s: number }>("SELECT coalesce(max(seq), 0) AS s FROM groups").one().s;
+    this.cachedSeq ??= this.sql.exec<{ s: number }>(`SELECT coalesce(max(seq), 0) AS s FROM (${["SELECT max(seq) AS seq FROM groups", ...this.outbox.lastSeqs()].join(" UNION ALL ")})`).one().s;
     return this.cachedSeq;
+  }
+
+  /**
+   * Every commit record: the `groups` table's (flushed micro-batches, one row
+   * per flushed run of them, and those that wrote their own objects) and the
+   * ones still riding in outbox rows.
+   */
+  private index(): string {
+    return ["SELECT seq, first_seq, members FROM groups", ...this.outbox.indexed()].join(" UNION ALL ");
   }
 
   /** Drops the cached figures: after a commit's transaction (one rolled back leaves them as storage is), or a drop. */
@@ -223,7 +251,8 @@ export class BatchLedger {
     return this.sql
       .exec<{ report: string; source: string; batch_id: string; seq: number }>(
         `SELECT b.report, b.source, b.batch_id, b.seq
-         FROM (SELECT members FROM groups ORDER BY seq DESC LIMIT ?1) g, json_each(g.members) m
+         FROM (SELECT members FROM (${["SELECT * FROM (SELECT seq, first_seq, members FROM groups ORDER BY seq DESC LIMIT ?1)", ...this.outbox.indexed()].join(" UNION ALL ")})
+               ORDER BY seq DESC LIMIT ?1) g, json_each(g.members) m
          JOIN batches b ON b.source = json_extract(m.value, '$[0]') AND b.batch_id = json_extract(m.value, '$[1]')
          ORDER BY b.seq DESC LIMIT ?1`,
         limit,
@@ -238,7 +267,7 @@ export class BatchLedger {
     const rows = this.sql
       .exec<{ seq: number; ref: string }>(
         `SELECT g.first_seq + m.key AS seq, json_extract(m.value, '$[${LANE_INDEX[lane]}]') AS ref
-         FROM groups g, json_each(g.members) m
+         FROM (${this.index()}) g, json_each(g.members) m
          WHERE g.seq > ?1 AND g.first_seq <= ?2 AND g.first_seq + m.key > ?1 AND g.first_seq + m.key <= ?2 AND ref IS NOT NULL
          ORDER BY seq LIMIT ?3`,
         afterSeq, upToSeq, limit,
@@ -249,11 +278,21 @@ export class BatchLedger {
     return rows.map((c, i) => ({ seq: c.seq, ...resolved[i] }));
   }
 
-  /** The oldest `limit` committed groups but the newest (which holds the last commit number), oldest first. */
+  /**
+   * The oldest `limit` committed groups but the newest (which holds the last
+   * commit number), oldest first; only flushed ones (the `groups` table), and
+   * none from the first still in the outbox on, so that what is forgotten is
+   * always the oldest run of commit numbers. A row for a flushed run of
+   * groups lists each (`spans`: [last seq, commit time − the row's, max event time]).
+   */
   oldest(limit: number): RememberedGroup[] {
+    const bound = Math.min(this.lastSeq(), this.outbox.firstSeq() ?? Infinity);
     return this.sql
       .exec<{ seq: number; committed_at: number; max_t: number | null }>(
-        "SELECT seq, committed_at, max_t FROM groups WHERE seq < (SELECT max(seq) FROM groups) ORDER BY seq LIMIT ?", limit,
+        `SELECT json_extract(s.value, '$[0]') AS seq, g.committed_at + json_extract(s.value, '$[1]') AS committed_at, json_extract(s.value, '$[2]') AS max_t
+         FROM (SELECT * FROM groups WHERE first_seq < ?1 ORDER BY seq LIMIT ?2) g, json_each(coalesce(g.spans, json_array(json_array(g.seq, 0, g.max_t)))) s
+         WHERE json_extract(s.value, '$[0]') < ?1 ORDER BY 1 LIMIT ?2`,
+        bound, limit,
       )
       .toArray()
       .map((g) => ({ seq: g.seq, committedAt: g.committed_at, maxEventTime: g.max_t }));
@@ -264,7 +303,8 @@ export class BatchLedger {
     // The last outbox entry these commits point into: nothing kept points at it or before it.
     const refs = this.sql
       .exec<{ ref: string }>(
-        `SELECT json_extract(m.value, '$[2]') AS ref FROM groups g, json_each(g.members) m WHERE g.seq <= ? AND ref LIKE 'outbox:%' ORDER BY g.seq DESC LIMIT 1`,
+        `SELECT json_extract(m.value, '$[2]') AS ref FROM groups g, json_each(g.members) m
+         WHERE g.first_seq <= ?1 AND g.first_seq + m.key <= ?1 AND ref LIKE 'outbox:%' ORDER BY g.first_seq + m.key DESC LIMIT 1`,
         upTo,
       )
       .toArray();
@@ -273,12 +313,21 @@ export class BatchLedger {
     const forgotten = this.sql
       .exec(
         `DELETE FROM batches WHERE (source, batch_id) IN
-           (SELECT json_extract(m.value, '$[0]'), json_extract(m.value, '$[1]') FROM groups g, json_each(g.members) m WHERE g.seq <= ?)
+           (SELECT json_extract(m.value, '$[0]'), json_extract(m.value, '$[1]') FROM groups g, json_each(g.members) m WHERE g.first_seq <= ?1 AND g.first_seq + m.key <= ?1)
          RETURNING 1`,
         upTo,
       )
       .toArray().length;
     this.sql.exec("DELETE FROM groups WHERE seq <= ?", upTo);
+    // A flushed run's row the prune ends inside keeps its later groups (prune steps end at a group's last commit number).
+    this.sql.exec(
+      `UPDATE groups SET
+         members = (SELECT json_group_array(json(m.value)) FROM json_each(groups.members) m WHERE groups.first_seq + m.key > ?1),
+         spans = (SELECT json_group_array(json(s.value)) FROM json_each(groups.spans) s WHERE json_extract(s.value, '$[0]') > ?1),
+         first_seq = ?1 + 1
+       WHERE first_seq <= ?1 AND seq > ?1`,
+      upTo,
+    );
     return forgotten;
   }
 
@@ -291,13 +340,33 @@ export class BatchLedger {
 
   /** The first commit number the commit index holds (1 when nothing was forgotten; lastSeq + 1 with no commits). */
   indexedFrom(): number {
-    return this.sql.exec<{ n: number }>("SELECT coalesce((SELECT first_seq FROM groups ORDER BY seq LIMIT 1), 1) AS n").one().n;
+    return this.firstSeq() ?? 1;
+  }
+
+  /** The first commit number remembered (null: none committed). */
+  private firstSeq(): number | null {
+    const firsts = [
+      ...this.sql.exec<{ n: number }>("SELECT first_seq AS n FROM groups ORDER BY seq LIMIT 1").toArray().map((r) => r.n),
+      ...[this.outbox.firstSeq()].filter((n) => n !== null),
+    ];
+    return firsts.length > 0 ? Math.min(...firsts) : null;
   }
 
   /** Committed batch ids remembered: the commit numbers of the groups held (they are contiguous: pruned oldest first). */
   remembered(): number {
-    return this.sql.exec<{ n: number }>("SELECT coalesce(max(seq) - min(first_seq) + 1, 0) AS n FROM groups").one().n;
+    const first = this.firstSeq();
+    return first === null ? 0 : this.lastSeq() - first + 1;
   }
+}
+
+/** A committed micro-batch's commit record (a `groups` row, or the group columns of its outbox row). */
+export interface GroupRecord {
+  seq: number;
+  firstSeq: number;
+  committedAt: number;
+  maxEventTime: number | null;
+  /** JSON: each member's [source, batchId, data, late, rejected] (trailing nulls trimmed) */
+  members: string;
 }
 
 /** A member's commit-index entry without its trailing empty lanes (most requests write only data). */

@@ -9,12 +9,11 @@ export type ReportedPartition = Omit<PartitionStats, "nextExpiry"> & { p: number
 /**
  * The Coordinator's book of its partitions: the figures each last reported
  * (state totals for numRowsTotal and /metrics, and the next expiry that picks
- * which partitions the eviction fan-out visits; one row for all of them, the
- * `partition_figures` row of Coordinator migration 6, read once and kept, so a
- * commit writes one row however many partitions it touched) and
+ * which partitions the eviction fan-out visits; part of the state record,
+ * src/coordinator/state.ts, read once and kept, so a commit writes no row of
+ * its own for them however many partitions it touched) and
  * the committed ledgers each may drop, carried by the next call to it. The
- * calls themselves, alarms and transactions stay in the Coordinator. One
- * statement per operation: the bench counts them.
+ * calls themselves, alarms and transactions stay in the Coordinator.
  */
 export class PartitionBook {
   /** In memory: the partitions' 7-day prune is the backstop for lists lost with the object. */
@@ -23,9 +22,10 @@ export class PartitionBook {
   /** p → [rows, bytes, watermark, next expiry (0: not known, so due)], as stored */
   private cached: Map<number, [number, number, number, number | null]> | undefined;
 
-  constructor(private readonly sql: SqlStorage) {}
+  /** `read`: the figures as the newest state record holds them */
+  constructor(private readonly read: () => [number, number, number, number, number | null][]) {}
 
-  /** Records the last figures partitions reported (one statement, one row written, for all). */
+  /** Records the last figures partitions reported (in memory: the state record written next carries them). */
   record(stats: Iterable<ReportedPartition>): void {
     const reported = [...stats];
     if (reported.length === 0) return;
@@ -33,7 +33,11 @@ export class PartitionBook {
     // Figures that name no partition are refused (the table's INTEGER key did that before): the commit around them fails whole.
     for (const s of reported) if (!Number.isInteger(s.p) || s.p < 0) throw new Error(`figures for partition ${String(s.p)}: not a partition number`);
     for (const s of reported) m.set(s.p, [s.rows, s.bytes, s.watermark, s.nextExpiry === undefined ? 0 : s.nextExpiry]);
-    this.sql.exec("INSERT OR REPLACE INTO partition_figures (id, f) VALUES (1, ?)", JSON.stringify([...m].map(([p, f]) => [p, ...f])));
+  }
+
+  /** The figures as a state record keeps them. */
+  stored(): [number, number, number, number, number | null][] {
+    return [...this.load()].map(([p, f]) => [p, ...f]);
   }
 
   /** The state over all partitions, as they last reported it. */
@@ -44,6 +48,11 @@ export class PartitionBook {
     return { rows, bytes };
   }
 
+  /** Each partition's rows and bytes as last reported. */
+  figures(): Map<number, { rows: number; bytes: number }> {
+    return new Map([...this.load()].map(([p, [rows, bytes]]) => [p, { rows, bytes }]));
+  }
+
   /** Drops the figures kept in memory: after a transaction that rolled back, or a drop (read again next time). */
   forget(): void {
     this.cached = undefined;
@@ -51,8 +60,7 @@ export class PartitionBook {
 
   private load(): Map<number, [number, number, number, number | null]> {
     if (this.cached) return this.cached;
-    const row = this.sql.exec<{ f: string }>("SELECT f FROM partition_figures").toArray()[0];
-    const list = row ? (JSON.parse(row.f) as [number, number, number, number, number | null][]) : [];
+    const list = this.read();
     this.cached = new Map(list.map(([p, ...f]) => [p, f as [number, number, number, number | null]]));
     return this.cached;
   }

@@ -23,6 +23,8 @@ interface Pending<In, Out> {
 export class MicroBatcher<In, Out> {
   private queue: Pending<In, Out>[] = [];
   private running = false;
+  /** the next run, taken early by takeNext() */
+  private reserved: Pending<In, Out>[] | null = null;
 
   /**
    * `run` gets a group in submission order and answers each item, in order. A
@@ -44,16 +46,27 @@ export class MicroBatcher<In, Out> {
     return answers;
   }
 
+  /**
+   * From inside a run: fixes the next run now and returns its items (none:
+   * nothing waits), so that the run's commit can record their begin too.
+   */
+  takeNext(): In[] {
+    if (!this.reserved && (!this.running || this.queue.length === 0)) return [];
+    this.reserved ??= this.nextGroup();
+    return this.reserved.map((p) => p.item);
+  }
+
   /** Items waiting for the next run. */
   get waiting(): number {
-    return this.queue.length;
+    return this.queue.length + (this.reserved?.length ?? 0);
   }
 
   private async drain(): Promise<void> {
     this.running = true;
     try {
-      while (this.queue.length > 0) {
-        const group = this.nextGroup();
+      while (this.queue.length > 0 || this.reserved) {
+        const group = this.reserved ?? this.nextGroup();
+        this.reserved = null;
         try {
           const outs = await this.run(group.map((p) => p.item));
           group.forEach((p, i) => p.resolve(outs[i]));

@@ -1,6 +1,7 @@
 import { formatRef, parseRef } from "../microbatch/group";
 import { LANES, writeGroup, type Lane } from "./sink";
 import { addColumn } from "../storage/migrations";
+import { outboxRef } from "./outbox-ref";
 
 /**
  * Small micro-batches don't each write R2 objects: their lanes go into the
@@ -9,10 +10,17 @@ import { addColumn } from "../storage/migrations";
  * costs a sliver of an R2 write, and readers get objects of a useful size.
  *
  * A request's rows are at `outbox:<entry>/<lane>#offset+length` until the
- * flush, and at `<object>#offset+length` after it (the flush records where
- * each entry landed). A flush is planned first (its entries fixed in
+ * flush, and at `<object>#offset+length` after it. What SQLite bills is rows
+ * written, so the flush writes no row per entry (Coordinator migration 9):
+ * it seals the outbox (renames the table; commits go on into a new one),
+ * writes the sealed entries in chunks, records one row per chunk
+ * (`outbox_chunks`: its objects and each entry's offsets) and drops the
+ * sealed table whole (a DROP writes no rows; deleting entries one by one
+ * wrote one each). A chunk is planned first (its entries fixed in
  * `flushes`), so one retried after a crash writes the same bytes to the same
  * keys (create-only) and then records them: nothing is lost or written twice.
+ * An entry's id is fixed by its commit (the floor plus its first commit
+ * number), not by AUTOINCREMENT, whose counter cost a second row per entry.
  */
 
 /** A micro-batch whose lanes are larger than this writes its own objects. */
@@ -24,16 +32,35 @@ export const FLUSH_AFTER_MS = 10_000;
 /** One flush writes at most this much (more waits for the next). */
 const FLUSH_MAX_BYTES = 8 * FLUSH_BYTES;
 
-const PREFIX = "outbox:";
 const LANE_REF = new RegExp(`^outbox:(\\d+)/(${LANES.join("|")})$`);
 
-// AUTOINCREMENT: entry ids are never reused, so a flushed entry's record stays unambiguous.
+// AUTOINCREMENT: entry ids are never reused, so a flushed entry's record stays unambiguous (layout before migration 9).
 export const OUTBOX_TABLES = `
   CREATE TABLE IF NOT EXISTS outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, data BLOB NOT NULL,
     late BLOB NOT NULL, rejected BLOB NOT NULL, batches TEXT NOT NULL);
   CREATE TABLE IF NOT EXISTS outbox_flushed (id INTEGER PRIMARY KEY, data TEXT, late TEXT, rejected TEXT);
   CREATE TABLE IF NOT EXISTS flushes (first INTEGER PRIMARY KEY, last INTEGER NOT NULL);
 `;
+
+/**
+ * An outbox table of migration 9 (`outbox`, and `outbox_sealed` while a
+ * flush drains it). The micro-batch's commit record rides along (seq …
+ * members, as a `groups` row has them: src/coordinator/ledger.ts) and so
+ * does the state record (v, state: src/coordinator/state.ts), so that a
+ * small micro-batch's commit writes this one row besides its batch ids.
+ */
+const outboxTable = (name: string) => `CREATE TABLE IF NOT EXISTS ${name} (id INTEGER PRIMARY KEY, at INTEGER NOT NULL, data BLOB NOT NULL,
+  late BLOB NOT NULL, rejected BLOB NOT NULL, conflicts BLOB NOT NULL, duplicates BLOB NOT NULL, batches TEXT NOT NULL, v INTEGER, state TEXT,
+  seq INTEGER, first_seq INTEGER, committed_at INTEGER, max_t INTEGER, members TEXT);`;
+
+/** A commit record as the outbox row carries it until the flush moves it to `groups` (the ledger's GroupRecord). */
+export interface OutboxGroup {
+  seq: number;
+  firstSeq: number;
+  committedAt: number;
+  maxEventTime: number | null;
+  members: string;
+}
 
 /** The conflicts and duplicates lanes (DESIGN §11) in the outbox: added by a later migration, empty for entries from before. */
 export function addSameEventLanes(sql: SqlStorage): void {
@@ -43,24 +70,109 @@ export function addSameEventLanes(sql: SqlStorage): void {
   addColumn(sql, "outbox_flushed", "duplicates", "TEXT");
 }
 
+/**
+ * Coordinator migration 9's part here: the outbox without AUTOINCREMENT (its
+ * waiting entries become the sealed table the next flush drains), the chunk
+ * records, and the floor above every id given so far (meta.outbox_floor), so
+ * that ids fixed by commit numbers never meet an old one.
+ */
+export function outboxPerChunk(sql: SqlStorage): void {
+  sql.exec(outboxTable("outbox_sealed"));
+  const max = (q: string) => sql.exec<{ n: number | null }>(q).one().n ?? 0;
+  const hasSequence = sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").toArray().length > 0;
+  const floor = Math.max(
+    hasSequence ? max("SELECT max(seq) AS n FROM sqlite_sequence WHERE name = 'outbox'") : 0,
+    max("SELECT max(id) AS n FROM outbox"),
+    max("SELECT max(id) AS n FROM outbox_flushed"),
+    // Guarded, as migrations are: storage with this layout already keeps its ids above the floor it has.
+    sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'outbox_chunks'").toArray().length > 0 ? max("SELECT max(last) AS n FROM outbox_chunks") : 0,
+    max("SELECT max(id) AS n FROM outbox_sealed"),
+  );
+  addColumn(sql, "meta", "outbox_floor", "INTEGER NOT NULL DEFAULT 0");
+  sql.exec("UPDATE meta SET outbox_floor = ?", floor);
+  sql.exec(outboxTable("outbox_sealed"));
+  // Guarded, as migrations are: storage that has this layout already keeps the state records its rows carry.
+  const carried = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('outbox')").toArray().some((c) => c.name === "state")
+    ? ", v, state, seq, first_seq, committed_at, max_t, members"
+    : "";
+  sql.exec(`INSERT INTO outbox_sealed (id, at, ${LANES.join(", ")}, batches${carried}) SELECT id, at, ${LANES.join(", ")}, batches${carried} FROM outbox`);
+  sql.exec("DROP TABLE outbox");
+  sql.exec(outboxTable("outbox"));
+  sql.exec("CREATE TABLE IF NOT EXISTS outbox_chunks (first INTEGER PRIMARY KEY, last INTEGER NOT NULL, keys TEXT NOT NULL, offsets TEXT NOT NULL)");
+  addColumn(sql, "groups", "spans", "TEXT");
+}
+
 const laneBytes = LANES.map((lane) => `length(${lane})`).join(" + ");
 
 type Transact = <T>(fn: () => T) => T;
 
+/** A flushed chunk: its objects per lane and, per entry, where its lanes start in them. */
+interface Chunk {
+  first: number;
+  last: number;
+  keys: Partial<Record<Lane, string>>;
+  /** entry id → offset per lane (in LANES order; null: the entry had nothing in that lane) */
+  offsets: Map<number, (number | null)[]>;
+}
+
 export class Outbox {
+  /** flushed chunks read so far (they never change) */
+  private chunks = new Map<number, Chunk>();
+
   constructor(private readonly sql: SqlStorage) {}
 
-  /** Stores one micro-batch's lanes (call inside the commit's transaction); returns its entry id. */
-  append(lanes: Record<Lane, Uint8Array>, batches: readonly { source: string; batchId: string }[], now: number): number {
-    return this.sql
-      .exec<{ id: number }>(
-        `INSERT INTO outbox (at, ${LANES.join(", ")}, batches) VALUES (?, ${LANES.map(() => "?").join(", ")}, ?) RETURNING id`,
-        now, ...LANES.map((lane) => blob(lanes[lane])), JSON.stringify(batches.map((b) => [b.source, b.batchId])),
-      )
-      .one().id;
+  /** Stores one micro-batch's lanes as entry `id` (call inside the commit's transaction), with the state record it carries. */
+  append(
+    id: number,
+    lanes: Record<Lane, Uint8Array>,
+    batches: readonly { source: string; batchId: string }[],
+    now: number,
+    record: { v: number; s: string },
+    group: OutboxGroup,
+  ): void {
+    this.sql.exec(
+      `INSERT INTO outbox (id, at, ${LANES.join(", ")}, batches, v, state, seq, first_seq, committed_at, max_t, members)
+       VALUES (?, ?, ${LANES.map(() => "?").join(", ")}, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      id, now, ...LANES.map((lane) => blob(lanes[lane])), JSON.stringify(batches.map((b) => [b.source, b.batchId])), record.v, record.s,
+      group.seq, group.firstSeq, group.committedAt, group.maxEventTime, group.members,
+    );
   }
 
-  /** The commit-index reference to a member's range of an entry's lane. */
+  /** The commit records still in outbox rows, as SQL the ledger joins to its `groups` (seq, first_seq, members). */
+  indexed(): string[] {
+    return this.tables().map((t) => `SELECT seq, first_seq, members FROM ${t} WHERE members IS NOT NULL`);
+  }
+
+  /**
+   * The first commit number still in an outbox row (null: none), one
+   * statement. Ids follow commit numbers, so the lookup reads one row per table.
+   */
+  firstSeq(): number | null {
+    const q = (t: string) => `SELECT * FROM (SELECT first_seq FROM ${t} WHERE members IS NOT NULL ORDER BY id LIMIT 1)`;
+    return this.sql.exec<{ n: number | null }>(`SELECT min(first_seq) AS n FROM (${this.tables().map(q).join(" UNION ALL ")})`).one().n;
+  }
+
+  /** SQL for the last commit number in each outbox table (one row read each: ids follow commit numbers). */
+  lastSeqs(): string[] {
+    return this.tables().map((t) => `SELECT * FROM (SELECT seq FROM ${t} WHERE members IS NOT NULL ORDER BY id DESC LIMIT 1)`);
+  }
+
+  /** The newest state record each outbox table holds (src/coordinator/state.ts picks the newest of all). */
+  records(): { v: number; s: string }[] {
+    return this.tables().flatMap((t) =>
+      this.sql.exec<{ v: number; s: string }>(`SELECT v, state AS s FROM ${t} WHERE v IS NOT NULL ORDER BY id DESC LIMIT 1`).toArray());
+  }
+
+  /** The tables holding waiting entries: the sealed ones a flush is draining (empty between flushes), and the outbox. */
+  private tables(): string[] {
+    return ["outbox_sealed", "outbox"];
+  }
+
+  /** Storage was deleted (the stream dropped): read afresh. */
+  forget(): void {
+    this.chunks.clear();
+  }
+
   /**
    * Drops where flushed entries up to `entry` went, once no commit-index
    * reference points at them (the ledger forgot their commits): entries are
@@ -68,6 +180,8 @@ export class Outbox {
    */
   forgetFlushed(entry: number): void {
     this.sql.exec("DELETE FROM outbox_flushed WHERE id <= ?", entry);
+    this.sql.exec("DELETE FROM outbox_chunks WHERE last <= ?", entry);
+    for (const c of this.chunks.values()) if (c.last <= entry) this.chunks.delete(c.first);
   }
 
   /** The entry number a commit-index reference points into (null: an R2 object's). */
@@ -76,13 +190,14 @@ export class Outbox {
     return m ? Number(m[1]) : null;
   }
 
+  /** The commit-index reference to a member's range of an entry's lane. */
   static ref(entry: number, lane: Lane, range: { offset: number; length: number }): string {
-    return formatRef({ key: `${PREFIX}${entry}/${lane}`, range });
+    return outboxRef(entry, lane, range);
   }
 
   /**
    * Where commit-index references point now: an R2 object range, or the
-   * outbox (their bytes). Two statements for any number of references.
+   * outbox (their bytes). A few statements for any number of references.
    */
   resolve(refs: readonly string[]): ({ ref: string } | { bytes: Uint8Array })[] {
     const parsed = refs.map((ref) => {
@@ -90,61 +205,100 @@ export class Outbox {
       const m = LANE_REF.exec(r.key);
       return m && r.range ? { entry: Number(m[1]), lane: m[2] as Lane, range: r.range } : null;
     });
-    const entries = JSON.stringify([...new Set(parsed.flatMap((p) => (p ? [p.entry] : [])))]);
-    if (entries === "[]") return refs.map((ref) => ({ ref }));
-    const landed = new Map(
-      this.sql
-        .exec<{ id: number } & Record<Lane, string | null>>(
-          `SELECT id, ${LANES.join(", ")} FROM outbox_flushed WHERE id IN (SELECT value FROM json_each(?))`, entries,
-        )
-        .toArray()
-        .map((r) => [r.id, r]),
-    );
+    const ids = [...new Set(parsed.flatMap((p) => (p ? [p.entry] : [])))];
+    if (ids.length === 0) return refs.map((ref) => ({ ref }));
+    const entries = JSON.stringify(ids);
     // Only the lanes asked for are read (a reader of /output needs no late or rejected bytes).
     const lanes = new Set(parsed.flatMap((p) => (p ? [p.lane] : [])));
     const columns = LANES.map((lane) => (lanes.has(lane) ? lane : `NULL AS ${lane}`)).join(", ");
     const waiting = new Map(
-      this.sql
-        .exec<{ id: number } & Record<Lane, ArrayBuffer>>(
-          `SELECT id, ${columns} FROM outbox WHERE id IN (SELECT value FROM json_each(?))`, entries,
-        )
-        .toArray()
-        .map((r) => [r.id, r]),
+      this.tables().flatMap((t) =>
+        this.sql
+          .exec<{ id: number } & Record<Lane, ArrayBuffer>>(`SELECT id, ${columns} FROM ${t} WHERE id IN (SELECT value FROM json_each(?))`, entries)
+          .toArray()
+          .map((r) => [r.id, r] as const)),
+    );
+    const flushed = ids.filter((id) => !waiting.has(id));
+    const chunkOf = this.chunksFor(flushed);
+    const legacy = new Map(
+      flushed.some((id) => !chunkOf.has(id))
+        ? this.sql
+            .exec<{ id: number } & Record<Lane, string | null>>(
+              `SELECT id, ${LANES.join(", ")} FROM outbox_flushed WHERE id IN (SELECT value FROM json_each(?))`, JSON.stringify(flushed.filter((id) => !chunkOf.has(id))),
+            )
+            .toArray()
+            .map((r) => [r.id, r])
+        : [],
     );
     return refs.map((ref, i) => {
       const p = parsed[i];
       if (!p) return { ref };
-      const at = landed.get(p.entry)?.[p.lane];
+      const row = waiting.get(p.entry);
+      if (row) return { bytes: new Uint8Array(row[p.lane], p.range.offset, p.range.length) };
+      const chunk = chunkOf.get(p.entry);
+      const start = chunk?.offsets.get(p.entry)?.[LANES.indexOf(p.lane)];
+      if (chunk && start != null && chunk.keys[p.lane]) {
+        return { ref: formatRef({ key: chunk.keys[p.lane]!, range: { offset: start + p.range.offset, length: p.range.length } }) };
+      }
+      const at = legacy.get(p.entry)?.[p.lane];
       if (at) {
         const base = parseRef(at);
         return { ref: formatRef({ key: base.key, range: { offset: base.range!.offset + p.range.offset, length: p.range.length } }) };
       }
-      const row = waiting.get(p.entry);
-      if (!row) throw new Error(`outbox entry ${p.entry} is neither waiting nor flushed`);
-      return { bytes: new Uint8Array(row[p.lane], p.range.offset, p.range.length) };
+      throw new Error(`outbox entry ${p.entry} is neither waiting nor flushed`);
     });
+  }
+
+  /** The chunks that hold these flushed entries (read once each, then kept). */
+  private chunksFor(ids: readonly number[]): Map<number, Chunk> {
+    const found = new Map<number, Chunk>();
+    const known = [...this.chunks.values()];
+    const missing = ids.filter((id) => {
+      const c = known.find((k) => k.first <= id && id <= k.last);
+      if (c) found.set(id, c);
+      return !c;
+    });
+    if (missing.length === 0) return found;
+    const rows = this.sql
+      .exec<{ first: number; last: number; keys: string; offsets: string }>(
+        `SELECT DISTINCT c.first, c.last, c.keys, c.offsets FROM json_each(?) e
+         JOIN outbox_chunks c ON c.first = (SELECT max(first) FROM outbox_chunks WHERE first <= e.value) AND e.value <= c.last`,
+        JSON.stringify(missing),
+      )
+      .toArray();
+    for (const r of rows) {
+      const chunk: Chunk = {
+        first: r.first, last: r.last, keys: JSON.parse(r.keys),
+        offsets: new Map((JSON.parse(r.offsets) as [number, ...(number | null)[]][]).map(([id, ...o]) => [id, o])),
+      };
+      this.chunks.set(chunk.first, chunk);
+      for (const id of missing) if (chunk.first <= id && id <= chunk.last) found.set(id, chunk);
+    }
+    return found;
   }
 
   /** Bytes waiting and the oldest entry's time (null: nothing waits). */
   pending(): { bytes: number; oldest: number | null } {
-    return this.sql
-      .exec<{ bytes: number; oldest: number | null }>(
-        `SELECT coalesce(sum(${laneBytes}), 0) AS bytes, min(at) AS oldest FROM outbox`,
-      )
-      .one();
+    const all = this.tables().map((t) =>
+      this.sql.exec<{ bytes: number; oldest: number | null }>(`SELECT coalesce(sum(${laneBytes}), 0) AS bytes, min(at) AS oldest FROM ${t}`).one());
+    const times = all.flatMap((a) => (a.oldest === null ? [] : [a.oldest]));
+    return { bytes: all.reduce((n, a) => n + a.bytes, 0), oldest: times.length > 0 ? Math.min(...times) : null };
   }
 
   /**
-   * Writes the waiting entries (the planned flush first) as one object per
-   * lane and one marker, then, in one transaction, records where each entry
-   * landed and drops them. Returns how many entries it flushed.
+   * Writes the next chunk of waiting entries (sealing the outbox first when
+   * nothing is sealed) as one object per lane and one marker, then, in one
+   * transaction, records where the chunk landed and drops its entries (the
+   * whole sealed table once it is drained: `drained` runs in that
+   * transaction, for what must outlive the rows dropped). Returns how many
+   * entries it flushed.
    */
-  async flush(bucket: R2Bucket, where: { stream: string; epoch: string }, transact: Transact): Promise<number> {
+  async flush(bucket: R2Bucket, where: { stream: string; epoch: string }, transact: Transact, drained?: () => void): Promise<number> {
     const plan = transact(() => this.plan());
     if (!plan) return 0;
     const rows = this.sql
-      .exec<{ id: number; batches: string } & Record<Lane, ArrayBuffer>>(
-        `SELECT id, ${LANES.join(", ")}, batches FROM outbox WHERE id BETWEEN ? AND ? ORDER BY id`, plan.first, plan.last,
+      .exec<{ id: number; batches: string } & Record<Lane, ArrayBuffer> & GroupColumns>(
+        `SELECT id, ${LANES.join(", ")}, batches, seq, first_seq, committed_at, max_t, members FROM outbox_sealed WHERE id BETWEEN ? AND ? ORDER BY id`, plan.first, plan.last,
       )
       .toArray();
     const lanes = {} as Record<Lane, Uint8Array>;
@@ -160,31 +314,58 @@ export class Outbox {
     }
     const batches = rows.flatMap((r) => (JSON.parse(r.batches) as [string, string][]).map(([source, batchId]) => ({ source, batchId })));
     const keys = await writeGroup(bucket, { ...where, group: `f-${plan.first}` }, lanes, { stream: where.stream, flush: plan.first, batches });
-    transact(() => {
-      const landed = rows.map((r, i) => {
-        const at = (lane: Lane) =>
-          keys[lane] && r[lane].byteLength > 0 ? formatRef({ key: keys[lane]!, range: { offset: offsets[i][lane], length: r[lane].byteLength } }) : null;
-        return [r.id, ...LANES.map(at)];
-      });
-      this.sql.exec(
-        `INSERT OR REPLACE INTO outbox_flushed (id, ${LANES.join(", ")})
-         SELECT json_extract(value, '$[0]'), ${LANES.map((_, i) => `json_extract(value, '$[${i + 1}]')`).join(", ")} FROM json_each(?)`,
-        JSON.stringify(landed),
-      );
-      this.sql.exec("DELETE FROM outbox WHERE id BETWEEN ? AND ?", plan.first, plan.last);
-      this.sql.exec("DELETE FROM flushes WHERE first = ?", plan.first);
-    });
+    this.record(plan, rows, offsets, keys, drained, transact);
     return rows.length;
   }
 
-  /** The planned flush, or a new plan over the oldest entries up to FLUSH_MAX_BYTES (at least one). */
+  /** Where a chunk landed, and its entries dropped (in one transaction). */
+  private record(
+    plan: { first: number; last: number },
+    rows: ({ id: number } & Record<Lane, ArrayBuffer> & GroupColumns)[],
+    offsets: Record<Lane, number>[],
+    keys: Partial<Record<Lane, string | null>>,
+    drained: (() => void) | undefined,
+    transact: Transact,
+  ): void {
+    transact(() => {
+      const landed = rows.map((r, i) => [r.id, ...LANES.map((lane) => (keys[lane] && r[lane].byteLength > 0 ? offsets[i][lane] : null))]);
+      const written = Object.fromEntries(LANES.flatMap((lane) => (keys[lane] ? [[lane, keys[lane]]] : [])));
+      this.sql.exec("INSERT OR REPLACE INTO outbox_chunks (first, last, keys, offsets) VALUES (?, ?, ?, ?)", plan.first, plan.last, JSON.stringify(written), JSON.stringify(landed));
+      this.sql.exec("DELETE FROM flushes WHERE first = ?", plan.first);
+      // The commit records move to the ledger's `groups`: one row per run of consecutive commit numbers (one, unless
+      // micro-batches that wrote their own objects came between), each listing its groups (spans).
+      for (const run of runsOf(rows)) {
+        const last = run[run.length - 1];
+        const times = run.flatMap((g) => (g.max_t === null ? [] : [g.max_t]));
+        this.sql.exec(
+          "INSERT INTO groups (seq, first_seq, committed_at, max_t, members, spans) VALUES (?, ?, ?, ?, ?, ?)",
+          last.seq, run[0].first_seq, last.committed_at, times.length > 0 ? Math.max(...times) : null,
+          JSON.stringify(run.flatMap((g) => JSON.parse(g.members))),
+          run.length > 1 ? JSON.stringify(run.map((g) => [g.seq, g.committed_at - last.committed_at, g.max_t])) : null,
+        );
+      }
+      if (this.sql.exec("SELECT 1 FROM outbox_sealed WHERE id > ? LIMIT 1", plan.last).toArray().length > 0) {
+        this.sql.exec("DELETE FROM outbox_sealed WHERE id BETWEEN ? AND ?", plan.first, plan.last); // a backlog of several chunks: rare
+      } else {
+        drained?.();
+        this.sql.exec("DROP TABLE outbox_sealed");
+        this.sql.exec(outboxTable("outbox_sealed"));
+      }
+    });
+  }
+
+  /** The planned chunk, or a new plan over the oldest sealed entries up to FLUSH_MAX_BYTES (at least one), sealing the outbox when nothing is sealed. */
   private plan(): { first: number; last: number } | null {
     const planned = this.sql.exec<{ first: number; last: number }>("SELECT first, last FROM flushes ORDER BY first LIMIT 1").toArray()[0];
     if (planned) return planned;
-    const entries = this.sql
-      .exec<{ id: number; size: number }>(`SELECT id, ${laneBytes} AS size FROM outbox ORDER BY id LIMIT 10000`)
-      .toArray();
-    if (entries.length === 0) return null;
+    const sealed = () => this.sql.exec<{ id: number; size: number }>(`SELECT id, ${laneBytes} AS size FROM outbox_sealed ORDER BY id LIMIT 10000`).toArray();
+    let entries = sealed();
+    if (entries.length === 0) {
+      // Nothing sealed: the waiting entries become the sealed ones.
+      if (this.sql.exec("SELECT 1 FROM outbox LIMIT 1").toArray().length === 0) return null;
+      this.seal();
+      entries = sealed();
+    }
     let size = 0;
     let last = entries[0].id;
     for (const e of entries) {
@@ -195,6 +376,30 @@ export class Outbox {
     this.sql.exec("INSERT INTO flushes (first, last) VALUES (?, ?)", entries[0].id, last);
     return { first: entries[0].id, last };
   }
+
+  /** The waiting entries become the sealed table the flush drains (the empty one goes); commits go on into a new outbox. */
+  private seal(): void {
+    this.sql.exec("DROP TABLE outbox_sealed");
+    this.sql.exec("ALTER TABLE outbox RENAME TO outbox_sealed");
+    this.sql.exec(outboxTable("outbox"));
+  }
+}
+
+/** An outbox row's commit record columns (null: an entry from before migration 9, whose record is in `groups`). */
+type GroupColumns = { seq: number | null; first_seq: number | null; committed_at: number | null; max_t: number | null; members: string | null };
+type GroupRow = { seq: number; first_seq: number; committed_at: number; max_t: number | null; members: string };
+
+/** The commit records of a chunk's rows, in runs of consecutive commit numbers. */
+function runsOf(rows: readonly GroupColumns[]): GroupRow[][] {
+  const runs: GroupRow[][] = [];
+  for (const r of rows) {
+    if (r.members === null || r.seq === null || r.first_seq === null || r.committed_at === null) continue;
+    const g = r as GroupRow;
+    const run = runs[runs.length - 1];
+    if (run && run[run.length - 1].seq + 1 === g.first_seq) run.push(g);
+    else runs.push([g]);
+  }
+  return runs;
 }
 
 /** SQLite stores ArrayBuffers as BLOBs: exactly the view's bytes. */

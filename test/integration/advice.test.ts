@@ -65,12 +65,12 @@ describe("GET /v1/streams/{stream}/advice", () => {
     await post("adv-rollback", [{ id: "A", ts: at(10, 0) }, { id: "A", ts: at(10, 2) }]);
     const before = await getAdvice("adv-rollback");
     await runInDurableObject(env.COORDINATOR.getByName("adv-rollback"), (instance) => {
-      const c = instance as unknown as { figures: AdviceFigures; committing<T>(fn: () => T): T };
+      const c = instance as unknown as { figures: AdviceFigures; committing<T>(fn: () => T): T; book: { write(): unknown } };
       expect(() =>
         c.committing(() => {
           const changed = new Map();
           c.figures.observe(changed, { source: "default", counts: { input: 2, emitted: 1, duplicates: 1, late: 0, rejected: [] }, seen: { times: [at(9, 0), at(8, 0)], gaps: [600_000] } }, at(10, 2));
-          c.figures.save(changed);
+          c.book.write(); // the state record carries the figures (src/coordinator/state.ts)
           throw new Error("the commit failed");
         }),
       ).toThrow("the commit failed");
@@ -82,7 +82,7 @@ describe("GET /v1/streams/{stream}/advice", () => {
     await createStream("adv-del", { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour" });
     await post("adv-del", [{ id: "A", ts: at(10, 0) }, { id: "A", ts: at(10, 2) }]);
     expect((await getAdvice("adv-del")).overall).toMatchObject({ rows: 2, duplicates: 1, gaps: { max: 120_000 } });
-    // As a restarted Coordinator reads them: from its advice table, not the cache.
+    // As a restarted Coordinator reads them: from its newest state record, not the cache.
     await runInDurableObject(env.COORDINATOR.getByName("adv-del"), (instance) => (instance as unknown as { figures: AdviceFigures }).figures.forget());
     expect((await getAdvice("adv-del")).overall).toMatchObject({ rows: 2, duplicates: 1, gaps: { max: 120_000 } });
     expect((await call("DELETE", "/v1/streams/adv-del")).status).toBe(204);

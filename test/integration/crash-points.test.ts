@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { FAULT_POINTS } from "../../src/instrument/faults";
+import { armFault, batchFaultKey, FAULT_POINTS } from "../../src/instrument/faults";
+import type { IngestRequest } from "../../src/coordinator/protocol";
 import { at, call, createStream, json, output, post } from "./helpers";
 
 // A request that dies at each step of a batch, then the producer's retry with the
@@ -16,7 +17,8 @@ async function records(name: string, partitions: number) {
   const coordinator = await runInDurableObject(env.COORDINATOR.getByName(name), (_c, state) => ({
     begun: state.storage.sql.exec<{ members: string }>("SELECT members FROM begun").toArray().map((r) => (JSON.parse(r.members) as string[][]).map((m) => m[1])),
     committed: state.storage.sql.exec<{ batch_id: string }>("SELECT batch_id FROM batches ORDER BY seq").toArray().map((r) => r.batch_id),
-    groups: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM groups").one().n,
+    // commit records: a small micro-batch's rides in its outbox row until the flush (src/output/outbox.ts)
+    groups: state.storage.sql.exec<{ n: number }>("SELECT (SELECT count(*) FROM groups) + (SELECT count(*) FROM outbox WHERE members IS NOT NULL) AS n").one().n,
   }));
   const entries = [];
   for (let p = 0; p < partitions; p++) {
@@ -89,4 +91,54 @@ it("a batch retried after other batches moved on keeps its decisions", async () 
   const retry = await post("crash-late", batch, { "idempotency-key": "slow" });
   expect(retry).toMatchObject({ emitted: 2, duplicates: 0, late: 0, watermark: 0 });
   expect((await output("crash-late")).map((r) => r.id).sort()).toEqual(["A", "B", "C"]);
+});
+
+it("a Coordinator that restarts with a micro-batch begun judges its retry by the first attempt's watermark (the begin kept in the state record)", async () => {
+  const name = "crash-restart";
+  await createStream(name, { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 });
+  await post(name, [{ id: "A", ts: at(10, 0) }], { "idempotency-key": "b0" });
+  const batch = [{ id: "B", ts: at(10, 0) }, { id: "C", ts: at(10, 1) }];
+  const crashed = await call("POST", `/v1/streams/${name}/events`, batch, { "idempotency-key": "b1", "x-test-fault": "after-decide" });
+  expect(crashed.status).toBe(500);
+  const stub = env.COORDINATOR.getByName(name);
+  // As if the process had died with the micro-batch in flight: no failure handler ran, so the ledger holds no begin
+  // record of it; only the state record it began with (written before its partitions were called) knows it.
+  const begun = await runInDurableObject(stub, (_c, state) => {
+    state.storage.sql.exec("DELETE FROM begun");
+    return (JSON.parse(state.storage.sql.exec<{ s: string }>("SELECT s FROM state").one().s).begun?.members ?? []).map((m: string[]) => m[1]);
+  });
+  expect(begun).toEqual(["b1"]);
+  await evictDurableObject(stub);
+  // After the restart the watermark moves far past the crashed batch's rows…
+  expect(await post(name, [{ id: "D", ts: at(10, 30) }], { "idempotency-key": "b2" })).toMatchObject({ emitted: 1, watermarkAfter: at(10, 25) });
+  // …yet its retry is judged as first begun (watermark 09:55): its partitions' decisions stand, B and C are emitted, not late.
+  expect(await post(name, batch, { "idempotency-key": "b1" })).toMatchObject({ replayed: false, emitted: 2, late: 0, duplicates: 0, watermark: at(9, 55) });
+  expect((await output(name)).map((r) => r.id)).toEqual(["A", "D", "B", "C"]);
+  expect(await records(name, 2)).toMatchObject({ begun: [], committed: ["b0", "b2", "b1"] });
+});
+
+it("the same when the micro-batch was begun by the commit before it (its begin rode in that commit's outbox row)", async () => {
+  const name = "crash-restart-next";
+  await createStream(name, { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 });
+  await post(name, [{ id: "A", ts: at(10, 0) }], { "idempotency-key": "b0" });
+  const request = (batchId: string, rows: unknown[]): IngestRequest =>
+    ({ sourceHeader: null, batchId, auth: { kind: "admin" }, rows, identity: `identity-of-${batchId}`, bytes: 60 });
+  const batch = [{ id: "B", ts: at(10, 0) }, { id: "C", ts: at(10, 1) }];
+  const stub = env.COORDINATOR.getByName(name);
+  const begun = await runInDurableObject(stub, async (c, state) => {
+    armFault(batchFaultKey(name, "b2"), "after-decide");
+    // b1 runs; b2 arrives meanwhile, so b1's commit begins it (one row for both), then b2 fails after its partitions decided.
+    const [[one], [two]] = await Promise.all([c.ingestMany([request("b1", [{ id: "X", ts: at(10, 0) }])]), c.ingestMany([request("b2", batch)])]);
+    expect(one).toMatchObject({ kind: "done", outcome: { emitted: 1 } });
+    expect(two).toMatchObject({ kind: "failed" });
+    state.storage.sql.exec("DELETE FROM begun"); // as if the process had died before the failure handler ran
+    const record = JSON.parse(state.storage.sql.exec<{ state: string }>("SELECT state FROM outbox ORDER BY id DESC LIMIT 1").one().state);
+    return record.begun.members.map((m: string[]) => m[1]);
+  });
+  expect(begun).toEqual(["b2"]);
+  await evictDurableObject(stub);
+  expect(await post(name, [{ id: "D", ts: at(10, 30) }], { "idempotency-key": "b3" })).toMatchObject({ watermarkAfter: at(10, 25) });
+  const [retry] = await runInDurableObject(stub, (c) => c.ingestMany([request("b2", batch)]));
+  expect(retry).toMatchObject({ kind: "done", outcome: { replayed: false, emitted: 2, late: 0, duplicates: 0, watermark: at(9, 55) } });
+  expect((await output(name)).map((r) => r.id)).toEqual(["A", "X", "D", "B", "C"]);
 });

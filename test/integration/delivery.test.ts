@@ -215,8 +215,8 @@ describe("past the idempotency window", () => {
     // Age the commits past the window; the alarm publishes the manifest and forgets w1 and w2 (the newest group stays).
     const coordinator = env.COORDINATOR.getByName("d-win");
     await runInDurableObject(coordinator, async (c, state) => {
+      await c.flush(); // commit records in outbox rows move to `groups`
       state.storage.sql.exec("UPDATE groups SET committed_at = committed_at - ?", 120_000);
-      await c.flush();
     });
     await runDurableObjectAlarm(coordinator);
     await runDurableObjectAlarm(coordinator);

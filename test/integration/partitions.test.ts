@@ -15,8 +15,8 @@ const base = { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partit
 describe("the partition book", () => {
   it("visits a partition whose next expiry is due or unknown, never one with nothing to expire; the latest figures count", async () => {
     await createStream("pbook1", base);
-    await runInDurableObject(env.COORDINATOR.getByName("pbook1"), async (_c, state) => {
-      const book = new PartitionBook(state.storage.sql);
+    await runInDurableObject(env.COORDINATOR.getByName("pbook1"), async () => {
+      const book = new PartitionBook(() => []);
       expect(book.totals()).toEqual({ rows: 0, bytes: 0 });
       book.record([
         { p: 0, rows: 1, bytes: 10, watermark: 0, nextExpiry: 100 },
@@ -36,8 +36,8 @@ describe("the partition book", () => {
 
   it("hands a partition its forget-list once, capped at MAX_FORGET_PER_PARTITION", async () => {
     await createStream("pbook2", base);
-    await runInDurableObject(env.COORDINATOR.getByName("pbook2"), async (_c, state) => {
-      const book = new PartitionBook(state.storage.sql);
+    await runInDurableObject(env.COORDINATOR.getByName("pbook2"), async () => {
+      const book = new PartitionBook(() => []);
       for (let i = 0; i < MAX_FORGET_PER_PARTITION + 5; i++) book.forgetLater(0, `s\nb${i}`);
       book.forgetLater(1, "s\nother");
       const taken = book.takeForget(0);

@@ -96,7 +96,8 @@ it("a stream written by the per-request ledger (version 4) upgrades in place: re
     (b) => b.toString(16).padStart(2, "0")).join("");
   // Rewrite its ledger as version 4 kept it: one row per batch id (this commit), plus a batch begun and never committed.
   const pending = [{ id: "P", ts: at(10, 1) }];
-  await runInDurableObject(stub, async (_c, state) => {
+  await runInDurableObject(stub, async (c, state) => {
+    await c.flush(); // the commit record leaves its outbox row for `groups`
     const sql = state.storage.sql;
     const committed = sql.exec<{ source: string; batch_id: string; body_hash: string; seq: number; report: string }>("SELECT * FROM batches").one();
     const group = sql.exec<{ members: string; committed_at: number }>("SELECT members, committed_at FROM groups").one();
@@ -238,4 +239,76 @@ it("a hashed global partition of version 6 (every key named by a receipts row) u
   expect(r).toMatchObject({ decisions: "de", rows: 3 });
   expect(await receipts()).toEqual([["s\ng1", 3, 1, null], ["s\ng2", 1, 0, null]]);
   expect((await stub.lookup("e1", "C"))[0]).toMatchObject({ batch: "s\ng3", dropped: 0 });
+});
+
+it("a stream written by version 8 (a row each for sources, advice, counters, partition figures; the outbox per entry) upgrades in place and reads back", async () => {
+  const name = "versions-v8";
+  await client.putStream(name, { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 1 });
+  const b1 = await post(name, [{ id: "A", ts: at(10, 0) }], { "idempotency-key": "v8-1" });
+  await post(name, [{ id: "B", ts: at(10, 1) }, { id: "A", ts: at(10, 1) }], { "idempotency-key": "v8-2", "x-source": "other" });
+  const stub = env.COORDINATOR.getByName(name);
+  await runInDurableObject(stub, (c) => c.flush());
+  await post(name, [{ id: "C", ts: at(10, 2) }], { "idempotency-key": "v8-3" });
+  const before = {
+    stream: await json(call("GET", `/v1/streams/${name}`)),
+    output: await output(name),
+    advice: await json(call("GET", `/v1/streams/${name}/advice`)),
+    metrics: (await (await call("GET", "/metrics")).text()).split("\n").filter((l) => l.includes(`stream="${name}"`) && !l.includes("bookkeeping")),
+  };
+  expect(before.output.map((r) => r.id)).toEqual(["A", "B", "C"]);
+  // Rewrite its storage as version 8 kept it: entries 1 and 2 flushed (one outbox_flushed row each), entry 3 waiting in an
+  // AUTOINCREMENT outbox, and the state in the tables and rows it had.
+  await runInDurableObject(stub, (_c, state) => {
+    const sql = state.storage.sql;
+    const record = JSON.parse(sql.exec<{ state: string }>("SELECT state FROM outbox ORDER BY id DESC LIMIT 1").one().state);
+    const chunk = sql.exec<{ keys: string; offsets: string }>("SELECT keys, offsets FROM outbox_chunks").one();
+    const keys = JSON.parse(chunk.keys) as Record<string, string>;
+    // Version 8's commit index: a row per micro-batch (these have one member each), none in the outbox.
+    const groups = sql.exec<{ seq: number; committed_at: number; max_t: number | null; members: string }>(
+      "SELECT seq, committed_at, max_t, members FROM groups UNION ALL SELECT seq, committed_at, max_t, members FROM outbox ORDER BY seq").toArray()
+      .flatMap((g) => (JSON.parse(g.members) as unknown[]).map((m, i) => ({ ...g, seq: g.seq - (JSON.parse(g.members).length - 1) + i, members: JSON.stringify([m]) })));
+    const lengths = groups.map((g) => JSON.parse(g.members)[0][2] as string);
+    const waiting = sql.exec<{ id: number; at: number; data: ArrayBuffer; batches: string }>("SELECT id, at, data, batches FROM outbox").one();
+    sql.exec(`DROP TABLE outbox; DROP TABLE outbox_chunks; DROP TABLE state; ALTER TABLE meta DROP COLUMN outbox_floor; UPDATE _schema SET version = 8;
+      DROP TABLE groups; CREATE TABLE groups (seq INTEGER PRIMARY KEY, first_seq INTEGER NOT NULL, committed_at INTEGER NOT NULL, max_t INTEGER, members TEXT NOT NULL);
+      CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, data BLOB NOT NULL, late BLOB NOT NULL, rejected BLOB NOT NULL,
+        batches TEXT NOT NULL, conflicts BLOB NOT NULL DEFAULT x'', duplicates BLOB NOT NULL DEFAULT x'');
+      CREATE TABLE sources (name TEXT PRIMARY KEY, max_t INTEGER, last_batch_at INTEGER) WITHOUT ROWID;
+      CREATE TABLE advice (source TEXT PRIMARY KEY, figures TEXT NOT NULL) WITHOUT ROWID;
+      CREATE TABLE partition_figures (id INTEGER PRIMARY KEY CHECK (id = 1), f TEXT NOT NULL);
+      CREATE TABLE counters (id INTEGER PRIMARY KEY CHECK (id = 1), c TEXT NOT NULL);`);
+    for (const [id, ...offsets] of JSON.parse(chunk.offsets) as [number, number | null][]) {
+      const length = Number(/#\d+\+(\d+)$/.exec(lengths[id - 1])![1]);
+      sql.exec("INSERT INTO outbox_flushed (id, data) VALUES (?, ?)", id, `${keys.data}#${offsets[0]}+${length}`);
+    }
+    for (const g of groups) sql.exec("INSERT INTO groups VALUES (?, ?, ?, ?, ?)", g.seq, g.seq, g.committed_at, g.max_t, g.members);
+    sql.exec("INSERT INTO outbox (id, at, data, late, rejected, batches) VALUES (?, ?, ?, x'', x'', ?)", waiting.id, waiting.at, waiting.data, waiting.batches);
+    for (const [n, t, last] of record.sources) sql.exec("INSERT INTO sources VALUES (?, ?, ?)", n, t, last);
+    for (const [s, f] of record.advice) sql.exec("INSERT INTO advice VALUES (?, ?)", s, JSON.stringify(f));
+    sql.exec("INSERT INTO partition_figures VALUES (1, ?)", JSON.stringify(record.partitions));
+    sql.exec("INSERT INTO counters VALUES (1, ?)", JSON.stringify(record.counters));
+    sql.exec("UPDATE meta SET watermark = ?", record.watermark);
+  });
+  await evictDurableObject(stub);
+
+  // Everything reads back as it was: the stream, its output (flushed and waiting), the advisor, the counters.
+  expect(await json(call("GET", `/v1/streams/${name}`))).toEqual({ ...before.stream, bookkeeping: { ...before.stream.bookkeeping, bytes: expect.any(Number) } });
+  expect(await output(name)).toEqual(before.output);
+  expect(await json(call("GET", `/v1/streams/${name}/advice`))).toEqual(before.advice);
+  const metrics = (await (await call("GET", "/metrics")).text()).split("\n").filter((l) => l.includes(`stream="${name}"`) && !l.includes("bookkeeping"));
+  expect(metrics).toEqual(before.metrics);
+  expect(await post(name, [{ id: "A", ts: at(10, 0) }], { "idempotency-key": "v8-1" })).toEqual({ ...b1, replayed: true });
+  // New commits go on: their outbox entries are numbered above every id the old outbox gave, then flushed with the old one.
+  expect(await post(name, [{ id: "D", ts: at(10, 3) }, { id: "C", ts: at(10, 3) }], { "idempotency-key": "v8-4" })).toMatchObject({ emitted: 1, duplicates: 1 });
+  const ids = await runInDurableObject(stub, (_c, state) => ({
+    version: state.storage.sql.exec<{ version: number }>("SELECT version FROM _schema").one().version,
+    sealed: state.storage.sql.exec<{ id: number }>("SELECT id FROM outbox_sealed").toArray().map((r) => r.id),
+    waiting: state.storage.sql.exec<{ id: number }>("SELECT id FROM outbox").toArray().map((r) => r.id),
+    old: state.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE name IN ('sources', 'advice', 'counters', 'partition_figures')").toArray().length,
+  }));
+  expect(ids).toEqual({ version: Math.max(...COORDINATOR_MIGRATIONS.map((m) => m.version)), sealed: [3], waiting: [3 + 4], old: 0 });
+  expect((await output(name)).map((r) => r.id)).toEqual(["A", "B", "C", "D"]);
+  expect(await runInDurableObject(stub, (c) => c.flush())).toBe(2);
+  expect((await output(name)).map((r) => r.id)).toEqual(["A", "B", "C", "D"]);
+  expect((await json(call("GET", `/v1/streams/${name}/progress`))).progress.map((p: { batchId: string }) => p.batchId)).toEqual(["v8-1", "v8-2", "v8-3", "v8-4"]);
 });

@@ -12,12 +12,12 @@ import { at, call, client, createStream, json, output, post } from "./helpers";
 
 const base = { key: ["id"], eventTime: "ts", watermarkDelay: "1 minute", partitions: 2 };
 
-/** Makes every commit of `stream` look `ms` older, flushes, publishes and runs the alarm (which prunes). */
+/** Flushes, makes every commit of `stream` look `ms` older, publishes and runs the alarm (which prunes). */
 async function age(stream: string, ms: number): Promise<void> {
   const stub = env.COORDINATOR.getByName(stream);
   await runInDurableObject(stub, async (c, state) => {
+    await c.flush(); // commit records in outbox rows move to \`groups\`
     state.storage.sql.exec("UPDATE groups SET committed_at = committed_at - ?", ms);
-    await c.flush();
   });
   await runDurableObjectAlarm(stub); // publishes the manifest, then prunes
   await runDurableObjectAlarm(stub);
@@ -92,8 +92,8 @@ describe("the idempotency window", () => {
     for (let i = 0; i < 5; i++) await post("w-steps", [{ id: `k${i}` }], { "idempotency-key": `s${i}` });
     const stub = env.COORDINATOR.getByName("w-steps");
     await runInDurableObject(stub, async (c, state) => {
-      state.storage.sql.exec("UPDATE groups SET committed_at = committed_at - 120000");
       await c.flush();
+      state.storage.sql.exec("UPDATE groups SET committed_at = committed_at - 120000");
     });
     await runDurableObjectAlarm(stub);
     expect(await bookkeeping("w-steps")).toMatchObject({ batchesRemembered: 1 });
@@ -101,9 +101,23 @@ describe("the idempotency window", () => {
     const rows = await runInDurableObject(stub, (_c, state) => ({
       batches: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM batches").one().n,
       groups: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM groups").one().n,
-      // where the forgotten commits' outbox entries went: nothing points there any more
-      flushed: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM outbox_flushed").one().n,
+      // where the forgotten commits' outbox entries went: nothing points there any more (one record per flushed chunk
+      // since Coordinator migration 9: the chunk holding the entry of the commit kept stays)
+      flushed: state.storage.sql.exec<{ n: number }>("SELECT (SELECT count(*) FROM outbox_flushed) + (SELECT count(*) FROM outbox_chunks) AS n").one().n,
     }));
     expect(rows).toEqual({ batches: 1, groups: 1, flushed: 1 });
+  });
+
+  it("the conflicts lane's commit index (lane_refs) is forgotten with the ledger's commits", async () => {
+    await createStream("w-lanes", { key: ["id"], mode: "global", partitions: 1, idempotencyWindow: "1 minute", schema: { n: "int" } });
+    await post("w-lanes", [{ id: "A", n: 1 }], { "idempotency-key": "l1" });
+    await post("w-lanes", [{ id: "A", n: 2 }], { "idempotency-key": "l2" }); // a conflict: the conflicts lane
+    await post("w-lanes", [{ id: "B", n: 3 }], { "idempotency-key": "l3" });
+    const refs = () => runInDurableObject(env.COORDINATOR.getByName("w-lanes"), (_c, state) =>
+      state.storage.sql.exec<{ seq: number; lane: string }>("SELECT seq, lane FROM lane_refs").toArray().map((r) => [r.seq, r.lane]));
+    expect(await refs()).toEqual([[2, "conflicts"]]);
+    await age("w-lanes", 120_000);
+    expect(await bookkeeping("w-lanes")).toMatchObject({ batchesRemembered: 1 });
+    expect(await refs()).toEqual([]);
   });
 });

@@ -80,6 +80,45 @@ describe("MicroBatcher", () => {
     );
   });
 
+  test("takeNext fixes the next run from inside a run: it runs next, exactly those items; nothing else changes (property)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ weight: fc.integer({ min: 1, max: 5 }), wait: fc.nat(6) }), { minLength: 1, maxLength: 30 }),
+        fc.array(fc.record({ before: fc.nat(4), take: fc.boolean(), after: fc.nat(4) }), { minLength: 30, maxLength: 30 }),
+        fc.integer({ min: 1, max: 12 }),
+        async (items, runs, maxWeight) => {
+          const groups: number[][] = [];
+          const taken: (number[] | null)[] = [];
+          let r = 0;
+          const batcher: MicroBatcher<{ n: number; weight: number }, string> = new MicroBatcher(
+            async (group) => {
+              groups.push(group.map((g) => g.n));
+              const run = runs[r++ % runs.length];
+              await turns(run.before);
+              // As a commit does: whatever waits now is the next run (twice: the same items).
+              const next = run.take ? batcher.takeNext().map((g) => g.n) : null;
+              if (next) expect(batcher.takeNext().map((g) => g.n)).toEqual(next);
+              taken.push(next);
+              await turns(run.after);
+              return group.map((g) => `answer ${g.n}`);
+            },
+            { maxWeight, weigh: (x) => x.weight },
+          );
+          const answers = await Promise.all(items.map(async (it, n) => (await turns(it.wait), batcher.submit({ n, weight: it.weight }))));
+          expect(answers).toEqual(items.map((_, n) => `answer ${n}`));
+          expect(groups.flat().sort((a, b) => a - b)).toEqual(items.map((_, n) => n));
+          for (const g of groups) if (g.length > 1) expect(g.reduce((a, n) => a + items[n].weight, 0)).toBeLessThanOrEqual(maxWeight);
+          taken.forEach((t, i) => {
+            if (t && t.length > 0) expect(groups[i + 1]).toEqual(t);
+          });
+          expect(batcher.waiting).toBe(0);
+          expect(batcher.takeNext()).toEqual([]); // outside a run: nothing to take
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
   test("a failed run fails its own group only", async () => {
     let runs = 0;
     const batcher = new MicroBatcher<number, number>(

@@ -1,0 +1,89 @@
+import type { StreamConfig } from "../stream/config";
+
+/** The stream's meta row as the Coordinator uses it. */
+export interface Meta {
+  name: string;
+  config: StreamConfig;
+  configVersion: number;
+  epoch: string;
+  createdAt: number;
+  /** the global watermark: the larger of meta's (configure, idle sources) and the newest state record's (commits) */
+  watermark: number;
+  /** outbox entry ids start above this (Coordinator migration 9; src/output/outbox.ts) */
+  outboxFloor: number;
+}
+
+type MetaRow = { name: string; config: string; config_version: number; epoch: string; created_at: number; watermark: number; outbox_floor: number };
+
+/**
+ * The stream's meta row and its config versions (the `meta` and `configs`
+ * tables of Coordinator migration 1), and how far publication has got (the
+ * `published` table). Only this object writes them, so the row is read once
+ * and kept; every write calls forget() after its transaction, and a
+ * transaction that rolls back leaves the cache as storage is. The caller
+ * checks that the tables exist.
+ */
+export class MetaStore {
+  private cached: Omit<Meta, "watermark"> & { metaWatermark: number } | null | undefined;
+
+  constructor(private readonly sql: SqlStorage) {}
+
+  /** The meta row (null: the stream is not created); `watermark` is meta's own, without the commits'. */
+  read(): (Omit<Meta, "watermark"> & { metaWatermark: number }) | null {
+    if (this.cached !== undefined) return this.cached;
+    const row = this.sql.exec<MetaRow>("SELECT name, config, config_version, epoch, created_at, watermark, outbox_floor FROM meta").toArray()[0];
+    this.cached = row
+      ? {
+          name: row.name,
+          config: JSON.parse(row.config),
+          configVersion: row.config_version,
+          epoch: row.epoch,
+          createdAt: row.created_at,
+          metaWatermark: row.watermark,
+          outboxFloor: row.outbox_floor,
+        }
+      : null;
+    return this.cached;
+  }
+
+  forget(): void {
+    this.cached = undefined;
+  }
+
+  /** A new stream's row and its first config version. */
+  create(name: string, config: StreamConfig, now: number): void {
+    this.sql.exec(
+      "INSERT INTO meta (id, name, config, config_version, epoch, created_at, watermark) VALUES (1, ?, ?, 1, ?, ?, 0)",
+      name, JSON.stringify(config), crypto.randomUUID(), now,
+    );
+    this.sql.exec("INSERT INTO configs (version, config) VALUES (1, ?)", JSON.stringify(config));
+    this.forget();
+  }
+
+  /** A new config version, and the watermark it moves to. */
+  update(config: StreamConfig, version: number, watermark: number): void {
+    this.sql.exec("UPDATE meta SET config = ?, config_version = ?, watermark = ?", JSON.stringify(config), version, watermark);
+    this.sql.exec("INSERT INTO configs (version, config) VALUES (?, ?)", version, JSON.stringify(config));
+    this.forget();
+  }
+
+  /** The watermark moved without a commit (sources turned idle). */
+  setWatermark(watermark: number): void {
+    this.sql.exec("UPDATE meta SET watermark = ?", watermark);
+    this.forget();
+  }
+
+  /** The config a batch begun under version `version` is judged by. */
+  configAt(version: number): StreamConfig {
+    return JSON.parse(this.sql.exec<{ config: string }>("SELECT config FROM configs WHERE version = ?", version).one().config);
+  }
+
+  /** The last commit the manifest or the table holds. */
+  published(what: "table" | "manifest"): number {
+    return this.sql.exec<{ seq: number }>("SELECT seq FROM published WHERE what = ?", what).toArray()[0]?.seq ?? 0;
+  }
+
+  setPublished(what: "table" | "manifest", seq: number): void {
+    this.sql.exec("INSERT OR REPLACE INTO published (what, seq) VALUES (?, ?)", what, seq);
+  }
+}
