@@ -62,6 +62,8 @@ export function removeTempDir(dir: string): void {
 export interface Server {
   readonly name: string;
   readonly url: string;
+  /** wrangler dev's DevTools inspector (bench/profile.ts records CPU profiles through it) */
+  readonly inspectorUrl?: string;
   log(): string;
   stop(): Promise<void>;
 }
@@ -172,7 +174,7 @@ export async function startWrangler(opts: {
   ];
   for (const [k, v] of Object.entries(opts.vars ?? {})) args.push("--var", `${k}:${v}`);
   for (const [k, v] of Object.entries(opts.defines ?? {})) args.push("--define", `${k}:${v}`);
-  return startProcess({
+  const server = await startProcess({
     name: opts.name,
     command: process.execPath,
     args,
@@ -183,6 +185,7 @@ export async function startWrangler(opts: {
     ready: opts.ready,
     cleanup: () => removeTempDir(base),
   });
+  return { ...server, inspectorUrl: `http://127.0.0.1:${inspectorPort}` };
 }
 
 export { freePort };

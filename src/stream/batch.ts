@@ -1,4 +1,5 @@
 import type { StreamConfig } from "./config";
+import { omissionOf } from "./content";
 import { stateKeyFor, type DedupSettings, type Decision } from "./dedup";
 import { partitionFor } from "./hash";
 import { digestBlindFields, isRejected, validateRow, type AcceptedRow, type RejectedRow, type Row, type RowContext } from "./schema";
@@ -27,7 +28,9 @@ export function planBatch(config: StreamConfig, rows: readonly unknown[], now: n
   const columns = config.table ? new ColumnBudget([...Object.keys(config.schema), ...(context?.tableColumns ?? [])], maxColumnsOf(config)) : null;
   // The digest's blind fields are the batch's, not the row's: worked out once here.
   const base: RowContext = context ?? { source: "default", watermark: 0 };
-  const judged: RowContext = config.contentKey ? base : { ...base, blind: digestBlindFields(config, base.batchId) };
+  const judged: RowContext = config.contentKey
+    ? { ...base, excluded: omissionOf(config.contentKey.exclude) }
+    : { ...base, blind: omissionOf(digestBlindFields(config, base.batchId)) };
   rows.forEach((raw, index) => {
     const r = validateRow(config, raw, index, now, judged);
     const unfit = columns && !isRejected(r) ? columns.admit(raw as object) : null;

@@ -46,5 +46,48 @@ export function murmur3(bytes: Uint8Array, seed = 0): number {
 export const PARTITION_SEED = 42;
 
 export function partitionFor(key: string, partitions: number): number {
-  return murmur3(encoder.encode(key), PARTITION_SEED) % partitions;
+  return murmur3Utf8(key, PARTITION_SEED) % partitions;
+}
+
+/**
+ * murmur3(utf8(text), seed) without encoding, for the usual ASCII text (every
+ * row's key is routed): four characters are a block as four bytes would be.
+ * Text with any other character is encoded and hashed as bytes.
+ */
+export function murmur3Utf8(text: string, seed = 0): number {
+  const c1 = 0xcc9e2d51;
+  const c2 = 0x1b873593;
+  let h = seed >>> 0;
+  const n = text.length;
+  const blocks = n & ~3;
+  for (let i = 0; i < blocks; i += 4) {
+    const b0 = text.charCodeAt(i), b1 = text.charCodeAt(i + 1), b2 = text.charCodeAt(i + 2), b3 = text.charCodeAt(i + 3);
+    if ((b0 | b1 | b2 | b3) >= 0x80) return murmur3(encoder.encode(text), seed);
+    let k = b0 | (b1 << 8) | (b2 << 16) | (b3 << 24);
+    k = Math.imul(k, c1);
+    k = (k << 15) | (k >>> 17);
+    k = Math.imul(k, c2);
+    h ^= k;
+    h = (h << 13) | (h >>> 19);
+    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+  }
+  let k = 0;
+  for (let i = n - 1; i >= blocks; i--) {
+    const b = text.charCodeAt(i);
+    if (b >= 0x80) return murmur3(encoder.encode(text), seed);
+    k = (k << 8) | b;
+  }
+  if (n & 3) {
+    k = Math.imul(k, c1);
+    k = (k << 15) | (k >>> 17);
+    k = Math.imul(k, c2);
+    h ^= k;
+  }
+  h ^= n;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
 }

@@ -1,5 +1,5 @@
 import { delayOf, eventTimeCaps, isTimestampType, volatileFor, type ColumnType, type StreamConfig } from "./config";
-import { conflictBlindFields, contentDigest, contentHash } from "./content";
+import { conflictBlindFields, contentDigest, contentHash, type Excluded } from "./content";
 import { encodeKey, MAX_KEY_BYTES, type KeyValue } from "./key";
 import { own } from "./own";
 import { DECIMAL, MIN_PLAUSIBLE_MS, parseTimestamp, type TimeUnit } from "./timestamp";
@@ -114,8 +114,10 @@ export interface RowContext {
   tableColumns?: Iterable<string>;
   /** the batch's id: a provider webhook's (`stripe:…`) leaves that provider's volatile fields out of the digest (volatileFor) */
   batchId?: string;
-  /** the fields the digest leaves out (digestBlindFields), worked out once per batch by planBatch; absent: worked out here */
-  blind?: readonly string[];
+  /** the fields the digest leaves out (digestBlindFields, as an Omission), worked out once per batch by planBatch; absent: worked out here */
+  blind?: Excluded;
+  /** a content key's excluded fields (config.contentKey.exclude, as an Omission), worked out once per batch by planBatch */
+  excluded?: Excluded;
 }
 
 /** The fields a row's content digest leaves out: the stream's volatile ones, its provider's (by batch id) and the event time. */
@@ -156,7 +158,7 @@ export function validateRow(
       return v as KeyValue;
     });
     // A content key: the hash of the row (as coerced) without the excluded fields, as a one-value key.
-    const key = config.contentKey ? encodeKey([contentHash(row, config.contentKey.exclude)]) : encodeKey(values);
+    const key = config.contentKey ? encodeKey([contentHash(row, context.excluded ?? config.contentKey.exclude)]) : encodeKey(values);
     if (key.length > MAX_KEY_BYTES / 3 && encoder.encode(key).length > MAX_KEY_BYTES) {
       throw new RowError(`key is longer than ${MAX_KEY_BYTES} bytes`);
     }
@@ -177,7 +179,7 @@ export function validateRow(
       }
     }
     if (config.contentKey) return { index, row, key, eventTime };
-    return { index, row, key, eventTime, digest: contentDigest(row, context.blind ?? digestBlindFields(config, context.batchId)) };
+    return { index, row, key, eventTime, digest: contentDigest(row, context.blind !== undefined ? context.blind : digestBlindFields(config, context.batchId)) };
   } catch (e) {
     if (e instanceof RowError) return { index, error: e.message };
     throw e;
