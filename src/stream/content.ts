@@ -48,7 +48,9 @@ export function omissionOf(paths: readonly string[]): Omission | null {
   return root as Omission;
 }
 
-const omissionFrom = (excluded: Excluded): Omission | null => (excluded instanceof Map ? excluded : excluded === null ? null : omissionOf(excluded as readonly string[]));
+/** Paths as their Omission (an Omission as itself). */
+export const omissionFrom = (excluded: Excluded): Omission | null =>
+  excluded instanceof Map ? excluded : excluded === null ? null : omissionOf(excluded as readonly string[]);
 
 /**
  * A copy of `row` without the fields named by `paths`: "received_at" is a
