@@ -64,6 +64,8 @@ export interface Server {
   readonly url: string;
   /** wrangler dev's DevTools inspector (bench/profile.ts records CPU profiles through it) */
   readonly inspectorUrl?: string;
+  /** the process group's id (the child's pid): bench/profile.ts reads its CPU time */
+  readonly pgid?: number;
   log(): string;
   stop(): Promise<void>;
 }
@@ -134,7 +136,7 @@ export async function startProcess(opts: {
     await sleep(200);
   }
   if (!opts.quiet) console.log(`  ${opts.name}: ready on ${opts.url} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  return { name: opts.name, url: opts.url, log, stop };
+  return { name: opts.name, url: opts.url, log, stop, pgid: child.pid };
 }
 
 /** What a snapshot of the project needs to run the real Worker under `wrangler dev`. */

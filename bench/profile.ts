@@ -8,16 +8,26 @@
  * DevTools Protocol's Profiler domain) and prints the functions and the source
  * files with the most self time, as shares of the samples taken while busy.
  *
+ * It also prints the CPU time the server's processes used per event (from
+ * /proc: workerd, which runs the Worker and every Durable Object, and the
+ * whole wrangler process group). Unlike events per second, that hardly
+ * depends on what else the machine runs, so two versions of the code can be
+ * compared on a busy machine: PROFILE_MODE=cpu skips the profiler (whose
+ * sampling costs CPU too), PROFILE_SOURCE=dir runs another checkout's code
+ * (its src/, wrangler.toml, package.json, tsconfig.json) under the same load.
+ *
  *   PROFILE_LOAD=batch500x4   batch500x4 (500-event batches, 4 clients) or webhook16 (1 event, 16 clients)
- *   PROFILE_SECONDS=10        how long the profile records (after 2 s of warm-up)
+ *   PROFILE_SECONDS=10        how long the load runs and the profile records (after 2 s of warm-up)
+ *   PROFILE_MODE=profile      profile (CPU profile and CPU per event) or cpu (CPU per event only)
+ *   PROFILE_SOURCE=dir        the checkout whose code runs (default: this one)
  *   PROFILE_TOP=25            how many functions to print
- *   BENCH_OUT=dir             also writes profile-<load>.cpuprofile there (open it in Chrome DevTools)
+ *   BENCH_OUT=dir             also writes profile-<load>.cpuprofile and the bundle there (open it in Chrome DevTools)
  *
  * Safety as in bench/harness.ts: the server runs on 127.0.0.1 in its own
  * process group, is killed at the end, on error and on SIGINT/SIGTERM; the
  * load is bounded by time and count.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { join } from "node:path";
 import { rng } from "../test/support/rng.ts";
@@ -31,6 +41,9 @@ const load = LOADS[loadName];
 if (!load) throw new Error(`PROFILE_LOAD: one of ${Object.keys(LOADS).join(", ")}`);
 const SECONDS = Number(process.env.PROFILE_SECONDS ?? 10);
 const TOP = Number(process.env.PROFILE_TOP ?? 25);
+const MODE = process.env.PROFILE_MODE ?? "profile";
+if (MODE !== "profile" && MODE !== "cpu") throw new Error("PROFILE_MODE: profile or cpu");
+const SOURCE = process.env.PROFILE_SOURCE;
 const MAX_REQUESTS = 100_000;
 
 /** The bench's rows (bench/run.ts Workload): ids counting up, ~20% repeating one of the last 500. */
@@ -209,22 +222,60 @@ export function summarise(profile: Profile, filesOf: Map<string, { line: number;
   return { busy, idle, functions: top(fn), files: top(file), inclusive: top(total) };
 }
 
+/** CPU seconds (user + system) used so far by the processes of group `pgid`, by command name. */
+export function groupCpu(pgid: number): Map<string, number> {
+  const tick = 100; // USER_HZ, 100 on Linux
+  const byName = new Map<string, number>();
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      continue; // gone meanwhile
+    }
+    // pid (comm) state ppid pgrp …: comm may hold spaces, so split after its closing parenthesis.
+    const close = stat.lastIndexOf(")");
+    const name = stat.slice(stat.indexOf("(") + 1, close);
+    const f = stat.slice(close + 2).split(" ");
+    if (Number(f[2]) !== pgid) continue;
+    byName.set(name, (byName.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / tick);
+  }
+  return byName;
+}
+
+const cpuDelta = (before: Map<string, number>, after: Map<string, number>) =>
+  new Map([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)]));
+
 async function main(): Promise<void> {
+  const files = SOURCE
+    ? Object.fromEntries(["src", "wrangler.toml", "package.json", "tsconfig.json"].map((entry) => [entry, join(SOURCE, entry)]))
+    : PROJECT_FILES;
   const server = await startWrangler({
     name: "edge-dedup",
-    files: PROJECT_FILES,
+    files,
     vars: { ADMIN_TOKEN: TOKEN },
     ready: async (url) => (await http("GET", `${url}/healthz`)).status === 200,
   });
   try {
     const stream = `prof-${loadName}`;
-    const put = await http("PUT", `${server.url}/v1/streams/${stream}`, {
-      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({ key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 8, volatile: ["ts", "v"] }),
-    });
-    if (put.status !== 200 && put.status !== 201) throw new Error(`PUT stream: HTTP ${put.status} ${put.text.slice(0, 300)}`);
+    for (const name of [stream, `${stream}-warm`]) {
+      const put = await http("PUT", `${server.url}/v1/streams/${name}`, {
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 8, volatile: ["ts", "v"] }),
+      });
+      if (put.status !== 200 && put.status !== 201) throw new Error(`PUT stream: HTTP ${put.status} ${put.text.slice(0, 300)}`);
+    }
     const warmEnd = Date.now() + 2_000;
     await drive(server.url, `${stream}-warm`, () => Date.now() > warmEnd).catch(() => undefined);
+    if (MODE === "cpu") {
+      const before = groupCpu(server.pgid!);
+      const end = Date.now() + SECONDS * 1000;
+      const t0 = performance.now();
+      const d = await drive(server.url, stream, () => Date.now() > end);
+      const ms = performance.now() - t0;
+      printCpu(d, ms, cpuDelta(before, groupCpu(server.pgid!)));
+      return;
+    }
     const cdp = await inspector(server.inspectorUrl!);
     // The bundle's source, to name each sample's file (scriptParsed events arrive on Debugger.enable).
     await cdp.send("Debugger.enable");
@@ -240,15 +291,16 @@ async function main(): Promise<void> {
     await cdp.send("Profiler.enable");
     await cdp.send("Profiler.setSamplingInterval", { interval: 200 });
     await cdp.send("Profiler.start");
+    const before = groupCpu(server.pgid!);
     const end = Date.now() + SECONDS * 1000;
     const t0 = performance.now();
     const d = await drive(server.url, stream, () => Date.now() > end);
     const ms = performance.now() - t0;
     const { profile } = await cdp.send<{ profile: Profile }>("Profiler.stop");
+    const cpu = cpuDelta(before, groupCpu(server.pgid!));
     cdp.close();
     const s = summarise(profile, filesOf);
-    const perSecond = (d.requests * 1000) / ms;
-    console.log(`\n${loadName}: ${d.requests} requests (${d.errors} not 200) in ${(ms / 1000).toFixed(1)} s, ${perSecond.toFixed(1)} req/s, ${(perSecond * load.batch).toFixed(0)} events/s`);
+    printCpu(d, ms, cpu);
     console.log(`samples: ${s.busy} busy, ${s.idle} idle (${((100 * s.busy) / Math.max(1, s.busy + s.idle)).toFixed(0)}% busy)\n`);
     console.log(`self time by file (% of busy samples):`);
     for (const [k, v] of s.files.slice(0, 20)) console.log(`  ${(100 * v).toFixed(1).padStart(5)}%  ${k}`);
@@ -267,6 +319,15 @@ async function main(): Promise<void> {
   } finally {
     await server.stop();
   }
+}
+
+function printCpu(d: { requests: number; errors: number }, ms: number, cpu: Map<string, number>): void {
+  const perSecond = (d.requests * 1000) / ms;
+  const events = d.requests * load.batch;
+  const group = [...cpu.values()].reduce((a, b) => a + b, 0);
+  const workerd = cpu.get("workerd") ?? 0;
+  console.log(`\n${loadName}${SOURCE ? ` (code from ${SOURCE})` : ""}: ${d.requests} requests (${d.errors} not 200) in ${(ms / 1000).toFixed(1)} s, ${perSecond.toFixed(1)} req/s, ${(perSecond * load.batch).toFixed(0)} events/s`);
+  console.log(`CPU per event: workerd ${((workerd * 1e6) / events).toFixed(1)} µs, the whole wrangler group ${((group * 1e6) / events).toFixed(1)} µs (${[...cpu].map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(", ")})`);
 }
 
 main().then(
