@@ -62,6 +62,10 @@ export function removeTempDir(dir: string): void {
 export interface Server {
   readonly name: string;
   readonly url: string;
+  /** wrangler dev's DevTools inspector (bench/profile.ts records CPU profiles through it) */
+  readonly inspectorUrl?: string;
+  /** the process group's id (the child's pid): bench/profile.ts reads its CPU time */
+  readonly pgid?: number;
   log(): string;
   stop(): Promise<void>;
 }
@@ -132,7 +136,7 @@ export async function startProcess(opts: {
     await sleep(200);
   }
   if (!opts.quiet) console.log(`  ${opts.name}: ready on ${opts.url} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  return { name: opts.name, url: opts.url, log, stop };
+  return { name: opts.name, url: opts.url, log, stop, pgid: child.pid };
 }
 
 /** What a snapshot of the project needs to run the real Worker under `wrangler dev`. */
@@ -172,7 +176,7 @@ export async function startWrangler(opts: {
   ];
   for (const [k, v] of Object.entries(opts.vars ?? {})) args.push("--var", `${k}:${v}`);
   for (const [k, v] of Object.entries(opts.defines ?? {})) args.push("--define", `${k}:${v}`);
-  return startProcess({
+  const server = await startProcess({
     name: opts.name,
     command: process.execPath,
     args,
@@ -183,6 +187,7 @@ export async function startWrangler(opts: {
     ready: opts.ready,
     cleanup: () => removeTempDir(base),
   });
+  return { ...server, inspectorUrl: `http://127.0.0.1:${inspectorPort}` };
 }
 
 export { freePort };

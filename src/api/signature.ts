@@ -1,4 +1,4 @@
-import { toHex } from "../stream/bytes";
+import { hmacSha256, toHex } from "../stream/bytes";
 import { unauthorized } from "./problem";
 
 /**
@@ -68,8 +68,7 @@ function signedText(version: "v1" | "v2", t: number, body: Uint8Array, bound?: S
 }
 
 async function mac(secret: string, text: Uint8Array): Promise<Uint8Array> {
-  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  return new Uint8Array(await crypto.subtle.sign("HMAC", key, text as Uint8Array<ArrayBuffer>));
+  return hmacSha256(encoder.encode(secret), text);
 }
 
 /** Equal-length byte arrays compared without an early exit (portable: producers' Node code signs with this module too). */

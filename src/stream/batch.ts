@@ -1,7 +1,7 @@
 import type { StreamConfig } from "./config";
 import { stateKeyFor, type DedupSettings, type Decision } from "./dedup";
 import { partitionFor } from "./hash";
-import { digestBlindFields, isRejected, validateRow, type AcceptedRow, type RejectedRow, type Row, type RowContext } from "./schema";
+import { isRejected, rowJudge, type AcceptedRow, type RejectedRow, type Row, type RowContext } from "./schema";
 import { ColumnBudget, maxColumnsOf } from "./table-fields";
 
 /** One batch, validated and split by partition; nothing decided yet. */
@@ -25,11 +25,10 @@ export function planBatch(config: StreamConfig, rows: readonly unknown[], now: n
   const eventTimes: number[] = [];
   // A table takes only rows whose field names can be its columns, within its column cap.
   const columns = config.table ? new ColumnBudget([...Object.keys(config.schema), ...(context?.tableColumns ?? [])], maxColumnsOf(config)) : null;
-  // The digest's blind fields are the batch's, not the row's: worked out once here.
-  const base: RowContext = context ?? { source: "default", watermark: 0 };
-  const judged: RowContext = config.contentKey ? base : { ...base, blind: digestBlindFields(config, base.batchId) };
+  // What is the batch's, not the row's (the digest's blind fields, the caps), is worked out once.
+  const judge = rowJudge(config, now, context);
   rows.forEach((raw, index) => {
-    const r = validateRow(config, raw, index, now, judged);
+    const r = judge(raw, index);
     const unfit = columns && !isRejected(r) ? columns.admit(raw as object) : null;
     if (isRejected(r) || unfit !== null) {
       rejected.push(isRejected(r) ? r : { index, error: unfit! });
@@ -126,7 +125,8 @@ export function mergeDecisions(
   keptBatches: ReadonlyMap<number, ReadonlyMap<number, string | null>> = new Map(),
   self: { source: string; batchId: string; seqOf: (source: string, batchId: string) => number | null } = { source: "", batchId: "", seqOf: () => null },
 ): { emitted: Row[]; late: LateRow[]; dropped: DroppedRow[]; counts: BatchCounts; maxEventTime: number | null } {
-  const kept: { index: number; row: Row }[] = [];
+  // The emitted rows by input index (each index is in one sub-batch once), read out in order: no sort.
+  const keptAt: (Row | undefined)[] = new Array(plan.input);
   const late: LateRow[] = [];
   const dropped: DroppedRow[] = [];
   let duplicates = 0;
@@ -141,7 +141,7 @@ export function mergeDecisions(
     rows.forEach((r, i) => {
       const d = codes[i] as Decision;
       if (d !== "x" && r.eventTime !== null && (maxEventTime === null || r.eventTime > maxEventTime)) maxEventTime = r.eventTime;
-      if (d === "e") kept.push({ index: r.index, row: r.row });
+      if (d === "e") keptAt[r.index] = r.row;
       else if (d === "l") late.push({ index: r.index, row: r.row, eventTime: r.eventTime, partition: p });
       else {
         if (d !== "x") duplicates++;
@@ -152,7 +152,8 @@ export function mergeDecisions(
     });
   }
   const byIndex = (a: { index: number }, b: { index: number }) => a.index - b.index;
-  const emitted = kept.sort(byIndex).map((x) => x.row);
+  const emitted: Row[] = [];
+  for (const row of keptAt) if (row !== undefined) emitted.push(row);
   late.sort(byIndex);
   dropped.sort(byIndex);
   // A rejected conflict is reported with the rows that failed validation, in input order.

@@ -21,10 +21,29 @@ export function concat(...parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
+/**
+ * HMAC keys imported once per isolate, by their bytes: a signed request was
+ * an importKey per secret tried. Bounded: past HMAC_KEYS_KEPT it starts over.
+ */
+const HMAC_KEYS_KEPT = 256;
+const hmacKeys = new Map<string, Promise<CryptoKey>>();
+
 /** The casts are for the DOM typings (Node-side tests), which allow only ArrayBuffer-backed views; ours always are. */
+export function hmacKey(key: Uint8Array): Promise<CryptoKey> {
+  let id = "";
+  for (let i = 0; i < key.length; i++) id += String.fromCharCode(key[i]);
+  let k = hmacKeys.get(id);
+  if (k === undefined) {
+    if (hmacKeys.size >= HMAC_KEYS_KEPT) hmacKeys.clear();
+    k = crypto.subtle.importKey("raw", key as Uint8Array<ArrayBuffer>, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+    hmacKeys.set(id, k);
+    k.catch(() => hmacKeys.delete(id)); // a failed import is not kept
+  }
+  return k;
+}
+
 export async function hmacSha256(key: Uint8Array, message: Uint8Array): Promise<Uint8Array> {
-  const k = await crypto.subtle.importKey("raw", key as Uint8Array<ArrayBuffer>, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  return new Uint8Array(await crypto.subtle.sign("HMAC", k, message as Uint8Array<ArrayBuffer>));
+  return new Uint8Array(await crypto.subtle.sign("HMAC", await hmacKey(key), message as Uint8Array<ArrayBuffer>));
 }
 
 /**

@@ -4,11 +4,53 @@
  * A content key is the hex SHA-256; a conflict digest (what the state keeps
  * per kept copy of an id-keyed stream) is its first 64 bits, as a signed
  * decimal integer like keyHash64, so that SQLite holds it exactly.
+ *
+ * Both run once per row, so the row is neither copied nor encoded on the way:
+ * the left-out fields are skipped while the canonical text is written
+ * (canonicalJson with an Omission), and the text is hashed from the string
+ * (sha256Utf8). test/unit/content-oracle.test.ts holds the results to the
+ * first, copying version, bit for bit: the digests are stored.
  */
-import { canonicalJson } from "./jcs";
-import { sha256Words } from "./sha256";
+import { canonicalJson, type Omission } from "./jcs";
+import { sha256Utf8 } from "./sha256";
+
+export type { Omission } from "./jcs";
 
 const encoder = new TextEncoder();
+
+/** Fields to leave out: dotted paths, or the Omission they make (omissionOf), worked out once per batch. */
+export type Excluded = readonly string[] | Omission | null;
+
+/**
+ * The paths as a tree of their parts ("meta.attempt": `meta` → `attempt` →
+ * null). A field left out whole stays out whatever deeper paths name inside
+ * it, as deleting the paths one by one would leave it. null: none.
+ */
+export function omissionOf(paths: readonly string[]): Omission | null {
+  if (paths.length === 0) return null;
+  const root = new Map<string, Map<string, unknown> | null>();
+  for (const path of paths) {
+    let node = root;
+    const parts = path.split(".");
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i];
+      const at = node.get(part);
+      if (at === null) break; // left out whole already
+      if (i === parts.length - 1) {
+        node.set(part, null);
+        break;
+      }
+      let next = at as Map<string, Map<string, unknown> | null> | undefined;
+      if (next === undefined) node.set(part, (next = new Map()));
+      node = next;
+    }
+  }
+  return root as Omission;
+}
+
+/** Paths as their Omission (an Omission as itself). */
+export const omissionFrom = (excluded: Excluded): Omission | null =>
+  excluded instanceof Map ? excluded : excluded === null ? null : omissionOf(excluded as readonly string[]);
 
 /**
  * A copy of `row` without the fields named by `paths`: "received_at" is a
@@ -36,16 +78,21 @@ function removePath(obj: Record<string, unknown>, parts: string[]): void {
   removePath(copy, rest);
 }
 
+/** The canonical JSON of `row` without `exclude`, as text. */
+export function canonicalText(row: Record<string, unknown>, exclude: Excluded): string {
+  return canonicalJson(row, omissionFrom(exclude));
+}
+
 /** The canonical JSON of `row` without `exclude`, as UTF-8. */
-export function canonicalContent(row: Record<string, unknown>, exclude: readonly string[]): Uint8Array {
-  return encoder.encode(canonicalJson(withoutFields(row, exclude)));
+export function canonicalContent(row: Record<string, unknown>, exclude: Excluded): Uint8Array {
+  return encoder.encode(canonicalText(row, exclude));
 }
 
 /** A content key: the hex SHA-256 of the row's canonical JSON without the excluded fields. */
-export function contentHash(row: Record<string, unknown>, exclude: readonly string[]): string {
-  const h = sha256Words(canonicalContent(row, exclude));
+export function contentHash(row: Record<string, unknown>, exclude: Excluded): string {
+  const h = sha256Utf8(canonicalText(row, exclude));
   let hex = "";
-  for (let i = 0; i < 8; i++) hex += h[i].toString(16).padStart(8, "0");
+  for (let i = 0; i < 8; i++) hex += (h[i] >>> 0).toString(16).padStart(8, "0");
   return hex;
 }
 
@@ -61,8 +108,8 @@ export function conflictBlindFields(config: { volatile?: readonly string[]; even
 }
 
 /** The 64-bit content digest a partition keeps per kept copy: the SHA-256's first 64 bits, signed, in decimal. */
-export function contentDigest(row: Record<string, unknown>, volatile: readonly string[]): string {
-  const h = sha256Words(canonicalContent(row, volatile));
+export function contentDigest(row: Record<string, unknown>, volatile: Excluded): string {
+  const h = sha256Utf8(canonicalText(row, volatile));
   return int64Decimal(h[0], h[1]);
 }
 

@@ -8,32 +8,22 @@
  */
 const encoder = new TextEncoder();
 
-export function murmur3(bytes: Uint8Array, seed = 0): number {
-  const c1 = 0xcc9e2d51;
-  const c2 = 0x1b873593;
-  let h = seed >>> 0;
-  const n = bytes.length;
-  const blocks = n & ~3;
-  for (let i = 0; i < blocks; i += 4) {
-    let k = bytes[i] | (bytes[i + 1] << 8) | (bytes[i + 2] << 16) | (bytes[i + 3] << 24);
-    k = Math.imul(k, c1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, c2);
-    h ^= k;
-    h = (h << 13) | (h >>> 19);
-    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
-  }
-  let k = 0;
-  switch (n & 3) {
-    case 3: k ^= bytes[blocks + 2] << 16; // falls through
-    case 2: k ^= bytes[blocks + 1] << 8; // falls through
-    case 1:
-      k ^= bytes[blocks];
-      k = Math.imul(k, c1);
-      k = (k << 15) | (k >>> 17);
-      k = Math.imul(k, c2);
-      h ^= k;
-  }
+/** One 4-byte block (or the tail) of murmur3_x86_32, scrambled. */
+function scramble(k: number): number {
+  k = Math.imul(k, 0xcc9e2d51);
+  k = (k << 15) | (k >>> 17);
+  return Math.imul(k, 0x1b873593);
+}
+
+/** The state after one block. */
+const mixBlock = (h: number, k: number): number => {
+  h ^= scramble(k);
+  h = (h << 13) | (h >>> 19);
+  return (Math.imul(h, 5) + 0xe6546b64) | 0;
+};
+
+/** The length folded in, then the final avalanche. */
+function finish(h: number, n: number): number {
   h ^= n;
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
@@ -43,8 +33,48 @@ export function murmur3(bytes: Uint8Array, seed = 0): number {
   return h >>> 0;
 }
 
+export function murmur3(bytes: Uint8Array, seed = 0): number {
+  let h = seed >>> 0;
+  const n = bytes.length;
+  const blocks = n & ~3;
+  for (let i = 0; i < blocks; i += 4) h = mixBlock(h, bytes[i] | (bytes[i + 1] << 8) | (bytes[i + 2] << 16) | (bytes[i + 3] << 24));
+  let k = 0;
+  switch (n & 3) {
+    case 3: k ^= bytes[blocks + 2] << 16; // falls through
+    case 2: k ^= bytes[blocks + 1] << 8; // falls through
+    case 1:
+      k ^= bytes[blocks];
+      h ^= scramble(k);
+  }
+  return finish(h, n);
+}
+
 export const PARTITION_SEED = 42;
 
 export function partitionFor(key: string, partitions: number): number {
-  return murmur3(encoder.encode(key), PARTITION_SEED) % partitions;
+  return murmur3Utf8(key, PARTITION_SEED) % partitions;
+}
+
+/**
+ * murmur3(utf8(text), seed) without encoding, for the usual ASCII text (every
+ * row's key is routed): four characters are a block as four bytes would be.
+ * Text with any other character is encoded and hashed as bytes.
+ */
+export function murmur3Utf8(text: string, seed = 0): number {
+  let h = seed >>> 0;
+  const n = text.length;
+  const blocks = n & ~3;
+  for (let i = 0; i < blocks; i += 4) {
+    const b0 = text.charCodeAt(i), b1 = text.charCodeAt(i + 1), b2 = text.charCodeAt(i + 2), b3 = text.charCodeAt(i + 3);
+    if ((b0 | b1 | b2 | b3) >= 0x80) return murmur3(encoder.encode(text), seed);
+    h = mixBlock(h, b0 | (b1 << 8) | (b2 << 16) | (b3 << 24));
+  }
+  let k = 0;
+  for (let i = n - 1; i >= blocks; i--) {
+    const b = text.charCodeAt(i);
+    if (b >= 0x80) return murmur3(encoder.encode(text), seed);
+    k = (k << 8) | b;
+  }
+  if (n & 3) h ^= scramble(k);
+  return finish(h, n);
 }

@@ -1,5 +1,5 @@
 import { delayOf, eventTimeCaps, isTimestampType, volatileFor, type ColumnType, type StreamConfig } from "./config";
-import { conflictBlindFields, contentDigest, contentHash } from "./content";
+import { conflictBlindFields, contentDigest, contentHash, omissionFrom, type Excluded } from "./content";
 import { encodeKey, MAX_KEY_BYTES, type KeyValue } from "./key";
 import { own } from "./own";
 import { DECIMAL, MIN_PLAUSIBLE_MS, parseTimestamp, type TimeUnit } from "./timestamp";
@@ -114,8 +114,10 @@ export interface RowContext {
   tableColumns?: Iterable<string>;
   /** the batch's id: a provider webhook's (`stripe:…`) leaves that provider's volatile fields out of the digest (volatileFor) */
   batchId?: string;
-  /** the fields the digest leaves out (digestBlindFields), worked out once per batch by planBatch; absent: worked out here */
-  blind?: readonly string[];
+  /** the fields the digest leaves out; absent: digestBlindFields (rowJudge works them out once per batch) */
+  blind?: Excluded;
+  /** a content key's excluded fields; absent: config.contentKey.exclude */
+  excluded?: Excluded;
 }
 
 /** The fields a row's content digest leaves out: the stream's volatile ones, its provider's (by batch id) and the event time. */
@@ -135,53 +137,78 @@ export function validateRow(
   now: number,
   context: RowContext = { source: "default", watermark: 0 },
 ): AcceptedRow | RejectedRow {
-  try {
-    if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw new RowError("row is not a JSON object");
-    const corrupt = corruptLineOf(raw);
-    if (corrupt !== null) throw new RowError(`line ${corrupt} is not valid JSON`);
-    const row: Row = { ...(raw as Row) };
-    for (const [column, type] of Object.entries(config.schema)) {
-      const v = own(row, column);
-      if (v === undefined || v === null) continue; // absence is checked only for key and event time
-      row[column] = coerce(column, type, v);
-    }
-    const values: KeyValue[] = config.key.map((column) => {
-      const v = own(row, column);
-      if (v === undefined || v === null) throw new RowError(`${column}: missing key column`);
-      if (typeof v === "object") throw new RowError(`${column}: a key column must be a string, number or boolean`);
-      // JSON has no Infinity, but 1e999 parses to it, and the key encoding would turn it into null.
-      if (typeof v === "number" && !Number.isFinite(v)) throw new RowError(`${column}: a key value must be a finite number`);
-      // A time in the key is compared as an instant: "…T10:00:00Z", "…T10:00:00.000Z" and its epoch ms are one key.
-      if (column === config.eventTime || isTimestampType(own(config.schema, column))) return readInstant(column, own(config.schema, column), v);
-      return v as KeyValue;
-    });
-    // A content key: the hash of the row (as coerced) without the excluded fields, as a one-value key.
-    const key = config.contentKey ? encodeKey([contentHash(row, config.contentKey.exclude)]) : encodeKey(values);
-    if (key.length > MAX_KEY_BYTES / 3 && encoder.encode(key).length > MAX_KEY_BYTES) {
-      throw new RowError(`key is longer than ${MAX_KEY_BYTES} bytes`);
-    }
-    let eventTime: number | null = null;
-    if (config.eventTime !== null) {
-      const v = own(row, config.eventTime);
-      if (v === undefined || v === null) throw new RowError(`${config.eventTime}: missing event time`);
-      eventTime = readInstant(config.eventTime, own(config.schema, config.eventTime), v);
-      const caps = eventTimeCaps(config, context.source);
-      if (eventTime > now + caps.skew) {
-        throw new RowError(`${config.eventTime}: more than ${caps.skew} ms in the future (clock skew guard)`);
+  return rowJudge(config, now, context)(raw, index);
+}
+
+/**
+ * validateRow for the rows of one batch: what depends only on the stream, the
+ * source and the batch (the declared columns, how each key column is read, the
+ * event-time caps, the digest's left-out fields) is worked out once here, not
+ * per row; the checks and their order are validateRow's.
+ */
+export function rowJudge(config: StreamConfig, now: number, context: RowContext = { source: "default", watermark: 0 }): (raw: unknown, index: number) => AcceptedRow | RejectedRow {
+  const schema = Object.entries(config.schema);
+  // A time in the key is compared as an instant: "…T10:00:00Z", "…T10:00:00.000Z" and its epoch ms are one key.
+  const keyColumns = config.key.map((column) => {
+    const type = own(config.schema, column);
+    return { column, type, instant: column === config.eventTime || isTimestampType(type) };
+  });
+  const eventTimeColumn = config.eventTime;
+  const eventTimeType = eventTimeColumn === null ? undefined : own(config.schema, eventTimeColumn);
+  // The source's caps, read at the first row that gets as far as they are (as validateRow reads them).
+  let caps: { skew: number; ahead: number; implied: number } | null = null;
+  const capsOf = () => (caps ??= { ...eventTimeCaps(config, context.source), implied: context.watermark + delayOf(config, context.source) });
+  const contentKey = config.contentKey !== undefined;
+  // The fields the content key or the digest leaves out, as Omissions: read while each row's canonical JSON is written.
+  const excluded = config.contentKey ? omissionFrom(context.excluded !== undefined ? context.excluded : config.contentKey.exclude) : null;
+  const blind = contentKey ? null : omissionFrom(context.blind !== undefined ? context.blind : digestBlindFields(config, context.batchId));
+  return (raw, index) => {
+    try {
+      if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw new RowError("row is not a JSON object");
+      const corrupt = corruptLineOf(raw);
+      if (corrupt !== null) throw new RowError(`line ${corrupt} is not valid JSON`);
+      const row: Row = { ...(raw as Row) };
+      for (const [column, type] of schema) {
+        const v = own(row, column);
+        if (v === undefined || v === null) continue; // absence is checked only for key and event time
+        row[column] = coerce(column, type, v);
       }
-      const implied = context.watermark + delayOf(config, context.source);
-      if (context.watermark > 0 && eventTime > implied + caps.ahead) {
-        throw new RowError(
-          `${config.eventTime}: more than ${caps.ahead} ms ahead of the watermark ${context.watermark} + delay (maxAheadOfWatermark)`,
-        );
+      const values: KeyValue[] = [];
+      for (const { column, type, instant } of keyColumns) {
+        const v = own(row, column);
+        if (v === undefined || v === null) throw new RowError(`${column}: missing key column`);
+        if (typeof v === "object") throw new RowError(`${column}: a key column must be a string, number or boolean`);
+        // JSON has no Infinity, but 1e999 parses to it, and the key encoding would turn it into null.
+        if (typeof v === "number" && !Number.isFinite(v)) throw new RowError(`${column}: a key value must be a finite number`);
+        values.push(instant ? readInstant(column, type, v) : (v as KeyValue));
       }
+      // A content key: the hash of the row (as coerced) without the excluded fields, as a one-value key.
+      const key = contentKey ? encodeKey([contentHash(row, excluded)]) : encodeKey(values);
+      if (key.length > MAX_KEY_BYTES / 3 && encoder.encode(key).length > MAX_KEY_BYTES) {
+        throw new RowError(`key is longer than ${MAX_KEY_BYTES} bytes`);
+      }
+      let eventTime: number | null = null;
+      if (eventTimeColumn !== null) {
+        const v = own(row, eventTimeColumn);
+        if (v === undefined || v === null) throw new RowError(`${eventTimeColumn}: missing event time`);
+        eventTime = readInstant(eventTimeColumn, eventTimeType, v);
+        const caps = capsOf();
+        if (eventTime > now + caps.skew) {
+          throw new RowError(`${eventTimeColumn}: more than ${caps.skew} ms in the future (clock skew guard)`);
+        }
+        if (context.watermark > 0 && eventTime > caps.implied + caps.ahead) {
+          throw new RowError(
+            `${eventTimeColumn}: more than ${caps.ahead} ms ahead of the watermark ${context.watermark} + delay (maxAheadOfWatermark)`,
+          );
+        }
+      }
+      if (contentKey) return { index, row, key, eventTime };
+      return { index, row, key, eventTime, digest: contentDigest(row, blind) };
+    } catch (e) {
+      if (e instanceof RowError) return { index, error: e.message };
+      throw e;
     }
-    if (config.contentKey) return { index, row, key, eventTime };
-    return { index, row, key, eventTime, digest: contentDigest(row, context.blind ?? digestBlindFields(config, context.batchId)) };
-  } catch (e) {
-    if (e instanceof RowError) return { index, error: e.message };
-    throw e;
-  }
+  };
 }
 
 export function isRejected(r: AcceptedRow | RejectedRow): r is RejectedRow {

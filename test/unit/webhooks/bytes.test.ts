@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { expect, test } from "vitest";
-import { constantTimeEqual, fromBase64, fromHex, toBase64 } from "../../../src/stream/bytes";
+import { createHmac } from "node:crypto";
+import { constantTimeEqual, fromBase64, fromHex, hmacSha256, toBase64 } from "../../../src/stream/bytes";
 
 const bytes = fc.uint8Array({ maxLength: 64 });
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
@@ -36,4 +37,16 @@ test.each(["abc", "zz", "0x00", " 00"])("fromHex refuses %j", (text) => {
 
 test.each(["a b", "-_", "abc===", "=abc"])("fromBase64 refuses %j", (text) => {
   expect(fromBase64(text)).toBeNull();
+});
+
+test("hmacSha256 is node:crypto's HMAC-SHA256 for any key and message, with the imported keys kept and started over (property)", async () => {
+  const want = (key: Uint8Array, msg: Uint8Array) => createHmac("sha256", key).update(msg).digest("hex");
+  await fc.assert(fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 80 }), bytes, async (key, msg) => {
+    expect(hex(await hmacSha256(key, msg))).toBe(want(key, msg));
+    expect(hex(await hmacSha256(Uint8Array.from(key), msg))).toBe(want(key, msg)); // the kept key, found by its bytes
+  }));
+  // More keys than are kept: each still signs with its own.
+  const keys = Array.from({ length: 300 }, (_, i) => new TextEncoder().encode(`secret-${i}`));
+  const msg = new TextEncoder().encode("body");
+  for (const key of [...keys, ...keys.slice(0, 5)]) expect(hex(await hmacSha256(key, msg))).toBe(want(key, msg));
 });
