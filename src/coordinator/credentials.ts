@@ -1,14 +1,10 @@
 import type { CredentialType, StoredCredential } from "../api/credentials";
 import { isProviderType } from "../webhooks";
 import { sourceConfig, type StreamConfig } from "../stream/config";
-import type { CallerClaim, IngestAuth } from "./protocol";
+import type { CallerClaim, IngestAuth, SealedSigner } from "./protocol";
 
 /** A source's signing secret, still sealed (src/api/admission.ts opens it to check a signature). */
-export interface SealedSigner {
-  id: string;
-  material: string;
-  type: CredentialType;
-}
+export type { SealedSigner };
 
 /**
  * A stream's credentials (the `credentials` table, created by

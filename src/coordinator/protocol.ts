@@ -7,8 +7,7 @@ import type { ProgressReport } from "../stream/report";
 import type { StreamMetrics } from "../stream/metrics";
 import type { LiveAdvice } from "../stream/advisor/live";
 import type { TablePublishing } from "../output/publisher";
-import type { StoredCredential } from "../api/credentials";
-import type { SealedSigner } from "./credentials";
+import type { CredentialType, StoredCredential } from "../api/credentials";
 import type { ReportedPartition } from "./partitions";
 import type { Bookkeeping } from "./window";
 
@@ -46,7 +45,12 @@ export type ConfigureResult =
 export type IngestAuth = { kind: "admin" } | { kind: "token"; hash: string } | { kind: "hmac"; credentialId: string };
 /** What the headers claim before the body is read (a signature is checked against the body later); "provider": a webhook's. */
 export type CallerClaim = { kind: "admin" } | { kind: "token"; hash: string } | { kind: "hmac" } | { kind: "provider" };
-export type { SealedSigner };
+/** A signing secret as admission hands it to the Worker: still sealed (the Worker opens it with CREDENTIALS_KEY). */
+export interface SealedSigner {
+  id: string;
+  material: string;
+  type: CredentialType;
+}
 
 export type Admission =
   | { kind: "missing" }
