@@ -18,6 +18,7 @@ import type { destinationBodySchema, replayBodySchema, rotateBodySchema } from "
 import type { deadLaneSchema, destinationListSchema, destinationPutSchema, destinationSchema, replaySchema, rotatedSchema } from "../delivery/schemas.ts";
 import type { streamBodySchema } from "../stream/config.ts";
 import type { z } from "zod";
+import type { ProviderType } from "../webhooks/provider.ts";
 
 export type {
   Advice, CreatedCredential, Credential, CredentialList, Health, Healthz, Outcome, PartitionState, Problem, Progress, ProgressReport, Publication, PutStreamResult, Run,
@@ -259,8 +260,8 @@ export function createClient(options: ClientOptions) {
 
     /** A page of the keys one partition remembers. */
     /** a page of one partition's keys; or, given `row` (as ingest would take it), just that row's key if it is remembered */
-    state: (stream: string, opts: { partition: number; limit?: number; after?: string } | { row: Record<string, unknown> }) =>
-      get<PartitionState>(`${streamPath(stream)}/state${query("row" in opts ? { row: JSON.stringify(opts.row) } : opts)}`),
+    state: (stream: string, opts: { partition: number; limit?: number; after?: string } | { row: Record<string, unknown>; provider?: ProviderType }) =>
+      get<PartitionState>(`${streamPath(stream)}/state${query("row" in opts ? { row: JSON.stringify(opts.row), ...(opts.provider ? { provider: opts.provider } : {}) } : opts)}`),
 
     health: (stream: string) => get<Health>(`${streamPath(stream)}/health`),
     /** the delay advisor's live figures per source, and the recommended watermarkDelay */

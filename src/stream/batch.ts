@@ -45,8 +45,8 @@ export function planBatch(config: StreamConfig, rows: readonly unknown[], now: n
 }
 
 /** Where one row's key lives: its state key and partition, keyed and routed as ingest does; or why it has none. */
-export function locateRow(config: StreamConfig, row: unknown, now: number): { stateKey: string; partition: number } | { error: string } {
-  const plan = planBatch(config, [row], now);
+export function locateRow(config: StreamConfig, row: unknown, now: number, batchId?: string): { stateKey: string; partition: number } | { error: string } {
+  const plan = planBatch(config, [row], now, batchId === undefined ? undefined : { source: "default", watermark: 0, batchId });
   if (plan.rejected.length > 0) return { error: plan.rejected[0].error };
   const [[partition, [accepted]]] = [...plan.subBatches];
   return { stateKey: stateKeyFor(dedupSettings(config), accepted), partition };

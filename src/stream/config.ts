@@ -261,6 +261,20 @@ export function volatileFor(config: StreamConfig, batchId?: string): readonly st
   return fields.length === 0 ? preset : [...new Set([...fields, ...preset])];
 }
 
+/**
+ * The fields a content key leaves out: the stream's `exclude`, and for a
+ * batch from a provider webhook (its id `stripe:…`) what that provider's
+ * redeliveries change (PROVIDER_VOLATILE), as the digest leaves them out: a
+ * redelivery keys as the same event. Decided by the batch id, so a retry keys
+ * the same way.
+ */
+export function contentExcludeFor(config: StreamConfig, batchId?: string): readonly string[] {
+  const fields = config.contentKey?.exclude ?? [];
+  const preset = batchId === undefined ? [] : webhookVolatile(batchId);
+  if (preset.length === 0) return fields;
+  return [...new Set([...fields, ...preset])];
+}
+
 const WEBHOOK_PRESET = /^webhook:(.+)$/;
 
 /** "webhook:<provider>" stands for that provider's volatile fields (src/webhooks/provider.ts); the rest are fields. */

@@ -1,4 +1,4 @@
-import { delayOf, eventTimeCaps, isTimestampType, volatileFor, type ColumnType, type StreamConfig } from "./config";
+import { contentExcludeFor, delayOf, eventTimeCaps, isTimestampType, volatileFor, type ColumnType, type StreamConfig } from "./config";
 import { conflictBlindFields, contentDigest, contentHash, omissionFrom, type Excluded } from "./content";
 import { encodeKey, MAX_KEY_BYTES, type KeyValue } from "./key";
 import { own } from "./own";
@@ -116,7 +116,7 @@ export interface RowContext {
   batchId?: string;
   /** the fields the digest leaves out; absent: digestBlindFields (rowJudge works them out once per batch) */
   blind?: Excluded;
-  /** a content key's excluded fields; absent: config.contentKey.exclude */
+  /** a content key's excluded fields; absent: contentExcludeFor (the stream's, and the provider's by batch id) */
   excluded?: Excluded;
 }
 
@@ -160,7 +160,7 @@ export function rowJudge(config: StreamConfig, now: number, context: RowContext 
   const capsOf = () => (caps ??= { ...eventTimeCaps(config, context.source), implied: context.watermark + delayOf(config, context.source) });
   const contentKey = config.contentKey !== undefined;
   // The fields the content key or the digest leaves out, as Omissions: read while each row's canonical JSON is written.
-  const excluded = config.contentKey ? omissionFrom(context.excluded !== undefined ? context.excluded : config.contentKey.exclude) : null;
+  const excluded = config.contentKey ? omissionFrom(context.excluded !== undefined ? context.excluded : contentExcludeFor(config, context.batchId)) : null;
   const blind = contentKey ? null : omissionFrom(context.blind !== undefined ? context.blind : digestBlindFields(config, context.batchId));
   return (raw, index) => {
     try {

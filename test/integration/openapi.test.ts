@@ -160,6 +160,8 @@ describe("the OpenAPI document", () => {
     expectTypeOf<Pick<Options<"output">, "after">>().toEqualTypeOf<QueryOf<typeof output.output>>();
     // The state reader's by-partition form: its query, with the partition that the by-row form may leave out.
     type Flat<T> = { [K in keyof T]: T[K] };
-    expectTypeOf<Exclude<Options<"state">, { row: unknown }>>().toEqualTypeOf<Flat<Omit<QueryOf<typeof state.state>, "row" | "partition"> & { partition: number }>>();
+    expectTypeOf<Exclude<Options<"state">, { row: unknown }>>().toEqualTypeOf<Flat<Omit<QueryOf<typeof state.state>, "row" | "partition" | "provider"> & { partition: number }>>();
+    // …and its by-row form: the row, and the provider whose webhook it came through.
+    expectTypeOf<Extract<Options<"state">, { row: unknown }>["provider"]>().toEqualTypeOf<QueryOf<typeof state.state>["provider"]>();
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { boundFieldChanges, DEFAULT_LIMITS, delayOf, parseStreamConfig, volatileFor, type StreamConfig } from "../../src/stream/config";
+import { boundFieldChanges, contentExcludeFor, DEFAULT_LIMITS, delayOf, parseStreamConfig, volatileFor, type StreamConfig } from "../../src/stream/config";
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -352,6 +352,15 @@ describe("what counts as the same event (DESIGN §11)", () => {
     expect(volatileFor(c)).toEqual(["received_at", "time"]);
     expect(volatileFor(ok(MINIMAL), "stripe:evt_1")).toEqual(["payload.pending_webhooks"]);
     expect(volatileFor(ok(MINIMAL), "qid:stripe:evt_1")).toEqual([]);
+  });
+
+  test("contentExcludeFor: a content key leaves out the stream's fields, and a provider webhook's batch also that provider's", () => {
+    const c = ok({ ...MINIMAL, key: { content: { exclude: ["received_at", "time"] } } });
+    expect(contentExcludeFor(c, "github:ab12")).toEqual(["received_at", "time", "deliveryId", "type"]);
+    expect(contentExcludeFor(c, "b1")).toEqual(["received_at", "time"]);
+    expect(contentExcludeFor(c)).toEqual(["received_at", "time"]);
+    expect(contentExcludeFor(ok({ ...MINIMAL, key: { content: {} } }), "stripe:evt_1")).toEqual(["payload.pending_webhooks"]);
+    expect(contentExcludeFor(ok({ ...MINIMAL, key: { content: {} } }), "qid:stripe:evt_1")).toEqual([]);
   });
 
   test("the key (columns or content) and volatile are bound; onConflict and keepDuplicates are not", () => {

@@ -5,6 +5,7 @@ import { coordinatorStub, partitionStub } from "../../env";
 import { locateRow } from "../../stream/batch";
 import type { StreamConfig } from "../../stream/config";
 import { badRequest } from "../problem";
+import { isProviderType, PROVIDER_TYPES, type ProviderType } from "../../webhooks";
 import { route } from "../route";
 import { statePageSchema } from "../schemas";
 import { intIn, intParam, intQuery, missing, STREAM } from "./shared";
@@ -15,6 +16,9 @@ const stateQuery = z.object({
   after: z.string().optional().describe("the key to list after: the last key of the previous page"),
   row: z.string().optional().describe(
     "a row as JSON, as ingest would take it (key columns and event time): lists just its key, if remembered, from the partition it routes to (`partition` may then be left out); how a stream with hashed keys is asked about one key",
+  ),
+  provider: z.enum(PROVIDER_TYPES as [ProviderType, ...ProviderType[]]).optional().describe(
+    "with `row`: key it as a row that came through this provider's webhook (a content key then leaves out what that provider's redeliveries change, as ingest did)",
   ),
 });
 
@@ -28,7 +32,10 @@ export const state = route({
     if (!where) throw missing(c.get("stream"));
     const given = intParam(c.req.query("partition"), "partition", NaN, 0, where.partitions - 1);
     // ?row=: is this row's key remembered? Keyed and routed exactly as ingest does (a hashed stream's only way to ask by key).
-    const probe = c.req.query("row") === undefined ? null : stateKeyOfRow(where.config, c.req.query("row")!);
+    const provider = c.req.query("provider");
+    if (provider !== undefined && !isProviderType(provider)) throw badRequest(`provider must be one of ${PROVIDER_TYPES.join(", ")}`);
+    if (provider !== undefined && c.req.query("row") === undefined) throw badRequest("provider goes with row");
+    const probe = c.req.query("row") === undefined ? null : stateKeyOfRow(where.config, c.req.query("row")!, provider);
     const partition = probe ? probe.partition : given;
     if (Number.isNaN(partition)) throw badRequest(`partition is required: 0..${where.partitions - 1}`);
     if (probe && !Number.isNaN(given) && given !== probe.partition) throw badRequest(`the row's key is in partition ${probe.partition}, not ${given}`);
@@ -43,14 +50,15 @@ export const state = route({
 });
 
 /** A row given to the state reader: its state key and partition, or a 400 saying why it has none. */
-function stateKeyOfRow(config: StreamConfig, text: string): { stateKey: string; partition: number } {
+function stateKeyOfRow(config: StreamConfig, text: string, provider?: ProviderType): { stateKey: string; partition: number } {
   let row: unknown;
   try {
     row = JSON.parse(text);
   } catch {
     throw badRequest("row must be a JSON object: a row as ingest takes it, with its key columns and event time");
   }
-  const where = locateRow(config, row, Date.now());
+  // A provider webhook's batch ids are `<provider>:…` (src/webhooks/provider.ts): keyed as that provider's rows are.
+  const where = locateRow(config, row, Date.now(), provider === undefined ? undefined : `${provider}:`);
   if ("error" in where) throw badRequest(`row has no state key: ${where.error}`);
   return where;
 }
