@@ -2,8 +2,8 @@ import { applyBatch, expiryOf as expiryAt, firstEventTimeOf, stateKeyFor, type D
 import type { Env } from "../env";
 import { decodeDecisions, encodeDecisions } from "../stream/ledger";
 import { failAt, faultsEnabled, partitionFaultKey, takeFault } from "../instrument/faults";
-import { addColumn, type Migration } from "../storage/migrations";
-import { SqliteObject } from "../storage/sqlite-object";
+import { addColumn, schemaVersion, type Migration } from "../storage/migrations";
+import { SqliteObject, tableExists } from "../storage/sqlite-object";
 import { bucketAtWatermark, bucketOf, bucketWidthFor } from "../stream/expiry-buckets";
 import { absoluteBucket, expiryOf, expirySql, hasReceiptColumn, isCompact, keyLiteral, numberOf, placeOf, readHeld, storedBucket, storedKey, writeHeld, type Held, type Layout } from "./layout";
 import {
@@ -139,6 +139,22 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
   },
 ];
 
+/**
+ * The layout the migrations above build, at once, for storage that never
+ * held anything (a new partition): one transaction and a row per table
+ * instead of seven steps and a rebuild of `keys`. keys.r is added when first
+ * needed (src/partition/layout.ts), as version 7 leaves it.
+ */
+export const PARTITION_LAYOUT = `
+  CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), epoch TEXT NOT NULL, watermark INTEGER NOT NULL, rows INTEGER NOT NULL,
+    next_expiry INTEGER, width INTEGER, hashed INTEGER NOT NULL DEFAULT 0, front_b INTEGER, pending TEXT, names TEXT, base INTEGER);
+  CREATE TABLE keys (b INTEGER NOT NULL, k NOT NULL, t INTEGER, e INTEGER, d INTEGER, PRIMARY KEY (b, k)) WITHOUT ROWID;
+  CREATE TABLE ledger (batch TEXT PRIMARY KEY, at INTEGER NOT NULL, decisions TEXT NOT NULL) WITHOUT ROWID;
+  CREATE TABLE front (e INTEGER NOT NULL, k NOT NULL, PRIMARY KEY (e, k)) WITHOUT ROWID;
+  CREATE TABLE receipts (b INTEGER NOT NULL, k NOT NULL, n INTEGER, dropped INTEGER NOT NULL, conflicts INTEGER NOT NULL, PRIMARY KEY (b, k)) WITHOUT ROWID;
+  CREATE TABLE kept_names (n INTEGER PRIMARY KEY, batches TEXT NOT NULL, until INTEGER);
+`;
+
 const LEDGER_PRUNE_EVERY_MS = 3_600_000;
 
 /**
@@ -158,6 +174,18 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, { migrations: PARTITION_MIGRATIONS, countAs: "Partition" });
+  }
+
+  /** A new partition gets the current layout at once; storage written before is migrated step by step. */
+  protected override migrate(): void {
+    if (schemaVersion(this.sql) === 0 && !tableExists(this.sql, "meta") && !tableExists(this.sql, "keys")) {
+      this.ctx.storage.transactionSync(() => {
+        this.sql.exec(PARTITION_LAYOUT);
+        this.sql.exec("INSERT OR REPLACE INTO _schema (id, version) VALUES (1, ?)", Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)));
+      });
+      return;
+    }
+    super.migrate();
   }
 
   /** One batch: applyGroup with a single entry whose earlier decisions, if any, are replayed. */

@@ -312,3 +312,30 @@ it("a stream written by version 8 (a row each for sources, advice, counters, par
   expect((await output(name)).map((r) => r.id)).toEqual(["A", "B", "C", "D"]);
   expect((await json(call("GET", `/v1/streams/${name}/progress`))).progress.map((p: { batchId: string }) => p.batchId)).toEqual(["v8-1", "v8-2", "v8-3", "v8-4"]);
 });
+
+it("a new partition gets at once the layout the migrations build step by step (tables, columns, keys, indexes)", async () => {
+  const shape = (stub: DurableObjectStub<Partition>) =>
+    runInDurableObject(stub, (_p, state) => {
+      const sql = state.storage.sql;
+      const tables = sql.exec<{ name: string; type: string }>("SELECT name, type FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' ORDER BY name").toArray();
+      return {
+        version: sql.exec<{ version: number }>("SELECT version FROM _schema").one().version,
+        tables: tables.map((t) => ({
+          ...t,
+          columns: t.type === "table" ? sql.exec(`SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_info('${t.name}')`).toArray() : null,
+          withoutRowid: t.type === "table" ? /WITHOUT ROWID/i.test(sql.exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE name = ?", t.name).one().sql) : null,
+        })),
+      };
+    });
+  const fresh = env.PARTITION.getByName("versions/fresh") as DurableObjectStub<Partition>;
+  await fresh.describe("e1"); // constructed on empty storage
+  const stepped = env.PARTITION.getByName("versions/stepped") as DurableObjectStub<Partition>;
+  await layoutAt(stepped, Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)), () => {});
+  const want = await shape(stepped);
+  expect(want.tables.map((t) => t.name)).toEqual(["_schema", "front", "kept_names", "keys", "ledger", "meta", "receipts"]);
+  expect(await shape(fresh)).toEqual(want);
+  // And it works as one: a batch stored, found, listed.
+  const r = await fresh.apply({ epoch: "e1", batch: "s\nb1", watermark: 0, settings: within, rows: [{ index: 0, key: "A", eventTime: 1000 }, { index: 1, key: "A", eventTime: 1001 }] });
+  expect(r).toMatchObject({ decisions: "ed", rows: 1 });
+  expect((await fresh.lookup("e1", "A"))[0]).toMatchObject({ batch: "s\nb1", dropped: 1, expiresAt: 1100, eventTime: 1000 });
+});
