@@ -18,12 +18,33 @@ export const PRUNE_MIN_INTERVAL_MS = 1_000;
  * (Coordinator.alarm) does every job that is due and asks again.
  */
 export class Alarms {
+  /**
+   * The pending alarm as last read or set (null: none; undefined: not known).
+   * Only this object sets it, so a commit that needs no earlier alarm returns
+   * without a storage call: nothing to wait for between a micro-batch's
+   * commit and the next one's start (what arrives in between begins alone,
+   * with a state row of its own).
+   */
+  private known: number | null | undefined;
+
   constructor(private readonly storage: DurableObjectStorage) {}
 
   /** Makes sure the alarm fires by `at`. */
   async by(at: number): Promise<void> {
-    const current = await this.storage.getAlarm();
-    if (current === null || current > at) await this.storage.setAlarm(at);
+    if (this.known != null && this.known <= at) return;
+    const current = this.known === undefined ? await this.storage.getAlarm() : this.known;
+    if (current === null || current > at) {
+      this.known = undefined; // until the set has held
+      await this.storage.setAlarm(at);
+      this.known = at;
+    } else {
+      this.known = current;
+    }
+  }
+
+  /** The alarm fired (the handler runs): none is pending until one is asked for. */
+  fired(): void {
+    this.known = null;
   }
 
   /** The outbox's next flush: now when it is full, else when its oldest entry is due. */
@@ -59,6 +80,8 @@ export class Alarms {
   }
 
   async cancel(): Promise<void> {
+    this.known = undefined;
     await this.storage.deleteAlarm();
+    this.known = null;
   }
 }

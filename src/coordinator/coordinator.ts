@@ -605,6 +605,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
    * watermark to every partition that has a key due to expire under it.
    */
   async alarm(): Promise<void> {
+    this.alarms.fired();
     const meta = this.refreshIdle();
     if (!meta) return;
     if (Alarms.flushDue(this.outbox.pending(), Date.now())) await this.flushChunk(meta);

@@ -121,8 +121,13 @@ const LANE_INDEX: Record<LedgerLane, number> = { data: 2, late: 3, rejected: 4 }
  * The Coordinator's batch ledger (tables of LEDGER_MIGRATION): what a batch
  * id's retry is answered with, the progress log and the commit index that
  * /output and publication read. Written once per micro-batch where the
- * contract allows: one begin record for the group, one commit record for the
- * group plus one row per committed batch id (what a retry looks up by id).
+ * contract allows: one row per committed batch id (what a retry looks up by
+ * id) and the group's commit record, which a small micro-batch's outbox row
+ * carries until its flush moves it here (Coordinator migration 9: one
+ * `groups` row per flushed run of micro-batches, `spans` listing each).
+ * Begin records (`begun`) are kept only for attempts that failed, or that a
+ * restarted Coordinator found begun (src/coordinator/state.ts): a micro-batch
+ * that begins and commits in one run has its begin in a state record.
  * Forgotten after the idempotency window (prune(), driven by the alarm). One
  * statement per operation: the bench counts them. The caller checks that the
  * tables exist.
