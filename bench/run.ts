@@ -51,6 +51,9 @@
  *   BENCH_ROUNDS=2          interleaved rounds (targets A B C, then C B A)
  *   BENCH_TARGETS=edge-dedup,redis,ceiling   a subset, while developing
  *   BENCH_LOADS=batch500x4,webhook16,webhook64 (also: webhook1, webhook10, webhook100)
+ *   BENCH_BASELINE=dir      adds the target "baseline": edge-dedup built from another
+ *                           checkout (e.g. main, `git worktree add`), run exactly as
+ *                           edge-dedup is, so that a change's before/after is one run
  *   BENCH_IDS=sequential     event ids: sequential (prefix-0, prefix-1, …) or
  *                           random (a random 48-bit hex part first, like most
  *                           real event ids: key-ordered storage inserts anywhere)
@@ -107,8 +110,10 @@ const ALL_LOADS: Load[] = [
   { name: "webhook100", label: "1 event/request, 100 clients", batch: 1, clients: 100 },
 ];
 const DEFAULT_LOADS = "batch500x4,webhook16,webhook64";
-type TargetName = "edge-dedup" | "edge-dedup-hashed" | "redis" | "ceiling" | "echo";
-const ALL_TARGETS: TargetName[] = ["edge-dedup", "edge-dedup-hashed", "redis", "ceiling", "echo"];
+type TargetName = "edge-dedup" | "edge-dedup-hashed" | "redis" | "ceiling" | "echo" | "baseline";
+const ALL_TARGETS: TargetName[] = ["edge-dedup", "edge-dedup-hashed", "redis", "ceiling", "echo", "baseline"];
+/** Another checkout of edge-dedup (a directory with its src/, wrangler.toml, package.json, tsconfig.json): the "baseline" target runs its code. */
+const BASELINE = process.env.BENCH_BASELINE ? resolve(process.env.BENCH_BASELINE) : null;
 
 const pick = <T extends string>(env: string | undefined, all: readonly T[]): T[] => {
   if (!env) return [...all];
@@ -361,6 +366,28 @@ async function startEdgeDedup(name: "edge-dedup" | "edge-dedup-hashed"): Promise
     stop: async () => {
       if (--shared.users === 0) await server.stop();
     },
+  };
+}
+
+/** edge-dedup from BENCH_BASELINE's code, built and run as edge-dedup is (its counters on, not read). */
+async function startBaseline(dir: string): Promise<Target> {
+  const server = await startWrangler({
+    name: "baseline",
+    files: Object.fromEntries(["src", "wrangler.toml", "package.json", "tsconfig.json"].map((entry) => [entry, join(dir, entry)])),
+    vars: { ADMIN_TOKEN: TOKEN },
+    defines: { __OPCOUNT__: "true" },
+    ready: async (url) => (await http("GET", `${url}/__opcount`)).status === 200,
+  });
+  const api = createClient({ baseUrl: server.url, token: TOKEN, timeoutMs: REQUEST_TIMEOUT_MS });
+  return {
+    name: "baseline",
+    url: server.url,
+    prepare: async (stream) => void (await api.putStream(stream, { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 8, volatile: ["ts", "v"] })),
+    async state(stream) {
+      const s = await api.getStream(stream);
+      return { rows: s.state.rows, bytes: s.state.bytes, batches: s.batches.committed };
+    },
+    stop: () => server.stop(),
   };
 }
 
@@ -621,7 +648,7 @@ function outDir(): string {
   return mkdtempSync(join(tmpdir(), "edge-dedup-bench-results-")); // kept: it is the result
 }
 
-const COLORS: Record<TargetName, string> = { "edge-dedup": "#f38020", "edge-dedup-hashed": "#f9b36b", redis: "#d82c20", ceiling: "#3b6ea5", echo: "#868e96" };
+const COLORS: Record<TargetName, string> = { "edge-dedup": "#f38020", "edge-dedup-hashed": "#f9b36b", redis: "#d82c20", ceiling: "#3b6ea5", echo: "#868e96", baseline: "#7b5ea7" };
 
 /** Grouped bars, one group per load, one bar per target, events/s on a log scale. */
 function chart(cells: Cell[], loads: Load[], targets: TargetName[], subtitle: string): string {
@@ -693,6 +720,10 @@ async function main(): Promise<void> {
     skipped.push(msg);
     targetNames = targetNames.filter((t) => t !== "redis");
   } else if (redisVersion) console.log(`  ${redisVersion}`);
+  if (targetNames.includes("baseline") && !BASELINE) {
+    if (process.env.BENCH_TARGETS?.split(",").map((x) => x.trim()).includes("baseline")) throw new Error("the baseline target needs BENCH_BASELINE=dir (another checkout)");
+    targetNames = targetNames.filter((t) => t !== "baseline"); // not asked for: the default run has no baseline
+  } else if (BASELINE) console.log(`  baseline: edge-dedup from ${BASELINE}`);
 
   const targets: Target[] = [];
   const cells: Cell[] = [];
@@ -700,7 +731,8 @@ async function main(): Promise<void> {
     console.log("\nStarting the targets");
     for (const name of targetNames) {
       targets.push(await (
-        name === "edge-dedup" || name === "edge-dedup-hashed" ? startEdgeDedup(name) : name === "redis" ? startRedis() : name === "echo" ? startEcho() : startCeiling()
+        name === "edge-dedup" || name === "edge-dedup-hashed" ? startEdgeDedup(name) : name === "redis" ? startRedis() : name === "echo" ? startEcho()
+          : name === "baseline" ? startBaseline(BASELINE!) : startCeiling()
       ));
     }
     // The cells of one load run interleaved: ROUNDS rounds of CELL_MS / ROUNDS
@@ -737,11 +769,15 @@ async function main(): Promise<void> {
     const [a, b] = [cell(ours, l), cell(other, l)];
     return a && b ? a.eventsPerSec / b.eventsPerSec : null;
   };
-  const ratios: Record<string, { vsRedis: number | null; vsCeiling: number | null; vsEcho: number | null; hashedVsCeiling: number | null; hashedVsText: number | null }> = {};
+  const ratios: Record<string, {
+    vsRedis: number | null; vsCeiling: number | null; vsEcho: number | null; hashedVsCeiling: number | null; hashedVsText: number | null;
+    vsBaseline: number | null; baselineVsCeiling: number | null; baselineVsEcho: number | null;
+  }> = {};
   for (const l of loads) {
     ratios[l.name] = {
       vsRedis: ratio(l.name, "redis"), vsCeiling: ratio(l.name, "ceiling"), vsEcho: ratio(l.name, "echo"),
       hashedVsCeiling: ratio(l.name, "ceiling", "edge-dedup-hashed"), hashedVsText: ratio(l.name, "edge-dedup", "edge-dedup-hashed"),
+      vsBaseline: ratio(l.name, "baseline"), baselineVsCeiling: ratio(l.name, "ceiling", "baseline"), baselineVsEcho: ratio(l.name, "echo", "baseline"),
     };
   }
   const r = (x: number | null) => (x === null ? "skipped" : fmt(x, 3));
@@ -749,6 +785,12 @@ async function main(): Promise<void> {
   table(["load", "edge-dedup/redis", "edge-dedup/ceiling", "edge-dedup/echo", "hashed/ceiling", "hashed/text"], loads.map((l) => [
     l.name, r(ratios[l.name].vsRedis), r(ratios[l.name].vsCeiling), r(ratios[l.name].vsEcho), r(ratios[l.name].hashedVsCeiling), r(ratios[l.name].hashedVsText),
   ]));
+  if (targetNames.includes("baseline")) {
+    console.log("\nAgainst the baseline (BENCH_BASELINE's code, same run)");
+    table(["load", "edge-dedup/baseline", "baseline/ceiling", "baseline/echo", "edge-dedup/ceiling", "edge-dedup/echo"], loads.map((l) => [
+      l.name, r(ratios[l.name].vsBaseline), r(ratios[l.name].baselineVsCeiling), r(ratios[l.name].baselineVsEcho), r(ratios[l.name].vsCeiling), r(ratios[l.name].vsEcho),
+    ]));
+  }
 
   const edgeCells = cells.filter((c) => c.ops);
   if (edgeCells.length > 0) {

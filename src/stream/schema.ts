@@ -158,7 +158,7 @@ export function rowJudge(config: StreamConfig, now: number, context: RowContext 
   // The source's caps, read at the first row that gets as far as they are (as validateRow reads them).
   let caps: { skew: number; ahead: number; implied: number } | null = null;
   const capsOf = () => (caps ??= { ...eventTimeCaps(config, context.source), implied: context.watermark + delayOf(config, context.source) });
-  const contentKey = config.contentKey !== undefined;
+  const contentKey = Boolean(config.contentKey);
   // The fields the content key or the digest leaves out, as Omissions: read while each row's canonical JSON is written.
   const excluded = config.contentKey ? omissionFrom(context.excluded !== undefined ? context.excluded : contentExcludeFor(config, context.batchId)) : null;
   const blind = contentKey ? null : omissionFrom(context.blind !== undefined ? context.blind : digestBlindFields(config, context.batchId));
