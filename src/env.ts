@@ -32,6 +32,8 @@ export interface Env {
    * commit when bound (README, Operating it); nothing is written without it.
    */
   ANALYTICS?: AnalyticsEngineDataset;
+  /** "off" leaves out the JSON log line each micro-batch commit writes (src/instrument/observe.ts); written otherwise */
+  COMMIT_LOG?: string;
   ADMIN_TOKEN?: string;
   /** accepted alongside ADMIN_TOKEN while rotating it */
   ADMIN_TOKEN_PREVIOUS?: string;
