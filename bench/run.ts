@@ -310,6 +310,7 @@ interface OpCounts {
   rowsRead: Record<string, number>;
   /** `Class: statement` → rows written (src/instrument/opcount.ts) */
   rowsWrittenBy?: Record<string, number>;
+  rowsReadBy?: Record<string, number>;
   r2: Record<string, number>;
 }
 
@@ -563,7 +564,7 @@ async function runRound(c: Pending, ms: number): Promise<void> {
 
 function mergeCounts(into: OpCounts, more: OpCounts): void {
   into.requests += more.requests;
-  for (const k of ["doCalls", "sql", "rowsWritten", "rowsRead", "rowsWrittenBy", "r2"] as const) {
+  for (const k of ["doCalls", "sql", "rowsWritten", "rowsRead", "rowsWrittenBy", "rowsReadBy", "r2"] as const) {
     const to = (into[k] ??= {});
     for (const [op, n] of Object.entries(more[k] ?? {})) to[op] = (to[op] ?? 0) + n;
   }
@@ -820,11 +821,13 @@ async function main(): Promise<void> {
       }),
     );
     console.log("  Left out: CPU time, DO duration, storage and free allowances (see bench/pricing.ts).");
-    console.log("\nWhere the rows written go (per event, the statements writing ≥ 0.05 rows/event)");
-    for (const c of edgeCells) {
-      const by = Object.entries(c.ops!.counts.rowsWrittenBy ?? {}).map(([s, n]) => [s, n / c.events] as const).filter(([, n]) => n >= 0.05).sort((a, b) => b[1] - a[1]);
-      console.log(`  ${c.load} ${c.target}`);
-      for (const [s, n] of by) console.log(`    ${fmt(n, 2).padStart(6)}  ${s}`);
+    for (const [what, key, least] of [["written", "rowsWrittenBy", 0.05], ["read", "rowsReadBy", 1]] as const) {
+      console.log(`\nWhere the rows ${what} go (per event, the statements ${what === "written" ? "writing" : "reading"} ≥ ${least} rows/event)`);
+      for (const c of edgeCells) {
+        const by = Object.entries(c.ops!.counts[key] ?? {}).map(([s, n]) => [s, n / c.events] as const).filter(([, n]) => n >= least).sort((a, b) => b[1] - a[1]);
+        console.log(`  ${c.load} ${c.target}`);
+        for (const [s, n] of by) console.log(`    ${fmt(n, 2).padStart(6)}  ${s}`);
+      }
     }
   }
 

@@ -413,6 +413,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       return this.ctx.storage.transactionSync(fn);
     } catch (e) {
       this.book.forget();
+      this.outbox.forget(); // what is waiting in it, as storage is after the rollback
       throw e;
     }
   }

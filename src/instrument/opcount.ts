@@ -45,6 +45,8 @@ export interface OpCounts {
   rowsRead: Record<string, number>;
   /** `Class: statement` (its first words) → SQLite rows written: where the rows go (the bench prints the top ones) */
   rowsWrittenBy: Record<string, number>;
+  /** `Class: statement` → SQLite rows read */
+  rowsReadBy: Record<string, number>;
   /** `BINDING.method` → calls, e.g. `SINK.put` */
   r2: Record<string, number>;
   /** ms since the last reset */
@@ -55,7 +57,7 @@ let counts = fresh();
 let since = Date.now();
 
 function fresh(): OpCounts {
-  return { requests: 0, doCalls: {}, sql: {}, rowsWritten: {}, rowsRead: {}, rowsWrittenBy: {}, r2: {}, sinceMs: 0 };
+  return { requests: 0, doCalls: {}, sql: {}, rowsWritten: {}, rowsRead: {}, rowsWrittenBy: {}, rowsReadBy: {}, r2: {}, sinceMs: 0 };
 }
 
 function bump(table: Record<string, number>, key: string): void {
@@ -70,7 +72,9 @@ function settleOpen(): void {
   const { who, statement, cursor } = open;
   open = null;
   counts.rowsWritten[who] = (counts.rowsWritten[who] ?? 0) + cursor.rowsWritten;
-  if (cursor.rowsWritten > 0) counts.rowsWrittenBy[`${who}: ${statement}`] = (counts.rowsWrittenBy[`${who}: ${statement}`] ?? 0) + cursor.rowsWritten;
+  const by = `${who}: ${statement}`;
+  if (cursor.rowsWritten > 0) counts.rowsWrittenBy[by] = (counts.rowsWrittenBy[by] ?? 0) + cursor.rowsWritten;
+  if (cursor.rowsRead > 0) counts.rowsReadBy[by] = (counts.rowsReadBy[by] ?? 0) + cursor.rowsRead;
   counts.rowsRead[who] = (counts.rowsRead[who] ?? 0) + cursor.rowsRead;
 }
 

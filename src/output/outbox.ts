@@ -118,6 +118,8 @@ interface Chunk {
 export class Outbox {
   /** flushed chunks read so far (they never change) */
   private chunks = new Map<number, Chunk>();
+  /** what is waiting (pending()): read once, then kept up to date by append; a flush reads it again */
+  private waiting: { bytes: number; oldest: number | null } | undefined;
 
   constructor(private readonly sql: SqlStorage) {}
 
@@ -136,6 +138,10 @@ export class Outbox {
       id, now, ...LANES.map((lane) => blob(lanes[lane])), JSON.stringify(batches.map((b) => [b.source, b.batchId])), record.v, record.s,
       group.seq, group.firstSeq, group.committedAt, group.maxEventTime, group.members,
     );
+    if (this.waiting) {
+      this.waiting.bytes += LANES.reduce((n, lane) => n + lanes[lane].byteLength, 0);
+      this.waiting.oldest ??= now;
+    }
   }
 
   /** The commit records still in outbox rows, as SQL the ledger joins to its `groups` (seq, first_seq, members). */
@@ -168,9 +174,10 @@ export class Outbox {
     return ["outbox_sealed", "outbox"];
   }
 
-  /** Storage was deleted (the stream dropped): read afresh. */
+  /** Storage was deleted (the stream dropped), or a commit rolled back: read afresh. */
   forget(): void {
     this.chunks.clear();
+    this.waiting = undefined;
   }
 
   /**
@@ -279,10 +286,14 @@ export class Outbox {
 
   /** Bytes waiting and the oldest entry's time (null: nothing waits). */
   pending(): { bytes: number; oldest: number | null } {
-    const all = this.tables().map((t) =>
-      this.sql.exec<{ bytes: number; oldest: number | null }>(`SELECT coalesce(sum(${laneBytes}), 0) AS bytes, min(at) AS oldest FROM ${t}`).one());
-    const times = all.flatMap((a) => (a.oldest === null ? [] : [a.oldest]));
-    return { bytes: all.reduce((n, a) => n + a.bytes, 0), oldest: times.length > 0 ? Math.min(...times) : null };
+    // A scan of every waiting entry, once: each commit asks (is a flush due?), so it is kept, not read per commit.
+    if (!this.waiting) {
+      const all = this.tables().map((t) =>
+        this.sql.exec<{ bytes: number; oldest: number | null }>(`SELECT coalesce(sum(${laneBytes}), 0) AS bytes, min(at) AS oldest FROM ${t}`).one());
+      const times = all.flatMap((a) => (a.oldest === null ? [] : [a.oldest]));
+      this.waiting = { bytes: all.reduce((n, a) => n + a.bytes, 0), oldest: times.length > 0 ? Math.min(...times) : null };
+    }
+    return { ...this.waiting };
   }
 
   /**
@@ -294,6 +305,7 @@ export class Outbox {
    * entries it flushed.
    */
   async flush(bucket: R2Bucket, where: { stream: string; epoch: string }, transact: Transact, drained?: () => void): Promise<number> {
+    this.waiting = undefined; // entries go: read again after
     const plan = transact(() => this.plan());
     if (!plan) return 0;
     const rows = this.sql
@@ -315,6 +327,7 @@ export class Outbox {
     const batches = rows.flatMap((r) => (JSON.parse(r.batches) as [string, string][]).map(([source, batchId]) => ({ source, batchId })));
     const keys = await writeGroup(bucket, { ...where, group: `f-${plan.first}` }, lanes, { stream: where.stream, flush: plan.first, batches });
     this.record(plan, rows, offsets, keys, drained, transact);
+    this.waiting = undefined; // commits may have read it while the objects were written
     return rows.length;
   }
 

@@ -90,6 +90,23 @@ describe("the outbox", () => {
     expect((await lanes("ob5")).output.trim().split("\n")).toHaveLength(6 * 1_400);
   });
 
+  it("what is waiting, as each commit asks it, is what a scan of the outbox finds: after commits, a flush, and more commits", async () => {
+    await createStream("ob7", base);
+    const stub = env.COORDINATOR.getByName("ob7");
+    // The Coordinator's own answer (kept up to date by its commits) against a fresh Outbox over the same storage (a scan).
+    const both = () => runInDurableObject(stub, (c, state) => [(c as unknown as { outbox: Outbox }).outbox.pending(), new Outbox(state.storage.sql).pending()]);
+    for (let i = 0; i < 3; i++) await post("ob7", [{ id: `a${i}`, ts: at(10, 0), pad: "z".repeat(i * 50) }], { "idempotency-key": `w${i}` });
+    const [kept, scanned] = await both();
+    expect(kept.bytes).toBeGreaterThan(0);
+    expect(kept).toEqual(scanned);
+    await runInDurableObject(stub, (c) => c.flush());
+    expect((await both())[0]).toEqual({ bytes: 0, oldest: null });
+    await Promise.all([0, 1, 2, 3].map((i) => post("ob7", [{ id: `b${i}`, ts: at(10, 1) }], { "idempotency-key": `x${i}` })));
+    const [after, fresh] = await both();
+    expect(after).toEqual(fresh);
+    expect(after.bytes).toBeGreaterThan(0);
+  });
+
   it("many concurrent single-event requests share objects", async () => {
     await createStream("ob4", base);
     const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => post("ob4", { id: `k${i % 50}`, ts: at(10, 0) }, { "idempotency-key": `r${i}` })));
