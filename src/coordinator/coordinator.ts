@@ -705,7 +705,9 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     };
     // Each publication on its own: one that throws is recorded and retried later, and takes nothing else with it.
     const guard = new PublishGuard(this.sql);
-    await guard.attempt("manifest", Date.now(), () => publishManifest(ctx));
+    // The manifest lists objects: commits still in the outbox wait for its flush, so it reads no further than the first of them (not their bytes).
+    const waiting = this.outbox.firstSeq();
+    await guard.attempt("manifest", Date.now(), () => publishManifest(waiting === null ? ctx : { ...ctx, lastSeq: Math.min(ctx.lastSeq, waiting - 1) }));
     const table = await guard.attempt("table", Date.now(), () => publishTable(ctx, Date.now()));
     if (table?.columns && this.meta()?.epoch === meta.epoch) recordColumns(this.sql, table.columns, Date.now());
   }
