@@ -14,7 +14,7 @@ import { isSameEventLane, LaneRefs } from "./lane-refs";
 import type { StoredCredential } from "../api/credentials";
 import { SqliteObject } from "../storage/sqlite-object";
 import { COORDINATOR_MIGRATIONS } from "./migrations";
-import { batchFaultKey, takeFault } from "../instrument/faults";
+import { batchFaultKey, faultsEnabled, heldRun, takeFault } from "../instrument/faults";
 import { MicroBatcher } from "../microbatch/batcher";
 import { runGroup, type BegunMember, type GroupResult } from "../microbatch/run-group";
 import { CredentialStore } from "./credentials";
@@ -306,6 +306,8 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     const group = pre?.id ?? `g-${crypto.randomUUID()}`;
     const members = pre?.members ?? this.withTableColumns(items.map((it) => this.beginMember(meta, it, now)));
     if (!pre) this.book.write({ begun: begunGroup(group, members, now) });
+    const held = faultsEnabled() ? heldRun(items.map((it) => batchFaultKey(meta.name, it.batchId))) : null; // tests only: a run held in flight
+    if (held) await held;
     // Runs go one at a time: the members will commit as firstSeq, firstSeq + 1, … (their lanes name kept copies among them by these; the commit checks it).
     const firstSeq = this.ledger.lastSeq() + 1;
     try {
