@@ -94,6 +94,9 @@ describe("Coordinator", () => {
     expect((await stub.describe())!.watermark).toBe(at(11, 0)); // min(11:55, 11:00)
     await ingest(stub, "b", "2", at(11, 30)); // older data does not move b back
     expect((await stub.describe())!.watermark).toBe(at(11, 0));
+    expect((await stub.describe())!.sources.b.maxEventTime).toBe(at(12, 0));
+    await ingest(stub, "c", "1", at(10, 0)); // a new source behind the others does not move the watermark back
+    expect((await stub.describe())!.watermark).toBe(at(11, 0));
   });
 
   it("a source whose rows were all rejected does not join the watermark", async () => {

@@ -187,9 +187,11 @@ describe("stored records stay bounded", () => {
     expect(d.watermark).toBe(0);
     expect(d.sources).toEqual({});
     expect(d.batches.committed).toBe(0);
-    // Its retry commits it as a first commit would.
+    expect(await runInDurableObject(stub, (_c, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM batches").one().n)).toBe(0);
+    // Its retry commits it as a first commit would: counted once, as if the failed one had never been.
     expect(await stub.ingest(req)).toMatchObject({ kind: "done", outcome: { replayed: false, emitted: 1, watermarkAfter: at(11, 55) } });
     expect((await json(call("GET", "/v1/streams/h-tx"))).batches.committed).toBe(1);
+    expect(await stub.metrics()).toMatchObject({ batches: 1, rows: [{ source: "s", outcome: "emitted", n: 1 }] });
   });
 });
 
