@@ -21,9 +21,8 @@ export class AdviceFigures {
     return this.cached;
   }
 
-  /** Adds a committing batch to its source's figures, noted in `changed`; a batch without `seen` (the direct RPC form) adds none. */
-  observe(changed: Map<string, LiveFigures>, b: { source: string; counts: BatchCounts; seen?: BatchObservation }, maxBefore: number | null): void {
-    if (!b.seen) return;
+  /** Adds a committing batch to its source's figures, noted in `changed`. */
+  observe(changed: Map<string, LiveFigures>, b: { source: string; counts: BatchCounts; seen: BatchObservation }, maxBefore: number | null): void {
     const all = this.all();
     let f = all.get(b.source);
     if (!f) all.set(b.source, (f = emptyFigures()));

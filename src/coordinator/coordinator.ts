@@ -14,7 +14,7 @@ import { isSameEventLane, LaneRefs } from "./lane-refs";
 import type { StoredCredential } from "../api/credentials";
 import { SqliteObject } from "../storage/sqlite-object";
 import { COORDINATOR_MIGRATIONS } from "./migrations";
-import { batchFaultKey, takeFault } from "../instrument/faults";
+import { batchFaultKey, faultsEnabled, heldRun, takeFault } from "../instrument/faults";
 import { MicroBatcher } from "../microbatch/batcher";
 import { runGroup, type BegunMember, type GroupResult } from "../microbatch/run-group";
 import { CredentialStore } from "./credentials";
@@ -32,7 +32,7 @@ import { planCommit, type MemberRow } from "./commit-plan";
 import {
   WAIT_FOR_INFLIGHT_MS,
   type Admission,
-  type BeginResult,
+  type BatchAnswer,
   type CallerClaim,
   type CommitRequest,
   type CoordinatorRpc,
@@ -46,7 +46,7 @@ import {
 // The protocol's names stay importable from here for code written before it had a module of its own.
 export { WAIT_FOR_INFLIGHT_MS };
 export type {
-  Admission, BeginResult, CallerClaim, CommitRequest, ConfigureResult, IngestAuth, IngestRequest, IngestResult, ReceivedBatch, SealedSigner,
+  Admission, BatchAnswer, CallerClaim, CommitRequest, ConfigureResult, IngestAuth, IngestRequest, IngestResult, ReceivedBatch, SealedSigner,
   StreamDescription, TouchedPartition,
 } from "./protocol";
 
@@ -187,7 +187,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   /**
    * Before a body is read: is this caller allowed in, as which source, and what
    * may it send? Cheap (one indexed lookup) and writes nothing, so a wrong
-   * credential costs no more than this. begin() checks again: it is the authority.
+   * credential costs no more than this. ingest checks again: it is the authority.
    */
   admit(sourceHeader: string | null, claim: CallerClaim): Admission {
     const meta = this.meta();
@@ -306,6 +306,8 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     const group = pre?.id ?? `g-${crypto.randomUUID()}`;
     const members = pre?.members ?? this.withTableColumns(items.map((it) => this.beginMember(meta, it, now)));
     if (!pre) this.book.write({ begun: begunGroup(group, members, now) });
+    const held = faultsEnabled() ? heldRun(items.map((it) => batchFaultKey(meta.name, it.batchId))) : null; // tests only: a run held in flight
+    if (held) await held;
     // Runs go one at a time: the members will commit as firstSeq, firstSeq + 1, … (their lanes name kept copies among them by these; the commit checks it).
     const firstSeq = this.ledger.lastSeq() + 1;
     try {
@@ -335,35 +337,6 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   }
 
   /**
-   * Starts (or resumes) a batch outside the micro-batcher (the direct RPC
-   * form). A committed batch id returns its recorded outcome; a resumed one
-   * keeps the watermark it was first judged by.
-   */
-  begin(sourceHeader: string | null, batchId: string, body: { hash: string; bytes: number; rows: number }, auth: IngestAuth): BeginResult {
-    const meta = this.meta();
-    // Only the admin learns whether a stream exists.
-    if (!meta) return auth.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" };
-    const now = Date.now();
-    const a = this.admitBatch(meta, sourceHeader, batchId, body, auth, now);
-    if (!runnable(a)) return a;
-    const m = this.beginMember(meta, { source: a.source, batchId, identity: body.hash, rows: [], fault: null, row: a.kind === "resumed" ? a.row : null }, now);
-    // The direct form's begin record is the batch's own, named by its ledger key (as its partitions' decisions are).
-    if (!m.resumed) this.ledger.begin(`${a.source}\n${batchId}`, [m], now);
-    this.leases.set(`${a.source}\n${batchId}`, now + LEASE_MS);
-    return { kind: "run", source: a.source, watermark: m.watermark, begunAt: m.begunAt, config: m.config, epoch: meta.epoch };
-  }
-
-  /** Lets a failed attempt's retry start at once instead of waiting out the lease. */
-  release(source: string, batchId: string): void {
-    this.leases.delete(`${source}\n${batchId}`);
-  }
-
-  /** Commits one batch (the direct RPC form of commitGroup). Idempotent. */
-  async commit(req: CommitRequest): Promise<BatchOutcome> {
-    return (await this.commitGroup([req]))[0];
-  }
-
-  /**
    * Who may run this batch id, and how: refused, answered from the ledger, or
    * to run (new, or resumed after a failed attempt). Writes nothing.
    */
@@ -374,7 +347,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     body: { hash: string; bytes: number; rows: number },
     auth: IngestAuth,
     now: number,
-  ): Exclude<BeginResult, { kind: "run" }> | Runnable {
+  ): BatchAnswer | Runnable {
     const caller = this.keys.caller(meta.config, sourceHeader, auth);
     if (caller.kind !== "ok") return caller;
     const source = caller.source;
@@ -428,24 +401,18 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
    */
   private async commitGroup(
     reqs: CommitRequest[],
-    begun?: { id: string; members: readonly { watermark: number; identity: string }[]; firstSeq?: number },
-    outbox?: GroupResult["outbox"],
+    begun: { id: string; members: readonly { watermark: number; identity: string }[]; firstSeq: number },
+    outbox: GroupResult["outbox"],
   ): Promise<BatchOutcome[]> {
     const meta = this.meta();
     if (!meta) throw new Error("stream was deleted while the batch ran");
     const { plan, next } = this.committing(() => {
       const now = Date.now();
       // A micro-batch's members hold their leases since they began: none can have committed meanwhile.
-      const rows: MemberRow[] = begun
-        ? begun.members.map((b) => ({ body_hash: b.identity, watermark: b.watermark, seq: null, report: null }))
-        : reqs.map((r) => {
-            const row = this.ledger.row(r.source, r.batchId);
-            if (!row) throw new Error("commit of a batch that never began");
-            return row;
-          });
+      const rows: MemberRow[] = begun.members.map((b) => ({ body_hash: b.identity, watermark: b.watermark, seq: null, report: null }));
       const lastSeq = this.ledger.lastSeq();
-      // The group's lanes name its members by the numbers they were to take: a commit that came first (the direct form) makes them wrong; the group runs again.
-      if (begun?.firstSeq !== undefined && begun.firstSeq !== lastSeq + 1) throw new Error(`commit ${lastSeq} came before this group's: its members would not commit from ${begun.firstSeq}`);
+      // The group's lanes name its members by the numbers they were to take: a commit that came first makes them wrong; the group runs again.
+      if (begun.firstSeq !== lastSeq + 1) throw new Error(`commit ${lastSeq} came before this group's: its members would not commit from ${begun.firstSeq}`);
       const plan = planCommit<LaneKeys, CommitRequest>({
         config: meta.config, now, state: { watermark: meta.watermark, sources: this.sourceProgress() }, lastSeq, reqs, rows,
         figures: this.partitions.figures(), recorded: recordedOutcome,
@@ -457,11 +424,10 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       this.partitions.record(plan.partitions);
       this.counters.add(plan.counters);
       plan.records.forEach((r, i) => this.laneRefs.record(plan.firstSeq + i, r.objects));
-      const begunId = begun?.id ?? rows.map((r) => (r as Partial<BatchRow>).begun ?? null).find((b) => b != null) ?? null;
-      const group = this.ledger.commit(begunId, plan.firstSeq, now, plan.maxEventTime, plan.records, outbox ? "outbox" : "groups");
+      const group = this.ledger.commit(begun.id, plan.firstSeq, now, plan.maxEventTime, plan.records, outbox ? "outbox" : "groups");
       // The next micro-batch begins now, judged by the watermark this commit leaves: its begin rides in this record.
-      const next = begun ? this.beginNext(meta, plan.watermark, now) : null;
-      const record = this.book.next({ watermark: plan.watermark, sources: plan.sources, begun: next ? begunGroup(next.id, next.members, now) : begun ? null : undefined });
+      const next = this.beginNext(meta, plan.watermark, now);
+      const record = this.book.next({ watermark: plan.watermark, sources: plan.sources, begun: next ? begunGroup(next.id, next.members, now) : null });
       // A small micro-batch's lanes join the outbox here, in the commit itself, with the record.
       if (outbox) this.book.written((this.outbox.append(meta.outboxFloor + plan.firstSeq, outbox.lanes, reqs, now, { v: record.v, s: JSON.stringify(record) }, group!), record));
       else this.book.save(record);
@@ -473,15 +439,12 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     this.forgetCaches();
     if (done.length > 0) pokeDestinations(this.ctx, this.env, meta.name, () => this.ledger.lastSeq()); // delivery (src/delivery), not awaited
     // The decisions in the partitions are no longer needed: a retry is answered here. A micro-batch's are one entry per partition.
-    const forget = new Map<number, string>();
+    const forget = new Set<number>();
     for (const r of reqs) {
       this.leases.delete(`${r.source}\n${r.batchId}`);
-      for (const t of r.touched) {
-        if (begun) forget.set(t.p, begun.id);
-        else this.partitions.forgetLater(t.p, `${r.source}\n${r.batchId}`);
-      }
+      for (const t of r.touched) forget.add(t.p);
     }
-    for (const [p, id] of forget) this.partitions.forgetLater(p, id);
+    for (const p of forget) this.partitions.forgetLater(p, begun.id);
     if (watermark > meta.watermark) await this.alarms.eviction(meta.config);
     if (outbox) await this.alarms.flush(this.outbox.pending());
     // Published soon: objects written now (the outbox's are published after their flush), and the table.

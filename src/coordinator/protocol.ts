@@ -35,7 +35,7 @@ export interface ReceivedBatch {
 /** What the Coordinator's ingest() takes: a received batch (test builds arm crash points with src/instrument/faults.ts's plan, not in the request). */
 export type IngestRequest = ReceivedBatch;
 
-export type IngestResult = Exclude<BeginResult, { kind: "run" }> | { kind: "done"; outcome: BatchOutcome };
+export type IngestResult = BatchAnswer | { kind: "done"; outcome: BatchOutcome };
 
 export type ConfigureResult =
   | { status: "created" | "updated" | "unchanged"; config: StreamConfig }
@@ -58,15 +58,15 @@ export type Admission =
   | { kind: "forbidden"; detail: string }
   | { kind: "admitted"; source: string; limits: StreamConfig["limits"]; signers: SealedSigner[] };
 
-export type BeginResult =
+/** What ingest answers a batch it does not run: refused, or answered from the ledger (a replay). */
+export type BatchAnswer =
   | { kind: "missing" }
   | { kind: "unauthorized" }
   | { kind: "forbidden"; detail: string }
   | { kind: "conflict" }
   | { kind: "busy"; retryAfterMs: number; source?: string }
   | { kind: "too-large"; detail: string }
-  | { kind: "replay"; source: string; outcome: BatchOutcome }
-  | { kind: "run"; source: string; watermark: number; begunAt: number; config: StreamConfig; epoch: string };
+  | { kind: "replay"; source: string; outcome: BatchOutcome };
 
 export interface TouchedPartition extends ReportedPartition {
   inserted: number;
@@ -79,8 +79,8 @@ export interface CommitRequest {
   maxEventTime: number | null;
   /** the rejected list capped (capRejected) */
   counts: BatchCounts & { rejectedCount?: number };
-  /** for the delay advisor's figures; absent (the direct RPC form): the batch adds none */
-  seen?: BatchObservation;
+  /** for the delay advisor's figures */
+  seen: BatchObservation;
   touched: TouchedPartition[];
   objects: LaneKeys;
   startedAt: number;
@@ -114,10 +114,6 @@ export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
   knownBatch(source: string, batchId: string): boolean;
   ingest(req: IngestRequest): Promise<IngestResult>;
   ingestMany(reqs: IngestRequest[], deadline?: number): Promise<(IngestResult | { kind: "failed"; message: string })[]>;
-  /** The direct form of a batch (begin, partitions, commit by the caller): tools and tests. */
-  begin(sourceHeader: string | null, batchId: string, body: { hash: string; bytes: number; rows: number }, auth: IngestAuth): BeginResult;
-  release(source: string, batchId: string): void;
-  commit(req: CommitRequest): Promise<BatchOutcome>;
   flush(): Promise<number>;
   // Reads
   progress(limit: number): ProgressReport[];

@@ -29,8 +29,9 @@ export async function submitBatch(env: Env, stream: string, received: ReceivedBa
 
 /**
  * A request for a batch id that is in flight waits for it, up to
- * WAIT_FOR_INFLIGHT_MS: the Coordinator waits for a run of its own; this polls
- * only for an id held outside it (a begin() through the direct RPC form).
+ * WAIT_FOR_INFLIGHT_MS: the Coordinator waits for the run itself; this polls
+ * only for a busy answer it did not wait on (an id leased by another copy in
+ * the same ingestMany call).
  */
 async function ingestOrWait(ingest: () => Promise<IngestResult>): Promise<IngestResult> {
   const deadline = Date.now() + WAIT_FOR_INFLIGHT_MS;

@@ -60,3 +60,29 @@ export function takeFault(key: string): FaultPoint | null {
 export function failAt(requested: FaultPoint | null | undefined, point: FaultPoint): void {
   if (faultsEnabled() && requested === point) throw new InjectedFault(point);
 }
+
+/**
+ * The test build's held runs: a batch whose run stops after its begin, its id
+ * leased and in flight, until the test lets go (a slow run, without a slow
+ * machine). Not a crash point: the run then goes on as it would have.
+ */
+const holds = new Map<string, { reached: () => void; until: Promise<void> }>();
+
+/** Holds the next run of the batch under `key` (batchFaultKey); `reached` settles once it is held. */
+export function holdRun(key: string): { reached: Promise<void>; release: () => void } {
+  let reached!: () => void;
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (reached = resolve));
+  const until = new Promise<void>((resolve) => (release = resolve));
+  if (faultsEnabled()) holds.set(key, { reached, until });
+  return { reached: held, release };
+}
+
+/** Where a run may be held: what to wait for while a test holds any of the batches under `keys` (null: none is held). */
+export function heldRun(keys: string[]): Promise<void> | null {
+  const held = faultsEnabled() ? keys.flatMap((key) => holds.get(key) ?? []) : [];
+  if (held.length === 0) return null;
+  for (const key of keys) holds.delete(key);
+  for (const hold of held) hold.reached();
+  return Promise.all(held.map((hold) => hold.until)).then(() => undefined);
+}

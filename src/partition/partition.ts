@@ -11,8 +11,6 @@ import {
 } from "./receipts";
 import {
   LEDGER_RETENTION_MS,
-  type ApplyRequest,
-  type ApplyResult,
   type GroupApplyRequest,
   type GroupApplyResult,
   type GroupEntry,
@@ -31,7 +29,7 @@ export { PARTITION_LAYOUT, PARTITION_MIGRATIONS };
 // The protocol's names stay importable from here for code written before it had a module of its own.
 export { LEDGER_RETENTION_MS };
 export type {
-  ApplyRequest, ApplyResult, GroupApplyRequest, GroupApplyResult, GroupEntry, KeptBatch, PartitionRow, PartitionStats, StateEntry, StateReceipt,
+  GroupApplyRequest, GroupApplyResult, GroupEntry, KeptBatch, PartitionRow, PartitionStats, StateEntry, StateReceipt,
 } from "./protocol";
 
 /**
@@ -100,16 +98,6 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
       return;
     }
     super.migrate();
-  }
-
-  /** One batch: applyGroup with a single entry whose earlier decisions, if any, are replayed. */
-  apply(req: ApplyRequest): ApplyResult {
-    const { decisions, ...r } = this.applyGroup({
-      epoch: req.epoch,
-      watermark: req.watermark,
-      entries: [{ batch: req.batch, settings: req.settings, rows: req.rows, resumed: true }],
-    });
-    return { ...r, decisions: decisions[0] };
   }
 
   /**

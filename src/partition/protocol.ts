@@ -14,19 +14,9 @@ export interface PartitionStats {
   nextExpiry: number | null;
 }
 
-/** One batch's rows for this partition (the single-batch form of applyGroup). */
-export interface ApplyRequest {
-  /** the stream's incarnation: state from an older one (a deleted stream) is dropped */
-  epoch: string;
-  /** `{source}\n{batchId}`: the decision ledger's key */
-  batch: string;
-  watermark: number;
-  settings: DedupSettings;
-  rows: PartitionRow[];
-}
-
 /** A micro-batch's rows for this partition: an entry per request, judged in order. */
 export interface GroupApplyRequest {
+  /** the stream's incarnation: state from an older one (a deleted stream) is dropped */
   epoch: string;
   /** the micro-batch's id: its decisions are one ledger entry under it (absent: one entry per batch, by its key) */
   group?: string;
@@ -47,14 +37,6 @@ export interface GroupEntry {
 /** A row as a partition sees it: where it stood in the batch, its key and event time. */
 export interface PartitionRow extends DedupInput {
   index: number;
-}
-
-export interface ApplyResult extends PartitionStats {
-  /** one character per row: e(mitted), d(uplicate), l(ate) */
-  decisions: string;
-  replayed: boolean;
-  inserted: number;
-  removed: number;
 }
 
 export interface GroupApplyResult extends PartitionStats {
@@ -114,8 +96,6 @@ export interface StateReceipt extends StateEntry {
 export interface PartitionRpc extends Rpc.DurableObjectBranded {
   /** A micro-batch's rows for this partition, judged in one transaction (decisions recorded for a retry). */
   applyGroup(req: GroupApplyRequest): GroupApplyResult & { replayed: boolean };
-  /** One batch alone: applyGroup with a single entry (tools and tests). */
-  apply(req: ApplyRequest): ApplyResult;
   /** Raises the partition watermark and evicts: prompt eviction without new rows. */
   advance(epoch: string, watermark: number): PartitionStats & { removed: number };
   describe(epoch: string): PartitionStats;

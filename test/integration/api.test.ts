@@ -1,5 +1,6 @@
-import { env, exports } from "cloudflare:workers";
+import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { batchFaultKey, holdRun } from "../../src/instrument/faults";
 import { at, call, createStream, json, output, post } from "./helpers";
 
 const base = { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 };
@@ -160,18 +161,20 @@ describe("ingest", () => {
   it("a request for a batch still in flight waits for it, then gets 409 with Retry-After", async () => {
     await createStream("in9", base);
     const body = JSON.stringify([{ id: "A", ts: at(10, 0) }]);
-    const hash = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body))), (b) => b.toString(16).padStart(2, "0")).join("");
-    // Another request holds the batch (begun, not committed, lease live).
-    const held = await env.COORDINATOR.getByName("in9").begin("default", "held", { hash, bytes: body.length, rows: 1 }, { kind: "admin" });
-    expect(held.kind).toBe("run");
+    const headers = { "idempotency-key": "held", "content-type": "application/json" };
+    // Another request holds the batch (begun, not committed, lease live): the test build holds its run after its begin; it then fails.
+    const hold = holdRun(batchFaultKey("in9", "held"));
+    const holder = call("POST", "/v1/streams/in9/events", body, { ...headers, "x-test-fault": "after-decide" });
+    await hold.reached;
     const started = Date.now();
-    const r = await call("POST", "/v1/streams/in9/events", body, { "idempotency-key": "held", "content-type": "application/json" });
+    const r = await call("POST", "/v1/streams/in9/events", body, headers);
     expect(Date.now() - started).toBeGreaterThanOrEqual(4_500);
     await expectProblem(r, 409, /being processed/);
     expect(Number(r.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     // Once the holder lets go (here: it failed), the retry runs the batch.
-    await env.COORDINATOR.getByName("in9").release("default", "held");
-    expect(await post("in9", body, { "idempotency-key": "held", "content-type": "application/json" })).toMatchObject({ replayed: false, emitted: 1 });
+    hold.release();
+    expect((await holder).status).toBe(500);
+    expect(await post("in9", body, headers)).toMatchObject({ replayed: false, emitted: 1 });
   });
 
   it("output is in commit order and ?after= skips committed batches", async () => {

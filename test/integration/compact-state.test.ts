@@ -14,7 +14,7 @@ import type { PartitionRow } from "../../src/partition/protocol";
 import { applyBatch, isExpired, type DedupSettings } from "../../src/stream/dedup";
 import { keyHashLabel } from "../../src/stream/key-hash";
 import { contentDigest } from "../../src/stream/content";
-import { at, call, client, createStream, json, output, post } from "./helpers";
+import { applyOne, at, call, client, createStream, json, output, post } from "./helpers";
 
 let n = 0;
 const fresh = () => env.PARTITION.getByName(`compact-${++n}/0`) as DurableObjectStub<Partition>;
@@ -69,7 +69,7 @@ describe("compact state against the model", () => {
             }
             const rows = op.rows.map(([key, t], index) => ({ index, key, eventTime: settings.hasEventTime ? t : null }));
             const want = model.apply(rows, op.watermark);
-            const got = await p.apply({ epoch: "e1", batch: `s\n${++batch}`, watermark: op.watermark, settings, rows });
+            const got = await applyOne(p, { epoch: "e1", batch: `s\n${++batch}`, watermark: op.watermark, settings, rows });
             expect(got.decisions).toBe(want);
             expect(got.rows).toBe(model.keys.size);
             const earliest = Math.min(...[...model.keys.values()].map((e) => e ?? Infinity));
@@ -97,7 +97,7 @@ describe("compact state: size and eviction work", () => {
       const rows = Array.from({ length: 1000 }, (_, i) => ({
         index: i, key: `["evt_${b}_${i}_${(i * 7919) % 10007}"]`, eventTime: t0 + (b * 1000 + i) * 200, digest: contentDigest({ id: `evt_${b}_${i}`, n: i }, []),
       }));
-      last = await p.apply({ epoch: "e1", batch: `s\nb${b}`, watermark: 0, settings, rows });
+      last = await applyOne(p, { epoch: "e1", batch: `s\nb${b}`, watermark: 0, settings, rows });
       await p.applyGroup({ epoch: "e1", watermark: 0, entries: [], forget: [`s\nb${b}`] }); // committed: its ledger is dropped
     }
     expect(last.rows).toBe(40_000);
@@ -121,7 +121,7 @@ describe("compact state: size and eviction work", () => {
         if (i >= 1000) repeats.set(n, (repeats.get(n) ?? 0) + 1);
         return { index: i, key: `["evt_${n}"]`, eventTime: t0 + n * 200, digest: digestOf(`evt_${n}`) };
       });
-      const r = await p.apply({ epoch: "e1", batch: `s\nb${b}`, watermark: 0, settings, rows });
+      const r = await applyOne(p, { epoch: "e1", batch: `s\nb${b}`, watermark: 0, settings, rows });
       dropped += [...r.decisions].filter((d) => d === "d").length;
       last = r;
       await p.applyGroup({ epoch: "e1", watermark: 0, entries: [], forget: [`s\nb${b}`] });
@@ -147,7 +147,7 @@ describe("compact state: size and eviction work", () => {
       const rows = Array.from({ length: 1000 }, (_, i) => ({
         index: i, key: `["evt_${String(b * 1000 + i).padStart(11, "0")}"]`, eventTime: t0 + (b * 1000 + i) * 200, digest: contentDigest({ id: b * 1000 + i }, []),
       }));
-      last = await p.apply({ epoch: "e1", batch: `s\nb${b}`, watermark: 0, settings, rows });
+      last = await applyOne(p, { epoch: "e1", batch: `s\nb${b}`, watermark: 0, settings, rows });
       await p.applyGroup({ epoch: "e1", watermark: 0, entries: [], forget: [`s\nb${b}`] });
     }
     console.log(`compact state: ${(last.bytes / last.rows).toFixed(1)} B per 18-character text key with its digest`);
@@ -191,7 +191,7 @@ describe("compact state: size and eviction work", () => {
     const p = fresh();
     const settings: DedupSettings = { mode: "within-watermark", delay: 40 * MIN, hasEventTime: true, hashedKeys: true }; // 10-minute buckets
     const rows = Array.from({ length: 4000 }, (_, i) => ({ index: i, key: `k${i}`, eventTime: i * 600 })); // 40 minutes of keys, 100 per minute
-    await p.apply({ epoch: "e1", batch: "s\nb", watermark: 0, settings, rows });
+    await applyOne(p, { epoch: "e1", batch: "s\nb", watermark: 0, settings, rows });
     // Rows SQLite read during one advance(), summed over the partition's statements.
     const advance = (wm: number) =>
       runInDurableObject(p, (obj) => {

@@ -1,8 +1,10 @@
 import { env } from "cloudflare:workers";
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Coordinator } from "../../src/coordinator/coordinator";
-import type { CommitRequest } from "../../src/coordinator/protocol";
+import type { IngestRequest, IngestResult } from "../../src/coordinator/protocol";
+import { armFault, batchFaultKey } from "../../src/instrument/faults";
+import type { BatchOutcome } from "../../src/stream/report";
 import { parseStreamConfig, type StreamConfig } from "../../src/stream/config";
 import { at, call, createStream, json, post } from "./helpers";
 
@@ -18,11 +20,16 @@ async function stream(body: Record<string, unknown> = {}) {
   expect((await stub.configure(name, config(body))).status).toBe("created");
   return { name, stub };
 }
-const body = (hash: string) => ({ hash, bytes: 10, rows: 1 });
 const ADMIN = { kind: "admin" } as const;
-const counts = { input: 1, emitted: 1, duplicates: 0, late: 0, rejected: [] };
-function commit(source: string, batchId: string, maxEventTime: number | null): CommitRequest {
-  return { source, batchId, maxEventTime, counts, touched: [], objects: { data: null, late: null, rejected: null }, startedAt: Date.now() };
+/** A batch as the Worker hands it to ingest(): one row at `ts` (null: without its event time, so rejected), under the identity (body hash) given. */
+function request(source: string, batchId: string, ts: number | null, identity = `${source}/${batchId}`): IngestRequest {
+  return { sourceHeader: source, batchId, auth: ADMIN, rows: [ts === null ? { id: batchId } : { id: batchId, ts }], identity, bytes: 10 };
+}
+/** One batch through the Coordinator's ingest, as production sends it: its outcome once committed. */
+async function ingest(stub: DurableObjectStub<Coordinator>, source: string, batchId: string, ts: number | null): Promise<BatchOutcome> {
+  const r = await stub.ingest(request(source, batchId, ts));
+  if (r.kind !== "done") throw new Error(`${source}/${batchId}: ${JSON.stringify(r)}`);
+  return r.outcome;
 }
 
 describe("Coordinator", () => {
@@ -36,38 +43,45 @@ describe("Coordinator", () => {
 
   it("records a batch: replay returns the outcome, another body is a conflict, in-flight is busy", async () => {
     const { stub } = await stream();
-    const run = await stub.begin("s", "b1", body("h1"), ADMIN);
-    expect(run).toMatchObject({ kind: "run", watermark: 0 });
-    expect(await stub.begin("s", "b1", body("h1"), ADMIN)).toMatchObject({ kind: "busy" });
-    expect(await stub.begin("s", "b1", body("other"), ADMIN)).toEqual({ kind: "conflict" });
-    const outcome = await stub.commit(commit("s", "b1", at(10, 0)));
-    expect(outcome).toMatchObject({ replayed: false, watermark: 0, watermarkAfter: at(9, 55) });
-    const replay = await stub.begin("s", "b1", body("h1"), ADMIN);
-    expect(replay).toEqual({ kind: "replay", source: "s", outcome: { ...outcome, replayed: true } });
-    // A second commit of the same batch (a racing attempt) changes nothing.
-    expect(await stub.commit(commit("s", "b1", at(23, 0)))).toEqual({ ...outcome, replayed: true });
+    const first = await runInDurableObject(stub, async (c) => {
+      // Admission is synchronous: the first request holds its id (leased, running) before the next call starts.
+      const running = c.ingest(request("s", "b1", at(10, 0), "h1"));
+      // A request for the id in flight that may not wait for it (its deadline passed) is told it is busy.
+      expect(await c.ingestMany([request("s", "b1", at(10, 0), "h1")], 0)).toMatchObject([{ kind: "busy", source: "s" }]);
+      // Another body under the id in flight waits for the run, then is a conflict: it never runs.
+      const other = c.ingest(request("s", "b1", at(10, 0), "other"));
+      const done = await running;
+      expect(await other).toEqual({ kind: "conflict" });
+      return done;
+    });
+    expect(first).toMatchObject({ kind: "done", outcome: { replayed: false, watermark: 0, watermarkAfter: at(9, 55) } });
+    const outcome = (first as Extract<IngestResult, { kind: "done" }>).outcome;
+    expect(await stub.ingest(request("s", "b1", at(10, 0), "h1"))).toEqual({ kind: "replay", source: "s", outcome: { ...outcome, replayed: true } });
+    expect(await stub.ingest(request("s", "b1", at(10, 0), "other"))).toEqual({ kind: "conflict" });
+    // A second attempt of the same batch (a racing one, its rows read later) changes nothing.
+    expect(await stub.ingest(request("s", "b1", at(23, 0), "h1"))).toEqual({ kind: "replay", source: "s", outcome: { ...outcome, replayed: true } });
     expect((await stub.describe())!.watermark).toBe(at(9, 55));
     // The same batch id from another source is another batch.
-    expect(await stub.begin("t", "b1", body("h1"), ADMIN)).toMatchObject({ kind: "run" });
+    expect(await ingest(stub, "t", "b1", at(10, 0))).toMatchObject({ source: "t", replayed: false });
   });
 
   it("a batch resumed after a failure is judged by the watermark of its first begin", async () => {
-    const { stub } = await stream();
-    await stub.begin("s", "slow", body("h"), ADMIN);
-    await stub.release("s", "slow");
-    await stub.begin("s", "fast", body("h"), ADMIN);
-    await stub.commit(commit("s", "fast", at(10, 0)));
-    const resumed = await stub.begin("s", "slow", body("h"), ADMIN);
-    expect(resumed).toMatchObject({ kind: "run", watermark: 0 });
-    const next = await stub.begin("s", "later", body("h"), ADMIN);
-    expect(next).toMatchObject({ kind: "run", watermark: at(9, 55) });
+    const { name, stub } = await stream();
+    // The first attempt fails after its begin (its partitions decided, nothing written), as a request with X-Test-Fault would.
+    await runInDurableObject(stub, async (c) => {
+      armFault(batchFaultKey(name, "slow"), "after-decide");
+      await expect(c.ingest(request("s", "slow", at(9, 0)))).rejects.toThrow(/injected fault at after-decide/);
+    });
+    expect(await ingest(stub, "s", "fast", at(10, 0))).toMatchObject({ watermark: 0, watermarkAfter: at(9, 55) });
+    // Its retry is judged by watermark 0 (its 9:00 row is not late); a new batch by 9:55 (its 9:00 row is).
+    expect(await ingest(stub, "s", "slow", at(9, 0))).toMatchObject({ replayed: false, watermark: 0, emitted: 1, late: 0 });
+    expect(await ingest(stub, "s", "later", at(9, 0))).toMatchObject({ replayed: false, watermark: at(9, 55), emitted: 0, late: 1 });
   });
 
   it("min policy: a declared source that never sends holds the watermark at 0; max does not", async () => {
     for (const [policy, expected] of [["min", 0], ["max", at(9, 55)]] as const) {
       const { stub } = await stream({ watermarkPolicy: policy, sources: { a: {}, b: {} } });
-      await stub.begin("a", "1", body("h"), ADMIN);
-      await stub.commit(commit("a", "1", at(10, 0)));
+      await ingest(stub, "a", "1", at(10, 0));
       const d = (await stub.describe())!;
       expect(d.watermark).toBe(expected);
       expect(d.sources.b).toEqual({ maxEventTime: null, watermark: 0, lastBatchAt: null, declared: true, idle: false });
@@ -76,24 +90,20 @@ describe("Coordinator", () => {
 
   it("per-source delays; the global watermark never decreases", async () => {
     const { stub } = await stream({ sources: { a: {}, b: { watermarkDelay: "1 hour" } } });
-    for (const [s, id, t] of [["a", "1", at(12, 0)], ["b", "1", at(12, 0)]] as const) {
-      await stub.begin(s, id, body("h"), ADMIN);
-      await stub.commit(commit(s, id, t));
-    }
+    for (const [s, id, t] of [["a", "1", at(12, 0)], ["b", "1", at(12, 0)]] as const) await ingest(stub, s, id, t);
     expect((await stub.describe())!.watermark).toBe(at(11, 0)); // min(11:55, 11:00)
-    await stub.begin("b", "2", body("h"), ADMIN);
-    await stub.commit(commit("b", "2", at(11, 30))); // older data does not move b back
+    await ingest(stub, "b", "2", at(11, 30)); // older data does not move b back
+    expect((await stub.describe())!.watermark).toBe(at(11, 0));
+    expect((await stub.describe())!.sources.b.maxEventTime).toBe(at(12, 0));
+    await ingest(stub, "c", "1", at(10, 0)); // a new source behind the others does not move the watermark back
     expect((await stub.describe())!.watermark).toBe(at(11, 0));
   });
 
   it("a source whose rows were all rejected does not join the watermark", async () => {
     const { stub } = await stream();
-    await stub.begin("a", "1", body("h"), ADMIN);
-    await stub.commit(commit("a", "1", at(10, 0)));
-    await stub.begin("junk", "1", body("h"), ADMIN);
-    await stub.commit(commit("junk", "1", null));
-    await stub.begin("a", "2", body("h"), ADMIN);
-    expect((await stub.commit(commit("a", "2", at(11, 0)))).watermarkAfter).toBe(at(10, 55));
+    await ingest(stub, "a", "1", at(10, 0));
+    expect(await ingest(stub, "junk", "1", null)).toMatchObject({ input: 1, emitted: 0, rejected: [{ index: 0 }] });
+    expect((await ingest(stub, "a", "2", at(11, 0))).watermarkAfter).toBe(at(10, 55));
   });
 });
 

@@ -7,6 +7,7 @@ import { env, exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { app } from "../../src/api/app";
+import type { IngestRequest } from "../../src/coordinator/protocol";
 import { signBody } from "../../src/api/credentials";
 import { signRequest } from "../../src/api/signature";
 import { at, call, countingBody, createStream, json, post } from "./helpers";
@@ -167,18 +168,30 @@ describe("stored records stay bounded", () => {
   it("a commit that fails half way changes nothing", async () => {
     await createStream("h-tx", base);
     const stub = env.COORDINATOR.getByName("h-tx");
+    const req: IngestRequest = { sourceHeader: "s", batchId: "b1", auth: { kind: "admin" }, rows: [{ id: "A", ts: at(12, 0) }], identity: "h", bytes: 1 };
     await runInDurableObject(stub, async (c) => {
-      const begun = c.begin("s", "b1", { hash: "h", bytes: 1, rows: 1 }, { kind: "admin" });
-      expect(begun.kind).toBe("run");
-      const counts = { input: 1, emitted: 1, duplicates: 0, late: 0, rejected: [] };
-      const broken = { p: "not-a-partition" as unknown as number, rows: 1, bytes: 1, watermark: 0, inserted: 1, removed: 0 };
-      const req = { source: "s", batchId: "b1", maxEventTime: at(12, 0), counts, objects: { data: null, late: null, rejected: null }, startedAt: 0 };
-      await expect(c.commit({ ...req, touched: [broken] })).rejects.toThrow();
+      // The commit's transaction fails after the batch's records are written in it (the ledger's part done, the state record not).
+      const ledger = (c as unknown as { ledger: { commit: (...a: unknown[]) => unknown } }).ledger;
+      const commit = ledger.commit;
+      ledger.commit = function (this: unknown, ...a: unknown[]) {
+        commit.apply(this, a);
+        throw new Error("the commit failed half way");
+      };
+      try {
+        await expect(c.ingest(req)).rejects.toThrow(/failed half way/);
+      } finally {
+        ledger.commit = commit;
+      }
     });
     const d = await json(call("GET", "/v1/streams/h-tx"));
     expect(d.watermark).toBe(0);
     expect(d.sources).toEqual({});
     expect(d.batches.committed).toBe(0);
+    expect(await runInDurableObject(stub, (_c, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM batches").one().n)).toBe(0);
+    // Its retry commits it as a first commit would: counted once, as if the failed one had never been.
+    expect(await stub.ingest(req)).toMatchObject({ kind: "done", outcome: { replayed: false, emitted: 1, watermarkAfter: at(11, 55) } });
+    expect((await json(call("GET", "/v1/streams/h-tx"))).batches.committed).toBe(1);
+    expect(await stub.metrics()).toMatchObject({ batches: 1, rows: [{ source: "s", outcome: "emitted", n: 1 }] });
   });
 });
 

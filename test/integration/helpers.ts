@@ -2,6 +2,8 @@ import { env, exports } from "cloudflare:workers";
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import entry from "../../src/index";
 import { createClient, type StreamBody } from "../../src/client";
+import type { Partition } from "../../src/partition/partition";
+import type { GroupApplyRequest, GroupEntry } from "../../src/partition/protocol";
 
 export const TOKEN = "test-admin-token";
 export const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -64,4 +66,17 @@ export async function deliverToQueue(messages: ReturnType<typeof queueMessage>[]
   const ctx = createExecutionContext();
   await (entry as ExportedHandler<typeof env>).queue!(batch, testEnv, ctx);
   return { result: await getQueueResult(batch, ctx), sent };
+}
+
+/** One batch's rows for one partition. */
+export type OneBatch = Omit<GroupApplyRequest, "entries" | "group" | "forget"> & Omit<GroupEntry, "resumed">;
+
+/**
+ * One batch through a Partition's production method: applyGroup with one
+ * entry, its earlier decisions (a retry's) replayed, judged under its own
+ * ledger key; the answer with that entry's decisions.
+ */
+export async function applyOne(stub: DurableObjectStub<Partition>, { batch, settings, rows, ...req }: OneBatch) {
+  const { decisions, ...r } = await stub.applyGroup({ ...req, entries: [{ batch, settings, rows, resumed: true }] });
+  return { ...r, decisions: decisions[0] };
 }

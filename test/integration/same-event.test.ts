@@ -12,7 +12,7 @@ import type { IngestRequest } from "../../src/coordinator/protocol";
 import { armFault, batchFaultKey, FAULT_POINTS } from "../../src/instrument/faults";
 import type { Partition } from "../../src/partition/partition";
 import { applyBatch, type DedupSettings } from "../../src/stream/dedup";
-import { at, call, createStream, json, output, post } from "./helpers";
+import { applyOne, at, call, createStream, json, output, post } from "./helpers";
 
 async function lane(stream: string, name: string): Promise<any[]> {
   const r = await call("GET", `/v1/streams/${stream}/${name}`);
@@ -160,7 +160,7 @@ describe("a partition's names of batches", () => {
     // 200 batches of one key each (k0 at 1000 … k199 at 1199), and a duplicate of the key before.
     for (let b = 0; b < 200; b++) {
       const rows = [{ index: 0, key: `k${b}`, eventTime: 1000 + b }, ...(b > 0 ? [{ index: 1, key: `k${b - 1}`, eventTime: 1000 + b }] : [])];
-      expect((await p.apply({ epoch: "e1", batch: batch(b), watermark: 0, settings, rows })).decisions).toBe(b > 0 ? "ed" : "e");
+      expect((await applyOne(p, { epoch: "e1", batch: batch(b), watermark: 0, settings, rows })).decisions).toBe(b > 0 ? "ed" : "e");
     }
     const chunks = () => runInDurableObject(p, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM kept_names").one().n);
     expect(await chunks()).toBeGreaterThan(3); // ~30 names a chunk
@@ -271,7 +271,7 @@ describe("a partition's receipts", () => {
         const keptBy = new Map<string, { batch: string; e: number }>();
         for (const [b, rows] of batches.entries()) {
           const batch = `s\nb${b}`;
-          const r = await p.apply({ epoch: "e1", batch, watermark: 0, settings, rows: rows.map(([key, t], index) => ({ index, key, eventTime: 1000 + t })) });
+          const r = await applyOne(p, { epoch: "e1", batch, watermark: 0, settings, rows: rows.map(([key, t], index) => ({ index, key, eventTime: 1000 + t })) });
           rows.forEach(([key, t], i) => r.decisions[i] === "e" && keptBy.set(key, { batch, e: 1000 + t + 100 }));
         }
         for (const [key, kept] of keptBy) expect((await p.lookup("e1", key))[0]).toMatchObject({ batch: kept.batch, expiresAt: kept.e });

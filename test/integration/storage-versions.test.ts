@@ -11,7 +11,7 @@ import { PARTITION_MIGRATIONS, type Partition } from "../../src/partition/partit
 import type { DedupSettings } from "../../src/stream/dedup";
 import { keyHash64, keyHashLabel } from "../../src/stream/key-hash";
 import { migrate } from "../../src/storage/migrations";
-import { at, call, client, json, output, post } from "./helpers";
+import { applyOne, at, call, client, json, output, post } from "./helpers";
 
 const within: DedupSettings = { mode: "within-watermark", delay: 100, hasEventTime: true };
 
@@ -30,7 +30,7 @@ it("a partition written by the previous layout is migrated on first use and keep
     `);
   });
   await evictDurableObject(stub); // the next call constructs it again, on that storage
-  const r = await stub.apply({ epoch: "e1", batch: "s\nb1", watermark: 0, settings: within, rows: [{ index: 0, key: "A", eventTime: 1010 }, { index: 1, key: "C", eventTime: 1020 }] });
+  const r = await applyOne(stub, { epoch: "e1", batch: "s\nb1", watermark: 0, settings: within, rows: [{ index: 0, key: "A", eventTime: 1010 }, { index: 1, key: "C", eventTime: 1020 }] });
   expect(r).toMatchObject({ decisions: "de", rows: 3, nextExpiry: 1100 });
   const after = await runInDurableObject(stub, (_p, state) => ({
     version: state.storage.sql.exec<{ version: number }>("SELECT version FROM _schema").one().version,
@@ -181,7 +181,7 @@ it("a hashed partition of version 5 (dropped counts in receipts rows) upgrades: 
   expect(after.map((r) => [r.batch, r.dropped, r.conflicts, r.expiresAt])).toEqual([["s\nb1", 2, 0, t0 + 3_600_000], ["s\nb1", 2, 1, t0 + 3_600_001], ["s\nb1", 0, 0, t0 + 3_600_002]]);
   expect(await schemaOf(stub)).toEqual({ version: Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)), receipts: [[0, 1]], tables: ["kept_names"] });
   // And it goes on: one more duplicate of A, a conflict of B, a new key D named by the new batch (numbers go on after b1's).
-  const r = await stub.apply({ epoch: "e1", batch: "s\nb3", watermark: 0, settings: hashed, rows: [row(0, "A", "1"), row(1, "B", "7"), row(3, "D", "4")] });
+  const r = await applyOne(stub, { epoch: "e1", batch: "s\nb3", watermark: 0, settings: hashed, rows: [row(0, "A", "1"), row(1, "B", "7"), row(3, "D", "4")] });
   expect(r).toMatchObject({ decisions: "dce", rows: 4, kept: [[{ at: 1, batch: "s\nb1" }]] });
   expect((await stub.lookup("e1", "A"))[0]).toMatchObject({ dropped: 3, conflicts: 0, batch: "s\nb1" });
   expect((await stub.lookup("e1", "B"))[0]).toMatchObject({ dropped: 3, conflicts: 2, batch: "s\nb1" });
@@ -212,7 +212,7 @@ it("a text partition of version 6 (batches named by their range of expiries or a
   expect(await schemaOf(stub)).toEqual({ version: Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)), receipts: [[0, 1]], tables: ["kept_names"] });
   expect((await stub.list("e1", "", 10)).map((x) => [x.key, x.eventTime, x.expiresAt])).toEqual([["A", t0, e(0)], ["B", t0 + 2, e(2)], ["C", t0 + 1, e(1)], ["D", t0 + 5, e(5)]]);
   // New batches are named after the old ones; drops count on in the key's row.
-  const r = await stub.apply({ epoch: "e1", batch: "s\nb4", watermark: 0, settings, rows: [{ index: 0, key: "E", eventTime: t0 + 7 }, { index: 1, key: "B", eventTime: t0 + 8 }] });
+  const r = await applyOne(stub, { epoch: "e1", batch: "s\nb4", watermark: 0, settings, rows: [{ index: 0, key: "E", eventTime: t0 + 7 }, { index: 1, key: "B", eventTime: t0 + 8 }] });
   expect(r).toMatchObject({ decisions: "ed", rows: 5, gaps: [[6]] });
   expect(await receipts()).toEqual([expected[0], ["B", "s\nb1", 1, 0], expected[2], expected[3]]);
   expect((await stub.lookup("e1", "E"))[0]).toMatchObject({ batch: "s\nb4", eventTime: t0 + 7, expiresAt: t0 + 7 + 3_600_000 });
@@ -235,7 +235,7 @@ it("a hashed global partition of version 6 (every key named by a receipts row) u
   const receipts = async () => (await Promise.all(["A", "B"].map(async (k) => (await stub.lookup("e1", k))[0]))).map((r) => [r.batch, r.dropped, r.conflicts, r.expiresAt]);
   expect(await receipts()).toEqual([["s\ng1", 3, 1, null], ["s\ng2", 0, 0, null]]);
   expect(await schemaOf(stub)).toEqual({ version: Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)), receipts: [[0, 1]], tables: ["kept_names"] });
-  const r = await stub.apply({ epoch: "e1", batch: "s\ng3", watermark: 0, settings, rows: [{ index: 0, key: "B", eventTime: null }, { index: 1, key: "C", eventTime: null }] });
+  const r = await applyOne(stub, { epoch: "e1", batch: "s\ng3", watermark: 0, settings, rows: [{ index: 0, key: "B", eventTime: null }, { index: 1, key: "C", eventTime: null }] });
   expect(r).toMatchObject({ decisions: "de", rows: 3 });
   expect(await receipts()).toEqual([["s\ng1", 3, 1, null], ["s\ng2", 1, 0, null]]);
   expect((await stub.lookup("e1", "C"))[0]).toMatchObject({ batch: "s\ng3", dropped: 0 });
@@ -335,7 +335,7 @@ it("a new partition gets at once the layout the migrations build step by step (t
   expect(want.tables.map((t) => t.name)).toEqual(["_schema", "front", "kept_names", "keys", "ledger", "meta", "receipts"]);
   expect(await shape(fresh)).toEqual(want);
   // And it works as one: a batch stored, found, listed.
-  const r = await fresh.apply({ epoch: "e1", batch: "s\nb1", watermark: 0, settings: within, rows: [{ index: 0, key: "A", eventTime: 1000 }, { index: 1, key: "A", eventTime: 1001 }] });
+  const r = await applyOne(fresh, { epoch: "e1", batch: "s\nb1", watermark: 0, settings: within, rows: [{ index: 0, key: "A", eventTime: 1000 }, { index: 1, key: "A", eventTime: 1001 }] });
   expect(r).toMatchObject({ decisions: "ed", rows: 1 });
   expect((await fresh.lookup("e1", "A"))[0]).toMatchObject({ batch: "s\nb1", dropped: 1, expiresAt: 1100, eventTime: 1000 });
 });
