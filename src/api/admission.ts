@@ -38,7 +38,7 @@ interface OpenedSecret {
   secret: string;
 }
 
-/** Positive admissions only, per isolate; begin() re-checks every credential, so this decides only what gets read. */
+/** Positive admissions only, per isolate; the Coordinator's admission re-checks every credential, so this decides only what gets read. */
 const admissions = new TtlCache<Admitted>(1_000, 10_000);
 /** A signature that matches no cached secret refetches them (a credential just added), at most this often. */
 const REFETCH_MS = 1_000;
@@ -84,7 +84,7 @@ export async function requireIngestCredential(env: Env, headers: Headers): Promi
 
 /**
  * Turns the claim into proof once the body is here: a signature must match one
- * of the source's signing secrets. Returns the auth that begin() re-checks and
+ * of the source's signing secrets. Returns the auth that the Coordinator's admission re-checks and
  * the signature version used (v1 is deprecated).
  */
 export async function proveCaller(
@@ -175,7 +175,7 @@ export async function admitWebhook(stream: string, coordinator: CoordinatorStub,
   return { source: admitted.source, limits: admitted.limits, provider };
 }
 
-/** The auth that begin() re-checks: the provider credential whose secret `verify` accepts, else a 401. */
+/** The auth that the Coordinator's admission re-checks: the provider credential whose secret `verify` accepts, else a 401. */
 export async function proveWebhook(
   env: Env,
   stream: string,

@@ -68,7 +68,7 @@ export type { ReceivedBatch };
  * the next micro-batch (begin, one call per touched partition, output and
  * marker to R2, commit). Every step is idempotent per batch id, so a retry
  * after a failure anywhere re-runs to the same result (httpOutcome: a signed
- * caller whose credential begin() no longer accepts, revoked or its source
+ * caller whose credential the Coordinator's admission no longer accepts, revoked or its source
  * disabled since the admission was cached, gets the 401 of a bad signature).
  */
 export async function processBatch(
@@ -82,7 +82,7 @@ export async function processBatch(
 
 /**
  * The HTTP adapter's mapper: the outcome, or the problem+json it throws. A
- * signed (hmac) caller refused by begin() gets the same 401 as a bad
+ * signed (hmac) caller refused by the Coordinator's admission gets the same 401 as a bad
  * signature (`refused`), not a 403 that would say the credential exists.
  */
 export function httpOutcome(

@@ -79,7 +79,7 @@ export async function webhook(env: Env, stream: string, source: string, req: Req
 
 /**
  * The webhook adapter's mapper. A delivery's signature is its only proof, so
- * a credential that begin() no longer accepts (revoked, or the source
+ * a credential that the Coordinator's admission no longer accepts (revoked, or the source
  * disabled, since admission) is the same 401 as a wrong secret: one answer
  * for every unproven signature. Everything else answers as POST …/events does.
  */

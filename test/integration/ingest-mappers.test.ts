@@ -63,7 +63,7 @@ describe("the ingest result's Worker-side mappers", () => {
     expect(answer(() => httpOutcome({ ...EVERY.busy, retryAfterMs: 10 } as SubmitResult, { auth: { kind: "admin" }, sourceHeader: null }))).toMatchObject({ headers: { "retry-after": "1" } });
   });
 
-  it("HTTP: a signed caller refused by begin() gets the 401 of a bad signature, naming its source", () => {
+  it("HTTP: a signed caller refused by the Coordinator's admission gets the 401 of a bad signature, naming its source", () => {
     const signed = { auth: { kind: "hmac", credentialId: "c" } as const, sourceHeader: "orders" };
     for (const r of [EVERY.unauthorized, EVERY.forbidden]) {
       expect(answer(() => httpOutcome(r, signed))).toMatchObject({ status: 401, slug: "unauthorized", detail: expect.stringContaining('signing secret of source "orders"') });

@@ -238,7 +238,7 @@ describe.each(CASES)("$type webhooks", (p) => {
     expect((await call("DELETE", `/v1/streams/${s}/sources/main/credentials/${old.id}`)).status).toBe(204);
     const e = event();
     const body = p.body(e);
-    // Refused at once: begin() re-checks the credential by id; the same 401 as a wrong secret, even while this
+    // Refused at once: the Coordinator's admission re-checks the credential by id; the same 401 as a wrong secret, even while this
     // isolate's admission cache still holds it (issue 14: it was a 403 "the token is not valid" then).
     const revoked = await deliver(s, "main", body, await p.sign(A, body, e, nowS()));
     expect(revoked.status).toBe(401);
