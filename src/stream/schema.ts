@@ -2,6 +2,7 @@ import { contentExcludeFor, delayOf, eventTimeCaps, isTimestampType, volatileFor
 import { conflictBlindFields, contentDigest, contentHash, omissionFrom, type Excluded } from "./content";
 import { encodeKey, MAX_KEY_BYTES, type KeyValue } from "./key";
 import { own } from "./own";
+import { tooDeep } from "./json";
 import { DECIMAL, MIN_PLAUSIBLE_MS, parseTimestamp, type TimeUnit } from "./timestamp";
 
 export { MIN_PLAUSIBLE_MS, parseIsoTimestamp, parseTimestamp, type TimeUnit } from "./timestamp";
@@ -27,14 +28,19 @@ class RowError extends Error {}
 
 /**
  * A line of an input file that is not JSON arrives as `{"_corrupt_line": n}`
- * (src/sources/files/parse.ts, Spark's PERMISSIVE mode): rejected with a
+ * (src/sources/files/parse.ts, Spark's PERMISSIVE mode), or, when it is JSON
+ * nested too deep, with `"_corrupt_why": "too-deep"` too: rejected with a
  * reason that names the line, and nothing of its bytes.
  */
 export const CORRUPT_LINE = "_corrupt_line";
-function corruptLineOf(raw: object): number | null {
+export const CORRUPT_WHY = "_corrupt_why";
+function corruptLineReason(raw: object): string | null {
   const keys = Object.keys(raw);
   const n = (raw as Row)[CORRUPT_LINE];
-  return keys.length === 1 && keys[0] === CORRUPT_LINE && Number.isSafeInteger(n) && (n as number) > 0 ? (n as number) : null;
+  if (!Number.isSafeInteger(n) || (n as number) <= 0) return null;
+  if (keys.length === 1 && keys[0] === CORRUPT_LINE) return `line ${n} is not valid JSON`;
+  if (keys.length === 2 && Object.hasOwn(raw, CORRUPT_WHY) && (raw as Row)[CORRUPT_WHY] === "too-deep") return `line ${n} ${tooDeep()}`;
+  return null;
 }
 
 /** Epoch seconds at or above this (the year 5138) are milliseconds sent to a "timestamp:s" column. */
@@ -165,8 +171,8 @@ export function rowJudge(config: StreamConfig, now: number, context: RowContext 
   return (raw, index) => {
     try {
       if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw new RowError("row is not a JSON object");
-      const corrupt = corruptLineOf(raw);
-      if (corrupt !== null) throw new RowError(`line ${corrupt} is not valid JSON`);
+      const corrupt = corruptLineReason(raw);
+      if (corrupt !== null) throw new RowError(corrupt);
       const row: Row = { ...(raw as Row) };
       for (const [column, type] of schema) {
         const v = own(row, column);

@@ -102,7 +102,13 @@ describe("file rows, as Spark's JSON source reads them", () => {
     expect(() => fileRows(JSON.stringify([a, a, a]), "json", undefined, 2)).toThrow(TooManyRows);
     const deep = "[".repeat(70) + "]".repeat(70); // past MAX_JSON_DEPTH (64)
     expect(() => fileRows(deep, "json", undefined, 10)).toThrow(/nests more than/);
-    expect(fileRows(`${JSON.stringify(a)}\n${deep}\n`, "ndjson", undefined, 10).corruptLines).toEqual([2]);
+    const deepLine = fileRows(`${JSON.stringify(a)}\n${deep}\n`, "ndjson", undefined, 10);
+    expect(deepLine.corruptLines).toEqual([2]);
+    // Its reason says why: it is JSON, nested too deep (not "not valid JSON").
+    const parsed = parseStreamConfig({ key: ["id"], mode: "global" });
+    if (!parsed.ok) throw new Error("config");
+    expect(validateRow(parsed.config, deepLine.rows[1], 1, 0)).toEqual({ index: 1, error: "line 2 nests arrays and objects more than 64 levels deep; at most 64 are accepted" });
+    expect(validateRow(parsed.config, { [CORRUPT_LINE]: 2, _corrupt_why: "other", id: 1 }, 0, 0)).toMatchObject({ key: expect.any(String) });
     expect(parseJsonText("{bad")).toEqual({ ok: false, why: "invalid" });
   });
 });

@@ -17,7 +17,7 @@
 import { TooManyRows } from "../../api/body";
 import { MAX_JSON_DEPTH as MAX_DEPTH, textDepth as nestingDepth } from "../../stream/json";
 import { badRequest } from "../../api/problem";
-import { CORRUPT_LINE } from "../../stream/schema";
+import { CORRUPT_LINE, CORRUPT_WHY } from "../../stream/schema";
 import type { FileMode } from "../ids";
 
 /** How the file's rows were read: "json" whole (its batch identity is the bare hash, as before), "ndjson" as lines. */
@@ -44,8 +44,8 @@ export function parseJsonText(text: string): { ok: true; value: unknown } | { ok
   }
 }
 
-/** The placeholder row of a line that is not JSON: rejected by validation with the line's number, no bytes of it kept. */
-export const corruptRow = (line: number) => ({ [CORRUPT_LINE]: line });
+/** The placeholder row of a line that is not JSON (or nests too deep): rejected by validation with the line's number and why, no bytes of it kept. */
+export const corruptRow = (line: number, why: "invalid" | "too-deep" = "invalid") => ({ [CORRUPT_LINE]: line, ...(why === "too-deep" ? { [CORRUPT_WHY]: why } : {}) });
 
 export function fileRows(text: string, mode: FileMode, multiLine: boolean | undefined, maxRows: number): FileRows {
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
@@ -90,7 +90,7 @@ function jsonLines(text: string, maxRows: number): FileRows {
     const parsed = parseJsonText(line);
     if (parsed.ok) rows.push(parsed.value);
     else {
-      rows.push(corruptRow(i + 1));
+      rows.push(corruptRow(i + 1, parsed.why));
       corruptLines.push(i + 1);
     }
   }
