@@ -6,7 +6,7 @@
  *     its own answer, groups in arrival order and within the weight cap, a
  *     lone request runs at once, a failed run fails only its own group.
  *  b. Concurrent requests driven through the batcher and the real pure pieces
- *     of a group run (planBatch, partitionPayloads, decideByInsert per entry,
+ *     of a group run (planBatch, partitionPayloads, applyBatch per entry,
  *     memberDecisions, mergeDecisions, advanceWatermark) decide exactly as the
  *     reference model does when it judges each group's members in order under
  *     the watermark committed before the group, then commits them together;
@@ -22,7 +22,7 @@ import { MicroBatcher } from "../../src/microbatch/batcher";
 import { coalesceRefs, concatParts, formatRef, keptSeqOf, memberDecisions, parseRef, partitionPayloads } from "../../src/microbatch/group";
 import { dedupSettings, mergeDecisions, planBatch, type BatchCounts } from "../../src/stream/batch";
 import { parseStreamConfig, type StreamConfig } from "../../src/stream/config";
-import { applyBatch, decideByInsert, isExpired, type DedupInput } from "../../src/stream/dedup";
+import { applyBatch, isExpired } from "../../src/stream/dedup";
 import type { Row } from "../../src/stream/schema";
 import { advanceWatermark, INITIAL_WATERMARK, type WatermarkState } from "../../src/stream/watermark";
 import { pruneStep, type RememberedGroup } from "../../src/coordinator/window";
@@ -145,32 +145,6 @@ describe("MicroBatcher", () => {
 
 // ---------------------------------------------------------------- pieces
 
-describe("decideByInsert", () => {
-  test("decides exactly as applyBatch (property)", () => {
-    const settingsArb = fc.record({
-      mode: fc.constantFrom("within-watermark" as const, "event-time-key" as const, "global" as const),
-      delay: fc.nat(5),
-      hasEventTime: fc.boolean(),
-    });
-    const rowArb = fc.record({ key: fc.constantFrom("a", "b", "c"), eventTime: fc.option(fc.nat(10), { nil: null }) });
-    fc.assert(
-      fc.property(settingsArb, fc.nat(8), fc.array(rowArb, { maxLength: 12 }), fc.uniqueArray(fc.constantFrom<string>("a", "b", "c", "a@3", "b@4")), (settings, wm, rows, remembered) => {
-        const inputs: DedupInput[] = rows;
-        const want = applyBatch(settings, wm, inputs, (k) => remembered.includes(k));
-        const store = new Set(remembered);
-        const got = decideByInsert(settings, wm, inputs, (candidates) => {
-          const stored = new Set<string>();
-          for (const c of candidates) if (!store.has(c.stateKey)) store.add(c.stateKey), stored.add(c.stateKey);
-          return stored;
-        });
-        expect(got.decisions).toEqual(want.decisions);
-        expect(got.inserted).toBe(want.inserts.length);
-      }),
-      { numRuns: 500 },
-    );
-  });
-});
-
 describe("group objects", () => {
   test("each member's part is its byte range, and adjacent ranges read as one", () => {
     const parts = ["a\n", "", "ü\n", "c\n"];
@@ -228,11 +202,12 @@ class GroupedStream {
         answers.set(
           p,
           entries.map((e) =>
-            decideByInsert(dedupSettings(this.config), part.watermark, e.rows, (candidates) => {
-              const stored = new Set<string>();
-              for (const c of candidates) if (!part.keys.has(c.stateKey)) part.keys.set(c.stateKey, c.expiresAt), part.digests.set(c.stateKey, c.digest ?? null), stored.add(c.stateKey);
-              return stored;
-            }, (keys) => new Map(keys.map((k) => [k, part.digests.get(k) ?? null]))).decisions.join(""),
+            {
+              // The partition's step (src/partition/partition.ts judges with applyBatch, then stores its inserts).
+              const r = applyBatch(dedupSettings(this.config), part.watermark, e.rows, (k) => part.keys.has(k), (k) => part.digests.get(k) ?? null);
+              for (const c of r.inserts) part.keys.set(c.stateKey, c.expiresAt), part.digests.set(c.stateKey, c.digest ?? null);
+              return r.decisions.join("");
+            },
           ),
         );
       }
