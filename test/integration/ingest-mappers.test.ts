@@ -11,21 +11,8 @@ import { webhookOutcome } from "../../src/api/webhook";
 import { HttpError } from "../../src/api/problem";
 import { rpcOutcome } from "../../src/rpc/entrypoint";
 import type { ResultKind, SubmitResult } from "../../src/ingest/result";
+import { EVERY, outcome } from "../support/ingest-results";
 
-const outcome = { batchId: "b", source: "s", replayed: false, watermark: 0, watermarkAfter: 0, input: 2, emitted: 1, duplicates: 1, late: 0, rejected: [] };
-
-const EVERY: Record<ResultKind, SubmitResult> = {
-  committed: { kind: "committed", outcome },
-  replayed: { kind: "replayed", outcome: { ...outcome, replayed: true } },
-  missing: { kind: "missing", detail: "no stream" },
-  unauthorized: { kind: "unauthorized", detail: "bad token" },
-  forbidden: { kind: "forbidden", detail: "source disabled" },
-  "too-large": { kind: "too-large", detail: "too many rows" },
-  conflict: { kind: "conflict", detail: "reused" },
-  busy: { kind: "busy", detail: "in flight", retryAfterMs: 1500 },
-  invalid: { kind: "invalid", detail: "rows: too deep" },
-  failed: { kind: "failed", detail: "the micro-batch failed" },
-};
 
 /** What a mapper answers: the outcome it returns, or what it throws (an HttpError as status/slug/detail/headers). */
 function answer(map: () => unknown): unknown {

@@ -5,6 +5,7 @@
  * Registry and the Destination took that up later: storage they wrote before
  * (no recorded version) stays readable and records the version it reached.
  */
+import { runnerV1 } from "../support/runner-v1";
 import { env } from "cloudflare:workers";
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
@@ -44,17 +45,7 @@ it("a Runner leaves no storage until a run or a record exists, then records its 
   expect(await runInDurableObject(stub, (_r, state) => stored(state))).toEqual({ tables: [], version: null });
   // The first version's tables (before run options and publication), without a recorded version.
   await runInDurableObject(stub, (_r, state) => {
-    state.storage.sql.exec(`
-      CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), stream TEXT NOT NULL);
-      CREATE TABLE runs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, prefix TEXT NOT NULL, source TEXT NOT NULL, epoch TEXT NOT NULL,
-        status TEXT NOT NULL, cursor TEXT, listed INTEGER NOT NULL, totals TEXT NOT NULL, errors TEXT NOT NULL, attempts INTEGER NOT NULL,
-        started_at INTEGER NOT NULL, finished_at INTEGER);
-      CREATE TABLE run_files (run_id TEXT NOT NULL, n INTEGER NOT NULL, key TEXT NOT NULL, etag TEXT NOT NULL, size INTEGER NOT NULL, PRIMARY KEY (run_id, n)) WITHOUT ROWID;
-      CREATE TABLE done_files (epoch TEXT NOT NULL, key TEXT NOT NULL, etag TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (epoch, key, etag)) WITHOUT ROWID;
-      INSERT INTO meta VALUES (1, 'runner-never-set-up');
-      INSERT INTO runs VALUES ('run_old', 1, 'in/x/', 'files', 'e', 'done', NULL, 1,
-        '{"files":{"done":0,"skipped":0,"failed":0,"replayed":0},"input":0,"emitted":0,"duplicates":0,"late":0,"rejected":0}', '[]', 0, 1, 2);
-    `);
+    state.storage.sql.exec(runnerV1("runner-never-set-up", "in/x/"));
   });
   await evictDurableObject(stub);
   expect(await stub.view("run_old")).toMatchObject({ id: "run_old", status: "done", options: {}, publication: null });

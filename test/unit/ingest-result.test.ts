@@ -1,24 +1,10 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { exhaustive, resultOf, type ResultKind, type SubmitResult } from "../../src/ingest/result";
+import { EVERY, outcome } from "../support/ingest-results";
 import { fileVerdict } from "../../src/sources/files/plan";
 import { queueVerdict } from "../../src/sources/queue/messages";
 
-const outcome = { batchId: "b", source: "s", replayed: false, watermark: 0, watermarkAfter: 0, input: 2, emitted: 1, duplicates: 1, late: 0, rejected: [] };
-
-/** One result of every kind: the table each adapter's mapper is tested against. */
-const EVERY: Record<ResultKind, SubmitResult> = {
-  committed: { kind: "committed", outcome },
-  replayed: { kind: "replayed", outcome: { ...outcome, replayed: true } },
-  missing: { kind: "missing", detail: "no stream" },
-  unauthorized: { kind: "unauthorized", detail: "bad token" },
-  forbidden: { kind: "forbidden", detail: "source disabled" },
-  "too-large": { kind: "too-large", detail: "too many rows" },
-  conflict: { kind: "conflict", detail: "reused" },
-  busy: { kind: "busy", detail: "in flight", retryAfterMs: 1500 },
-  invalid: { kind: "invalid", detail: "rows: too deep" },
-  failed: { kind: "failed", detail: "the micro-batch failed" },
-};
 
 describe("the ingest result union (issue 17)", () => {
   it("names exactly these kinds", () => {
