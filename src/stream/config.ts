@@ -255,7 +255,11 @@ export function parseStreamConfig(body: unknown): ConfigResult {
  * batch is judged by the same fields.
  */
 export function volatileFor(config: StreamConfig, batchId?: string): readonly string[] {
-  const fields = config.volatile ?? [];
+  return withProviderFields(config.volatile ?? [], batchId);
+}
+
+/** `fields`, and for a provider webhook's batch (its id `stripe:…`) that provider's volatile fields after them, once each. */
+function withProviderFields(fields: readonly string[], batchId: string | undefined): readonly string[] {
   const preset = batchId === undefined ? [] : webhookVolatile(batchId);
   if (preset.length === 0) return fields;
   return fields.length === 0 ? preset : [...new Set([...fields, ...preset])];
@@ -269,10 +273,7 @@ export function volatileFor(config: StreamConfig, batchId?: string): readonly st
  * the same way.
  */
 export function contentExcludeFor(config: StreamConfig, batchId?: string): readonly string[] {
-  const fields = config.contentKey?.exclude ?? [];
-  const preset = batchId === undefined ? [] : webhookVolatile(batchId);
-  if (preset.length === 0) return fields;
-  return [...new Set([...fields, ...preset])];
+  return withProviderFields(config.contentKey?.exclude ?? [], batchId);
 }
 
 const WEBHOOK_PRESET = /^webhook:(.+)$/;

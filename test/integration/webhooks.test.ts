@@ -583,5 +583,8 @@ describe.each(CASES)("$type: a content-keyed stream", (p) => {
       (await json<{ keys: unknown[] }>(call("GET", `/v1/streams/${stream}/state?row=${encodeURIComponent(JSON.stringify(kept[0]))}${provider ? `&provider=${provider}` : ""}`))).keys;
     expect(await ask(p.type)).toHaveLength(1);
     expect(await ask()).toEqual([]);
+    // A provider it doesn't know, or one without a row, is a 400.
+    expect((await call("GET", `/v1/streams/${stream}/state?row=${encodeURIComponent(JSON.stringify(kept[0]))}&provider=paypal`)).status).toBe(400);
+    expect((await call("GET", `/v1/streams/${stream}/state?partition=0&provider=${p.type}`)).status).toBe(400);
   });
 });

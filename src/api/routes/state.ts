@@ -28,13 +28,14 @@ export const state = route({
   request: { query: stateQuery },
   responses: { 200: { schema: statePageSchema, description: "{partition, watermark, rows, bytes, keys}" } },
   handler: async (c) => {
+    // Bad input is answered before the Coordinator is asked.
+    const provider = c.req.query("provider");
+    if (provider !== undefined && !isProviderType(provider)) throw badRequest(`provider must be one of ${PROVIDER_TYPES.join(", ")}`);
+    if (provider !== undefined && c.req.query("row") === undefined) throw badRequest("provider goes with row");
     const where = await coordinatorStub(c.env, c.get("stream")).locate();
     if (!where) throw missing(c.get("stream"));
     const given = intParam(c.req.query("partition"), "partition", NaN, 0, where.partitions - 1);
     // ?row=: is this row's key remembered? Keyed and routed exactly as ingest does (a hashed stream's only way to ask by key).
-    const provider = c.req.query("provider");
-    if (provider !== undefined && !isProviderType(provider)) throw badRequest(`provider must be one of ${PROVIDER_TYPES.join(", ")}`);
-    if (provider !== undefined && c.req.query("row") === undefined) throw badRequest("provider goes with row");
     const probe = c.req.query("row") === undefined ? null : stateKeyOfRow(where.config, c.req.query("row")!, provider);
     const partition = probe ? probe.partition : given;
     if (Number.isNaN(partition)) throw badRequest(`partition is required: 0..${where.partitions - 1}`);
