@@ -1,4 +1,5 @@
 import type { BatchPlan } from "../stream/batch";
+import { rowColumns, type RowColumns } from "../stream/row-columns";
 
 /**
  * A micro-batch's shape, with no I/O: each member (one request) is planned on
@@ -14,7 +15,7 @@ export interface Member {
 
 export interface PartitionEntry {
   batch: string;
-  rows: { index: number; key: string; eventTime: number | null; digest?: string }[];
+  rows: RowColumns;
 }
 
 /** Per partition, an entry per member with rows there, in member order. */
@@ -24,7 +25,7 @@ export function partitionPayloads(members: readonly Member[]): Map<number, Parti
     for (const [p, rows] of m.plan.subBatches) {
       let entries = out.get(p);
       if (!entries) out.set(p, (entries = []));
-      entries.push({ batch: m.ledger, rows: rows.map((r) => ({ index: r.index, key: r.key, eventTime: r.eventTime, ...(r.digest === undefined ? {} : { digest: r.digest }) })) });
+      entries.push({ batch: m.ledger, rows: rowColumns(rows) });
     }
   }
   return out;

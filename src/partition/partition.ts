@@ -22,6 +22,7 @@ import {
   type StateReceipt,
 } from "./protocol";
 
+import { rowColumns, rowsOf } from "../stream/row-columns";
 import { PARTITION_LAYOUT, PARTITION_MIGRATIONS } from "./migrations";
 
 // The migrations stay importable from here (tests name them so).
@@ -53,6 +54,9 @@ type PartitionMeta = {
   names: string | null;
   base: number | null;
 };
+
+/** An entry of the call with its rows out of their wire columns. */
+type Entry = Omit<GroupEntry, "rows"> & { rows: PartitionRow[] };
 
 /** A row dropped by the watermark before the dedup check (DESIGN §2.4). */
 const isLate = (settings: DedupSettings, watermark: number, r: PartitionRow) => settings.hasEventTime && r.eventTime !== null && r.eventTime <= watermark;
@@ -111,10 +115,12 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   applyGroup(req: GroupApplyRequest): GroupApplyResult & { replayed: boolean } {
     const fault = faultsEnabled() && req.entries.length > 0 ? takeFault(partitionFaultKey(req.epoch, req.entries[0].batch)) : null;
     if (fault === "partition-midway") {
-      const [first, ...rest] = req.entries;
-      this.applyGroup({ ...req, entries: [{ ...first, rows: first.rows.slice(0, Math.ceil(first.rows.length / 2)) }, ...rest].slice(0, 1) });
+      const first = req.entries[0];
+      const half = rowsOf(first.rows).slice(0, Math.ceil(first.rows.index.length / 2));
+      this.applyGroup({ ...req, entries: [{ ...first, rows: rowColumns(half) }] });
       failAt(fault, "partition-midway");
     }
+    const entries: Entry[] = req.entries.map((e) => ({ batch: e.batch, settings: e.settings, rows: rowsOf(e.rows), resumed: e.resumed }));
     return this.atomically(() => {
       const meta = this.meta(req.epoch);
       const pending: PendingEntries = meta.pending ? JSON.parse(meta.pending) : {};
@@ -127,23 +133,25 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
           this.ledgerCount = undefined;
         }
       }
-      const recorded = this.recordedDecisions(req.entries.filter((e) => e.resumed).map((e) => e.batch), pending);
+      const recorded = this.recordedDecisions(entries.filter((e) => e.resumed).map((e) => e.batch), pending);
       const removed = this.evict(meta, req.watermark);
       // Rows this batch already had decided here (an attempt that crashed before
       // its commit) keep their decision; only rows new to this partition are judged.
-      const work = req.entries.map((entry) => {
+      const work = entries.map((entry) => {
         const known = recorded.get(entry.batch) ?? new Map<number, Decision>();
         const fresh = entry.rows.filter((r) => !known.has(r.index));
         return { entry, known, fresh, judged: fresh.length > 0 || known.size === 0 };
       });
       const layout = this.fixLayout(meta, work);
-      // Each state key's stored form, worked out once per call (a hash, for hashed state).
+      // Each state key's stored form: itself, or its hash worked out once per call.
       const ids = new Map<string, string>();
-      const id = (stateKey: string) => {
-        let stored = ids.get(stateKey);
-        if (stored === undefined) ids.set(stateKey, (stored = storedKey(layout!, stateKey)));
-        return stored;
-      };
+      const id = !layout?.hashed
+        ? (stateKey: string) => stateKey
+        : (stateKey: string) => {
+            let stored = ids.get(stateKey);
+            if (stored === undefined) ids.set(stateKey, (stored = storedKey(layout, stateKey)));
+            return stored;
+          };
       const held = layout ? this.readHeldFor(meta, layout, id, work) : new Map<string, Held>();
       const chunk: { open: NameChunk | null } = { open: null };
       let inserted = 0;
@@ -185,13 +193,13 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
       meta.rows += inserted;
       if (inserted > 0 || removed > 0 || ledger.length > 0 || pendingChanged) this.saveMeta(meta);
       this.maybePruneLedger();
-      const replayed = judged === 0 && req.entries.some((e) => e.rows.length > 0);
+      const replayed = judged === 0 && entries.some((e) => e.rows.length > 0);
       return { decisions, gaps, ...(kept.some((k) => k.length > 0) ? { kept } : {}), replayed, inserted, removed, ...this.stats(meta) };
     });
   }
 
   /** The partition's layout, fixed by the first row it may store (null: none yet, and none in this call). */
-  private fixLayout(meta: PartitionMeta, work: readonly { entry: GroupEntry; fresh: PartitionRow[] }[]): Layout | null {
+  private fixLayout(meta: PartitionMeta, work: readonly { entry: Entry; fresh: PartitionRow[] }[]): Layout | null {
     if (meta.width === null) {
       for (const { entry, fresh } of work) {
         const first = fresh.find((r) => !isLate(entry.settings, meta.watermark, r));
@@ -209,7 +217,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   }
 
   /** The key rows held that this call's rows may meet: its candidates', and those of its recorded drops (for gaps and receipts). */
-  private readHeldFor(meta: PartitionMeta, l: Layout, id: (stateKey: string) => string, work: readonly { entry: GroupEntry; known: Map<number, Decision>; fresh: PartitionRow[]; judged: boolean }[]): Map<string, Held> {
+  private readHeldFor(meta: PartitionMeta, l: Layout, id: (stateKey: string) => string, work: readonly { entry: Entry; known: Map<number, Decision>; fresh: PartitionRow[]; judged: boolean }[]): Map<string, Held> {
     const wanted = new Set<string>();
     for (const { entry, known, fresh, judged } of work) {
       if (judged) for (const r of fresh) if (!isLate(entry.settings, meta.watermark, r)) wanted.add(id(stateKeyFor(entry.settings, r)));
@@ -227,7 +235,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
    * added, every other copy is dropped, a conflict where both digests differ.
    * Returns the keys added. Fills `known` with the decisions.
    */
-  private judge(meta: PartitionMeta, l: Layout, id: (stateKey: string) => string, held: Map<string, Held>, chunk: { open: NameChunk | null }, entry: GroupEntry, fresh: PartitionRow[], known: Map<number, Decision>): number {
+  private judge(meta: PartitionMeta, l: Layout, id: (stateKey: string) => string, held: Map<string, Held>, chunk: { open: NameChunk | null }, entry: Entry, fresh: PartitionRow[], known: Map<number, Decision>): number {
     const r = applyBatch(entry.settings, meta.watermark, fresh, (k) => held.has(id(k)), (k) => held.get(id(k))?.d ?? null, id);
     fresh.forEach((row, i) => known.set(row.index, r.decisions[i]));
     if (r.inserts.length > 0) {
@@ -279,7 +287,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
    * with keepDuplicates), recorded decisions too: the lanes are written again
    * on a retry. Hashed state keeps no event time where the expiry implies it.
    */
-  private answers(meta: PartitionMeta, l: Layout, id: (stateKey: string) => string, held: ReadonlyMap<string, Held>, chunk: { open: NameChunk | null }, work: readonly { entry: GroupEntry; known: Map<number, Decision> }[]): { gaps: number[][]; kept: KeptBatch[][] } {
+  private answers(meta: PartitionMeta, l: Layout, id: (stateKey: string) => string, held: ReadonlyMap<string, Held>, chunk: { open: NameChunk | null }, work: readonly { entry: Entry; known: Map<number, Decision> }[]): { gaps: number[][]; kept: KeptBatch[][] } {
     const wanted: { entry: number; at: number; n: number | null }[] = [];
     const gaps = work.map(({ entry, known }, w) => {
       const out: number[] = [];

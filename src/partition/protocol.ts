@@ -1,4 +1,5 @@
-import type { DedupInput, DedupSettings } from "../stream/dedup";
+import type { DedupSettings } from "../stream/dedup";
+import type { RowColumns } from "../stream/row-columns";
 
 /**
  * The Partition's protocol: what its RPC methods take and answer. Callers
@@ -29,15 +30,12 @@ export interface GroupApplyRequest {
 export interface GroupEntry {
   batch: string;
   settings: DedupSettings;
-  rows: PartitionRow[];
+  rows: RowColumns;
   /** false for a batch's first attempt: it can have no recorded decisions, so none are looked up */
   resumed?: boolean;
 }
 
-/** A row as a partition sees it: where it stood in the batch, its key and event time. */
-export interface PartitionRow extends DedupInput {
-  index: number;
-}
+export type { PartitionRow, RowColumns } from "../stream/row-columns";
 
 export interface GroupApplyResult extends PartitionStats {
   /** per entry, one character per row */

@@ -11,6 +11,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Partition } from "../../src/partition/partition";
 import type { PartitionRow } from "../../src/partition/protocol";
+import { rowColumns } from "../../src/stream/row-columns";
 import { applyBatch, isExpired, type DedupSettings } from "../../src/stream/dedup";
 import { keyHashLabel } from "../../src/stream/key-hash";
 import { contentDigest } from "../../src/stream/content";
@@ -161,7 +162,7 @@ describe("compact state: size and eviction work", () => {
     const settings: DedupSettings = { mode: "within-watermark", delay: 3_600_000, hasEventTime: true, hashedKeys };
     const t0 = Date.UTC(2026, 0, 1);
     const row = (index: number, id: number, digest = String(id)) => ({ index, key: `["evt_${id}"]`, eventTime: t0 + id, digest });
-    await p.applyGroup({ epoch: "e1", group: "g1", watermark: 0, entries: [{ batch: "s\nb1", settings, rows: Array.from({ length: 50 }, (_, i) => row(i, i)) }] });
+    await p.applyGroup({ epoch: "e1", group: "g1", watermark: 0, entries: [{ batch: "s\nb1", settings, rows: rowColumns(Array.from({ length: 50 }, (_, i) => row(i, i))) }] });
     // Two entries: 40 new keys, 10 copies of b1's keys (one key twice), 5 copies of keys the first entry adds.
     const first = Array.from({ length: 40 }, (_, i) => row(i, 100 + i));
     const second = [...Array.from({ length: 10 }, (_, i) => row(i, i === 9 ? 0 : i)), ...Array.from({ length: 5 }, (_, i) => row(10 + i, 100 + i))];
@@ -173,7 +174,7 @@ describe("compact state: size and eviction work", () => {
         get: (t, prop) => (prop === "exec" ? (...a: Parameters<SqlStorage["exec"]>) => { const c = t.exec(...a); cursors.push(c); return c; } : Reflect.get(t, prop, t)),
       });
       try {
-        const r = obj.applyGroup({ epoch: "e1", group: "g2", watermark: 0, forget: ["g1"], entries: [{ batch: "s\nb2", settings, rows: first }, { batch: "s\nb3", settings, rows: second }] });
+        const r = obj.applyGroup({ epoch: "e1", group: "g2", watermark: 0, forget: ["g1"], entries: [{ batch: "s\nb2", settings, rows: rowColumns(first) }, { batch: "s\nb3", settings, rows: rowColumns(second) }] });
         return { decisions: r.decisions, statements: cursors.length, written: cursors.reduce((n, c) => n + c.rowsWritten, 0) };
       } finally {
         o.sql = real;

@@ -3,7 +3,8 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import entry from "../../src/index";
 import { createClient, type StreamBody } from "../../src/client";
 import type { Partition } from "../../src/partition/partition";
-import type { GroupApplyRequest, GroupEntry } from "../../src/partition/protocol";
+import type { GroupApplyRequest, GroupEntry, PartitionRow } from "../../src/partition/protocol";
+import { rowColumns } from "../../src/stream/row-columns";
 
 export const TOKEN = "test-admin-token";
 export const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -69,7 +70,7 @@ export async function deliverToQueue(messages: ReturnType<typeof queueMessage>[]
 }
 
 /** One batch's rows for one partition. */
-export type OneBatch = Omit<GroupApplyRequest, "entries" | "group" | "forget"> & Omit<GroupEntry, "resumed">;
+export type OneBatch = Omit<GroupApplyRequest, "entries" | "group" | "forget"> & Omit<GroupEntry, "resumed" | "rows"> & { rows: PartitionRow[] };
 
 /**
  * One batch through a Partition's production method: applyGroup with one
@@ -77,6 +78,6 @@ export type OneBatch = Omit<GroupApplyRequest, "entries" | "group" | "forget"> &
  * ledger key; the answer with that entry's decisions.
  */
 export async function applyOne(stub: DurableObjectStub<Partition>, { batch, settings, rows, ...req }: OneBatch) {
-  const { decisions, ...r } = await stub.applyGroup({ ...req, entries: [{ batch, settings, rows, resumed: true }] });
+  const { decisions, ...r } = await stub.applyGroup({ ...req, entries: [{ batch, settings, rows: rowColumns(rows), resumed: true }] });
   return { ...r, decisions: decisions[0] };
 }

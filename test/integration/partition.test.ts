@@ -3,6 +3,7 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Partition } from "../../src/partition/partition";
 import { applyOne, type OneBatch } from "./helpers";
+import { rowColumns } from "../../src/stream/row-columns";
 import type { DedupSettings } from "../../src/stream/dedup";
 
 const within: DedupSettings = { mode: "within-watermark", delay: 100, hasEventTime: true };
@@ -21,7 +22,7 @@ describe("Partition", () => {
     it(`reports each duplicate's event-time gap to the copy kept: stored before, earlier in the batch, in an earlier entry; ${layout} keys`, async () => {
       const p = fresh();
       await applyOne(p, req("s\nb0", [["A", 1000]], 0, settings));
-      const rows = (batch: string, list: [string, number | null][]) => ({ batch, settings, resumed: false, rows: list.map(([key, eventTime], index) => ({ index, key, eventTime })) });
+      const rows = (batch: string, list: [string, number | null][]) => ({ batch, settings, resumed: false, rows: rowColumns(list.map(([key, eventTime], index) => ({ index, key, eventTime }))) });
       const r = await p.applyGroup({
         epoch: "e1",
         watermark: 0,

@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import type { IngestRequest } from "../../src/coordinator/protocol";
 import { armFault, batchFaultKey, FAULT_POINTS } from "../../src/instrument/faults";
 import type { Partition } from "../../src/partition/partition";
+import { rowColumns } from "../../src/stream/row-columns";
 import { applyBatch, type DedupSettings } from "../../src/stream/dedup";
 import { applyOne, at, call, createStream, json, output, post } from "./helpers";
 
@@ -137,7 +138,7 @@ describe("a partition's micro-batch against a model", () => {
             for (const [k, v] of added) keys.set(k, v);
             return { decisions: r.decisions.join(""), kept, gaps };
           });
-          const got = await p.applyGroup({ epoch: "e1", group: `g${g}`, watermark, entries: rowsOf.map((rows, i) => ({ batch: batches[i], settings, rows })) });
+          const got = await p.applyGroup({ epoch: "e1", group: `g${g}`, watermark, entries: rowsOf.map((rows, i) => ({ batch: batches[i], settings, rows: rowColumns(rows) })) });
           expect(got.decisions).toEqual(want.map((w) => w.decisions));
           expect(got.kept ?? want.map(() => [])).toEqual(want.map((w) => w.kept));
           expect(got.gaps!.map((x) => [...x].sort())).toEqual(want.map((w) => [...w.gaps].sort()));

@@ -20,6 +20,7 @@ import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { MicroBatcher } from "../../src/microbatch/batcher";
 import { coalesceRefs, concatParts, formatRef, keptSeqOf, memberDecisions, parseRef, partitionPayloads } from "../../src/microbatch/group";
+import { rowsOf } from "../../src/stream/row-columns";
 import { dedupSettings, mergeDecisions, planBatch, type BatchCounts } from "../../src/stream/batch";
 import { parseStreamConfig, type StreamConfig } from "../../src/stream/config";
 import { applyBatch, isExpired } from "../../src/stream/dedup";
@@ -204,7 +205,7 @@ class GroupedStream {
           entries.map((e) =>
             {
               // The partition's step (src/partition/partition.ts judges with applyBatch, then stores its inserts).
-              const r = applyBatch(dedupSettings(this.config), part.watermark, e.rows, (k) => part.keys.has(k), (k) => part.digests.get(k) ?? null);
+              const r = applyBatch(dedupSettings(this.config), part.watermark, rowsOf(e.rows), (k) => part.keys.has(k), (k) => part.digests.get(k) ?? null);
               for (const c of r.inserts) part.keys.set(c.stateKey, c.expiresAt), part.digests.set(c.stateKey, c.digest ?? null);
               return r.decisions.join("");
             },
