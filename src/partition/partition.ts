@@ -5,6 +5,7 @@ import { failAt, faultsEnabled, partitionFaultKey, takeFault } from "../instrume
 import { addColumn, schemaVersion } from "../storage/migrations";
 import { SqliteObject, tableExists } from "../storage/sqlite-object";
 import { bucketAtWatermark, bucketOf, bucketWidthFor } from "../stream/expiry-buckets";
+import { BucketFilters } from "../stream/bucket-filters";
 import { absoluteBucket, expiryOf, expirySql, hasReceiptColumn, isCompact, keyLiteral, numberOf, placeOf, readHeld, storedBucket, storedKey, writeHeld, type Held, type Layout } from "./layout";
 import {
   forgetFrontReceipts, forgetReceipts, listKeys, lookupReceipt, nameBatch, openChunk, resolveNames, sealChunk, type NameChunk,
@@ -73,6 +74,9 @@ export const PENDING_MAX_BYTES = 32_768;
 
 const LEDGER_PRUNE_EVERY_MS = 3_600_000;
 
+/** Past this many keys a partition probes every live bucket instead of keeping filters (~1.3 MB per million keys, and a scan of them on wake). */
+export const FILTERED_KEYS_MAX = 2_000_000;
+
 /**
  * One state partition: the remembered keys with their expiry, the partition
  * watermark (never goes back) and the per-batch decision ledger. Every method
@@ -87,6 +91,8 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   private buckets: Set<number> | undefined;
   /** whether keys has its r column (src/partition/layout.ts; read once, then kept) */
   private withR: boolean | undefined;
+  /** which buckets may hold a key (in memory; made again after a rollback or a restart) */
+  private filters: BucketFilters | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, { migrations: PARTITION_MIGRATIONS, countAs: "Partition" });
@@ -226,7 +232,19 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
         if (d === "d" || d === "c" || d === "x") wanted.add(id(stateKeyFor(entry.settings, r)));
       }
     }
-    return readHeld(this.sql, l, this.hasR(), this.liveBuckets(), wanted);
+    const live = this.liveBuckets();
+    if (meta.rows > FILTERED_KEYS_MAX) return readHeld(this.sql, l, this.hasR(), live, wanted);
+    // Only the keys some bucket may hold, in those buckets: a call whose keys are all new reads nothing.
+    const maybe = this.keyFilters(l).maybeHeld(wanted, live);
+    return readHeld(this.sql, l, this.hasR(), maybe.buckets, maybe.keys);
+  }
+
+  /** The buckets' key filters (src/stream/bucket-filters.ts), each made from a scan of its bucket when first asked. */
+  private keyFilters(l: Layout): BucketFilters {
+    this.filters ??= new BucketFilters((b) =>
+      this.sql.exec<{ k: string }>(`SELECT ${l.hashed ? "CAST(k AS TEXT)" : "k"} AS k FROM keys WHERE b = ?`, b).toArray().map((r) => String(r.k)),
+    );
+    return this.filters;
   }
 
   /**
@@ -266,7 +284,10 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     for (const [id, h] of held) {
       if (!h.added) continue;
       if (!isCompact(l, h.e)) loose = true;
-      this.liveBuckets().add(h.b);
+      const live = this.liveBuckets();
+      // A bucket new to the partition holds only what this call adds: its filter starts empty, with no scan.
+      if (!live.has(h.b)) live.add(h.b), this.filters?.open(h.b);
+      this.filters?.add(h.b, id);
       const e = expiryOf(l, h.b, h.e);
       if (e !== null && (meta.next_expiry === null || e < meta.next_expiry)) meta.next_expiry = e;
       if (h.b === meta.front_b) intoFront.push(`[${e},${keyLiteral(l, id)}]`);
@@ -438,6 +459,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     // First use, or state left by a deleted incarnation of the stream: start clean.
     this.sql.exec("DELETE FROM keys; DELETE FROM front; DELETE FROM ledger; DELETE FROM kept_names; DELETE FROM receipts;");
     this.buckets = new Set();
+    this.filters = undefined;
     this.ledgerCount = 0;
     const fresh: PartitionMeta = { epoch, watermark: 0, rows: 0, next_expiry: null, width: null, hashed: 0, front_b: null, pending: null, names: null, base: null };
     this.saveMeta(fresh);
@@ -455,6 +477,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   private forgetCaches(): void {
     this.cached = undefined;
     this.buckets = undefined;
+    this.filters = undefined;
     this.ledgerCount = undefined;
     this.withR = undefined;
   }
@@ -489,7 +512,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     const chunk = forgetReceipts(this.sql, meta.names ? openChunk(this.sql, meta.names) : null, at, wm);
     meta.names = chunk ? JSON.stringify(chunk) : null;
     const buckets = this.liveBuckets();
-    for (const b of buckets) if (b < at) buckets.delete(b);
+    for (const b of buckets) if (b < at) buckets.delete(b), this.filters?.drop(b);
     if (meta.front_b !== null && meta.front_b !== at) {
       this.sql.exec("DELETE FROM front");
       meta.front_b = null;
