@@ -74,7 +74,7 @@ export const PENDING_MAX_BYTES = 32_768;
 
 const LEDGER_PRUNE_EVERY_MS = 3_600_000;
 
-/** Past this many keys a partition probes every live bucket instead of keeping filters (~1.3 MB per million keys, and a scan of them on wake). */
+/** Past this many keys a partition probes every live bucket instead of keeping filters (1.5–3 MB per million keys, and a scan of them on wake). */
 export const FILTERED_KEYS_MAX = 2_000_000;
 
 /**
