@@ -397,6 +397,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       return this.ctx.storage.transactionSync(fn);
     } catch (e) {
       this.book.forget();
+      this.ledger.forget(); // its last commit number and begin records, as storage is after the rollback
       this.outbox.forget(); // what is waiting in it, as storage is after the rollback
       throw e;
     }
@@ -447,7 +448,8 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     this.preBegun = next;
     const { done, watermark, sources } = plan;
     if (done.length > 0) observeCommit(this.env, meta.name, done, meta.watermark, watermark);
-    this.forgetCaches();
+    // Not forgetCaches(): a commit writes no meta row, and the ledger's figures are known (three statements fewer per micro-batch).
+    if (plan.fresh) this.ledger.committed(plan.firstSeq + plan.records.length - 1);
     if (done.length > 0) pokeDestinations(this.ctx, this.env, meta.name, () => this.ledger.lastSeq()); // delivery (src/delivery), not awaited
     // The decisions in the partitions are no longer needed: a retry is answered here. A micro-batch's are one entry per partition.
     const forget = new Set<number>();
