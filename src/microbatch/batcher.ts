@@ -13,13 +13,14 @@ export interface BatcherOptions<In> {
   maxWeight: number;
   weigh: (item: In) => number;
   /**
-   * Off by default. When set, a run that no commit fixed waits `wait()` (one
-   * macrotask of the host) before it takes its items, and again while the
-   * queue grew during the last wait, at most `turns` times, so that requests
-   * on their way join it instead of forming runs of their own. Only after a
-   * run of more than one item (requests are arriving concurrently): a lone
-   * request at low traffic still runs at once, and two requests arriving
-   * while one runs still form the next run, as before.
+   * Off by default. When set, the batcher waits `wait()` (one macrotask of
+   * the host), and again while the queue grew during the last wait, at most
+   * `turns` times, so that requests on their way join the next run instead of
+   * forming runs of their own: before a run that no commit fixed, when the
+   * run before it took more than one item (requests are arriving
+   * concurrently), and when a run of one asks, before its commit fixes the
+   * next run (gatherNext). A lone request still starts at once, and requests
+   * queued while a run goes still form the next run.
    */
   coalesce?: { wait: () => Promise<void>; turns: number };
 }
@@ -68,6 +69,17 @@ export class MicroBatcher<In, Out> {
     return this.reserved.map((p) => p.item);
   }
 
+  /**
+   * From inside a run of one item, before its commit fixes the next run
+   * (takeNext): waits while requests keep arriving (options.coalesce), so
+   * that the next run holds them. Closed-loop producers with large batches
+   * otherwise settle into runs of one each.
+   */
+  async gatherNext(): Promise<void> {
+    const c = this.options.coalesce;
+    if (c && this.running && this.lastRun === 1) await this.gather(c);
+  }
+
   /** Items waiting for the next run. */
   get waiting(): number {
     return this.queue.length + (this.reserved?.length ?? 0);
@@ -96,8 +108,8 @@ export class MicroBatcher<In, Out> {
 
   /**
    * Waits while requests keep arriving (options.coalesce), up to its turns
-   * and one run's weight. What it costs: a run waits a few macrotasks (about
-   * a millisecond each) when it follows a run of several requests; what it
+   * and one run's weight. What it costs: a run begins, or a run of one
+   * commits, a few macrotasks (about a millisecond each) later; what it
    * saves: the fixed cost of each run (a call per partition, its commit, its
    * rows) is shared by more requests.
    */

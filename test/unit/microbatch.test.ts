@@ -144,6 +144,27 @@ describe("MicroBatcher", () => {
     expect(waits).toBeLessThanOrEqual(4);
   });
 
+  test("coalesce: a run of one gathers before its commit fixes the next run; without the option gatherNext returns at once", async () => {
+    for (const coalesce of [true, false]) {
+      const groups: number[][] = [];
+      const taken: number[][] = [];
+      const batcher: MicroBatcher<number, number> = new MicroBatcher(
+        async (group) => {
+          groups.push(group);
+          await batcher.gatherNext();
+          taken.push(batcher.takeNext()); // as a commit does
+          return group;
+        },
+        { maxWeight: 100, weigh: () => 1, ...(coalesce ? { coalesce: { wait: () => turns(3), turns: 4 } } : {}) },
+      );
+      const all = [1, 2, 3].map(async (n, i) => (await turns(2 * i), batcher.submit(n)));
+      expect(await Promise.all(all)).toEqual([1, 2, 3]);
+      // With the option, 2 and 3 arrive while 1 gathers: its commit fixes them as the next run.
+      expect(groups).toEqual(coalesce ? [[1], [2, 3]] : [[1], [2], [3]]);
+      expect(taken[0]).toEqual(coalesce ? [2, 3] : []);
+    }
+  });
+
   test("a failed run fails its own group only", async () => {
     let runs = 0;
     const batcher = new MicroBatcher<number, number>(
