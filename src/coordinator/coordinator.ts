@@ -59,19 +59,19 @@ export { EVICTION_DELAY_MS, PUBLISH_AFTER_MS, PRUNE_MIN_INTERVAL_MS } from "./al
 export const MICRO_BATCH_MAX_ROWS = 100_000;
 
 /**
- * How many macrotasks the micro-batcher waits at most, while requests keep
- * arriving, before a micro-batch that follows one of several requests
- * begins, and before a micro-batch of one commits (which fixes the next:
- * src/microbatch/batcher.ts). Measured with `npm run bench:profile`
- * (PROFILE_MODE=cpu): 16 concurrent webhooks went from ~3 requests per
- * micro-batch to ~6 and ~15% less CPU per request (fewer partition calls,
- * commits and log lines; rows written per event 3.3 → ~3.0); 4 clients with
- * 500-event batches from one request per micro-batch to ~2 and ~25% less
- * CPU per event. The price is a few ms of latency per micro-batch, which
- * the shorter queues more than pay back under load; a lone request at low
- * traffic commits a macrotask later.
+ * How many macrotasks the micro-batcher waits at most (it stops after three
+ * in a row that brought no request) before a micro-batch that follows one of
+ * several requests begins, and before a micro-batch of one that queued
+ * behind another commits, which fixes the next (src/microbatch/batcher.ts).
+ * Measured side by side (`npm run bench`, BENCH_BASELINE): 16 concurrent
+ * webhooks went from ~3 requests per micro-batch to ~6, more requests/s with
+ * p50 and p99 no higher (the queues are shorter) and rows written per event
+ * 3.3 → ~3.0 (fewer partition calls, commits and log lines); 4 clients with
+ * 500-event batches from one request per micro-batch to ~2.5, +25% events/s.
+ * The price is a few ms per micro-batch under load; sequential requests
+ * never wait.
  */
-const COALESCE_TURNS = 4;
+const COALESCE_TURNS = 8;
 
 /** A batch id the caller may run: its first attempt, or a retry of one that failed before its commit. */
 type Runnable = { kind: "new"; source: string } | { kind: "resumed"; source: string; row: BatchRow };
@@ -124,7 +124,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   private batcher = new MicroBatcher<Submission, BatchOutcome>((items) => this.runMicroBatch(items), {
     maxWeight: MICRO_BATCH_MAX_ROWS,
     weigh: (s) => s.rows.length,
-    coalesce: { wait: () => new Promise((resolve) => setTimeout(resolve, 0)), turns: COALESCE_TURNS },
+    coalesce: { wait: () => new Promise((resolve) => setTimeout(resolve, 0)), turns: COALESCE_TURNS, quiet: 3 },
   });
   constructor(ctx: DurableObjectState, env: Env) {
     // Whether this stream exists is whether its tables do (`exists`): the schema is created

@@ -14,15 +14,21 @@ export interface BatcherOptions<In> {
   weigh: (item: In) => number;
   /**
    * Off by default. When set, the batcher waits `wait()` (one macrotask of
-   * the host), and again while the queue grew during the last wait, at most
-   * `turns` times, so that requests on their way join the next run instead of
+   * the host), and again until `quiet` waits in a row brought nothing, at
+   * most `turns` times, so that requests on their way join the next run instead of
    * forming runs of their own: before a run that no commit fixed, when the
    * run before it took more than one item (requests are arriving
-   * concurrently), and when a run of one asks, before its commit fixes the
-   * next run (gatherNext). A lone request still starts at once, and requests
-   * queued while a run goes still form the next run.
+   * concurrently), and when a run of one that queued behind another asks,
+   * before its commit fixes the next run (gatherNext). A lone request still
+   * starts and commits at once, and requests queued while a run goes still
+   * form the next run.
    */
-  coalesce?: { wait: () => Promise<void>; turns: number };
+  coalesce?: {
+    wait: () => Promise<void>;
+    turns: number;
+    /** it stops after this many waits in a row in which nothing arrived (default 1) */
+    quiet?: number;
+  };
 }
 
 interface Pending<In, Out> {
@@ -38,6 +44,8 @@ export class MicroBatcher<In, Out> {
   private reserved: Pending<In, Out>[] | null = null;
   /** how many items the last run took (options.coalesce waits only after one of more than one) */
   private lastRun = 0;
+  /** whether the run going queued behind another (requests overlap: options.coalesce may wait before its commit) */
+  private chained = false;
 
   /**
    * `run` gets a group in submission order and answers each item, in order. A
@@ -70,14 +78,15 @@ export class MicroBatcher<In, Out> {
   }
 
   /**
-   * From inside a run of one item, before its commit fixes the next run
-   * (takeNext): waits while requests keep arriving (options.coalesce), so
-   * that the next run holds them. Closed-loop producers with large batches
-   * otherwise settle into runs of one each.
+   * From inside a run of one item that queued behind another run, before its
+   * commit fixes the next run (takeNext): waits while requests keep arriving
+   * (options.coalesce), so that the next run holds them. Overlapping
+   * producers with large batches otherwise settle into runs of one each;
+   * sequential ones (nothing queued behind) never wait.
    */
   async gatherNext(): Promise<void> {
     const c = this.options.coalesce;
-    if (c && this.running && this.lastRun === 1) await this.gather(c);
+    if (c && this.running && this.lastRun === 1 && this.chained) await this.gather(c);
   }
 
   /** Items waiting for the next run. */
@@ -88,7 +97,8 @@ export class MicroBatcher<In, Out> {
   private async drain(): Promise<void> {
     this.running = true;
     try {
-      while (this.queue.length > 0 || this.reserved) {
+      for (let n = 0; this.queue.length > 0 || this.reserved; n++) {
+        this.chained = n > 0;
         const c = this.options.coalesce;
         if (c && !this.reserved && this.lastRun > 1) await this.gather(c);
         const group = this.reserved ?? this.nextGroup();
@@ -114,9 +124,11 @@ export class MicroBatcher<In, Out> {
    * rows) is shared by more requests.
    */
   private async gather(c: NonNullable<BatcherOptions<In>["coalesce"]>): Promise<void> {
-    for (let i = 0, n = -1; i < c.turns && this.queue.length !== n && this.queuedWeight() < this.options.maxWeight; i++) {
-      n = this.queue.length;
+    const quiet = c.quiet ?? 1;
+    for (let i = 0, still = 0; i < c.turns && still < quiet && this.queuedWeight() < this.options.maxWeight; i++) {
+      const n = this.queue.length;
       await c.wait();
+      still = this.queue.length === n ? still + 1 : 0;
     }
   }
 

@@ -144,24 +144,49 @@ describe("MicroBatcher", () => {
     expect(waits).toBeLessThanOrEqual(4);
   });
 
-  test("coalesce: a run of one gathers before its commit fixes the next run; without the option gatherNext returns at once", async () => {
+  test("coalesce: a run of one that queued behind another gathers before its commit fixes the next run; a first one does not", async () => {
     for (const coalesce of [true, false]) {
       const groups: number[][] = [];
-      const taken: number[][] = [];
+      const arriving = [10, 11];
+      const later: Promise<number>[] = [];
       const batcher: MicroBatcher<number, number> = new MicroBatcher(
         async (group) => {
           groups.push(group);
           await batcher.gatherNext();
-          taken.push(batcher.takeNext()); // as a commit does
+          batcher.takeNext(); // as a commit does
           return group;
         },
-        { maxWeight: 100, weigh: () => 1, ...(coalesce ? { coalesce: { wait: () => turns(3), turns: 4 } } : {}) },
+        {
+          maxWeight: 100, weigh: () => 1,
+          // Requests arrive only while the batcher waits.
+          ...(coalesce ? { coalesce: { wait: async () => { await turns(1); const n = arriving.shift(); if (n !== undefined) later.push(batcher.submit(n)); }, turns: 8 } } : {}),
+        },
       );
-      const all = [1, 2, 3].map(async (n, i) => (await turns(2 * i), batcher.submit(n)));
-      expect(await Promise.all(all)).toEqual([1, 2, 3]);
-      // With the option, 2 and 3 arrive while 1 gathers: its commit fixes them as the next run.
-      expect(groups).toEqual(coalesce ? [[1], [2, 3]] : [[1], [2], [3]]);
-      expect(taken[0]).toEqual(coalesce ? [2, 3] : []);
+      expect(await Promise.all([batcher.submit(0), batcher.submit(1)])).toEqual([0, 1]);
+      expect(await Promise.all(later)).toEqual(coalesce ? [10, 11] : []);
+      // 0 runs at once and does not wait (nothing ran before it); 1 queued behind it, alone: it waits, and its commit fixes what arrived.
+      expect(groups).toEqual(coalesce ? [[0], [1], [10, 11]] : [[0], [1]]);
+    }
+  });
+
+  test("coalesce: the waits stop after `quiet` in a row that brought nothing, or at `turns`", async () => {
+    for (const [quiet, turnsAtMost, arrivals, expected] of [[1, 8, 0, 1], [3, 8, 0, 3], [3, 4, 0, 3], [2, 3, 0, 2], [1, 3, 5, 3]] as const) {
+      let waits = 0;
+      const later: Promise<number>[] = [];
+      const batcher: MicroBatcher<number, number> = new MicroBatcher(
+        async (group) => {
+          await batcher.gatherNext();
+          return group;
+        },
+        {
+          maxWeight: 100, weigh: () => 1,
+          coalesce: { wait: async () => { waits++; await turns(3); if (waits <= arrivals) later.push(batcher.submit(100 + waits)); }, turns: turnsAtMost, quiet },
+        },
+      );
+      // 0 runs first (no wait); 1, queued behind it alone, waits.
+      await Promise.all([batcher.submit(0), batcher.submit(1), ...later]);
+      await Promise.all(later);
+      expect(waits).toBe(expected);
     }
   });
 
