@@ -17,8 +17,8 @@ export interface BatcherOptions<In> {
    * the host), and again until `quiet` waits in a row brought nothing, at
    * most `turns` times, so that requests on their way join the next run instead of
    * forming runs of their own: before a run that no commit fixed, when the
-   * run before it took more than one item (requests are arriving
-   * concurrently), and when a run of one that queued behind another asks,
+   * run before it took more than one item and ended less than BURST_GAP_MS
+   * before (requests are arriving concurrently), and when a run of one that queued behind another asks,
    * before its commit fixes the next run (gatherNext). A lone request still
    * starts and commits at once, and requests queued while a run goes still
    * form the next run.
@@ -30,6 +30,9 @@ export interface BatcherOptions<In> {
     quiet?: number;
   };
 }
+
+/** A run that follows another run of several items by less than this waits (options.coalesce); later, requests are no longer arriving together. */
+const BURST_GAP_MS = 100;
 
 interface Pending<In, Out> {
   item: In;
@@ -44,6 +47,8 @@ export class MicroBatcher<In, Out> {
   private reserved: Pending<In, Out>[] | null = null;
   /** how many items the last run took (options.coalesce waits only after one of more than one) */
   private lastRun = 0;
+  /** when the last run ended (Date.now()) */
+  private lastEnd = -Infinity;
   /** whether the run going queued behind another (requests overlap: options.coalesce may wait before its commit) */
   private chained = false;
 
@@ -100,7 +105,7 @@ export class MicroBatcher<In, Out> {
       for (let n = 0; this.queue.length > 0 || this.reserved; n++) {
         this.chained = n > 0;
         const c = this.options.coalesce;
-        if (c && !this.reserved && this.lastRun > 1) await this.gather(c);
+        if (c && !this.reserved && this.lastRun > 1 && Date.now() - this.lastEnd < BURST_GAP_MS) await this.gather(c);
         const group = this.reserved ?? this.nextGroup();
         this.reserved = null;
         this.lastRun = group.length;
@@ -110,6 +115,7 @@ export class MicroBatcher<In, Out> {
         } catch (err) {
           for (const p of group) p.reject(err);
         }
+        this.lastEnd = Date.now();
       }
     } finally {
       this.running = false;
