@@ -245,6 +245,11 @@ export class BatchLedger {
     return ["SELECT seq, first_seq, members FROM groups", ...this.outbox.indexed()].join(" UNION ALL ");
   }
 
+  /** After a commit's transaction: its last commit number, known without reading it back (the begin records' count, kept by commit(), stays). */
+  committed(lastSeq: number): void {
+    this.cachedSeq = lastSeq;
+  }
+
   /** Drops the cached figures: after a commit's transaction (one rolled back leaves them as storage is), or a drop. */
   forget(): void {
     this.cachedSeq = undefined;

@@ -12,7 +12,27 @@ export interface BatcherOptions<In> {
   /** the most weight (rows) one run takes; a single heavier item runs alone */
   maxWeight: number;
   weigh: (item: In) => number;
+  /**
+   * Off by default. When set, the batcher waits `wait()` (one macrotask of
+   * the host), and again until `quiet` waits in a row brought nothing, at
+   * most `turns` times, so that requests on their way join the next run instead of
+   * forming runs of their own: before a run that no commit fixed, when the
+   * run before it took more than one item and ended less than BURST_GAP_MS
+   * before (requests are arriving concurrently), and when a run of one that queued behind another asks,
+   * before its commit fixes the next run (gatherNext). A lone request still
+   * starts and commits at once, and requests queued while a run goes still
+   * form the next run.
+   */
+  coalesce?: {
+    wait: () => Promise<void>;
+    turns: number;
+    /** it stops after this many waits in a row in which nothing arrived (default 1) */
+    quiet?: number;
+  };
 }
+
+/** A run that follows another run of several items by less than this waits (options.coalesce); later, requests are no longer arriving together. */
+const BURST_GAP_MS = 100;
 
 interface Pending<In, Out> {
   item: In;
@@ -25,6 +45,12 @@ export class MicroBatcher<In, Out> {
   private running = false;
   /** the next run, taken early by takeNext() */
   private reserved: Pending<In, Out>[] | null = null;
+  /** how many items the last run took (options.coalesce waits only after one of more than one) */
+  private lastRun = 0;
+  /** when the last run ended (Date.now()) */
+  private lastEnd = -Infinity;
+  /** whether the run going queued behind another (requests overlap: options.coalesce may wait before its commit) */
+  private chained = false;
 
   /**
    * `run` gets a group in submission order and answers each item, in order. A
@@ -56,6 +82,18 @@ export class MicroBatcher<In, Out> {
     return this.reserved.map((p) => p.item);
   }
 
+  /**
+   * From inside a run of one item that queued behind another run, before its
+   * commit fixes the next run (takeNext): waits while requests keep arriving
+   * (options.coalesce), so that the next run holds them. Overlapping
+   * producers with large batches otherwise settle into runs of one each;
+   * sequential ones (nothing queued behind) never wait.
+   */
+  async gatherNext(): Promise<void> {
+    const c = this.options.coalesce;
+    if (c && this.running && this.lastRun === 1 && this.chained) await this.gather(c);
+  }
+
   /** Items waiting for the next run. */
   get waiting(): number {
     return this.queue.length + (this.reserved?.length ?? 0);
@@ -64,19 +102,46 @@ export class MicroBatcher<In, Out> {
   private async drain(): Promise<void> {
     this.running = true;
     try {
-      while (this.queue.length > 0 || this.reserved) {
+      for (let n = 0; this.queue.length > 0 || this.reserved; n++) {
+        this.chained = n > 0;
+        const c = this.options.coalesce;
+        if (c && !this.reserved && this.lastRun > 1 && Date.now() - this.lastEnd < BURST_GAP_MS) await this.gather(c);
         const group = this.reserved ?? this.nextGroup();
         this.reserved = null;
+        this.lastRun = group.length;
         try {
           const outs = await this.run(group.map((p) => p.item));
           group.forEach((p, i) => p.resolve(outs[i]));
         } catch (err) {
           for (const p of group) p.reject(err);
         }
+        this.lastEnd = Date.now();
       }
     } finally {
       this.running = false;
     }
+  }
+
+  /**
+   * Waits while requests keep arriving (options.coalesce), up to its turns
+   * and one run's weight. What it costs: a run begins, or a run of one
+   * commits, a few macrotasks (about a millisecond each) later; what it
+   * saves: the fixed cost of each run (a call per partition, its commit, its
+   * rows) is shared by more requests.
+   */
+  private async gather(c: NonNullable<BatcherOptions<In>["coalesce"]>): Promise<void> {
+    const quiet = c.quiet ?? 1;
+    for (let i = 0, still = 0; i < c.turns && still < quiet && this.queuedWeight() < this.options.maxWeight; i++) {
+      const n = this.queue.length;
+      await c.wait();
+      still = this.queue.length === n ? still + 1 : 0;
+    }
+  }
+
+  private queuedWeight(): number {
+    let w = 0;
+    for (const p of this.queue) w += this.options.weigh(p.item);
+    return w;
   }
 
   private nextGroup(): Pending<In, Out>[] {

@@ -120,6 +120,77 @@ describe("MicroBatcher", () => {
     );
   });
 
+  test("coalesce: after a run of several, the next run waits while requests keep arriving; after a lone one it starts at once", async () => {
+    const groups: number[][] = [];
+    let waits = 0;
+    const batcher = new MicroBatcher<number, number>(
+      async (group) => {
+        groups.push(group);
+        await turns(2);
+        return group;
+      },
+      { maxWeight: 100, weigh: () => 1, coalesce: { wait: async () => (waits++, turns(3)), turns: 4 } },
+    );
+    // A lone request: no wait (the last run took fewer than two).
+    await batcher.submit(1);
+    expect(waits).toBe(0);
+    // Three at once: the first runs at once, alone; the two queued meanwhile form the next run.
+    await Promise.all([batcher.submit(2), batcher.submit(3), batcher.submit(4)]);
+    expect(groups).toEqual([[1], [2], [3, 4]]);
+    // After a run of two, a fresh run waits: the requests arriving during its waits join it, up to `turns` waits.
+    const late = [10, 11, 12, 13].map(async (n, i) => (await turns(2 * i), batcher.submit(n)));
+    expect(await Promise.all(late)).toEqual([10, 11, 12, 13]);
+    expect(groups.slice(3)).toEqual([[10, 11, 12, 13]]);
+    expect(waits).toBeGreaterThan(1);
+    expect(waits).toBeLessThanOrEqual(4);
+  });
+
+  test("coalesce: a run of one that queued behind another gathers before its commit fixes the next run; a first one does not", async () => {
+    for (const coalesce of [true, false]) {
+      const groups: number[][] = [];
+      const arriving = [10, 11];
+      const later: Promise<number>[] = [];
+      const batcher: MicroBatcher<number, number> = new MicroBatcher(
+        async (group) => {
+          groups.push(group);
+          await batcher.gatherNext();
+          batcher.takeNext(); // as a commit does
+          return group;
+        },
+        {
+          maxWeight: 100, weigh: () => 1,
+          // Requests arrive only while the batcher waits.
+          ...(coalesce ? { coalesce: { wait: async () => { await turns(1); const n = arriving.shift(); if (n !== undefined) later.push(batcher.submit(n)); }, turns: 8 } } : {}),
+        },
+      );
+      expect(await Promise.all([batcher.submit(0), batcher.submit(1)])).toEqual([0, 1]);
+      expect(await Promise.all(later)).toEqual(coalesce ? [10, 11] : []);
+      // 0 runs at once and does not wait (nothing ran before it); 1 queued behind it, alone: it waits, and its commit fixes what arrived.
+      expect(groups).toEqual(coalesce ? [[0], [1], [10, 11]] : [[0], [1]]);
+    }
+  });
+
+  test("coalesce: the waits stop after `quiet` in a row that brought nothing, or at `turns`", async () => {
+    for (const [quiet, turnsAtMost, arrivals, expected] of [[1, 8, 0, 1], [3, 8, 0, 3], [3, 4, 0, 3], [2, 3, 0, 2], [1, 3, 5, 3]] as const) {
+      let waits = 0;
+      const later: Promise<number>[] = [];
+      const batcher: MicroBatcher<number, number> = new MicroBatcher(
+        async (group) => {
+          await batcher.gatherNext();
+          return group;
+        },
+        {
+          maxWeight: 100, weigh: () => 1,
+          coalesce: { wait: async () => { waits++; await turns(3); if (waits <= arrivals) later.push(batcher.submit(100 + waits)); }, turns: turnsAtMost, quiet },
+        },
+      );
+      // 0 runs first (no wait); 1, queued behind it alone, waits.
+      await Promise.all([batcher.submit(0), batcher.submit(1), ...later]);
+      await Promise.all(later);
+      expect(waits).toBe(expected);
+    }
+  });
+
   test("a failed run fails its own group only", async () => {
     let runs = 0;
     const batcher = new MicroBatcher<number, number>(
