@@ -233,7 +233,10 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
       }
     }
     const live = this.liveBuckets();
-    if (meta.rows > FILTERED_KEYS_MAX) return readHeld(this.sql, l, this.hasR(), live, wanted);
+    if (meta.rows > FILTERED_KEYS_MAX) {
+      this.filters = undefined; // and no longer kept up to date: made again from scans if the partition shrinks
+      return readHeld(this.sql, l, this.hasR(), live, wanted);
+    }
     // Only the keys some bucket may hold, in those buckets: a call whose keys are all new reads nothing.
     const maybe = this.keyFilters(l).maybeHeld(wanted, live);
     return readHeld(this.sql, l, this.hasR(), maybe.buckets, maybe.keys);
