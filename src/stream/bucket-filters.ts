@@ -15,23 +15,20 @@
  * rolled back stay in as false "maybe"s, which cost a probe, never a
  * decision. Pure: the scan is the caller's.
  */
+import { murmur3Utf8 } from "./hash";
 
 /** Bits per key in a filter's first layer (k = 8 hashes): ~0.3% false "maybe" at capacity; each later layer takes 2 more (about ×0.3 each), so that their sum stays near the first's. */
 const BITS_PER_KEY = 12;
 const HASHES = 8;
 const MIN_CAPACITY = 1_024;
 
-/** Two 32-bit FNV-1a hashes of the key's UTF-16 code units (different offsets), for double hashing. */
+/**
+ * Two 32-bit hashes of the key for double hashing: the project's murmur3
+ * (src/stream/hash.ts) with two seeds of their own. Not PARTITION_SEED: every
+ * key of a partition shares that hash modulo P, which would bias the bits.
+ */
 function hashPair(key: string): [number, number] {
-  let a = 0x811c9dc5;
-  let b = 0x01000193 ^ 0x5bd1e995;
-  for (let i = 0; i < key.length; i++) {
-    const c = key.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995);
-    b ^= b >>> 15;
-  }
-  return [a >>> 0, (b | 1) >>> 0];
+  return [murmur3Utf8(key, 0x9747b28c), (murmur3Utf8(key, 0x85ebca6b) | 1) >>> 0];
 }
 
 /** One fixed-size Bloom filter. */
