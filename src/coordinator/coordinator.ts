@@ -55,8 +55,10 @@ export { COORDINATOR_MIGRATIONS };
 /** How long a begun batch holds its id against a concurrent request with the same id. */
 export const LEASE_MS = 30_000;
 export { EVICTION_DELAY_MS, PUBLISH_AFTER_MS, PRUNE_MIN_INTERVAL_MS } from "./alarms";
-/** A micro-batch takes at most this many rows (more than any one request may have). */
+/** A micro-batch takes at most this many rows (more than any one request may have), */
 export const MICRO_BATCH_MAX_ROWS = 100_000;
+/** and at most this many requests: its commit record holds each one's record (its report ≤ RECORD_INLINE_MAX_BYTES, src/coordinator/ledger.ts; ≤ ~1 KB in all) in one row, which SQLite caps at 2 MB. */
+export const MICRO_BATCH_MAX_MEMBERS = 1_000;
 
 /**
  * How many macrotasks the micro-batcher waits at most (it stops after three
@@ -124,6 +126,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   private batcher = new MicroBatcher<Submission, BatchOutcome>((items) => this.runMicroBatch(items), {
     maxWeight: MICRO_BATCH_MAX_ROWS,
     weigh: (s) => s.rows.length,
+    maxItems: MICRO_BATCH_MAX_MEMBERS,
     coalesce: { wait: () => new Promise((resolve) => setTimeout(resolve, 0)), turns: COALESCE_TURNS, quiet: 3 },
   });
   constructor(ctx: DurableObjectState, env: Env) {
@@ -403,7 +406,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       return this.ctx.storage.transactionSync(fn);
     } catch (e) {
       this.book.forget();
-      this.ledger.forget(); // its last commit number and begin records, as storage is after the rollback
+      this.ledger.reset(); // its last commit number, begin records and ids, as storage is after the rollback
       this.outbox.forget(); // what is waiting in it, as storage is after the rollback
       throw e;
     }
@@ -573,6 +576,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     await this.alarms.cancel();
     await this.ctx.storage.deleteAll();
     this.forgetCaches();
+    this.ledger.reset();
     this.book.forget();
     this.outbox.forget();
     this.preBegun = null;
@@ -623,7 +627,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     const step = pruneStep(this.ledger.oldest(PRUNE_STEP_GROUPS), {
       now, window: idempotencyWindowOf(meta.config), mode: meta.config.mode, watermark: meta.watermark, publishedUpTo: published,
     });
-    this.ctx.storage.transactionSync(() => {
+    this.committing(() => {
       if (step.upTo !== null) {
         this.ledger.prune(step.upTo);
         this.laneRefs.prune(step.upTo);

@@ -5,6 +5,7 @@ import { Outbox } from "../output/outbox";
 import type { Migration } from "../storage/migrations";
 import type { StreamConfig } from "../stream/config";
 import type { RememberedGroup } from "./window";
+import { CommittedIds, ID_SLICES_TABLE, idKey } from "./id-index";
 
 /**
  * A batch id as admission and commit read it: committed (seq and report set;
@@ -113,6 +114,13 @@ export const LEDGER_MIGRATION: Migration = {
   },
 };
 
+/** A stored report longer than this is kept apart, a row of `batches` (a batch with many rejected rows: their errors are in it). */
+export const RECORD_INLINE_MAX_BYTES = 512;
+
+/** Where a member's record sits in its commit-index entry (memberRecord(); CommittedIds finds it by id). */
+const MEMBER_IDENTITY = 5;
+const MEMBER_REPORT = 6;
+
 /** The lanes whose objects a commit record names (src/coordinator/lane-refs.ts keeps the others). */
 export type LedgerLane = Exclude<Lane, "conflicts" | "duplicates">;
 const LANE_INDEX: Record<LedgerLane, number> = { data: 2, late: 3, rejected: 4 };
@@ -121,10 +129,16 @@ const LANE_INDEX: Record<LedgerLane, number> = { data: 2, late: 3, rejected: 4 }
  * The Coordinator's batch ledger (tables of LEDGER_MIGRATION): what a batch
  * id's retry is answered with, the progress log and the commit index that
  * /output and publication read. Written once per micro-batch where the
- * contract allows: one row per committed batch id (what a retry looks up by
- * id) and the group's commit record, which a small micro-batch's outbox row
- * carries until its flush moves it here (Coordinator migration 9: one
- * `groups` row per flushed run of micro-batches, `spans` listing each).
+ * contract allows: the group's commit record, which holds each member's
+ * record (its body's hash and stored report) and which a small
+ * micro-batch's outbox row carries until its flush moves it here
+ * (Coordinator migration 9: one `groups` row per flushed run of
+ * micro-batches, `spans` listing each). A retry finds its id's record
+ * through CommittedIds (src/coordinator/id-index.ts, migration 10): no row
+ * per id. `batches` keeps the records kept apart: a stored report larger
+ * than RECORD_INLINE_MAX_BYTES (a batch with many rejected rows), which
+ * would make the commit record too large, and the ids committed before
+ * migration 10, until the window forgets them.
  * Begin records (`begun`) are kept only for attempts that failed, or that a
  * restarted Coordinator found begun (src/coordinator/state.ts): a micro-batch
  * that begins and commits in one run has its begin in a state record.
@@ -137,31 +151,88 @@ export class BatchLedger {
   private cachedSeq: number | undefined;
   /** begin records held (a lookup by id reads them only when there are any) */
   private begunRows: number | undefined;
+  /** whether `batches` holds records kept apart (read once; kept up to date by commit and prune) */
+  private apartRows: boolean | undefined;
+  /** where a committed id's record is (src/coordinator/id-index.ts) */
+  private readonly ids: CommittedIds;
 
   constructor(
     private readonly sql: SqlStorage,
     /** where commit-index references into the outbox resolve */
     private readonly outbox: Outbox,
-  ) {}
+  ) {
+    this.ids = new CommittedIds(sql, (after) => this.committedAfter(after));
+  }
 
   /** Whether a batch id has begun (or committed and is still remembered). */
   known(source: string, batchId: string): boolean {
     return this.row(source, batchId) !== undefined;
   }
 
-  /** A batch id's record: committed first, else a begin record of it; one statement. */
+  /**
+   * A batch id's record: committed first, else a begin record of it. An id
+   * never seen (the common case) costs no statement once the index is read.
+   */
   row(source: string, batchId: string): BatchRow | undefined {
-    const committed = "SELECT body_hash, 0 AS watermark, 0 AS begun_at, 0 AS config_version, seq, report, NULL AS begun FROM batches WHERE source = ?1 AND batch_id = ?2";
-    if (this.begun() === 0) return this.sql.exec<BatchRow>(committed, source, batchId).toArray()[0];
+    const committed = this.committedRow(source, batchId);
+    if (committed || this.begun() === 0) return committed;
     return this.sql
       .exec<BatchRow>(
-        `${committed}
-         UNION ALL
-         SELECT json_extract(m.value, '$[2]'), json_extract(m.value, '$[3]'), json_extract(m.value, '$[4]'), json_extract(m.value, '$[5]'), NULL, NULL, g.id
+        `SELECT json_extract(m.value, '$[2]') AS body_hash, json_extract(m.value, '$[3]') AS watermark, json_extract(m.value, '$[4]') AS begun_at,
+           json_extract(m.value, '$[5]') AS config_version, NULL AS seq, NULL AS report, g.id AS begun
          FROM begun g, json_each(g.members) m WHERE json_extract(m.value, '$[0]') = ?1 AND json_extract(m.value, '$[1]') = ?2`,
         source, batchId,
       )
       .toArray()[0];
+  }
+
+  /** A committed id's record: from the commit records the index points at (its report there, or kept apart), else (ids from before migration 10) a row of `batches`. */
+  private committedRow(source: string, batchId: string): BatchRow | undefined {
+    const at = this.ids.locate(idKey(source, batchId));
+    for (const [first, last] of at === null ? [] : "seq" in at ? [[at.seq, at.seq]] : at.ranges) {
+      const found = this.sql
+        .exec<BatchRow>(
+          `SELECT json_extract(m.value, '$[${MEMBER_IDENTITY}]') AS body_hash, 0 AS watermark, 0 AS begun_at, 0 AS config_version, g.first_seq + m.key AS seq,
+             json_extract(m.value, '$[${MEMBER_REPORT}]') AS report, NULL AS begun
+           FROM (${this.index()}) g, json_each(g.members) m
+           WHERE g.seq >= ?1 AND g.first_seq <= ?2 AND g.first_seq + m.key BETWEEN ?1 AND ?2
+             AND json_extract(m.value, '$[0]') = ?3 AND json_extract(m.value, '$[1]') = ?4 AND json_extract(m.value, '$[${MEMBER_IDENTITY}]') IS NOT NULL`,
+          first, last, source, batchId,
+        )
+        .toArray()[0];
+      if (found && found.report !== null) return found;
+      if (found) return { ...found, report: this.apart(source, batchId)?.report ?? null };
+    }
+    return this.apart(source, batchId);
+  }
+
+  /** A record kept apart in `batches` (none: no statement). */
+  private apart(source: string, batchId: string): BatchRow | undefined {
+    if (!this.hasApart()) return undefined;
+    return this.sql
+      .exec<BatchRow>(
+        "SELECT body_hash, 0 AS watermark, 0 AS begun_at, 0 AS config_version, seq, report, NULL AS begun FROM batches WHERE source = ?1 AND batch_id = ?2",
+        source, batchId,
+      )
+      .toArray()[0];
+  }
+
+  /** The ids committed after commit `after` whose records hold them (what CommittedIds keeps exactly), one statement. */
+  private *committedAfter(after: number): Iterable<[string, number]> {
+    const rows = this.sql
+      .exec<{ source: string; batch_id: string; seq: number }>(
+        `SELECT json_extract(m.value, '$[0]') AS source, json_extract(m.value, '$[1]') AS batch_id, g.first_seq + m.key AS seq
+         FROM (${this.index()}) g, json_each(g.members) m
+         WHERE g.seq > ?1 AND g.first_seq + m.key > ?1 AND json_extract(m.value, '$[${MEMBER_IDENTITY}]') IS NOT NULL`,
+        after,
+      )
+      .toArray();
+    for (const r of rows) yield [idKey(r.source, r.batch_id), r.seq];
+  }
+
+  private hasApart(): boolean {
+    this.apartRows ??= this.sql.exec("SELECT 1 FROM batches LIMIT 1").toArray().length > 0;
+    return this.apartRows;
   }
 
   private begun(): number {
@@ -181,9 +252,10 @@ export class BatchLedger {
 
   /**
    * Records a micro-batch's commit (inside the commit's transaction): its
-   * members as commit numbers `firstSeq`…, each id's row, the group's row, and
-   * drops its begin record. Older begin records (attempts that failed) lose
-   * the members committed now; emptied ones go.
+   * members as commit numbers `firstSeq`…, each with its record, in the
+   * group's record (its row, or its outbox row's columns), their ids in the
+   * index, and drops its begin record. Older begin records (attempts that
+   * failed) lose the members committed now; emptied ones go.
    */
   commit(
     begun: string | null,
@@ -195,14 +267,19 @@ export class BatchLedger {
     placement: "groups" | "outbox" = "groups",
   ): GroupRecord | null {
     if (members.length === 0) return null;
-    this.sql.exec(
-      `INSERT INTO batches (source, batch_id, body_hash, seq, report)
-       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), ?1 + key, json_extract(value, '$[3]') FROM json_each(?2)`,
-      firstSeq, JSON.stringify(members.map((m) => [m.source, m.batchId, m.identity, encodeStoredReport(m.outcome, m.report)])),
-    );
+    const reports = members.map((m) => encodeStoredReport(m.outcome, m.report));
+    const apart = members.flatMap((m, i) => (reports[i].length > RECORD_INLINE_MAX_BYTES ? [[m.source, m.batchId, m.identity, firstSeq + i, reports[i]]] : []));
+    if (apart.length > 0) {
+      this.sql.exec(
+        `INSERT INTO batches (source, batch_id, body_hash, seq, report)
+         SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4 FROM json_each(?)`,
+        JSON.stringify(apart),
+      );
+      this.apartRows = true;
+    }
     const record: GroupRecord = {
       seq: firstSeq + members.length - 1, firstSeq, committedAt, maxEventTime,
-      members: JSON.stringify(members.map((m) => trimNulls([m.source, m.batchId, m.objects.data, m.objects.late, m.objects.rejected]))),
+      members: `[${members.map((m, i) => memberRecord(m, reports[i].length > RECORD_INLINE_MAX_BYTES ? "null" : reports[i])).join(",")}]`,
     };
     if (placement === "groups") {
       this.sql.exec(
@@ -210,22 +287,24 @@ export class BatchLedger {
         record.seq, record.firstSeq, record.committedAt, record.maxEventTime, record.members,
       );
     }
-    this.dropBegun(begun);
+    this.ids.add(members.map((m, i) => [idKey(m.source, m.batchId), firstSeq + i]));
+    this.dropBegun(begun, members);
     return record;
   }
 
   /** The begin record of a group that committed goes; older ones (attempts that failed) lose the members committed now. */
-  private dropBegun(begun: string | null): void {
+  private dropBegun(begun: string | null, committed: readonly CommittedRecord[]): void {
     if (this.begun() === 0) return;
     if (begun !== null) this.begunRows! -= this.sql.exec("DELETE FROM begun WHERE id = ? RETURNING 1", begun).toArray().length;
     if (this.begun() > 0) {
       // Attempts that failed before: rare, so the scan of the records left is too.
-      this.sql.exec(`
-        UPDATE begun SET members = (SELECT json_group_array(json(m.value)) FROM json_each(begun.members) m
-          WHERE NOT EXISTS (SELECT 1 FROM batches b WHERE b.source = json_extract(m.value, '$[0]') AND b.batch_id = json_extract(m.value, '$[1]')))
-        WHERE EXISTS (SELECT 1 FROM json_each(begun.members) m, batches b WHERE b.source = json_extract(m.value, '$[0]') AND b.batch_id = json_extract(m.value, '$[1]'));
-        DELETE FROM begun WHERE json_array_length(members) = 0;
-      `);
+      const member = "json_extract(m.value, '$[0]') || char(10) || json_extract(m.value, '$[1]') IN (SELECT value FROM json_each(?1))";
+      this.sql.exec(
+        `UPDATE begun SET members = (SELECT json_group_array(json(m.value)) FROM json_each(begun.members) m WHERE NOT ${member})
+         WHERE EXISTS (SELECT 1 FROM json_each(begun.members) m WHERE ${member})`,
+        JSON.stringify(committed.map((m) => idKey(m.source, m.batchId))),
+      );
+      this.sql.exec("DELETE FROM begun WHERE json_array_length(members) = 0");
       this.begunRows = undefined;
     }
   }
@@ -250,21 +329,32 @@ export class BatchLedger {
     this.cachedSeq = lastSeq;
   }
 
-  /** Drops the cached figures: after a commit's transaction (one rolled back leaves them as storage is), or a drop. */
+  /** Drops the cached figures (read again when next asked): after a prune, or a config change. */
   forget(): void {
     this.cachedSeq = undefined;
     this.begunRows = undefined;
   }
 
+  /** Storage changed under every cache (a rolled-back transaction, the stream dropped): the id index too is read again. */
+  reset(): void {
+    this.forget();
+    this.apartRows = undefined;
+    this.ids.forget();
+  }
+
   /** The most recent `limit` progress reports still remembered, oldest first. */
   progress(limit: number): ProgressReport[] {
+    // Members committed before migration 10, and reports kept apart, are in `batches`.
+    const legacy = this.hasApart();
     return this.sql
       .exec<{ report: string; source: string; batch_id: string; seq: number }>(
-        `SELECT b.report, b.source, b.batch_id, b.seq
-         FROM (SELECT members FROM (${["SELECT * FROM (SELECT seq, first_seq, members FROM groups ORDER BY seq DESC LIMIT ?1)", ...this.outbox.indexed()].join(" UNION ALL ")})
+        `SELECT ${legacy ? `coalesce(json_extract(m.value, '$[${MEMBER_REPORT}]'), b.report)` : `json_extract(m.value, '$[${MEMBER_REPORT}]')`} AS report,
+           json_extract(m.value, '$[0]') AS source, json_extract(m.value, '$[1]') AS batch_id, g.first_seq + m.key AS seq
+         FROM (SELECT first_seq, members FROM (${["SELECT * FROM (SELECT seq, first_seq, members FROM groups ORDER BY seq DESC LIMIT ?1)", ...this.outbox.indexed()].join(" UNION ALL ")})
                ORDER BY seq DESC LIMIT ?1) g, json_each(g.members) m
-         JOIN batches b ON b.source = json_extract(m.value, '$[0]') AND b.batch_id = json_extract(m.value, '$[1]')
-         ORDER BY b.seq DESC LIMIT ?1`,
+         ${legacy ? "LEFT JOIN batches b ON b.source = json_extract(m.value, '$[0]') AND b.batch_id = json_extract(m.value, '$[1]')" : ""}
+         WHERE ${legacy ? "b.report IS NOT NULL OR " : ""}json_extract(m.value, '$[${MEMBER_REPORT}]') IS NOT NULL
+         ORDER BY g.first_seq + m.key DESC LIMIT ?1`,
         limit,
       )
       .toArray()
@@ -321,13 +411,17 @@ export class BatchLedger {
     const entry = refs.length > 0 ? Outbox.entryOf(refs[0].ref) : null;
     if (entry !== null) this.outbox.forgetFlushed(entry);
     const forgotten = this.sql
-      .exec(
+      .exec<{ n: number }>("SELECT count(*) AS n FROM groups g, json_each(g.members) m WHERE g.first_seq <= ?1 AND g.first_seq + m.key <= ?1", upTo)
+      .one().n;
+    if (this.hasApart()) {
+      this.sql.exec(
         `DELETE FROM batches WHERE (source, batch_id) IN
-           (SELECT json_extract(m.value, '$[0]'), json_extract(m.value, '$[1]') FROM groups g, json_each(g.members) m WHERE g.first_seq <= ?1 AND g.first_seq + m.key <= ?1)
-         RETURNING 1`,
+           (SELECT json_extract(m.value, '$[0]'), json_extract(m.value, '$[1]') FROM groups g, json_each(g.members) m WHERE g.first_seq <= ?1 AND g.first_seq + m.key <= ?1)`,
         upTo,
-      )
-      .toArray().length;
+      );
+      this.apartRows = undefined;
+    }
+    this.ids.prune(upTo);
     this.sql.exec("DELETE FROM groups WHERE seq <= ?", upTo);
     // A flushed run's row the prune ends inside keeps its later groups (prune steps end at a group's last commit number).
     this.sql.exec(
@@ -379,9 +473,30 @@ export interface GroupRecord {
   members: string;
 }
 
-/** A member's commit-index entry without its trailing empty lanes (most requests write only data). */
-function trimNulls(a: (string | null)[]): (string | null)[] {
-  let n = a.length;
-  while (n > 2 && a[n - 1] === null) n--;
-  return a.slice(0, n);
+/**
+ * A member's commit-index entry: [source, batchId, data, late, rejected,
+ * identity, report] (entries from before migration 10 stop after the lanes,
+ * trailing empty ones trimmed; their records are rows of `batches`). The
+ * stored report is JSON already: it goes in as it is, not as a string
+ * (`null`: kept apart).
+ */
+function memberRecord(m: CommittedRecord, report: string): string {
+  const head = JSON.stringify([m.source, m.batchId, m.objects.data, m.objects.late, m.objects.rejected, m.identity]);
+  return `${head.slice(0, -1)},${report}]`;
+}
+
+/**
+ * Coordinator migration 10: committed ids without a row each (CommittedIds,
+ * src/coordinator/id-index.ts). Ids committed before it stay rows of
+ * `batches`, marked by a slice with no filter over their commit numbers, so
+ * that the index reads only newer commit records.
+ */
+export function indexCommittedIds(sql: SqlStorage): void {
+  sql.exec(ID_SLICES_TABLE);
+  const last = sql
+    .exec<{ n: number | null }>(
+      "SELECT max(n) AS n FROM (SELECT max(seq) AS n FROM groups UNION ALL SELECT max(seq) FROM outbox UNION ALL SELECT max(seq) FROM outbox_sealed)",
+    )
+    .one().n;
+  if (last !== null && last > 0) sql.exec("INSERT OR IGNORE INTO id_slices (last, first, n, bits) VALUES (?, 1, 0, NULL)", last);
 }

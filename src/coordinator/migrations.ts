@@ -5,7 +5,7 @@ import { PUBLISH_FAILURES_TABLE, PUBLISHED_TABLE } from "../output/publisher";
 import { TABLE_COLUMNS_TABLE } from "../table/known-columns";
 import type { Migration } from "../storage/migrations";
 import { LANE_REFS_TABLE } from "./lane-refs";
-import { LEDGER_MIGRATION } from "./ledger";
+import { indexCommittedIds, LEDGER_MIGRATION } from "./ledger";
 import { COUNTERS_MIGRATION } from "./counters";
 import { foldState } from "./state";
 
@@ -54,5 +54,10 @@ export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
     version: 9,
     does: "one state record per commit (watermark, sources, advice, partition figures, counters, the micro-batch begun) in its outbox row or the state row; the outbox flushed per chunk, its ids fixed by commit numbers",
     up: (sql) => (outboxPerChunk(sql), foldState(sql)),
+  },
+  {
+    version: 10,
+    does: "committed batch ids without a row each: their records ride in the commit records, found through slices of Bloom filters (id_slices); ids committed before stay rows of batches until the window forgets them",
+    up: indexCommittedIds,
   },
 ];

@@ -12,6 +12,8 @@ export interface BatcherOptions<In> {
   /** the most weight (rows) one run takes; a single heavier item runs alone */
   maxWeight: number;
   weigh: (item: In) => number;
+  /** the most items one run takes (a run's records grow with its items) */
+  maxItems?: number;
   /**
    * Off by default. When set, the batcher waits `wait()` (one macrotask of
    * the host), and again until `quiet` waits in a row brought nothing, at
@@ -131,7 +133,8 @@ export class MicroBatcher<In, Out> {
    */
   private async gather(c: NonNullable<BatcherOptions<In>["coalesce"]>): Promise<void> {
     const quiet = c.quiet ?? 1;
-    for (let i = 0, still = 0; i < c.turns && still < quiet && this.queuedWeight() < this.options.maxWeight; i++) {
+    const full = () => this.queuedWeight() >= this.options.maxWeight || this.queue.length >= (this.options.maxItems ?? Infinity);
+    for (let i = 0, still = 0; i < c.turns && still < quiet && !full(); i++) {
       const n = this.queue.length;
       await c.wait();
       still = this.queue.length === n ? still + 1 : 0;
@@ -149,7 +152,7 @@ export class MicroBatcher<In, Out> {
     let n = 0;
     while (n < this.queue.length) {
       const w = this.options.weigh(this.queue[n].item);
-      if (n > 0 && weight + w > this.options.maxWeight) break;
+      if (n > 0 && (weight + w > this.options.maxWeight || n >= (this.options.maxItems ?? Infinity))) break;
       weight += w;
       n++;
     }

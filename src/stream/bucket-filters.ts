@@ -15,53 +15,11 @@
  * rolled back stay in as false "maybe"s, which cost a probe, never a
  * decision. Pure: the scan is the caller's.
  */
-import { murmur3Utf8 } from "./hash";
+import { Bloom, bloomHash as hashPair, type BloomHash } from "./bloom";
 
-/** Bits per key in a filter's first layer (k = 8 hashes): ~0.3% false "maybe" at capacity; each later layer takes 2 more (about ×0.3 each), so that their sum stays near the first's. */
+/** Bits per key in a filter's first layer: ~0.3% false "maybe" at capacity; each later layer takes 2 more (about ×0.3 each), so that their sum stays near the first's. */
 const BITS_PER_KEY = 12;
-const HASHES = 8;
 const MIN_CAPACITY = 1_024;
-
-/**
- * Two 32-bit hashes of the key for double hashing: the project's murmur3
- * (src/stream/hash.ts) with two seeds of their own. Not PARTITION_SEED: every
- * key of a partition shares that hash modulo P, which would bias the bits.
- */
-function hashPair(key: string): [number, number] {
-  return [murmur3Utf8(key, 0x9747b28c), (murmur3Utf8(key, 0x85ebca6b) | 1) >>> 0];
-}
-
-/** One fixed-size Bloom filter. */
-class Bloom {
-  readonly bits: Uint32Array;
-  readonly size: number;
-  count = 0;
-
-  constructor(
-    readonly capacity: number,
-    bitsPerKey: number,
-  ) {
-    this.size = Math.max(32, Math.ceil((capacity * bitsPerKey) / 32) * 32);
-    this.bits = new Uint32Array(this.size / 32);
-  }
-
-  add(h: [number, number]): void {
-    for (let i = 0; i < HASHES; i++) {
-      const bit = (h[0] + Math.imul(i, h[1])) >>> 0;
-      const at = bit % this.size;
-      this.bits[at >>> 5] |= 1 << (at & 31);
-    }
-    this.count++;
-  }
-
-  has(h: [number, number]): boolean {
-    for (let i = 0; i < HASHES; i++) {
-      const at = ((h[0] + Math.imul(i, h[1])) >>> 0) % this.size;
-      if ((this.bits[at >>> 5] & (1 << (at & 31))) === 0) return false;
-    }
-    return true;
-  }
-}
 
 /** A bucket's filter: layers of doubling capacity, so that a bucket that keeps filling keeps its false-"maybe" rate. */
 class BucketFilter {
@@ -71,13 +29,13 @@ class BucketFilter {
     this.layers = [new Bloom(Math.max(MIN_CAPACITY, 2 * expected), BITS_PER_KEY)];
   }
 
-  add(h: [number, number]): void {
+  add(h: BloomHash): void {
     let top = this.layers[this.layers.length - 1];
     if (top.count >= top.capacity) this.layers.push((top = new Bloom(2 * top.capacity, BITS_PER_KEY + 2 * this.layers.length)));
     top.add(h);
   }
 
-  has(h: [number, number]): boolean {
+  has(h: BloomHash): boolean {
     return this.layers.some((l) => l.has(h));
   }
 

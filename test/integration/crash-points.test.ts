@@ -3,7 +3,7 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { armFault, batchFaultKey, FAULT_POINTS } from "../../src/instrument/faults";
 import type { IngestRequest } from "../../src/coordinator/protocol";
-import { at, call, createStream, json, output, post } from "./helpers";
+import { at, call, committedRecords, createStream, json, output, post } from "./helpers";
 
 // A request that dies at each step of a batch, then the producer's retry with the
 // same batch id: the output must hold every surviving row exactly once.
@@ -16,7 +16,7 @@ import { at, call, createStream, json, output, post } from "./helpers";
 async function records(name: string, partitions: number) {
   const coordinator = await runInDurableObject(env.COORDINATOR.getByName(name), (_c, state) => ({
     begun: state.storage.sql.exec<{ members: string }>("SELECT members FROM begun").toArray().map((r) => (JSON.parse(r.members) as string[][]).map((m) => m[1])),
-    committed: state.storage.sql.exec<{ batch_id: string }>("SELECT batch_id FROM batches ORDER BY seq").toArray().map((r) => r.batch_id),
+    committed: committedRecords(state.storage.sql).map((r) => r.batch_id),
     // commit records: a small micro-batch's rides in its outbox row until the flush (src/output/outbox.ts)
     groups: state.storage.sql.exec<{ n: number }>("SELECT (SELECT count(*) FROM groups) + (SELECT count(*) FROM outbox WHERE members IS NOT NULL) AS n").one().n,
   }));

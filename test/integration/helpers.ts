@@ -81,3 +81,30 @@ export async function applyOne(stub: DurableObjectStub<Partition>, { batch, sett
   const { decisions, ...r } = await stub.applyGroup({ ...req, entries: [{ batch, settings, rows: rowColumns(rows), resumed: true }] });
   return { ...r, decisions: decisions[0] };
 }
+
+/** A committed batch id's record as the Coordinator keeps it. */
+export type CommittedIdRecord = {
+  source: string;
+  batch_id: string;
+  body_hash: string;
+  seq: number;
+  /** null: kept apart, a row of `batches` (RECORD_INLINE_MAX_BYTES) */
+  report: string | null;
+};
+
+/**
+ * The committed ids' records a Coordinator's storage holds, in commit order:
+ * since Coordinator migration 10 they ride in the commit records (the
+ * `groups` rows and the outbox rows' members, src/coordinator/ledger.ts), not
+ * a `batches` row each.
+ */
+export function committedRecords(sql: SqlStorage): CommittedIdRecord[] {
+  const records = ["groups", "outbox WHERE members IS NOT NULL", "outbox_sealed WHERE members IS NOT NULL"].map((t) => `SELECT first_seq, members FROM ${t}`).join(" UNION ALL ");
+  return sql
+    .exec<CommittedIdRecord>(
+      `SELECT json_extract(m.value, '$[0]') AS source, json_extract(m.value, '$[1]') AS batch_id, json_extract(m.value, '$[5]') AS body_hash,
+         g.first_seq + m.key AS seq, json_extract(m.value, '$[6]') AS report
+       FROM (${records}) g, json_each(g.members) m WHERE json_extract(m.value, '$[5]') IS NOT NULL ORDER BY seq`,
+    )
+    .toArray();
+}

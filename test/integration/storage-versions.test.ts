@@ -11,7 +11,7 @@ import { PARTITION_MIGRATIONS, type Partition } from "../../src/partition/partit
 import type { DedupSettings } from "../../src/stream/dedup";
 import { keyHash64, keyHashLabel } from "../../src/stream/key-hash";
 import { migrate } from "../../src/storage/migrations";
-import { applyOne, at, call, client, json, output, post } from "./helpers";
+import { applyOne, at, call, client, committedRecords, json, output, post } from "./helpers";
 
 const within: DedupSettings = { mode: "within-watermark", delay: 100, hasEventTime: true };
 
@@ -99,10 +99,10 @@ it("a stream written by the per-request ledger (version 4) upgrades in place: re
   await runInDurableObject(stub, async (c, state) => {
     await c.flush(); // the commit record leaves its outbox row for `groups`
     const sql = state.storage.sql;
-    const committed = sql.exec<{ source: string; batch_id: string; body_hash: string; seq: number; report: string }>("SELECT * FROM batches").one();
+    const [committed] = committedRecords(sql);
     const group = sql.exec<{ members: string; committed_at: number }>("SELECT members, committed_at FROM groups").one();
     const [, , data] = JSON.parse(group.members)[0] as [string, string, string | null];
-    sql.exec(`DROP TABLE batches; DROP TABLE groups; DROP TABLE begun;
+    sql.exec(`DROP TABLE batches; DROP TABLE groups; DROP TABLE begun; DROP TABLE id_slices;
       CREATE TABLE batches (source TEXT NOT NULL, batch_id TEXT NOT NULL, body_hash TEXT NOT NULL,
         watermark INTEGER NOT NULL, begun_at INTEGER NOT NULL, config_version INTEGER NOT NULL, seq INTEGER, data_key TEXT, late_key TEXT,
         rejected_key TEXT, report TEXT, PRIMARY KEY (source, batch_id)) WITHOUT ROWID;
@@ -268,8 +268,12 @@ it("a stream written by version 8 (a row each for sources, advice, counters, par
       "SELECT seq, committed_at, max_t, members FROM groups UNION ALL SELECT seq, committed_at, max_t, members FROM outbox ORDER BY seq").toArray()
       .flatMap((g) => (JSON.parse(g.members) as unknown[]).map((m, i) => ({ ...g, seq: g.seq - (JSON.parse(g.members).length - 1) + i, members: JSON.stringify([m]) })));
     const lengths = groups.map((g) => JSON.parse(g.members)[0][2] as string);
+    // Version 8 kept each committed id's record as a row of batches, and a member of a commit record as its lanes alone.
+    const ids = committedRecords(sql);
+    for (const g of groups) g.members = JSON.stringify((JSON.parse(g.members) as unknown[][]).map((m) => m.slice(0, 3)));
     const waiting = sql.exec<{ id: number; at: number; data: ArrayBuffer; batches: string }>("SELECT id, at, data, batches FROM outbox").one();
     sql.exec(`DROP TABLE outbox; DROP TABLE outbox_chunks; DROP TABLE state; ALTER TABLE meta DROP COLUMN outbox_floor; UPDATE _schema SET version = 8;
+      DROP TABLE id_slices;
       DROP TABLE groups; CREATE TABLE groups (seq INTEGER PRIMARY KEY, first_seq INTEGER NOT NULL, committed_at INTEGER NOT NULL, max_t INTEGER, members TEXT NOT NULL);
       CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, data BLOB NOT NULL, late BLOB NOT NULL, rejected BLOB NOT NULL,
         batches TEXT NOT NULL, conflicts BLOB NOT NULL DEFAULT x'', duplicates BLOB NOT NULL DEFAULT x'');
@@ -282,6 +286,7 @@ it("a stream written by version 8 (a row each for sources, advice, counters, par
       sql.exec("INSERT INTO outbox_flushed (id, data) VALUES (?, ?)", id, `${keys.data}#${offsets[0]}+${length}`);
     }
     for (const g of groups) sql.exec("INSERT INTO groups VALUES (?, ?, ?, ?, ?)", g.seq, g.seq, g.committed_at, g.max_t, g.members);
+    for (const r of ids) sql.exec("INSERT INTO batches (source, batch_id, body_hash, seq, report) VALUES (?, ?, ?, ?, ?)", r.source, r.batch_id, r.body_hash, r.seq, r.report);
     sql.exec("INSERT INTO outbox (id, at, data, late, rejected, batches) VALUES (?, ?, ?, x'', x'', ?)", waiting.id, waiting.at, waiting.data, waiting.batches);
     for (const [n, t, last] of record.sources) sql.exec("INSERT INTO sources VALUES (?, ?, ?)", n, t, last);
     for (const [s, f] of record.advice) sql.exec("INSERT INTO advice VALUES (?, ?)", s, JSON.stringify(f));

@@ -38,13 +38,14 @@ async function turns(n: number): Promise<void> {
 // ---------------------------------------------------------------- a. the queue
 
 describe("MicroBatcher", () => {
-  test("one run at a time; each item answered once, in order, groups within the cap (property)", async () => {
+  test("one run at a time; each item answered once, in order, groups within the caps (property)", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(fc.record({ weight: fc.integer({ min: 1, max: 5 }), wait: fc.nat(6) }), { minLength: 1, maxLength: 40 }),
         fc.array(fc.nat(6), { minLength: 40, maxLength: 40 }),
         fc.integer({ min: 1, max: 12 }),
-        async (items, runTurns, maxWeight) => {
+        fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }),
+        async (items, runTurns, maxWeight, maxItems) => {
           const groups: number[][] = [];
           let running = 0;
           let r = 0;
@@ -57,7 +58,7 @@ describe("MicroBatcher", () => {
               running--;
               return group.map((g) => `answer ${g.n}`);
             },
-            { maxWeight, weigh: (x) => x.weight },
+            { maxWeight, weigh: (x) => x.weight, maxItems },
           );
           const answers = await Promise.all(
             items.map(async (it, n) => {
@@ -71,6 +72,7 @@ describe("MicroBatcher", () => {
           for (const g of groups) {
             const weight = g.reduce((a, n) => a + items[n].weight, 0);
             if (g.length > 1) expect(weight).toBeLessThanOrEqual(maxWeight);
+            expect(g.length).toBeLessThanOrEqual(maxItems ?? Infinity);
           }
           // arrival order: each group's items arrived after every item of earlier groups was queued
           expect(groups[0].length).toBe(1); // the first request runs at once, alone
@@ -87,7 +89,8 @@ describe("MicroBatcher", () => {
         fc.array(fc.record({ weight: fc.integer({ min: 1, max: 5 }), wait: fc.nat(6) }), { minLength: 1, maxLength: 30 }),
         fc.array(fc.record({ before: fc.nat(4), take: fc.boolean(), after: fc.nat(4) }), { minLength: 30, maxLength: 30 }),
         fc.integer({ min: 1, max: 12 }),
-        async (items, runs, maxWeight) => {
+        fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }),
+        async (items, runs, maxWeight, maxItems) => {
           const groups: number[][] = [];
           const taken: (number[] | null)[] = [];
           let r = 0;
@@ -103,12 +106,13 @@ describe("MicroBatcher", () => {
               await turns(run.after);
               return group.map((g) => `answer ${g.n}`);
             },
-            { maxWeight, weigh: (x) => x.weight },
+            { maxWeight, weigh: (x) => x.weight, maxItems },
           );
           const answers = await Promise.all(items.map(async (it, n) => (await turns(it.wait), batcher.submit({ n, weight: it.weight }))));
           expect(answers).toEqual(items.map((_, n) => `answer ${n}`));
           expect(groups.flat().sort((a, b) => a - b)).toEqual(items.map((_, n) => n));
           for (const g of groups) if (g.length > 1) expect(g.reduce((a, n) => a + items[n].weight, 0)).toBeLessThanOrEqual(maxWeight);
+          for (const g of groups) expect(g.length).toBeLessThanOrEqual(maxItems ?? Infinity);
           taken.forEach((t, i) => {
             if (t && t.length > 0) expect(groups[i + 1]).toEqual(t);
           });
