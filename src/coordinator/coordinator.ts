@@ -123,6 +123,8 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   private preBegun: { items: Submission[]; id: string; members: Begun[] } | null = null;
   /** the one alarm and its jobs (src/coordinator/alarms.ts) */
   private alarms: Alarms;
+  /** no prune step can forget anything before this (the oldest group's window ends then; 0: unknown); a config change resets it */
+  private pruneNotBefore = 0;
   private batcher = new MicroBatcher<Submission, BatchOutcome>((items) => this.runMicroBatch(items), {
     maxWeight: MICRO_BATCH_MAX_ROWS,
     weigh: (s) => s.rows.length,
@@ -623,10 +625,9 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
    */
   private pruneLedger(meta: Meta): number | null {
     const now = Date.now();
-    const published = meta.config.table ? Math.min(this.metaStore.published("manifest"), this.metaStore.published("table")) : this.metaStore.published("manifest");
-    const step = pruneStep(this.ledger.oldest(PRUNE_STEP_GROUPS), {
-      now, window: idempotencyWindowOf(meta.config), mode: meta.config.mode, watermark: meta.watermark, publishedUpTo: published,
-    });
+    // The oldest group stays until its window has passed, whatever else happens: until then there is nothing to read (the alarm runs every
+    // few hundred ms under load, and this read was most of its rows read).
+    const step = now < this.pruneNotBefore ? { upTo: null, retryAt: this.pruneNotBefore } : this.nextPruneStep(meta, now);
     this.committing(() => {
       if (step.upTo !== null) {
         this.ledger.prune(step.upTo);
@@ -634,8 +635,18 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       }
       this.ledger.pruneBegun(now - LEDGER_RETENTION_MS);
     });
-    this.forgetCaches();
+    if (step.upTo !== null) this.forgetCaches();
     return step.retryAt;
+  }
+
+  /** One prune step as the window decides it (src/coordinator/window.ts); one held back by the clock alone is not looked at again before its time. */
+  private nextPruneStep(meta: Meta, now: number): { upTo: number | null; retryAt: number | null } {
+    const published = meta.config.table ? Math.min(this.metaStore.published("manifest"), this.metaStore.published("table")) : this.metaStore.published("manifest");
+    const step = pruneStep(this.ledger.oldest(PRUNE_STEP_GROUPS), {
+      now, window: idempotencyWindowOf(meta.config), mode: meta.config.mode, watermark: meta.watermark, publishedUpTo: published,
+    });
+    this.pruneNotBefore = step.upTo === null && step.retryAt !== null && step.retryAt > now ? step.retryAt : 0;
+    return step;
   }
 
   /** The meta row after sources that have turned idle left the watermark (which may then advance). */
@@ -754,6 +765,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   private forgetCaches(): void {
     this.metaStore.forget();
     this.ledger.forget();
+    this.pruneNotBefore = 0; // the window or the watermark may have changed
   }
 
   private sourceProgress(): Record<string, SourceProgress> {

@@ -87,6 +87,19 @@ describe("the idempotency window", () => {
     expect((await output("w-global")).map((r) => r.id)).toEqual(["A", "B"]);
   });
 
+  it("a shortened window is in force at once, though a prune step already waited for the old one's end", async () => {
+    await createStream("w-shorter", { key: ["id"], mode: "global", partitions: 1, idempotencyWindow: "1 hour" });
+    for (let i = 0; i < 3; i++) await post("w-shorter", [{ id: `k${i}` }], { "idempotency-key": `s${i}` });
+    const stub = env.COORDINATOR.getByName("w-shorter");
+    await runInDurableObject(stub, (c) => c.flush());
+    await runDurableObjectAlarm(stub); // looks: nothing until the oldest commit is an hour old
+    await runDurableObjectAlarm(stub);
+    expect(await bookkeeping("w-shorter")).toMatchObject({ batchesRemembered: 3 });
+    expect((await call("PUT", "/v1/streams/w-shorter", { key: ["id"], mode: "global", partitions: 1, idempotencyWindow: "1 minute" })).status).toBe(200);
+    await age("w-shorter", 120_000);
+    expect(await bookkeeping("w-shorter")).toMatchObject({ batchesRemembered: 1, idempotencyWindow: 60_000 });
+  });
+
   it("forgotten ids leave no rows behind", async () => {
     await createStream("w-steps", { key: ["id"], mode: "global", partitions: 1, idempotencyWindow: "1 minute" });
     for (let i = 0; i < 5; i++) await post("w-steps", [{ id: `k${i}` }], { "idempotency-key": `s${i}` });
