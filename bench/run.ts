@@ -21,6 +21,10 @@
  *   echo         a Worker that reads and parses the body and answers, nothing
  *                else (bench/echo/worker.ts): the floor of any Worker here. It
  *                deduplicates nothing, so only its answers are checked.
+ *   echo-do      echo plus one call per request to a Durable Object that
+ *                answers from the rows (bench/echo-do/worker.ts): the floor of
+ *                a Worker whose every request consults a Durable Object, as
+ *                each edge-dedup request calls its stream's Coordinator.
  *
  * Cost: edge-dedup's counters include SQLite rows written and read (what a
  * SQLite Durable Object is billed for, from the cursors); rows written per
@@ -110,8 +114,8 @@ const ALL_LOADS: Load[] = [
   { name: "webhook100", label: "1 event/request, 100 clients", batch: 1, clients: 100 },
 ];
 const DEFAULT_LOADS = "batch500x4,webhook16,webhook64";
-type TargetName = "edge-dedup" | "edge-dedup-hashed" | "redis" | "ceiling" | "echo" | "baseline";
-const ALL_TARGETS: TargetName[] = ["edge-dedup", "edge-dedup-hashed", "redis", "ceiling", "echo", "baseline"];
+type TargetName = "edge-dedup" | "edge-dedup-hashed" | "redis" | "ceiling" | "echo" | "echo-do" | "baseline";
+const ALL_TARGETS: TargetName[] = ["edge-dedup", "edge-dedup-hashed", "redis", "ceiling", "echo", "echo-do", "baseline"];
 /** Another checkout of edge-dedup (a directory with its src/, wrangler.toml, package.json, tsconfig.json): the "baseline" target runs its code. */
 const BASELINE = process.env.BENCH_BASELINE ? resolve(process.env.BENCH_BASELINE) : null;
 
@@ -411,14 +415,15 @@ async function startCeiling(): Promise<Target> {
   };
 }
 
-async function startEcho(): Promise<Target> {
-  const dir = join(BENCH_DIR, "echo");
+/** echo (bench/echo) or echo-do (bench/echo-do): they keep no state, so only their answers' counts are checked. */
+async function startEcho(name: "echo" | "echo-do" = "echo"): Promise<Target> {
+  const dir = join(BENCH_DIR, name);
   const server = await startWrangler({
-    name: "echo",
+    name,
     files: { "worker.ts": join(dir, "worker.ts"), "wrangler.toml": join(dir, "wrangler.toml") },
-    ready: async (url) => (await http("GET", `${url}/ping`)).text === "edge-dedup-echo-bench",
+    ready: async (url) => (await http("GET", `${url}/ping`)).text === `edge-dedup-${name}-bench`,
   });
-  return { name: "echo", url: server.url, prepare: async () => undefined, state: async () => null, stop: () => server.stop() };
+  return { name, url: server.url, prepare: async () => undefined, state: async () => null, stop: () => server.stop() };
 }
 
 function redisAvailable(): string | null {
@@ -649,7 +654,7 @@ function outDir(): string {
   return mkdtempSync(join(tmpdir(), "edge-dedup-bench-results-")); // kept: it is the result
 }
 
-const COLORS: Record<TargetName, string> = { "edge-dedup": "#f38020", "edge-dedup-hashed": "#f9b36b", redis: "#d82c20", ceiling: "#3b6ea5", echo: "#868e96", baseline: "#7b5ea7" };
+const COLORS: Record<TargetName, string> = { "edge-dedup": "#f38020", "edge-dedup-hashed": "#f9b36b", redis: "#d82c20", ceiling: "#3b6ea5", echo: "#868e96", "echo-do": "#adb5bd", baseline: "#7b5ea7" };
 
 /** Grouped bars, one group per load, one bar per target, events/s on a log scale. */
 function chart(cells: Cell[], loads: Load[], targets: TargetName[], subtitle: string): string {
@@ -732,7 +737,7 @@ async function main(): Promise<void> {
     console.log("\nStarting the targets");
     for (const name of targetNames) {
       targets.push(await (
-        name === "edge-dedup" || name === "edge-dedup-hashed" ? startEdgeDedup(name) : name === "redis" ? startRedis() : name === "echo" ? startEcho()
+        name === "edge-dedup" || name === "edge-dedup-hashed" ? startEdgeDedup(name) : name === "redis" ? startRedis() : name === "echo" || name === "echo-do" ? startEcho(name)
           : name === "baseline" ? startBaseline(BASELINE!) : startCeiling()
       ));
     }
@@ -771,20 +776,23 @@ async function main(): Promise<void> {
     return a && b ? a.eventsPerSec / b.eventsPerSec : null;
   };
   const ratios: Record<string, {
-    vsRedis: number | null; vsCeiling: number | null; vsEcho: number | null; hashedVsCeiling: number | null; hashedVsText: number | null;
+    vsRedis: number | null; vsCeiling: number | null; vsEcho: number | null; vsEchoDo: number | null; echoDoVsEcho: number | null;
+    hashedVsCeiling: number | null; hashedVsText: number | null;
     vsBaseline: number | null; baselineVsCeiling: number | null; baselineVsEcho: number | null;
   }> = {};
   for (const l of loads) {
     ratios[l.name] = {
       vsRedis: ratio(l.name, "redis"), vsCeiling: ratio(l.name, "ceiling"), vsEcho: ratio(l.name, "echo"),
+      vsEchoDo: ratio(l.name, "echo-do"), echoDoVsEcho: ratio(l.name, "echo", "echo-do"),
       hashedVsCeiling: ratio(l.name, "ceiling", "edge-dedup-hashed"), hashedVsText: ratio(l.name, "edge-dedup", "edge-dedup-hashed"),
       vsBaseline: ratio(l.name, "baseline"), baselineVsCeiling: ratio(l.name, "ceiling", "baseline"), baselineVsEcho: ratio(l.name, "echo", "baseline"),
     };
   }
   const r = (x: number | null) => (x === null ? "skipped" : fmt(x, 3));
   console.log("\nRatios (events/s ÷ events/s; the same for requests/s, since a load has one batch size)");
-  table(["load", "edge-dedup/redis", "edge-dedup/ceiling", "edge-dedup/echo", "hashed/ceiling", "hashed/text"], loads.map((l) => [
-    l.name, r(ratios[l.name].vsRedis), r(ratios[l.name].vsCeiling), r(ratios[l.name].vsEcho), r(ratios[l.name].hashedVsCeiling), r(ratios[l.name].hashedVsText),
+  table(["load", "edge-dedup/redis", "edge-dedup/ceiling", "edge-dedup/echo", "edge-dedup/echo-do", "echo-do/echo", "hashed/ceiling", "hashed/text"], loads.map((l) => [
+    l.name, r(ratios[l.name].vsRedis), r(ratios[l.name].vsCeiling), r(ratios[l.name].vsEcho), r(ratios[l.name].vsEchoDo), r(ratios[l.name].echoDoVsEcho),
+    r(ratios[l.name].hashedVsCeiling), r(ratios[l.name].hashedVsText),
   ]));
   if (targetNames.includes("baseline")) {
     console.log("\nAgainst the baseline (BENCH_BASELINE's code, same run)");

@@ -1,11 +1,11 @@
 import { describe, expect, test } from "vitest";
-import { runsOf, type GroupColumns } from "../../src/output/outbox";
+import { runsOf, type GroupColumns } from "../../src/output/commit-runs";
 
 /** A commit record of commit numbers first…last whose members take `bytes`. */
 const group = (first: number, last: number, bytes = 10): GroupColumns => ({ seq: last, first_seq: first, committed_at: first, max_t: null, members: "x".repeat(bytes) });
 const spans = (runs: { first_seq: number; seq: number }[][]) => runs.map((r) => [r[0].first_seq, r[r.length - 1].seq]);
 
-describe("a flush's commit records become groups rows (src/output/outbox.ts runsOf)", () => {
+describe("a flush's commit records become groups rows (src/output/commit-runs.ts)", () => {
   test("one row per run of consecutive commit numbers; entries from before the records rode along are skipped", () => {
     const rows = [group(1, 2), group(3, 3), { ...group(4, 4), members: null, seq: null }, group(6, 7), group(8, 8)];
     expect(spans(runsOf(rows))).toEqual([[1, 3], [6, 8]]);
