@@ -189,7 +189,8 @@ export class BatchLedger {
   /** A committed id's record: from the commit records the index points at (its report there, or kept apart), else (ids from before migration 10) a row of `batches`. */
   private committedRow(source: string, batchId: string): BatchRow | undefined {
     const at = this.ids.locate(idKey(source, batchId));
-    for (const [first, last] of at === null ? [] : "seq" in at ? [[at.seq, at.seq]] : at.ranges) {
+    const ranges = at === null ? [] : "seq" in at ? [[at.seq, at.seq]] : at.ranges;
+    for (const [first, last] of ranges) {
       const found = this.sql
         .exec<BatchRow>(
           `SELECT json_extract(m.value, '$[${MEMBER_IDENTITY}]') AS body_hash, 0 AS watermark, 0 AS begun_at, 0 AS config_version, g.first_seq + m.key AS seq,
@@ -345,15 +346,15 @@ export class BatchLedger {
   /** The most recent `limit` progress reports still remembered, oldest first. */
   progress(limit: number): ProgressReport[] {
     // Members committed before migration 10, and reports kept apart, are in `batches`.
-    const legacy = this.hasApart();
+    const apart = this.hasApart();
     return this.sql
       .exec<{ report: string; source: string; batch_id: string; seq: number }>(
-        `SELECT ${legacy ? `coalesce(json_extract(m.value, '$[${MEMBER_REPORT}]'), b.report)` : `json_extract(m.value, '$[${MEMBER_REPORT}]')`} AS report,
+        `SELECT ${apart ? `coalesce(json_extract(m.value, '$[${MEMBER_REPORT}]'), b.report)` : `json_extract(m.value, '$[${MEMBER_REPORT}]')`} AS report,
            json_extract(m.value, '$[0]') AS source, json_extract(m.value, '$[1]') AS batch_id, g.first_seq + m.key AS seq
          FROM (SELECT first_seq, members FROM (${["SELECT * FROM (SELECT seq, first_seq, members FROM groups ORDER BY seq DESC LIMIT ?1)", ...this.outbox.indexed()].join(" UNION ALL ")})
                ORDER BY seq DESC LIMIT ?1) g, json_each(g.members) m
-         ${legacy ? "LEFT JOIN batches b ON b.source = json_extract(m.value, '$[0]') AND b.batch_id = json_extract(m.value, '$[1]')" : ""}
-         WHERE ${legacy ? "b.report IS NOT NULL OR " : ""}json_extract(m.value, '$[${MEMBER_REPORT}]') IS NOT NULL
+         ${apart ? "LEFT JOIN batches b ON b.source = json_extract(m.value, '$[0]') AND b.batch_id = json_extract(m.value, '$[1]')" : ""}
+         WHERE ${apart ? "b.report IS NOT NULL OR " : ""}json_extract(m.value, '$[${MEMBER_REPORT}]') IS NOT NULL
          ORDER BY g.first_seq + m.key DESC LIMIT ?1`,
         limit,
       )
