@@ -13,8 +13,12 @@ import { emptyFigures, figuresFromJson, figuresToJson, observeBatch, type BatchO
 export class AdviceFigures {
   private cached: Map<string, LiveFigures> | undefined;
 
-  /** `read`: the figures as the newest state record holds them */
-  constructor(private readonly read: () => [string, LiveFiguresJson][]) {}
+  constructor(
+    /** the figures as the newest state record holds them */
+    private readonly read: () => [string, LiveFiguresJson][],
+    /** called when they change (the next record must carry them anew) */
+    private readonly touched: () => void = () => undefined,
+  ) {}
 
   all(): Map<string, LiveFigures> {
     this.cached ??= new Map(this.read().map(([source, f]) => [source, figuresFromJson(f)]));
@@ -27,6 +31,7 @@ export class AdviceFigures {
     let f = all.get(b.source);
     if (!f) all.set(b.source, (f = emptyFigures()));
     changed.set(b.source, f);
+    this.touched();
     observeBatch(f, { rows: b.counts.emitted + b.counts.duplicates + b.counts.late, duplicates: b.counts.duplicates }, b.seen, maxBefore);
   }
 

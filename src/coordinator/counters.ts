@@ -42,8 +42,12 @@ export const COUNTERS_MIGRATION: Migration = {
 export class MetricCounters {
   private cached: Map<string, Counter> | undefined;
 
-  /** `read`: the counters as the newest state record holds them */
-  constructor(private readonly read: () => [string, string, number][]) {}
+  constructor(
+    /** the counters as the newest state record holds them */
+    private readonly read: () => [string, string, number][],
+    /** called when they change (the next record must carry them anew) */
+    private readonly touched: () => void = () => undefined,
+  ) {}
 
   all(): Counter[] {
     return [...this.load().values()];
@@ -53,6 +57,7 @@ export class MetricCounters {
   add(deltas: readonly [string, string, number][]): void {
     if (deltas.length === 0) return;
     const m = this.load();
+    this.touched();
     for (const [name, source, n] of deltas) {
       const k = `${name}\n${source}`;
       const c = m.get(k);

@@ -22,8 +22,12 @@ export class PartitionBook {
   /** p → [rows, bytes, watermark, next expiry (0: not known, so due)], as stored */
   private cached: Map<number, [number, number, number, number | null]> | undefined;
 
-  /** `read`: the figures as the newest state record holds them */
-  constructor(private readonly read: () => [number, number, number, number, number | null][]) {}
+  constructor(
+    /** the figures as the newest state record holds them */
+    private readonly read: () => [number, number, number, number, number | null][],
+    /** called when they change (the next record must carry them anew) */
+    private readonly touched: () => void = () => undefined,
+  ) {}
 
   /** Records the last figures partitions reported (in memory: the state record written next carries them). */
   record(stats: Iterable<ReportedPartition>): void {
@@ -33,6 +37,7 @@ export class PartitionBook {
     // Figures that name no partition are refused (the table's INTEGER key did that before): the commit around them fails whole.
     for (const s of reported) if (!Number.isInteger(s.p) || s.p < 0) throw new Error(`figures for partition ${String(s.p)}: not a partition number`);
     for (const s of reported) m.set(s.p, [s.rows, s.bytes, s.watermark, s.nextExpiry === undefined ? 0 : s.nextExpiry]);
+    this.touched();
   }
 
   /** The figures as a state record keeps them. */
