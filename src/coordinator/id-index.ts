@@ -55,6 +55,8 @@ export class CommittedIds {
     private readonly sql: SqlStorage,
     /** the committed ids (with their commit numbers) after commit `afterSeq`, from the commit records */
     private readonly committedAfter: (afterSeq: number) => Iterable<[key: string, seq: number]>,
+    /** how many ids a slice covers */
+    private readonly sliceIds = SLICE_IDS,
   ) {}
 
   /** Where `key`'s record may be (null: not committed, or forgotten). Reads nothing once loaded. */
@@ -72,7 +74,7 @@ export class CommittedIds {
   add(ids: readonly [key: string, seq: number][]): void {
     this.load();
     for (const [key, seq] of ids) this.recent!.set(key, seq);
-    if (this.recent!.size < SLICE_IDS || ids.length === 0) return;
+    if (this.recent!.size < this.sliceIds || ids.length === 0) return;
     const bloom = new Bloom(this.recent!.size, BITS_PER_ID);
     for (const key of this.recent!.keys()) bloom.add(bloomHash(key));
     const first = this.slicedUpTo() + 1;
