@@ -16,7 +16,7 @@ export async function readBody(req: Request, limit: number, beyond: () => Promis
   if (declared > limit) limit = await raise(limit, declared, beyond);
   if (!req.body) return new Uint8Array();
   if (Number.isFinite(declared)) {
-    // Its length is declared and allowed: read it whole (the runtime holds a body to its Content-Length), a third of the reader loop's CPU.
+    // Its length is declared and allowed: read it whole, one call instead of a loop of reads and a copy (the runtime holds a body to its Content-Length).
     const whole = new Uint8Array(await req.arrayBuffer());
     if (whole.byteLength > limit) await raise(limit, whole.byteLength, beyond);
     return whole;
