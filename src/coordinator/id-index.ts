@@ -76,9 +76,13 @@ export class CommittedIds {
     for (const [key, seq] of ids) this.recent!.set(key, seq);
     if (this.recent!.size < this.sliceIds || ids.length === 0) return;
     const bloom = new Bloom(this.recent!.size, BITS_PER_ID);
-    for (const key of this.recent!.keys()) bloom.add(bloomHash(key));
-    const first = this.slicedUpTo() + 1;
-    const last = Math.max(...ids.map(([, seq]) => seq));
+    let first = Infinity;
+    let last = 0;
+    for (const [key, seq] of this.recent!) {
+      bloom.add(bloomHash(key));
+      first = Math.min(first, seq);
+      last = Math.max(last, seq);
+    }
     this.sql.exec("INSERT INTO id_slices (last, first, n, bits) VALUES (?, ?, ?, ?)", last, first, bloom.count, bytesOf(bloom.toBytes()));
     this.slices!.push({ first, last, bloom });
     this.recent!.clear();
@@ -97,23 +101,14 @@ export class CommittedIds {
     this.slices = undefined;
   }
 
-  /** Memory the filters take, in bytes (the bound the docs state). */
-  get bytes(): number {
-    return (this.slices ?? []).reduce((n, s) => n + (s.bloom?.bits.byteLength ?? 0), 0);
-  }
-
-  private slicedUpTo(): number {
-    const s = this.slices!;
-    return s.length > 0 ? s[s.length - 1].last : 0;
-  }
-
   private load(): void {
     if (this.slices && this.recent) return;
     this.slices = this.sql
       .exec<{ first: number; last: number; n: number; bits: ArrayBuffer | null }>("SELECT first, last, n, bits FROM id_slices ORDER BY last")
       .toArray()
       .map((r) => ({ first: r.first, last: r.last, bloom: r.bits === null ? null : Bloom.fromBytes(new Uint8Array(r.bits), r.n) }));
-    this.recent = new Map(this.committedAfter(this.slicedUpTo()));
+    // The ids after the newest slice are those the records hold exactly (none of them is in a slice).
+    this.recent = new Map(this.committedAfter(this.slices.length > 0 ? this.slices[this.slices.length - 1].last : 0));
   }
 }
 
