@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { call, createStream, json, output, post } from "./helpers";
+import { ageCommits, call, createStream, json, output, post } from "./helpers";
 import { destinationListSchema, destinationPutSchema, destinationSchema, deadLaneSchema } from "../../src/delivery/schemas";
 
 /**
@@ -214,10 +214,7 @@ describe("past the idempotency window", () => {
     expect(await received()).toEqual(Object.fromEntries(ids.map((id) => [id, 1])));
     // Age the commits past the window; the alarm publishes the manifest and forgets w1 and w2 (the newest group stays).
     const coordinator = env.COORDINATOR.getByName("d-win");
-    await runInDurableObject(coordinator, async (c, state) => {
-      await c.flush(); // commit records in outbox rows move to `groups`
-      state.storage.sql.exec("UPDATE groups SET committed_at = committed_at - ?", 120_000);
-    });
+    await ageCommits("d-win", 120_000);
     await runDurableObjectAlarm(coordinator);
     await runDurableObjectAlarm(coordinator);
     expect((await json(call("GET", "/v1/streams/d-win"))).bookkeeping.batchesRemembered).toBe(1);

@@ -1,5 +1,5 @@
 import { env, exports } from "cloudflare:workers";
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, evictDurableObject, getQueueResult, runInDurableObject } from "cloudflare:test";
 import entry from "../../src/index";
 import { createClient, type StreamBody } from "../../src/client";
 import type { Partition } from "../../src/partition/partition";
@@ -107,4 +107,20 @@ export function committedRecords(sql: SqlStorage): CommittedIdRecord[] {
        FROM (${records}) g, json_each(g.members) m WHERE json_extract(m.value, '$[5]') IS NOT NULL ORDER BY seq`,
     )
     .toArray();
+}
+
+/**
+ * Ages a stream's committed micro-batches by `ms`, as if that much time had
+ * passed: flushed first (their commit records become `groups` rows), then
+ * their commit times moved back. The Coordinator is evicted after: what it
+ * keeps in memory (when the window's next prune step is due) was worked out
+ * on the clock before.
+ */
+export async function ageCommits(stream: string, ms: number): Promise<void> {
+  const stub = env.COORDINATOR.getByName(stream);
+  await runInDurableObject(stub, async (c, state) => {
+    await c.flush();
+    state.storage.sql.exec("UPDATE groups SET committed_at = committed_at - ?", ms);
+  });
+  await evictDurableObject(stub);
 }
