@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { ageCommits, call, createStream, json, output, post } from "./helpers";
 import { destinationListSchema, destinationPutSchema, destinationSchema, deadLaneSchema } from "../../src/delivery/schemas";
