@@ -9,7 +9,7 @@
 import { env } from "cloudflare:workers";
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { SLICE_IDS } from "../../src/coordinator/id-index";
+import { BITS_PER_ID, SLICE_IDS } from "../../src/coordinator/id-index";
 import type { IngestRequest } from "../../src/coordinator/protocol";
 import { ageCommits, at, call, committedRecords, createStream, json } from "./helpers";
 
@@ -38,7 +38,7 @@ describe("committed batch ids without a row each", () => {
     const [slice] = await slices(stub);
     expect(slice).toMatchObject({ first: 1 });
     expect(slice.n).toBeGreaterThanOrEqual(SLICE_IDS);
-    expect(slice.bytes).toBe(Math.ceil((slice.n * 16) / 32) * 4); // 16 bits an id, in 32-bit words
+    expect(slice.bytes).toBe(Math.ceil((slice.n * BITS_PER_ID) / 32) * 4); // in 32-bit words
     // No row per id: each id's record is in its commit record.
     const records = await runInDurableObject(stub, (_c, state) => committedRecords(state.storage.sql));
     expect(records.map((r) => r.batch_id)).toEqual(Array.from({ length: n }, (_, i) => `b${i}`));
