@@ -1,3 +1,4 @@
+import { parseBatchKey } from "../stream/batch-key";
 import type { CoordinatorStub } from "../env";
 import type { StreamConfig } from "../stream/config";
 import { receiptOf, type Receipt, type StoredReceipt } from "../stream/receipt";
@@ -11,8 +12,8 @@ export async function withReceipts(coordinator: CoordinatorStub, config: StreamC
   const seqs = await Promise.all(
     entries.map((e) => {
       if (e.batch === null) return null;
-      const at = e.batch.indexOf("\n");
-      return coordinator.committedSeq(e.batch.slice(0, at), e.batch.slice(at + 1));
+      const { source, batchId } = parseBatchKey(e.batch);
+      return coordinator.committedSeq(source, batchId);
     }),
   );
   return entries.map((e, i) => receiptOf(config, e, () => seqs[i]));

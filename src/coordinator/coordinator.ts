@@ -1,5 +1,6 @@
 import { boundFieldChanges, idempotencyWindowOf, type StreamConfig } from "../stream/config";
 import { own } from "../stream/own";
+import { batchKey } from "../stream/batch-key";
 import type { BatchOutcome, ProgressReport } from "../stream/report";
 import { globalWatermark, hasIdleTimeout, isIdle, sourceWatermark, type SourceProgress } from "../stream/watermark";
 import { streamMetricsOf, type StreamMetrics } from "../stream/metrics";
@@ -253,7 +254,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       }
       const fault = takeFault(batchFaultKey(meta.name, req.batchId)); // tests only (src/instrument/faults.ts)
       const a = this.admitBatch(meta, req.sourceHeader, req.batchId, { hash: req.identity, bytes: req.bytes, rows: req.rows.length }, req.auth, now);
-      const running = a.kind === "busy" ? this.inflight.get(`${a.source}\n${req.batchId}`) : undefined;
+      const running = a.kind === "busy" && a.source !== undefined ? this.inflight.get(batchKey(a.source, req.batchId)) : undefined;
       if (running && now < deadline) {
         // The same batch id is running here: wait for it (not the producer polling with the whole body), then answer as a retry would be.
         answers.push(this.afterInflight(req, running, deadline));
@@ -264,7 +265,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
         continue;
       }
       // The lease also keeps a second copy of this batch id in the same call out.
-      this.leases.set(`${a.source}\n${req.batchId}`, now + LEASE_MS);
+      this.leases.set(batchKey(a.source, req.batchId), now + LEASE_MS);
       answers.push(null);
       queued.push({
         source: a.source, batchId: req.batchId, identity: req.identity, rows: req.rows, fault, row: a.kind === "resumed" ? a.row : null,
@@ -272,7 +273,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     }
     const outcomes = this.batcher.submitAll(queued);
     queued.forEach((s, i) => {
-      const key = `${s.source}\n${s.batchId}`;
+      const key = batchKey(s.source, s.batchId);
       // A failed run lets go of its id here, before anyone waiting on it looks again.
       const settled = outcomes[i].then(
         () => undefined,
@@ -293,7 +294,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
           return { kind: "done" as const, outcome: await outcome };
         } catch (e) {
           // Let the producer's retry start at once; everything is safe to re-run.
-          this.leases.delete(`${s.source}\n${s.batchId}`);
+          this.leases.delete(batchKey(s.source, s.batchId));
           return { kind: "failed" as const, message: e instanceof Error ? e.message : String(e) };
         }
       }),
@@ -378,7 +379,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       return sameBody(row.body_hash, body.hash) ? { kind: "replay", source, outcome: recordedOutcome(row, source, batchId) } : { kind: "conflict" };
     }
     if (row && !sameBody(row.body_hash, body.hash)) return { kind: "conflict" };
-    const until = this.leases.get(`${source}\n${batchId}`);
+    const until = this.leases.get(batchKey(source, batchId));
     if (until !== undefined && until > now) return { kind: "busy", retryAfterMs: until - now, source };
     if (row) return { kind: "resumed", source, row };
     // Limits bind new batches only: a batch begun under higher limits still completes.
@@ -465,7 +466,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     // The decisions in the partitions are no longer needed: a retry is answered here. A micro-batch's are one entry per partition.
     const forget = new Set<number>();
     for (const r of reqs) {
-      this.leases.delete(`${r.source}\n${r.batchId}`);
+      this.leases.delete(batchKey(r.source, r.batchId));
       for (const t of r.touched) forget.add(t.p);
     }
     for (const p of forget) this.partitions.forgetLater(p, begun.id);

@@ -38,9 +38,6 @@ export const BITS_PER_ID = 32;
 /** Coordinator migration 10's table: a slice per SLICE_IDS committed ids (bits null: ids of commits from before it, in `batches`). */
 export const ID_SLICES_TABLE = "CREATE TABLE IF NOT EXISTS id_slices (last INTEGER PRIMARY KEY, first INTEGER NOT NULL, n INTEGER NOT NULL, bits BLOB)";
 
-/** A batch id as the index knows it. */
-export const idKey = (source: string, batchId: string) => `${source}\n${batchId}`;
-
 /** Where an id's record may be: the commit that has it (certain), or runs of commit numbers whose records may hold it. */
 export type IdLocation = { seq: number } | { ranges: [first: number, last: number][] };
 

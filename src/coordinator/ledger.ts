@@ -5,7 +5,8 @@ import { Outbox } from "../output/outbox";
 import type { Migration } from "../storage/migrations";
 import type { StreamConfig } from "../stream/config";
 import type { RememberedGroup } from "./window";
-import { CommittedIds, ID_SLICES_TABLE, idKey } from "./id-index";
+import { CommittedIds, ID_SLICES_TABLE } from "./id-index";
+import { batchKey } from "../stream/batch-key";
 
 /**
  * A batch id as admission and commit read it: committed (seq and report set;
@@ -188,7 +189,7 @@ export class BatchLedger {
 
   /** A committed id's record: from the commit records the index points at (its report there, or kept apart), else (ids from before migration 10) a row of `batches`. */
   private committedRow(source: string, batchId: string): BatchRow | undefined {
-    const at = this.ids.locate(idKey(source, batchId));
+    const at = this.ids.locate(batchKey(source, batchId));
     const ranges = at === null ? [] : "seq" in at ? [[at.seq, at.seq]] : at.ranges;
     for (const [first, last] of ranges) {
       const found = this.sql
@@ -228,7 +229,7 @@ export class BatchLedger {
         after,
       )
       .toArray();
-    for (const r of rows) yield [idKey(r.source, r.batch_id), r.seq];
+    for (const r of rows) yield [batchKey(r.source, r.batch_id), r.seq];
   }
 
   private hasApart(): boolean {
@@ -288,7 +289,7 @@ export class BatchLedger {
         record.seq, record.firstSeq, record.committedAt, record.maxEventTime, record.members,
       );
     }
-    this.ids.add(members.map((m, i) => [idKey(m.source, m.batchId), firstSeq + i]));
+    this.ids.add(members.map((m, i) => [batchKey(m.source, m.batchId), firstSeq + i]));
     this.dropBegun(begun, members);
     return record;
   }
@@ -303,7 +304,7 @@ export class BatchLedger {
       this.sql.exec(
         `UPDATE begun SET members = (SELECT json_group_array(json(m.value)) FROM json_each(begun.members) m WHERE NOT ${member})
          WHERE EXISTS (SELECT 1 FROM json_each(begun.members) m WHERE ${member})`,
-        JSON.stringify(committed.map((m) => idKey(m.source, m.batchId))),
+        JSON.stringify(committed.map((m) => batchKey(m.source, m.batchId))),
       );
       this.sql.exec("DELETE FROM begun WHERE json_array_length(members) = 0");
       this.begunRows = undefined;

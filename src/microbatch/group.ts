@@ -1,4 +1,5 @@
 import type { BatchPlan } from "../stream/batch";
+import { batchKey } from "../stream/batch-key";
 import { rowColumns, type RowColumns } from "../stream/row-columns";
 
 /**
@@ -116,7 +117,7 @@ export function keptSeqOf(
 ): (source: string, batchId: string) => number | null {
   const position = new Map(members.map((m, i) => [m.ledger, i]));
   return (source, batchId) => {
-    const i = position.get(`${source}\n${batchId}`);
+    const i = position.get(batchKey(source, batchId));
     if (i !== undefined) return firstSeq === undefined ? null : firstSeq + i;
     return committedSeq(source, batchId);
   };

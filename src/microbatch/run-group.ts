@@ -5,6 +5,7 @@ import { OUTBOX_MAX_ENTRY_BYTES } from "../output/outbox";
 import { LANES, writeGroup, type Lane, type LaneKeys } from "../output/sink";
 import { dedupSettings, encodeDropped, encodeLate, encodeOutput, encodeRejected, mergeDecisions, planBatch } from "../stream/batch";
 import type { StreamConfig } from "../stream/config";
+import { batchKey } from "../stream/batch-key";
 import { capRejected } from "../stream/report";
 import { concatParts, formatRef, keptSeqOf, memberDecisions, partitionPayloads, type ByteRange } from "./group";
 
@@ -60,7 +61,7 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
   const startedAt = Date.now();
   const planned = members.map((m) => ({
     ...m,
-    ledger: `${m.source}\n${m.batchId}`,
+    ledger: batchKey(m.source, m.batchId),
     plan: planBatch(m.config, m.rows, m.begunAt, { source: m.source, batchId: m.batchId, watermark: m.watermark, ...(m.tableColumns ? { tableColumns: m.tableColumns } : {}) }),
   }));
   const byLedger = new Map(planned.map((m) => [m.ledger, m]));

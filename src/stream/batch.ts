@@ -1,3 +1,4 @@
+import { parseBatchKey } from "./batch-key";
 import type { StreamConfig } from "./config";
 import { stateKeyFor, type DedupSettings, type Decision } from "./dedup";
 import { partitionFor } from "./hash";
@@ -91,9 +92,7 @@ export interface DroppedRow {
 
 /** A partition's ledger key `{source}\n{batchId}` as a kept copy's reference. */
 export function keptRefOf(batch: string, seqOf: (source: string, batchId: string) => number | null): KeptRef {
-  const at = batch.indexOf("\n");
-  const source = batch.slice(0, at);
-  const batchId = batch.slice(at + 1);
+  const { source, batchId } = parseBatchKey(batch);
   return { batchId, source, seq: seqOf(source, batchId) };
 }
 
