@@ -21,6 +21,7 @@
  *   PROFILE_MODE=profile      profile (CPU profile and CPU per event) or cpu (CPU per event only)
  *   PROFILE_SOURCE=dir        the checkout whose code runs (default: this one)
  *   PROFILE_TOP=25            how many functions to print
+ *   PROFILE_VARS=K:v,…        vars for the Worker (COMMIT_LOG:off: what the commit log line costs)
  *   BENCH_OUT=dir             also writes profile-<load>.cpuprofile and the bundle there (open it in Chrome DevTools)
  *
  * Safety as in bench/harness.ts: the server runs on 127.0.0.1 in its own
@@ -45,6 +46,8 @@ const MODE = process.env.PROFILE_MODE ?? "profile";
 if (MODE !== "profile" && MODE !== "cpu") throw new Error("PROFILE_MODE: profile or cpu");
 const SOURCE = process.env.PROFILE_SOURCE;
 const MAX_REQUESTS = 100_000;
+/** PROFILE_VARS=NAME:value,…: vars for the Worker (e.g. COMMIT_LOG:off), to see what one costs. */
+const EXTRA_VARS = Object.fromEntries((process.env.PROFILE_VARS ?? "").split(",").filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf(":")), kv.slice(kv.indexOf(":") + 1)]));
 
 /** The bench's rows (bench/run.ts Workload): ids counting up, ~20% repeating one of the last 500. */
 function workload(prefix: string) {
@@ -253,7 +256,7 @@ async function main(): Promise<void> {
   const server = await startWrangler({
     name: "edge-dedup",
     files,
-    vars: { ADMIN_TOKEN: TOKEN },
+    vars: { ADMIN_TOKEN: TOKEN, ...EXTRA_VARS },
     ready: async (url) => (await http("GET", `${url}/healthz`)).status === 200,
   });
   try {

@@ -32,7 +32,7 @@ export interface Env {
    * commit when bound (README, Operating it); nothing is written without it.
    */
   ANALYTICS?: AnalyticsEngineDataset;
-  /** "off" leaves out the JSON log line each micro-batch commit writes (src/instrument/observe.ts); written otherwise */
+  /** the commit log line (src/instrument/commit-log.ts): "off" none, "each" one per micro-batch commit; otherwise at most one a second, summed */
   COMMIT_LOG?: string;
   ADMIN_TOKEN?: string;
   /** accepted alongside ADMIN_TOKEN while rotating it */

@@ -4,7 +4,7 @@ import { batchKey } from "../stream/batch-key";
 import type { BatchOutcome, ProgressReport } from "../stream/report";
 import { globalWatermark, hasIdleTimeout, isIdle, sourceWatermark, type SourceProgress } from "../stream/watermark";
 import { streamMetricsOf, type StreamMetrics } from "../stream/metrics";
-import { observeCommit } from "../instrument/observe";
+import { CommitObserver } from "../instrument/observe";
 import { partitionStub, type Env } from "../env";
 import { deleteStreamObjects, type Lane, type LaneKeys } from "../output/sink";
 import { Outbox } from "../output/outbox";
@@ -124,6 +124,8 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   private preBegun: { items: Submission[]; id: string; members: Begun[] } | null = null;
   /** the one alarm and its jobs (src/coordinator/alarms.ts) */
   private alarms: Alarms;
+  /** the commit log line and data point (src/instrument/observe.ts) */
+  private observer: CommitObserver;
   /** no prune step can forget anything before this (the oldest group's window ends then; 0: unknown); a config change resets it */
   private pruneNotBefore = 0;
   private batcher = new MicroBatcher<Submission, BatchOutcome>((items) => this.runMicroBatch(items), {
@@ -147,6 +149,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     this.counters = this.book.counters;
     this.metaStore = new MetaStore(this.sql);
     this.alarms = new Alarms(ctx.storage);
+    this.observer = new CommitObserver(env);
   }
 
   async configure(name: string, config: StreamConfig): Promise<ConfigureResult> {
@@ -459,7 +462,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     });
     this.preBegun = next;
     const { done, watermark, sources } = plan;
-    if (done.length > 0) observeCommit(this.env, meta.name, done, meta.watermark, watermark);
+    if (done.length > 0) this.observer.commit(meta.name, done, meta.watermark, watermark);
     // Not forgetCaches(): a commit writes no meta row, and the ledger's figures are known (three statements fewer per micro-batch).
     if (plan.fresh) this.ledger.committed(plan.firstSeq + plan.records.length - 1);
     if (done.length > 0) pokeDestinations(this.ctx, this.env, meta.name, () => this.ledger.lastSeq()); // delivery (src/delivery), not awaited
@@ -577,6 +580,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     await Promise.all(Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p).drop()));
     await deleteStreamObjects(this.env.SINK, meta.name);
     await this.alarms.cancel();
+    this.observer.flush(); // the last commits' line, before the stream is gone
     await this.ctx.storage.deleteAll();
     this.forgetCaches();
     this.ledger.reset();
