@@ -26,7 +26,7 @@ import { LEDGER_RETENTION_MS } from "../partition/protocol";
 import { AdviceFigures } from "./advice";
 import { PartitionBook } from "./partitions";
 import { liveAdvice, type LiveAdvice, type LiveFigures } from "../stream/advisor/live";
-import { StateBook, type BegunGroup } from "./state";
+import { StateBook, stateJson, type BegunGroup } from "./state";
 import { MetaStore, type Meta } from "./meta";
 import { Alarms } from "./alarms";
 import { planCommit, type MemberRow } from "./commit-plan";
@@ -456,7 +456,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       const next = this.beginNext(meta, plan.watermark, now);
       const record = this.book.next({ watermark: plan.watermark, sources: plan.sources, begun: next ? begunGroup(next.id, next.members, now) : null });
       // A small micro-batch's lanes join the outbox here, in the commit itself, with the record.
-      if (outbox) this.book.written((this.outbox.append(meta.outboxFloor + plan.firstSeq, outbox.lanes, reqs, now, { v: record.v, s: JSON.stringify(record) }, group!), record));
+      if (outbox) this.book.written((this.outbox.append(meta.outboxFloor + plan.firstSeq, outbox.lanes, reqs, now, { v: record.v, s: stateJson(record) }, group!), record));
       else this.book.save(record);
       return { plan, next };
     });
@@ -473,7 +473,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       for (const t of r.touched) forget.add(t.p);
     }
     for (const p of forget) this.partitions.forgetLater(p, begun.id);
-    if (watermark > meta.watermark) await this.alarms.eviction(meta.config);
+    await this.evictionIfDue(meta.config, meta.watermark, watermark);
     if (outbox) await this.alarms.flush(this.outbox.pending());
     // Published soon: objects written now (the outbox's are published after their flush), and the table.
     if (!outbox || meta.config.table) await this.alarms.publish();
@@ -617,7 +617,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     const retryAt = guard.nextAttemptAt();
     if (retryAt !== null) await this.alarms.by(retryAt);
     // Commits that landed during the fan-out may have moved the watermark again.
-    if (now.watermark > meta.watermark) await this.alarms.eviction(now.config);
+    await this.evictionIfDue(now.config, meta.watermark, now.watermark);
     if (hasIdleTimeout(now.config)) await this.alarms.idle(now.config, this.sourceProgress());
   }
 
@@ -739,6 +739,17 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     if (!meta) return null;
     const published = (what: "table" | "manifest") => this.metaStore.published(what);
     return { epoch: meta.epoch, committed: this.ledger.lastSeq(), manifest: published("manifest"), table: meta.config.table ? published("table") : null };
+  }
+
+  /**
+   * The eviction fan-out, when the watermark moved and some partition holds
+   * a key due under it (its reported next expiry, a lower bound). A stream
+   * whose keys outlive the moves (a watermark moving at every commit, keys
+   * kept an hour) would otherwise run the alarm every EVICTION_DELAY_MS to
+   * visit no partition.
+   */
+  private async evictionIfDue(config: StreamConfig, before: number, after: number): Promise<void> {
+    if (after > before && this.partitions.due(after).length > 0) await this.alarms.eviction(config);
   }
 
   /** Pushes the watermark to the partitions with a key due under it (PartitionBook.due) and records what they report. */

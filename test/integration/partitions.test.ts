@@ -34,6 +34,22 @@ describe("the partition book", () => {
     });
   });
 
+  it("a commit that moves the watermark asks for the eviction alarm only when some partition holds a key due under it", async () => {
+    await createStream("pbook-alarm", base);
+    const stub = env.COORDINATOR.getByName("pbook-alarm");
+    const alarmIn = () => runInDurableObject(stub, async (_c, state) => ((await state.storage.getAlarm()) ?? Infinity) - Date.now());
+    const clear = () => runInDurableObject(stub, (_c, state) => state.storage.deleteAlarm());
+    // Keys at 10:00 expire at 10:05; the watermark moves to 09:56 and then 10:00: nothing is due.
+    await post("pbook-alarm", [{ id: "a", ts: at(10, 0) }, { id: "b", ts: at(10, 0) }, { id: "c", ts: at(10, 1) }]);
+    await clear();
+    await post("pbook-alarm", [{ id: "d", ts: at(10, 5) }]);
+    expect(await alarmIn()).toBeGreaterThan(1_000); // the outbox's flush, not the fan-out's 200 ms
+    // 10:06: the 10:00 keys are due, in whichever partitions hold them.
+    await clear();
+    await post("pbook-alarm", [{ id: "e", ts: at(10, 11) }]);
+    expect(await alarmIn()).toBeLessThanOrEqual(1_000);
+  });
+
   it("hands a partition its forget-list once, capped at MAX_FORGET_PER_PARTITION", async () => {
     await createStream("pbook2", base);
     await runInDurableObject(env.COORDINATOR.getByName("pbook2"), async () => {
