@@ -1,6 +1,6 @@
 import { NAME_PATTERN } from "../stream/config";
 import type { BatchOutcome } from "../stream/report";
-import { coordinatorStub, type Env } from "../env";
+import { coordinatorStub, type CoordinatorStub, type Env } from "../env";
 import type { ReceivedBatch } from "../coordinator/protocol";
 import { submitBatch } from "../ingest/submit";
 import { exhaustive, type SubmitResult } from "../ingest/result";
@@ -55,7 +55,7 @@ export async function ingest(
     rows = parseRows(bytes, contentType, HARD_MAX_ROWS);
   }
   const batch = { sourceHeader, batchId, auth, rows, identity: await batchIdentity(bytes, parseMode(contentType)), bytes: bytes.byteLength };
-  const outcome = await processBatch(env, stream, batch, requestedFault(req.headers));
+  const outcome = await processBatch(env, stream, batch, requestedFault(req.headers), coordinator);
   const headers: Record<string, string> =
     version === "v1" ? { deprecation: "true", warning: '299 edge-dedup "X-Signature v1 is deprecated: sign with v2"' } : {};
   return { outcome, batchId, headers };
@@ -76,8 +76,9 @@ export async function processBatch(
   stream: string,
   received: ReceivedBatch,
   fault: FaultPoint | null = null,
+  coordinator?: CoordinatorStub,
 ): Promise<BatchOutcome> {
-  return httpOutcome(await submitBatch(env, stream, received, fault), received);
+  return httpOutcome(await submitBatch(env, stream, received, fault, coordinator), received);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
 import { tooDeep, valueDeeperThan } from "../stream/json";
 import { batchIdentity } from "../stream/bytes";
-import { coordinatorStub, type Env } from "../env";
+import { coordinatorStub, type CoordinatorStub, type Env } from "../env";
 import { WAIT_FOR_INFLIGHT_MS, type IngestResult, type ReceivedBatch } from "../coordinator/protocol";
 import { armFault, batchFaultKey, takeFault, type FaultPoint } from "../instrument/faults";
 import { resultOf, type Refusal, type SubmitResult } from "./result";
@@ -17,8 +17,14 @@ const POLL_MS = 100;
  * adapter maps with its own exhaustive switch. A transport failure (the
  * Coordinator unreachable, its micro-batch failed) is thrown, as before.
  */
-export async function submitBatch(env: Env, stream: string, received: ReceivedBatch, fault: FaultPoint | null = null): Promise<SubmitResult> {
-  const coordinator = coordinatorStub(env, stream);
+export async function submitBatch(
+  env: Env,
+  stream: string,
+  received: ReceivedBatch,
+  fault: FaultPoint | null = null,
+  /** the caller's stub for the stream's Coordinator, if it has one (each stub made costs a lookup) */
+  coordinator: CoordinatorStub = coordinatorStub(env, stream),
+): Promise<SubmitResult> {
   // One call per request: coalescing happens in the Coordinator (a Worker can't share a
   // pending call between requests: each request's I/O belongs to that request).
   // Tests only: the crash point is armed for this call (each attempt of it) and disarmed after.

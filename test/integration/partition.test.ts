@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { Partition } from "../../src/partition/partition";
+import { SIZE_EVERY_ROWS, type Partition } from "../../src/partition/partition";
 import { applyOne, type OneBatch } from "./helpers";
 import { rowColumns } from "../../src/stream/row-columns";
 import type { DedupSettings } from "../../src/stream/dedup";
@@ -37,6 +37,28 @@ describe("Partition", () => {
       expect((await p.applyGroup({ epoch: "e1", watermark: 0, entries: [rows("s\nb3", [["E", 10]])] })).gaps).toEqual([[]]);
     });
   }
+
+  it("reports its storage size as read when its key count last moved by SIZE_EVERY_ROWS; describe reads it afresh", async () => {
+    const p = fresh();
+    const size = () => runInDurableObject(p, (_o, state) => state.storage.sql.databaseSize);
+    const first = await applyOne(p, req("s\nb0", [["A", 1000]]));
+    expect(first.bytes).toBe(await size());
+    // Many keys at once: the size is read again, and is the storage's.
+    const keys = (prefix: string, n: number) => Array.from({ length: n }, (_, i): [string, number] => [`${prefix}${i}-${"x".repeat(200)}`, 1000]);
+    const big = await applyOne(p, req("s\nb1", keys("K", SIZE_EVERY_ROWS)));
+    expect(big.bytes).toBe(await size());
+    expect(big.bytes).toBeGreaterThan(first.bytes);
+    // Fewer keys than that since: the figure stays as read, while the storage grows; describe says what it is now.
+    let last = big;
+    for (let b = 0; b < 3; b++) last = await applyOne(p, req(`s\nc${b}`, keys(`c${b}-`, 10)));
+    expect(last.bytes).toBe(big.bytes);
+    const now = await p.describe("e1");
+    expect(now.bytes).toBe(await size());
+    expect(now.bytes).toBeGreaterThan(big.bytes);
+    // Once SIZE_EVERY_ROWS more keys have come since the last reading, the next call reads it again.
+    const after = await applyOne(p, req("s\nd", keys("d", SIZE_EVERY_ROWS)));
+    expect(after.bytes).toBe(await size());
+  });
 
   it("decides first copy wins, late rows, and counts state", async () => {
     const p = fresh();
