@@ -8,7 +8,7 @@ const record: fc.Arbitrary<StoredState> = fc.record({
   v: fc.nat(),
   watermark: num,
   sources: fc.array(fc.tuple(fc.string(), fc.option(fc.integer()), fc.option(fc.integer()))),
-  advice: fc.array(fc.tuple(fc.string(), fc.jsonValue())) as fc.Arbitrary<StoredState["advice"]>,
+  advice: fc.array(fc.tuple(fc.string(), fc.jsonValue())) as unknown as fc.Arbitrary<StoredState["advice"]>,
   partitions: fc.array(fc.tuple(fc.nat(), fc.nat(), fc.nat(), fc.integer(), fc.option(fc.integer()))),
   counters: fc.array(fc.tuple(fc.string(), fc.string(), fc.integer())),
   begun: fc.option(fc.record({ id: fc.string(), at: fc.integer(), members: fc.array(fc.tuple(fc.string(), fc.string(), fc.string(), fc.integer(), fc.integer(), fc.nat())) })),
