@@ -464,6 +464,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     if (current) return current;
     // First use, or state left by a deleted incarnation of the stream: start clean.
     this.sql.exec("DELETE FROM keys; DELETE FROM front; DELETE FROM ledger; DELETE FROM kept_names; DELETE FROM receipts;");
+    this.sized = undefined;
     this.buckets = new Set();
     this.filters = undefined;
     this.ledgerCount = 0;
