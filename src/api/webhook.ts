@@ -73,7 +73,7 @@ export async function webhook(env: Env, stream: string, source: string, req: Req
     rows: [envelope.row],
     identity: `webhook:${batchId}`,
     bytes: body.byteLength,
-  });
+  }, null, coordinator);
   return { outcome: webhookOutcome(r, source), batchId };
 }
 

@@ -168,7 +168,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     const watermark = globalWatermark(config, this.sourceProgress(), meta.watermark, Date.now());
     this.metaStore.update(config, meta.configVersion + 1, watermark);
     this.forgetCaches();
-    if (watermark > meta.watermark) await this.alarms.eviction(config);
+    await this.evictionIfDue(config, meta.watermark, watermark);
     return { status: "updated", config };
   }
 
