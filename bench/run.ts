@@ -25,6 +25,12 @@
  *                answers from the rows (bench/echo-do/worker.ts): the floor of
  *                a Worker whose every request consults a Durable Object, as
  *                each edge-dedup request calls its stream's Coordinator.
+ *   echo-sql     echo-do whose Durable Object writes the request's ids to
+ *                SQLite (one INSERT OR IGNORE … RETURNING) and answers once
+ *                that write is durable (bench/echo-sql/worker.ts): the floor
+ *                of a Worker that makes each request durable, and the
+ *                simplest dedup on Durable Objects (no watermark, eviction,
+ *                batch ids or output). Its answers and its state are checked.
  *
  * Cost: edge-dedup's counters include SQLite rows written and read (what a
  * SQLite Durable Object is billed for, from the cursors); rows written per
@@ -114,8 +120,8 @@ const ALL_LOADS: Load[] = [
   { name: "webhook100", label: "1 event/request, 100 clients", batch: 1, clients: 100 },
 ];
 const DEFAULT_LOADS = "batch500x4,webhook16,webhook64";
-type TargetName = "edge-dedup" | "edge-dedup-hashed" | "redis" | "ceiling" | "echo" | "echo-do" | "baseline";
-const ALL_TARGETS: TargetName[] = ["edge-dedup", "edge-dedup-hashed", "redis", "ceiling", "echo", "echo-do", "baseline"];
+type TargetName = "edge-dedup" | "edge-dedup-hashed" | "redis" | "ceiling" | "echo" | "echo-do" | "echo-sql" | "baseline";
+const ALL_TARGETS: TargetName[] = ["edge-dedup", "edge-dedup-hashed", "redis", "ceiling", "echo", "echo-do", "echo-sql", "baseline"];
 /** Another checkout of edge-dedup (a directory with its src/, wrangler.toml, package.json, tsconfig.json): the "baseline" target runs its code. */
 const BASELINE = process.env.BENCH_BASELINE ? resolve(process.env.BENCH_BASELINE) : null;
 
@@ -316,6 +322,8 @@ interface OpCounts {
   rowsWrittenBy?: Record<string, number>;
   rowsReadBy?: Record<string, number>;
   r2: Record<string, number>;
+  /** where the micro-batches' wall time went (src/instrument/batch-timing.ts); a server of an older release has none */
+  microBatches?: Record<string, number>;
 }
 
 interface Target {
@@ -415,15 +423,23 @@ async function startCeiling(): Promise<Target> {
   };
 }
 
-/** echo (bench/echo) or echo-do (bench/echo-do): they keep no state, so only their answers' counts are checked. */
-async function startEcho(name: "echo" | "echo-do" = "echo"): Promise<Target> {
+/**
+ * echo (bench/echo), echo-do (bench/echo-do) or echo-sql (bench/echo-sql).
+ * echo and echo-do keep no state, so only their answers' counts are checked;
+ * echo-sql keeps its ids, checked as the ceiling's keys are.
+ */
+async function startEcho(name: "echo" | "echo-do" | "echo-sql" = "echo"): Promise<Target> {
   const dir = join(BENCH_DIR, name);
   const server = await startWrangler({
     name,
     files: { "worker.ts": join(dir, "worker.ts"), "wrangler.toml": join(dir, "wrangler.toml") },
     ready: async (url) => (await http("GET", `${url}/ping`)).text === `edge-dedup-${name}-bench`,
   });
-  return { name, url: server.url, prepare: async () => undefined, state: async () => null, stop: () => server.stop() };
+  const state: Target["state"] = name !== "echo-sql" ? async () => null : async (stream) => {
+    const s = await httpJson<{ rows: number; bytes: number }>("GET", `${server.url}/v1/streams/${stream}/state`, { headers: auth });
+    return { rows: s.rows, bytes: s.bytes, batches: null };
+  };
+  return { name, url: server.url, prepare: async () => undefined, state, stop: () => server.stop() };
 }
 
 function redisAvailable(): string | null {
@@ -569,7 +585,7 @@ async function runRound(c: Pending, ms: number): Promise<void> {
 
 function mergeCounts(into: OpCounts, more: OpCounts): void {
   into.requests += more.requests;
-  for (const k of ["doCalls", "sql", "rowsWritten", "rowsRead", "rowsWrittenBy", "rowsReadBy", "r2"] as const) {
+  for (const k of ["doCalls", "sql", "rowsWritten", "rowsRead", "rowsWrittenBy", "rowsReadBy", "r2", "microBatches"] as const) {
     const to = (into[k] ??= {});
     for (const [op, n] of Object.entries(more[k] ?? {})) to[op] = (to[op] ?? 0) + n;
   }
@@ -654,7 +670,7 @@ function outDir(): string {
   return mkdtempSync(join(tmpdir(), "edge-dedup-bench-results-")); // kept: it is the result
 }
 
-const COLORS: Record<TargetName, string> = { "edge-dedup": "#f38020", "edge-dedup-hashed": "#f9b36b", redis: "#d82c20", ceiling: "#3b6ea5", echo: "#868e96", "echo-do": "#adb5bd", baseline: "#7b5ea7" };
+const COLORS: Record<TargetName, string> = { "edge-dedup": "#f38020", "edge-dedup-hashed": "#f9b36b", redis: "#d82c20", ceiling: "#3b6ea5", echo: "#868e96", "echo-do": "#adb5bd", "echo-sql": "#ced4da", baseline: "#7b5ea7" };
 
 /** Grouped bars, one group per load, one bar per target, events/s on a log scale. */
 function chart(cells: Cell[], loads: Load[], targets: TargetName[], subtitle: string): string {
@@ -737,7 +753,7 @@ async function main(): Promise<void> {
     console.log("\nStarting the targets");
     for (const name of targetNames) {
       targets.push(await (
-        name === "edge-dedup" || name === "edge-dedup-hashed" ? startEdgeDedup(name) : name === "redis" ? startRedis() : name === "echo" || name === "echo-do" ? startEcho(name)
+        name === "edge-dedup" || name === "edge-dedup-hashed" ? startEdgeDedup(name) : name === "redis" ? startRedis() : name === "echo" || name === "echo-do" || name === "echo-sql" ? startEcho(name)
           : name === "baseline" ? startBaseline(BASELINE!) : startCeiling()
       ));
     }
@@ -776,7 +792,7 @@ async function main(): Promise<void> {
     return a && b ? a.eventsPerSec / b.eventsPerSec : null;
   };
   const ratios: Record<string, {
-    vsRedis: number | null; vsCeiling: number | null; vsEcho: number | null; vsEchoDo: number | null; echoDoVsEcho: number | null;
+    vsRedis: number | null; vsCeiling: number | null; vsEcho: number | null; vsEchoDo: number | null; echoDoVsEcho: number | null; vsEchoSql: number | null; echoSqlVsEcho: number | null;
     hashedVsCeiling: number | null; hashedVsText: number | null;
     vsBaseline: number | null; baselineVsCeiling: number | null; baselineVsEcho: number | null;
   }> = {};
@@ -784,14 +800,16 @@ async function main(): Promise<void> {
     ratios[l.name] = {
       vsRedis: ratio(l.name, "redis"), vsCeiling: ratio(l.name, "ceiling"), vsEcho: ratio(l.name, "echo"),
       vsEchoDo: ratio(l.name, "echo-do"), echoDoVsEcho: ratio(l.name, "echo", "echo-do"),
+      vsEchoSql: ratio(l.name, "echo-sql"), echoSqlVsEcho: ratio(l.name, "echo", "echo-sql"),
       hashedVsCeiling: ratio(l.name, "ceiling", "edge-dedup-hashed"), hashedVsText: ratio(l.name, "edge-dedup", "edge-dedup-hashed"),
       vsBaseline: ratio(l.name, "baseline"), baselineVsCeiling: ratio(l.name, "ceiling", "baseline"), baselineVsEcho: ratio(l.name, "echo", "baseline"),
     };
   }
   const r = (x: number | null) => (x === null ? "skipped" : fmt(x, 3));
   console.log("\nRatios (events/s ÷ events/s; the same for requests/s, since a load has one batch size)");
-  table(["load", "edge-dedup/redis", "edge-dedup/ceiling", "edge-dedup/echo", "edge-dedup/echo-do", "echo-do/echo", "hashed/ceiling", "hashed/text"], loads.map((l) => [
+  table(["load", "edge-dedup/redis", "edge-dedup/ceiling", "edge-dedup/echo", "edge-dedup/echo-do", "echo-do/echo", "edge-dedup/echo-sql", "echo-sql/echo", "hashed/ceiling", "hashed/text"], loads.map((l) => [
     l.name, r(ratios[l.name].vsRedis), r(ratios[l.name].vsCeiling), r(ratios[l.name].vsEcho), r(ratios[l.name].vsEchoDo), r(ratios[l.name].echoDoVsEcho),
+    r(ratios[l.name].vsEchoSql), r(ratios[l.name].echoSqlVsEcho),
     r(ratios[l.name].hashedVsCeiling), r(ratios[l.name].hashedVsText),
   ]));
   if (targetNames.includes("baseline")) {
@@ -814,6 +832,24 @@ async function main(): Promise<void> {
     );
     console.log("  DO calls are counted at the caller (Worker and Coordinator, so the eviction fan-out's PARTITION.advance counts);");
     console.log("  alarm invocations are not. Every R2 put here writes an object (create-only; no batch is replayed).");
+
+    // Wall time, not CPU: what a request waits for inside the Coordinator (src/instrument/batch-timing.ts).
+    const timed = edgeCells.filter((c) => (c.ops!.counts.microBatches?.runs ?? 0) > 0);
+    if (timed.length > 0) {
+      console.log("\nedge-dedup micro-batches, as the Coordinator sees them (wall ms; src/instrument/batch-timing.ts)");
+      table(
+        ["load", "target", "micro-batches", "requests each", "queued ms/request", "apply ms", "commit ms", "between ms"],
+        timed.map((c) => {
+          const t = c.ops!.counts.microBatches!;
+          return [
+            c.load, c.target, fmt(t.runs), fmt(t.requests / t.runs, 1), fmt(t.queuedMs / t.requests, 1),
+            fmt(t.applyMs / t.runs, 1), fmt(t.commitMs / t.runs, 1), t.gaps > 0 ? fmt(t.betweenMs / t.gaps, 1) : "",
+          ];
+        }),
+      );
+      console.log("  apply: begin to the partitions' last answer (their writes' durability included); commit: to the end of the commit's");
+      console.log("  transaction (the answer then waits for its durability); between: one micro-batch's end to the next one's start.");
+    }
 
     console.log(`\nedge-dedup cost per million events (counted operations × Cloudflare's prices read ${PRICES.readOn}; bench/pricing.ts)`);
     const usd = (x: number) => `$${x.toFixed(3)}`;

@@ -5,6 +5,7 @@ import type { BatchOutcome, ProgressReport } from "../stream/report";
 import { globalWatermark, hasIdleTimeout, isIdle, sourceWatermark, type SourceProgress } from "../stream/watermark";
 import { streamMetricsOf, type StreamMetrics } from "../stream/metrics";
 import { CommitObserver } from "../instrument/observe";
+import { batchTimer } from "../instrument/opcount";
 import { partitionStub, type Env } from "../env";
 import { deleteStreamObjects, type Lane, type LaneKeys } from "../output/sink";
 import { Outbox } from "../output/outbox";
@@ -126,6 +127,8 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   private alarms: Alarms;
   /** the commit log line and data point (src/instrument/observe.ts) */
   private observer: CommitObserver;
+  /** the bench's micro-batch timer (src/instrument/batch-timing.ts; null: the counters are off) */
+  private timer = batchTimer();
   /** no prune step can forget anything before this (the oldest group's window ends then; 0: unknown); a config change resets it */
   private pruneNotBefore = 0;
   private batcher = new MicroBatcher<Submission, BatchOutcome>((items) => this.runMicroBatch(items), {
@@ -274,6 +277,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
         source: a.source, batchId: req.batchId, identity: req.identity, rows: req.rows, fault, row: a.kind === "resumed" ? a.row : null,
       });
     }
+    this.timer?.submitted(queued);
     const outcomes = this.batcher.submitAll(queued);
     queued.forEach((s, i) => {
       const key = batchKey(s.source, s.batchId);
@@ -325,6 +329,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     const meta = this.meta();
     if (!meta) throw new Error("stream was deleted while the batch ran");
     const now = Date.now();
+    const timed = this.timer?.run(items, now);
     const pre = this.preBegun && sameItems(this.preBegun.items, items) ? this.preBegun : null;
     this.preBegun = null;
     // A first attempt is judged by the watermark in force now; a retry keeps its own.
@@ -350,12 +355,15 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
         },
         members,
       );
+      timed?.applied();
       await this.batcher.gatherNext(); // a micro-batch of one: the next one, which its commit fixes, may grow meanwhile
       if (this.meta()?.epoch !== meta.epoch) throw new Error("stream was deleted while the batch ran");
       const outcomes = await this.commitGroup(commits, { id: group, members, firstSeq }, outbox);
       if (this.meta()) recordColumns(this.sql, columns, Date.now());
+      timed?.committed();
       return outcomes;
     } catch (e) {
+      this.timer?.failed();
       // The retries resume from the ledger's begin record (the state record's begin is overwritten by the next micro-batch's).
       if (this.meta()?.epoch === meta.epoch) this.ledger.begin(group, members, now);
       throw e;

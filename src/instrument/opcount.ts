@@ -20,12 +20,16 @@
  *   so a statement's rows are added when the next statement starts (a DO
  *   consumes a cursor before its next statement) or when the counters are
  *   taken. Index updates and deletes count as rows written, as billed.
+ * - Micro-batch wall time: each Coordinator's `batchTimer()`
+ *   (src/instrument/batch-timing.ts), summed in `microBatches`.
  *
  * The counters are module state. Locally `wrangler dev` runs the Worker and all
  * Durable Objects of the script in one workerd isolate, so one set of counters
  * sees everything (bench/run.ts checks that SQL statements, which happen
  * only inside Durable Objects, show up in what the Worker returns).
  */
+import { BatchTimer, noMicroBatchTimes, type MicroBatchTimes } from "./batch-timing";
+
 declare const __OPCOUNT__: boolean;
 
 export function opcountEnabled(): boolean {
@@ -49,6 +53,8 @@ export interface OpCounts {
   rowsReadBy: Record<string, number>;
   /** `BINDING.method` → calls, e.g. `SINK.put` */
   r2: Record<string, number>;
+  /** where the micro-batches' wall time went, summed over every stream (src/instrument/batch-timing.ts) */
+  microBatches: MicroBatchTimes;
   /** ms since the last reset */
   sinceMs: number;
 }
@@ -57,7 +63,7 @@ let counts = fresh();
 let since = Date.now();
 
 function fresh(): OpCounts {
-  return { requests: 0, doCalls: {}, sql: {}, rowsWritten: {}, rowsRead: {}, rowsWrittenBy: {}, rowsReadBy: {}, r2: {}, sinceMs: 0 };
+  return { requests: 0, doCalls: {}, sql: {}, rowsWritten: {}, rowsRead: {}, rowsWrittenBy: {}, rowsReadBy: {}, r2: {}, microBatches: noMicroBatchTimes(), sinceMs: 0 };
 }
 
 function bump(table: Record<string, number>, key: string): void {
@@ -85,6 +91,11 @@ export function takeOpCounts(): OpCounts {
   counts = fresh();
   since = Date.now();
   return out;
+}
+
+/** A Coordinator's micro-batch timer, adding to the counters (null when they are off: nothing is timed). */
+export function batchTimer(): BatchTimer | null {
+  return opcountEnabled() ? new BatchTimer(() => counts.microBatches) : null;
 }
 
 /** A function property of a native object, called on that object, counted first. */
