@@ -785,7 +785,8 @@ async function main(): Promise<void> {
   );
 
   console.log("  state bytes/key: edge-dedup (text keys), edge-dedup-hashed and ceiling = SQLite size of the stream's 8 partition objects ÷ keys");
-  console.log("  (edge-dedup's includes its partition ledgers and meta rows); redis = MEMORY STATS keys.bytes-per-key. Small key counts inflate it.");
+  console.log("  (edge-dedup's includes its partition ledgers and meta rows); echo-sql = its one object's SQLite size ÷ ids;");
+  console.log("  redis = MEMORY STATS keys.bytes-per-key. Small key counts inflate it.");
 
   const ratio = (l: string, other: TargetName, ours: TargetName = "edge-dedup") => {
     const [a, b] = [cell(ours, l), cell(other, l)];
