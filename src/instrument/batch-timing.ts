@@ -58,14 +58,14 @@ export class BatchTimer {
       t.betweenMs += now - this.lastEnd;
       t.gaps++;
     }
-    let applied = now;
+    let appliedAt = now;
     return {
       applied: (at = Date.now()) => {
-        applied = at;
+        appliedAt = at;
         this.into().applyMs += at - now;
       },
       committed: (at = Date.now()) => {
-        this.into().commitMs += at - applied;
+        this.into().commitMs += at - appliedAt;
         this.lastEnd = at;
       },
     };

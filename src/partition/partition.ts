@@ -96,6 +96,8 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   private withR: boolean | undefined;
   /** which buckets may hold a key (in memory; made again after a rollback or a restart) */
   private filters: BucketFilters | undefined;
+  /** the storage size as last read, and the key count then (stats()) */
+  private sized: { rows: number; bytes: number } | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, { migrations: PARTITION_MIGRATIONS, countAs: "Partition" });
@@ -560,9 +562,6 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     if (fresh || !this.sized || Math.abs(meta.rows - this.sized.rows) >= SIZE_EVERY_ROWS) this.sized = { rows: meta.rows, bytes: this.sql.databaseSize };
     return { rows: meta.rows, bytes: this.sized.bytes, watermark: meta.watermark, nextExpiry: meta.next_expiry };
   }
-
-  /** the storage size as last read, and the key count then */
-  private sized: { rows: number; bytes: number } | undefined;
 
   private maybePruneLedger(): void {
     const now = Date.now();
