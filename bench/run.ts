@@ -539,6 +539,8 @@ interface Cell {
   events: number;
   eventsPerSec: number;
   requestsPerSec: number;
+  /** each timed round's events/s, in round order (the rounds of one load run interleaved across targets) */
+  roundEventsPerSec: number[];
   p50ms: number;
   p99ms: number;
   distinct: number;
@@ -566,6 +568,8 @@ interface Pending {
   work: Workload;
   d: Drive;
   counts: OpCounts | null;
+  /** events/s of each timed round */
+  rounds: number[];
 }
 
 /** Warm-up (untimed, on its own stream), then a fresh stream for the timed rounds. */
@@ -576,7 +580,7 @@ async function prepareCell(target: Target, load: Load, seed: number): Promise<Pe
   check(w.errors === 0, `${target.name} ${load.name} warm-up: ${w.errors} failed requests (${w.firstError})`);
   const stream = `bench-${target.name}-${load.name}-${runId}-${streamSeq++}`;
   await target.prepare(stream);
-  return { target, load, stream, work: new Workload(stream, seed), d: emptyDrive(), counts: null };
+  return { target, load, stream, work: new Workload(stream, seed), d: emptyDrive(), counts: null, rounds: [] };
 }
 
 /** One timed round; operation counters are taken around it, so they see only its requests. */
@@ -586,6 +590,7 @@ async function runRound(c: Pending, ms: number): Promise<void> {
   if (between && c.counts) mergeCounts(c.counts, between);
   const d = await drive(c.target, c.stream, c.load, ms, c.work);
   const counts = await c.target.takeOpCounts?.();
+  c.rounds.push((d.requests * c.load.batch) / (d.ms / 1000));
   mergeDrive(c.d, d);
   if (counts) {
     const what = `${c.target.name} ${c.load.name}`;
@@ -643,6 +648,7 @@ async function finishCell(c: Pending): Promise<Cell> {
     events: d.events,
     eventsPerSec: d.events / (d.ms / 1000),
     requestsPerSec: d.requests / (d.ms / 1000),
+    roundEventsPerSec: c.rounds,
     p50ms: median(d.latencies),
     p99ms: [...d.latencies].sort((a, b) => a - b)[Math.floor(0.99 * (d.latencies.length - 1))] ?? NaN,
     distinct: d.distinct,
@@ -829,6 +835,24 @@ async function main(): Promise<void> {
     r(ratios[l.name].vsEchoSql), r(ratios[l.name].echoSqlVsEcho),
     r(ratios[l.name].hashedVsCeiling), r(ratios[l.name].hashedVsText),
   ]));
+  // Round by round: each round's ratio compares runs made within seconds of each other, so their spread is this machine's noise.
+  const roundRatios: { load: string; pair: string; rounds: number[] }[] = [];
+  for (const l of loads) {
+    for (const other of ["echo", "echo-do", "echo-sql", "ceiling", "redis", "baseline"] as const) {
+      const [a, b] = [cell("edge-dedup", l.name), cell(other, l.name)];
+      if (a && b && a.roundEventsPerSec.length === b.roundEventsPerSec.length) {
+        roundRatios.push({ load: l.name, pair: `edge-dedup/${other}`, rounds: a.roundEventsPerSec.map((x, i) => x / b.roundEventsPerSec[i]) });
+      }
+    }
+  }
+  const spreadOf = (load: string, pair: string) => roundRatios.find((x) => x.load === load && x.pair === pair)?.rounds;
+  if (ROUNDS > 1 && roundRatios.length > 0) {
+    console.log("\nRound by round (each round's events/s ÷ the other target's in the same round: the spread is the machine's noise)");
+    table(["load", "ratio", "whole run", "lowest", "median", "highest", "rounds"], roundRatios.map((x) => [
+      x.load, x.pair, r(ratio(x.load, x.pair.slice("edge-dedup/".length) as TargetName)), fmt(Math.min(...x.rounds), 3), fmt(median(x.rounds), 3),
+      fmt(Math.max(...x.rounds), 3), x.rounds.map((v) => fmt(v, 2)).join(" "),
+    ]));
+  }
   if (targetNames.includes("baseline")) {
     console.log("\nAgainst the baseline (BENCH_BASELINE's code, same run)");
     table(["load", "edge-dedup/baseline", "baseline/ceiling", "baseline/echo", "edge-dedup/ceiling", "edge-dedup/echo"], loads.map((l) => [
@@ -910,7 +934,9 @@ async function main(): Promise<void> {
   for (const c of cells.filter((x) => x.target === "edge-dedup" && x.ops)) {
     verdict(`${c.load}: cost per million events`, c.ops!.costPerMillionEvents.total, { atMost: c.batch > 1 ? 2.25 : 3.0 }, " USD");
   }
-  verdict("webhook16: edge-dedup/echo events/s", ratios.webhook16?.vsEcho ?? null, { atLeast: 0.6 });
+  const echoRounds = spreadOf("webhook16", "edge-dedup/echo");
+  const roundsNote = echoRounds && echoRounds.length > 1 ? ` (rounds ${fmt(Math.min(...echoRounds), 2)}–${fmt(Math.max(...echoRounds), 2)})` : "";
+  verdict(`webhook16: edge-dedup/echo events/s${roundsNote}`, ratios.webhook16?.vsEcho ?? null, { atLeast: 0.6 });
   verdict("batch500x4: edge-dedup/ceiling events/s (bookkeeping goal)", ratios.batch500x4?.vsCeiling ?? null, { atLeast: 1.0 });
   const wh16 = cell("edge-dedup", "webhook16");
   if (wh16?.ops) {
@@ -944,6 +970,7 @@ async function main(): Promise<void> {
     settings: { cellSeconds: CELL_MS / 1000, rounds: ROUNDS, partitions: PARTITIONS, warmSeconds: WARM_MS / 1000, duplicateShare: DUPLICATE_SHARE, ids: RANDOM_IDS ? "random" : "sequential", loads, targets: targetNames, redis: redisVersion },
     cells,
     ratios,
+    roundRatios,
     verdicts,
     skipped,
     failures,
