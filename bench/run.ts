@@ -806,7 +806,7 @@ async function main(): Promise<void> {
     ]),
   );
 
-  console.log(`  state bytes/key: edge-dedup (text keys), edge-dedup-hashed and ceiling = SQLite size of the stream's ${PARTITIONS} partition objects ÷ keys`);
+  console.log(`  state bytes/key: edge-dedup (text keys) and edge-dedup-hashed = SQLite size of the stream's ${PARTITIONS} partition objects ÷ keys, ceiling = its 8 objects'`);
   console.log("  (edge-dedup's includes its partition ledgers and meta rows); echo-sql = its one object's SQLite size ÷ ids;");
   console.log("  redis = MEMORY STATS keys.bytes-per-key. Small key counts inflate it.");
 
