@@ -87,6 +87,7 @@ import { Agent, request } from "node:http";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createClient, type Outcome } from "../src/client/index.ts";
+import type { MicroBatchTimes } from "../src/instrument/batch-timing.ts";
 import { rng } from "../test/support/rng.ts";
 import { costOf, PRICES } from "./pricing.ts";
 import {
@@ -155,6 +156,8 @@ interface Verdict {
   value: number | null;
   goal: string;
   pass: boolean | null;
+  /** printed after the goal (e.g. the rounds' range); not part of the name, which stays the same from run to run */
+  detail?: string;
 }
 const verdicts: Verdict[] = [];
 const failures: string[] = [];
@@ -166,12 +169,12 @@ function check(ok: boolean, what: string): void {
   }
 }
 
-function verdict(name: string, value: number | null, goal: { atLeast?: number; atMost?: number }, unit = "×"): void {
+function verdict(name: string, value: number | null, goal: { atLeast?: number; atMost?: number }, unit = "×", detail?: string): void {
   // Goals hold streams of GOAL_PARTITIONS partitions: another count is measured, not judged.
   const judged = value !== null && Number.isFinite(value) && PARTITIONS === GOAL_PARTITIONS;
   const pass = !judged ? null : goal.atLeast !== undefined ? value >= goal.atLeast : value <= goal.atMost!;
   const goalText = goal.atLeast !== undefined ? `≥ ${goal.atLeast}${unit}` : `≤ ${goal.atMost}${unit}`;
-  verdicts.push({ name, value, goal: goalText, pass });
+  verdicts.push({ name, value, goal: goalText, pass, ...(detail ? { detail } : {}) });
 }
 
 // ---------------------------------------------------------------------------
@@ -339,7 +342,7 @@ interface OpCounts {
   rowsReadBy?: Record<string, number>;
   r2: Record<string, number>;
   /** where the micro-batches' wall time went (src/instrument/batch-timing.ts); a server of an older release has none */
-  microBatches?: Record<string, number>;
+  microBatches?: MicroBatchTimes;
 }
 
 interface Target {
@@ -607,7 +610,8 @@ async function runRound(c: Pending, ms: number): Promise<void> {
 function mergeCounts(into: OpCounts, more: OpCounts): void {
   into.requests += more.requests;
   for (const k of ["doCalls", "sql", "rowsWritten", "rowsRead", "rowsWrittenBy", "rowsReadBy", "r2", "microBatches"] as const) {
-    const to = (into[k] ??= {});
+    // Every table here, micro-batch times included, is names to numbers that add up.
+    const to = (into[k] ??= {} as never) as Record<string, number>;
     for (const [op, n] of Object.entries(more[k] ?? {})) to[op] = (to[op] ?? 0) + n;
   }
 }
@@ -836,20 +840,20 @@ async function main(): Promise<void> {
     r(ratios[l.name].hashedVsCeiling), r(ratios[l.name].hashedVsText),
   ]));
   // Round by round: each round's ratio compares runs made within seconds of each other, so their spread is this machine's noise.
-  const roundRatios: { load: string; pair: string; rounds: number[] }[] = [];
+  const roundRatios: { load: string; vs: TargetName; rounds: number[] }[] = [];
   for (const l of loads) {
     for (const other of ["echo", "echo-do", "echo-sql", "ceiling", "redis", "baseline"] as const) {
       const [a, b] = [cell("edge-dedup", l.name), cell(other, l.name)];
       if (a && b && a.roundEventsPerSec.length === b.roundEventsPerSec.length) {
-        roundRatios.push({ load: l.name, pair: `edge-dedup/${other}`, rounds: a.roundEventsPerSec.map((x, i) => x / b.roundEventsPerSec[i]) });
+        roundRatios.push({ load: l.name, vs: other, rounds: a.roundEventsPerSec.map((x, i) => x / b.roundEventsPerSec[i]) });
       }
     }
   }
-  const spreadOf = (load: string, pair: string) => roundRatios.find((x) => x.load === load && x.pair === pair)?.rounds;
+  const spreadOf = (load: string, vs: TargetName) => roundRatios.find((x) => x.load === load && x.vs === vs)?.rounds;
   if (ROUNDS > 1 && roundRatios.length > 0) {
     console.log("\nRound by round (each round's events/s ÷ the other target's in the same round: the spread is the machine's noise)");
     table(["load", "ratio", "whole run", "lowest", "median", "highest", "rounds"], roundRatios.map((x) => [
-      x.load, x.pair, r(ratio(x.load, x.pair.slice("edge-dedup/".length) as TargetName)), fmt(Math.min(...x.rounds), 3), fmt(median(x.rounds), 3),
+      x.load, `edge-dedup/${x.vs}`, r(ratio(x.load, x.vs)), fmt(Math.min(...x.rounds), 3), fmt(median(x.rounds), 3),
       fmt(Math.max(...x.rounds), 3), x.rounds.map((v) => fmt(v, 2)).join(" "),
     ]));
   }
@@ -934,9 +938,9 @@ async function main(): Promise<void> {
   for (const c of cells.filter((x) => x.target === "edge-dedup" && x.ops)) {
     verdict(`${c.load}: cost per million events`, c.ops!.costPerMillionEvents.total, { atMost: c.batch > 1 ? 2.25 : 3.0 }, " USD");
   }
-  const echoRounds = spreadOf("webhook16", "edge-dedup/echo");
-  const roundsNote = echoRounds && echoRounds.length > 1 ? ` (rounds ${fmt(Math.min(...echoRounds), 2)}–${fmt(Math.max(...echoRounds), 2)})` : "";
-  verdict(`webhook16: edge-dedup/echo events/s${roundsNote}`, ratios.webhook16?.vsEcho ?? null, { atLeast: 0.6 });
+  const echoRounds = spreadOf("webhook16", "echo");
+  const roundsRange = echoRounds && echoRounds.length > 1 ? `rounds ${fmt(Math.min(...echoRounds), 2)}–${fmt(Math.max(...echoRounds), 2)}` : undefined;
+  verdict("webhook16: edge-dedup/echo events/s", ratios.webhook16?.vsEcho ?? null, { atLeast: 0.6 }, "×", roundsRange);
   verdict("batch500x4: edge-dedup/ceiling events/s (bookkeeping goal)", ratios.batch500x4?.vsCeiling ?? null, { atLeast: 1.0 });
   const wh16 = cell("edge-dedup", "webhook16");
   if (wh16?.ops) {
@@ -953,7 +957,7 @@ async function main(): Promise<void> {
   if (PARTITIONS !== GOAL_PARTITIONS) console.log(`  (set for streams of ${GOAL_PARTITIONS} partitions; this run's have ${PARTITIONS}: measured, not judged)`);
   for (const v of verdicts) {
     const status = v.pass === null ? "SKIP" : v.pass ? "PASS" : "WARN";
-    console.log(`  ${status}  ${v.name}: ${v.value === null ? "not measured" : fmt(v.value, v.value < 10 ? 3 : 1)} (goal ${v.goal})`);
+    console.log(`  ${status}  ${v.name}: ${v.value === null ? "not measured" : fmt(v.value, v.value < 10 ? 3 : 1)} (goal ${v.goal}${v.detail ? `; ${v.detail}` : ""})`);
   }
   for (const s of skipped) console.log(`  SKIP  ${s}`);
   console.log(`  correctness: ${failures.length === 0 ? "every target's answers and state matched the data sent" : `${failures.length} check(s) FAILED`}`);
