@@ -17,7 +17,7 @@ import type { StoredCredential } from "../api/credentials";
 import { SqliteObject } from "../storage/sqlite-object";
 import { COORDINATOR_MIGRATIONS } from "./migrations";
 import { batchFaultKey, faultsEnabled, heldRun, takeFault } from "../instrument/faults";
-import { MicroBatcher } from "../microbatch/batcher";
+import { ItemFailed, MicroBatcher } from "../microbatch/batcher";
 import { runGroup, type BegunMember, type GroupResult } from "../microbatch/run-group";
 import { CredentialStore } from "./credentials";
 import { BatchLedger, recordedOutcome, sameBody, type BatchRow } from "./ledger";
@@ -325,7 +325,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
    * (preBegun), else in the state row. A micro-batch that fails here leaves
    * its begin in the ledger's begin records, for its members' retries.
    */
-  private async runMicroBatch(items: Submission[]): Promise<BatchOutcome[]> {
+  private async runMicroBatch(items: Submission[]): Promise<(BatchOutcome | ItemFailed)[]> {
     const meta = this.meta();
     if (!meta) throw new Error("stream was deleted while the batch ran");
     const now = Date.now();
@@ -341,7 +341,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     // Runs go one at a time: the members will commit as firstSeq, firstSeq + 1, … (their lanes name kept copies among them by these; the commit checks it).
     const firstSeq = this.ledger.lastSeq() + 1;
     try {
-      const { commits, outbox, columns } = await runGroup(
+      const { commits, outbox, columns, failed } = await runGroup(
         {
           group,
           stream: meta.name,
@@ -356,12 +356,18 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
         members,
       );
       timed?.applied();
+      // A member that failed alone (its planning threw) is answered so; the others commit without it.
+      const failedAlone = (i: number) => new ItemFailed(failed.get(i));
+      if (commits.length === 0) return items.map((_, i) => failedAlone(i));
       await this.batcher.gatherNext(); // a micro-batch of one: the next one, which its commit fixes, may grow meanwhile
       if (this.meta()?.epoch !== meta.epoch) throw new Error("stream was deleted while the batch ran");
-      const outcomes = await this.commitGroup(commits, { id: group, members, firstSeq }, outbox);
+      const committed = failed.size === 0 ? members : members.filter((_, i) => !failed.has(i));
+      const outcomes = await this.commitGroup(commits, { id: group, members: committed, firstSeq }, outbox);
       if (this.meta()) recordColumns(this.sql, columns, Date.now());
       timed?.committed();
-      return outcomes;
+      if (failed.size === 0) return outcomes;
+      let next = 0;
+      return items.map((_, i) => (failed.has(i) ? failedAlone(i) : outcomes[next++]));
     } catch (e) {
       this.timer?.failed();
       // The retries resume from the ledger's begin record (the state record's begin is overwritten by the next micro-batch's).

@@ -1,5 +1,5 @@
 import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
-import { tooDeep, valueDeeperThan } from "../stream/json";
+import { valueShapeFault } from "../stream/json";
 import { batchIdentity } from "../stream/bytes";
 import { coordinatorStub, type CoordinatorStub, type Env } from "../env";
 import { WAIT_FOR_INFLIGHT_MS, type IngestResult, type ReceivedBatch } from "../coordinator/protocol";
@@ -67,7 +67,9 @@ export async function receivedFromRows(
   // A caller over RPC is a producer like an HTTP one: the other ingresses' batch-id namespaces are not its to use.
   const foreign = foreignBatchId(batchId, "http");
   if (foreign !== null) return invalid(`batchId: ${foreign}`);
-  if (valueDeeperThan(rows)) return invalid(`rows: ${tooDeep()}`);
+  // Before anything walks the rows (JSON.stringify below): a structured clone may share or cycle objects.
+  const shape = valueShapeFault(rows);
+  if (shape !== null) return invalid(`rows: ${shape}`);
   const list = Array.isArray(rows) ? rows : rows !== null && typeof rows === "object" ? [rows] : null;
   if (list === null) return invalid("rows must be an object or an array of objects");
   if (list.length > limits.maxRows) return invalid(`at most ${limits.maxRows} rows per batch`);

@@ -36,6 +36,11 @@ export interface BatcherOptions<In> {
 /** A run that follows another run of several items by less than this waits (options.coalesce); later, requests are no longer arriving together. */
 const BURST_GAP_MS = 100;
 
+/** An answer of a run that fails its item alone: the item is rejected with `error`, the others of its run answered as usual. */
+export class ItemFailed {
+  constructor(readonly error: unknown) {}
+}
+
 interface Pending<In, Out> {
   item: In;
   resolve: (out: Out) => void;
@@ -56,10 +61,11 @@ export class MicroBatcher<In, Out> {
 
   /**
    * `run` gets a group in submission order and answers each item, in order. A
-   * throw fails the whole group: every item in it is rejected with the error.
+   * throw fails the whole group: every item in it is rejected with the error;
+   * an ItemFailed answer rejects its item alone.
    */
   constructor(
-    private readonly run: (items: In[]) => Promise<Out[]>,
+    private readonly run: (items: In[]) => Promise<(Out | ItemFailed)[]>,
     private readonly options: BatcherOptions<In>,
   ) {}
 
@@ -113,7 +119,11 @@ export class MicroBatcher<In, Out> {
         this.lastRun = group.length;
         try {
           const outs = await this.run(group.map((p) => p.item));
-          group.forEach((p, i) => p.resolve(outs[i]));
+          group.forEach((p, i) => {
+            const out = outs[i];
+            if (out instanceof ItemFailed) p.reject(out.error);
+            else p.resolve(out);
+          });
         } catch (err) {
           for (const p of group) p.reject(err);
         }

@@ -42,28 +42,40 @@ export interface GroupContext {
   firstSeq?: number;
 }
 
-/**
- * Runs a micro-batch up to its commit: plans each member, makes one call per
- * touched partition for the whole group, writes one object per lane and one
- * marker, and returns each member's commit request. Any failure fails the
- * group; every member's retry resumes on its own, in whatever group it lands.
- */
 /** What a micro-batch hands to its commit: each member's commit request and, for a small group, its lanes for the outbox. */
 export interface GroupResult {
+  /** the commit requests of the members that were planned (all but `failed`), in order */
   commits: CommitRequest[];
   /** set when the group wrote no objects: its lanes and each member's byte range per lane (the commit appends them to the outbox) */
   outbox: { lanes: Record<Lane, Uint8Array>; ranges: Record<Lane, (ByteRange | null)[]> } | null;
   /** the table columns the members' accepted rows add (none without a table) */
   columns: string[];
+  /** the members (by position) whose planning threw, with what it threw: they are in no commit request, and nothing holds anything of them */
+  failed: ReadonlyMap<number, unknown>;
 }
 
+/**
+ * Runs a micro-batch up to its commit: plans each member, makes one call per
+ * touched partition for the whole group, writes one object per lane and one
+ * marker, and returns each planned member's commit request. A member whose
+ * planning throws fails alone; any later failure fails the group, and every
+ * member's retry resumes on its own, in whatever group it lands.
+ */
 export async function runGroup(ctx: GroupContext, members: readonly BegunMember[]): Promise<GroupResult> {
   const startedAt = Date.now();
-  const planned = members.map((m) => ({
-    ...m,
-    ledger: batchKey(m.source, m.batchId),
-    plan: planBatch(m.config, m.rows, m.begunAt, { source: m.source, batchId: m.batchId, watermark: m.watermark, ...(m.tableColumns ? { tableColumns: m.tableColumns } : {}) }),
-  }));
+  // Each member is planned on its own: one that throws (a row no check foresaw) fails alone, before any partition
+  // or object holds anything of it, and the others run and commit without it.
+  const failed = new Map<number, unknown>();
+  const planned = members.flatMap((m, i) => {
+    try {
+      const context = { source: m.source, batchId: m.batchId, watermark: m.watermark, ...(m.tableColumns ? { tableColumns: m.tableColumns } : {}) };
+      return [{ ...m, ledger: batchKey(m.source, m.batchId), plan: planBatch(m.config, m.rows, m.begunAt, context) }];
+    } catch (e) {
+      failed.set(i, e);
+      return [];
+    }
+  });
+  if (planned.length === 0) return { commits: [], outbox: null, columns: [], failed };
   const byLedger = new Map(planned.map((m) => [m.ledger, m]));
   const fault = members.find((m) => m.fault)?.fault ?? null;
 
@@ -158,5 +170,5 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
     };
   });
   const ranges = Object.fromEntries(LANES.map((lane) => [lane, lanes[lane].ranges])) as Record<Lane, (ByteRange | null)[]>;
-  return { commits, outbox: direct ? null : { lanes: bodies, ranges }, columns: [...new Set(planned.flatMap((m) => m.plan.newColumns ?? []))] };
+  return { commits, outbox: direct ? null : { lanes: bodies, ranges }, columns: [...new Set(planned.flatMap((m) => m.plan.newColumns ?? []))], failed };
 }

@@ -200,5 +200,14 @@ export function encodeDropped(batch: { source: string; batchId: string }, droppe
 }
 
 export function encodeRejected(batch: { source: string; batchId: string }, rejected: readonly RejectedRow[], rows: readonly unknown[]): string {
-  return rejected.map((r) => JSON.stringify({ ...batch, index: r.index, reason: r.error, row: rows[r.index] }) + "\n").join("");
+  return rejected.map((r) => rejectedLine(batch, r, rows[r.index]) + "\n").join("");
+}
+
+/** A rejected row as sent; one JSON cannot write (a BigInt, a cycle) goes as `null`: its reason says why it was refused. */
+function rejectedLine(batch: { source: string; batchId: string }, r: RejectedRow, row: unknown): string {
+  try {
+    return JSON.stringify({ ...batch, index: r.index, reason: r.error, row });
+  } catch {
+    return JSON.stringify({ ...batch, index: r.index, reason: r.error, row: null });
+  }
 }

@@ -37,8 +37,8 @@ export function textDepth(text: string, stopAt = Infinity): number {
  * nests deeper than `limit` arrays and objects. Iterative, so that the check
  * itself cannot overflow the stack; it stops at the first path past the limit.
  * Each object is visited once, so a structured-clone value that shares or
- * cycles objects costs its size, not its paths (what this then misses, the
- * caller's hashing refuses for that message alone).
+ * cycles objects costs its size, not its paths: a depth of distinct objects.
+ * What an ingress takes is bounded by valueShapeFault, which counts paths.
  */
 export function valueDeeperThan(value: unknown, limit = MAX_JSON_DEPTH): boolean {
   const seen = new Set<object>();
@@ -53,12 +53,42 @@ export function valueDeeperThan(value: unknown, limit = MAX_JSON_DEPTH): boolean
   return false;
 }
 
+/**
+ * The most places a parsed value may hold values in: a structured-clone value
+ * (a Workers RPC argument, a v8 queue message) may share one object from many
+ * places, and JSON.stringify writes it out at every one of them.
+ */
+export const MAX_JSON_PLACES = 1 << 22;
+
+/**
+ * Why a parsed value can't be read as the JSON it will be written as, or
+ * null: nested deeper than `limit` counted along every path (a cycle is
+ * endless), or more than `maxPlaces` values counted at every place they
+ * appear (shared objects). What JSON.stringify and the canonical JSON would
+ * walk, bounded before either runs; iterative, so the check cannot overflow
+ * the stack. Follows a subject, as JsonResult errors do.
+ */
+export function valueShapeFault(value: unknown, limit = MAX_JSON_DEPTH, maxPlaces = MAX_JSON_PLACES): string | null {
+  const stack: [unknown, number][] = [[value, 0]];
+  for (let places = 0; stack.length > 0; places++) {
+    if (places >= maxPlaces) return `holds more than ${maxPlaces} values (an object shared from several places counts at each)`;
+    const [v, d] = stack.pop()!;
+    if (v === null || typeof v !== "object") continue;
+    if (d + 1 > limit) return tooDeep(limit);
+    if (Array.isArray(v)) for (let i = 0; i < v.length; i++) stack.push([v[i], d + 1]);
+    else for (const k in v) if (Object.hasOwn(v, k)) stack.push([(v as Record<string, unknown>)[k], d + 1]);
+  }
+  return null;
+}
+
 /** Why JSON past the limit is refused; follows a subject, as JsonResult errors do. */
 export const tooDeep = (limit = MAX_JSON_DEPTH) => `nests arrays and objects more than ${limit} levels deep; at most ${limit} are accepted`;
 
-/** An already-parsed value, within the limit, or the refusal. */
-export const checkDepth = (value: unknown, limit = MAX_JSON_DEPTH): JsonResult =>
-  valueDeeperThan(value, limit) ? { ok: false, error: tooDeep(limit) } : { ok: true, value };
+/** An already-parsed value, within the limits (valueShapeFault), or the refusal. */
+export function checkDepth(value: unknown, limit = MAX_JSON_DEPTH): JsonResult {
+  const fault = valueShapeFault(value, limit);
+  return fault === null ? { ok: true, value } : { ok: false, error: fault };
+}
 
 /**
  * JSON.parse with the depth limit first. `error` follows a subject ("the

@@ -3,6 +3,7 @@ import { conflictBlindFields, contentDigest, contentHash, omissionFrom, type Exc
 import { encodeKey, MAX_KEY_BYTES, type KeyValue } from "./key";
 import { own } from "./own";
 import { tooDeep } from "./json";
+import { rowValueFault } from "./row-values";
 import { DECIMAL, MIN_PLAUSIBLE_MS, parseTimestamp, type TimeUnit } from "./timestamp";
 
 export { MIN_PLAUSIBLE_MS, parseIsoTimestamp, parseTimestamp, type TimeUnit } from "./timestamp";
@@ -186,8 +187,16 @@ export function rowJudge(config: StreamConfig, now: number, context: RowContext 
         if (typeof v === "object") throw new RowError(`${column}: a key column must be a string, number or boolean`);
         // JSON has no Infinity, but 1e999 parses to it, and the key encoding would turn it into null.
         if (typeof v === "number" && !Number.isFinite(v)) throw new RowError(`${column}: a key value must be a finite number`);
+        // Past ±(2^53 − 1) JSON numbers lose digits when parsed: two ids would silently be one key (a string column too).
+        const sent = own(raw as Row, column);
+        if (!instant && typeof sent === "number" && Number.isInteger(sent) && !Number.isSafeInteger(sent)) {
+          throw new RowError(`${column}: a key integer must be within ±(2^53 − 1); larger ones lose digits as JSON numbers, send them as strings`);
+        }
         values.push(instant ? readInstant(column, type, v) : (v as KeyValue));
       }
+      // A value with no JSON form anywhere (1e999, NaN over RPC) would be written otherwise than it was judged, or not at all.
+      const fault = rowValueFault(row);
+      if (fault !== null) throw new RowError(fault);
       // A content key: the hash of the row (as coerced) without the excluded fields, as a one-value key.
       const key = contentKey ? encodeKey([contentHash(row, excluded)]) : encodeKey(values);
       if (key.length > MAX_KEY_BYTES / 3 && encoder.encode(key).length > MAX_KEY_BYTES) {

@@ -18,7 +18,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { MicroBatcher } from "../../src/microbatch/batcher";
+import { ItemFailed, MicroBatcher } from "../../src/microbatch/batcher";
 import { coalesceRefs, concatParts, formatRef, keptSeqOf, memberDecisions, parseRef, partitionPayloads } from "../../src/microbatch/group";
 import { rowsOf } from "../../src/stream/row-columns";
 import { dedupSettings, mergeDecisions, planBatch, type BatchCounts } from "../../src/stream/batch";
@@ -216,6 +216,15 @@ describe("MicroBatcher", () => {
     expect(settled.map((r) => (r.status === "fulfilled" ? r.value : (r.reason as Error).message))).toEqual([1, "crash", "crash", 14]);
     expect(runs).toBe(3);
     expect(await batcher.submit(2)).toBe(2); // and it goes on
+  });
+
+  test("an ItemFailed answer fails its item alone; the rest of its run is answered", async () => {
+    const batcher = new MicroBatcher<number, number>(
+      async (group) => group.map((n) => (n % 2 === 0 ? new ItemFailed(new Error(`bad ${n}`)) : n * 10)),
+      { maxWeight: 100, weigh: () => 1 },
+    );
+    const settled = await Promise.allSettled(batcher.submitAll([1, 2, 3, 4]));
+    expect(settled.map((r) => (r.status === "fulfilled" ? r.value : (r.reason as Error).message))).toEqual([10, "bad 2", 30, "bad 4"]);
   });
 });
 
