@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { HEALTH_REASON_CODES } from "../stream/health";
 
 /**
  * The JSON bodies the service answers, one zod schema each: the routes
@@ -88,7 +89,11 @@ export const putStreamResultSchema = z.object({
   config: streamConfigSchema,
 });
 
-const stateTotals = z.object({ rows: z.number().int(), bytes: z.number().int() });
+const stateTotals = z.object({
+  rows: z.number().int(),
+  bytes: z.number().int(),
+  unkeyedHashPartitions: z.number().int().optional().describe('stateKeys "hashed": partitions that store keys by the unkeyed hash of an earlier release (health warns)'),
+});
 
 export const sourceInfoSchema = z.object({
   maxEventTime: z.number().nullable(),
@@ -156,7 +161,7 @@ export const healthSchema = z.object({
   status: z.enum(["ok", "warn", "critical"]),
   reasons: z.array(
     z.object({
-      code: z.enum(["watermark-stalled", "held-back", "state-rising", "late-rate", "rejected-rate", "table-failing", "conflict-rate"]),
+      code: z.enum(HEALTH_REASON_CODES),
       severity: z.enum(["warn", "critical"]),
       detail: z.string(),
     }),

@@ -27,6 +27,7 @@ export async function streamHealth(env: Env, stream: string) {
     sources,
     progress,
     ...(table ? { table } : {}),
+    ...(d.state.unkeyedHashPartitions ? { unkeyedHashPartitions: d.state.unkeyedHashPartitions } : {}),
   });
   return { stream, ...health, state: d.state };
 }

@@ -201,7 +201,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       createdAt: meta.createdAt,
       watermark: meta.watermark,
       sources,
-      state: { rows: stats.reduce((a, s) => a + s.rows, 0), bytes: stats.reduce((a, s) => a + s.bytes, 0) },
+      state: { rows: stats.reduce((a, s) => a + s.rows, 0), bytes: stats.reduce((a, s) => a + s.bytes, 0), ...unkeyedHash(stats) },
       batches: { committed },
       bookkeeping: this.bookkeeping(meta),
     };
@@ -801,6 +801,12 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   private sourceProgress(): Record<string, SourceProgress> {
     return this.book.sources();
   }
+}
+
+/** How many partitions store keys by the unkeyed hash of an earlier release (health warns: src/stream/health.ts), when any do. */
+function unkeyedHash(stats: readonly { unkeyedHash?: true }[]): { unkeyedHashPartitions?: number } {
+  const n = stats.filter((s) => s.unkeyedHash).length;
+  return n > 0 ? { unkeyedHashPartitions: n } : {};
 }
 
 /** Whether the batcher runs the micro-batch a commit began (takeNext's items, in order). */

@@ -92,7 +92,8 @@ export interface StreamDescription {
   createdAt: number;
   watermark: number;
   sources: Record<string, { maxEventTime: number | null; watermark: number; lastBatchAt: number | null; declared: boolean; idle: boolean }>;
-  state: { rows: number; bytes: number };
+  /** unkeyedHashPartitions: partitions that store keys by the unkeyed hash of a release before 27 (absent: none) */
+  state: { rows: number; bytes: number; unkeyedHashPartitions?: number };
   batches: { committed: number };
   /** the Coordinator's own records (DESIGN §9) */
   bookkeeping: Bookkeeping;

@@ -19,12 +19,20 @@
  */
 import { bucketOf } from "../stream/expiry-buckets";
 import { keyHash64 } from "../stream/key-hash";
+import { keyedKeyHash64 } from "../stream/keyed-key-hash";
 
 /** 2^32: number + dropped·T_SHIFT in t (compact keys) or r (others). */
 export const T_SHIFT = 4_294_967_296;
 
+/** meta.hashed: key text, the unkeyed MurmurHash3 of a partition that fixed its layout before release 27, or the keyed SipHash-2-4. */
+export const KEY_TEXT = 0;
+export const KEY_HASH_UNKEYED = 1;
+export const KEY_HASH_KEYED = 2;
+
 export interface Layout {
   hashed: number;
+  /** the keyed hash's secret (hashed = KEY_HASH_KEYED), never shown */
+  hashKey: string | null;
   /** expiry bucket width in ms (0: one bucket that never expires) */
   width: number;
   /** null: b and e absolute (a partition begun before version 7); else b − base and e − bucket start */
@@ -48,8 +56,11 @@ export interface Held {
 /** Whether a key keeps its number and drop count in t (a hashed key with an expiry) or in r. */
 export const isCompact = (l: Pick<Layout, "hashed">, e: number | null) => !!l.hashed && e !== null;
 
-/** What the keys table holds for a state key: its text, or its 64-bit hash in decimal. */
-export const storedKey = (l: Pick<Layout, "hashed">, stateKey: string) => (l.hashed ? keyHash64(stateKey) : stateKey);
+/** What the keys table holds for a state key: its text, or its 64-bit hash (keyed, or the unkeyed one of an older partition) in decimal. */
+export function storedKey(l: Pick<Layout, "hashed" | "hashKey">, stateKey: string): string {
+  if (!l.hashed) return stateKey;
+  return l.hashed === KEY_HASH_KEYED ? keyedKeyHash64(l.hashKey!, stateKey) : keyHash64(stateKey);
+}
 
 /** A stored key in a JSON array: a hash as an integer literal, which json_extract reads as an exact 64-bit INTEGER (a JS number can't hold it). */
 export const keyLiteral = (l: Pick<Layout, "hashed">, stored: string) => (l.hashed ? stored : JSON.stringify(stored));

@@ -78,6 +78,11 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
     does: "receipts at no row per batch: a key's batch number and drop count in its row (t, or keys.r where t holds the event time), batches' names in chunks (kept_names; the open one in meta.names); new partitions store b and e relative (meta.base)",
     up: (sql) => receiptsV7(sql, (table, column, declaration) => addColumn(sql, table, column, declaration)),
   },
+  {
+    version: 8,
+    does: "meta.hash_key: the secret of the keyed key hash (SipHash-2-4) that partitions fixing a hashed layout from now on store keys by; older hashed partitions keep their unkeyed hash (meta.hashed 1)",
+    up: (sql) => addColumn(sql, "meta", "hash_key", "TEXT"),
+  },
 ];
 
 /**
@@ -88,7 +93,7 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
  */
 export const PARTITION_LAYOUT = `
   CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), epoch TEXT NOT NULL, watermark INTEGER NOT NULL, rows INTEGER NOT NULL,
-    next_expiry INTEGER, width INTEGER, hashed INTEGER NOT NULL DEFAULT 0, front_b INTEGER, pending TEXT, names TEXT, base INTEGER);
+    next_expiry INTEGER, width INTEGER, hashed INTEGER NOT NULL DEFAULT 0, front_b INTEGER, pending TEXT, names TEXT, base INTEGER, hash_key TEXT);
   CREATE TABLE keys (b INTEGER NOT NULL, k NOT NULL, t INTEGER, e INTEGER, d INTEGER, PRIMARY KEY (b, k)) WITHOUT ROWID;
   CREATE TABLE ledger (batch TEXT PRIMARY KEY, at INTEGER NOT NULL, decisions TEXT NOT NULL) WITHOUT ROWID;
   CREATE TABLE front (e INTEGER NOT NULL, k NOT NULL, PRIMARY KEY (e, k)) WITHOUT ROWID;

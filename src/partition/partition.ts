@@ -6,7 +6,11 @@ import { addColumn, schemaVersion } from "../storage/migrations";
 import { SqliteObject, tableExists } from "../storage/sqlite-object";
 import { bucketAtWatermark, bucketOf, bucketWidthFor } from "../stream/expiry-buckets";
 import { BucketFilters } from "../stream/bucket-filters";
-import { absoluteBucket, expiryOf, expirySql, hasReceiptColumn, isCompact, keyLiteral, numberOf, placeOf, readHeld, storedBucket, storedKey, writeHeld, type Held, type Layout } from "./layout";
+import {
+  absoluteBucket, expiryOf, expirySql, hasReceiptColumn, isCompact, KEY_HASH_KEYED, KEY_HASH_UNKEYED, KEY_TEXT, keyLiteral, numberOf, placeOf, readHeld, storedBucket, storedKey, writeHeld,
+  type Held, type Layout,
+} from "./layout";
+import { newHashSecret } from "../stream/keyed-key-hash";
 import {
   forgetFrontReceipts, forgetReceipts, listKeys, lookupReceipt, nameBatch, openChunk, resolveNames, sealChunk, type NameChunk,
 } from "./receipts";
@@ -54,6 +58,8 @@ type PartitionMeta = {
   /** the open chunk of kept batches' names (JSON NameChunk, src/partition/receipts.ts), or null */
   names: string | null;
   base: number | null;
+  /** the keyed key hash's secret (src/stream/keyed-key-hash.ts), drawn with the layout; null: keys as text or hashed unkeyed */
+  hash_key: string | null;
 };
 
 /** An entry of the call with its rows out of their wire columns. */
@@ -216,7 +222,9 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
         const first = fresh.find((r) => !isLate(entry.settings, meta.watermark, r));
         if (!first) continue;
         meta.width = bucketWidthFor(entry.settings);
-        meta.hashed = entry.settings.hashedKeys ? 1 : 0;
+        // Hashed keys are keyed from release 27 on: a partition that fixed its layout before keeps the unkeyed hash it stored with.
+        meta.hashed = entry.settings.hashedKeys ? KEY_HASH_KEYED : KEY_TEXT;
+        meta.hash_key = entry.settings.hashedKeys ? newHashSecret() : null;
         const e = expiryAt(entry.settings, first.eventTime);
         // Version 7 on: buckets counted from the first one, expiries from their bucket's start (a few bytes per key).
         meta.base = meta.width > 0 && e !== null ? bucketOf(e, meta.width) : null;
@@ -224,7 +232,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
       }
       if (meta.width === null) return null;
     }
-    return { hashed: meta.hashed, width: meta.width, base: meta.base };
+    return { hashed: meta.hashed, hashKey: meta.hash_key, width: meta.width, base: meta.base };
   }
 
   /** The key rows held that this call's rows may meet: its candidates', and those of its recorded drops (for gaps and receipts). */
@@ -343,7 +351,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
 
   /** How this partition stores its keys (null: it has stored none yet). */
   private layoutOf(meta: PartitionMeta): Layout | null {
-    return meta.width === null ? null : { hashed: meta.hashed, width: meta.width, base: meta.base };
+    return meta.width === null ? null : { hashed: meta.hashed, hashKey: meta.hash_key, width: meta.width, base: meta.base };
   }
 
   private hasR(): boolean {
@@ -366,7 +374,8 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   /** Read-only: a partition that never held state for this epoch reports zeros and stays unwritten. */
   describe(epoch: string): PartitionStats {
     const meta = this.currentMeta(epoch);
-    return meta ? this.stats(meta, true) : { rows: 0, bytes: 0, watermark: 0, nextExpiry: null };
+    if (!meta) return { rows: 0, bytes: 0, watermark: 0, nextExpiry: null };
+    return { ...this.stats(meta, true), ...(meta.hashed === KEY_HASH_UNKEYED ? { unkeyedHash: true as const } : {}) };
   }
 
   /** The remembered keys in key order, `limit` at a time after `after` (like Spark's state reader). */
@@ -456,7 +465,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
 
   private currentMeta(epoch: string): PartitionMeta | null {
     if (this.cached === undefined) {
-      this.cached = this.sql.exec<PartitionMeta>("SELECT epoch, watermark, rows, next_expiry, width, hashed, front_b, pending, names, base FROM meta").toArray()[0] ?? null;
+      this.cached = this.sql.exec<PartitionMeta>("SELECT epoch, watermark, rows, next_expiry, width, hashed, front_b, pending, names, base, hash_key FROM meta").toArray()[0] ?? null;
     }
     return this.cached && this.cached.epoch === epoch ? { ...this.cached } : null;
   }
@@ -470,15 +479,15 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     this.buckets = new Set();
     this.filters = undefined;
     this.ledgerCount = 0;
-    const fresh: PartitionMeta = { epoch, watermark: 0, rows: 0, next_expiry: null, width: null, hashed: 0, front_b: null, pending: null, names: null, base: null };
+    const fresh: PartitionMeta = { epoch, watermark: 0, rows: 0, next_expiry: null, width: null, hashed: 0, front_b: null, pending: null, names: null, base: null, hash_key: null };
     this.saveMeta(fresh);
     return { ...fresh };
   }
 
   private saveMeta(m: PartitionMeta): void {
     this.sql.exec(
-      "INSERT OR REPLACE INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending, names, base) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      m.epoch, m.watermark, m.rows, m.next_expiry, m.width, m.hashed, m.front_b, m.pending, m.names, m.base,
+      "INSERT OR REPLACE INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending, names, base, hash_key) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      m.epoch, m.watermark, m.rows, m.next_expiry, m.width, m.hashed, m.front_b, m.pending, m.names, m.base, m.hash_key,
     );
     this.cached = { ...m };
   }

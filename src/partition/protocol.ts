@@ -13,6 +13,8 @@ export interface PartitionStats {
   watermark: number;
   /** the earliest expiry among the remembered keys (null: none expires): eviction visits only partitions due */
   nextExpiry: number | null;
+  /** describe() only: the partition stores keys by the unkeyed hash of a release before 27 (src/stream/keyed-key-hash.ts) */
+  unkeyedHash?: true;
 }
 
 /** A micro-batch's rows for this partition: an entry per request, judged in order. */

@@ -8,7 +8,11 @@ import type { ProgressReport } from "./report";
 
 export type HealthStatus = "ok" | "warn" | "critical";
 
-export type HealthReasonCode = "watermark-stalled" | "held-back" | "state-rising" | "late-rate" | "rejected-rate" | "table-failing" | "conflict-rate";
+/** Every reason health may give (the API's schema takes them from here). */
+export const HEALTH_REASON_CODES = [
+  "watermark-stalled", "held-back", "state-rising", "late-rate", "rejected-rate", "table-failing", "conflict-rate", "unkeyed-key-hash",
+] as const;
+export type HealthReasonCode = (typeof HEALTH_REASON_CODES)[number];
 
 export interface HealthReason {
   code: HealthReasonCode;
@@ -71,6 +75,8 @@ export interface HealthInput {
   progress: readonly ProgressReport[];
   /** a stream with a table: whether appending to it keeps failing (src/output/publisher.ts) */
   table?: { failing: boolean; failures: number; lastError: string | null; publishedSeq: number; committedSeq: number };
+  /** a stream with stateKeys "hashed": how many of its partitions store keys by the unkeyed hash of a release before 27 (src/stream/keyed-key-hash.ts) */
+  unkeyedHashPartitions?: number;
 }
 
 export interface HealthReport {
@@ -219,6 +225,18 @@ export function evaluateHealth(input: HealthInput, thresholds: Partial<HealthThr
       code: "conflict-rate",
       severity: "warn",
       detail: `${percent(conflictRate)} of recent rows were conflicts (${conflicts} of ${rows}): copies of a kept id with other content; see GET …/conflicts`,
+    });
+  }
+
+  // 8. Hashed keys whose hash anyone can compute: a producer can make another's event a "duplicate" on purpose.
+  if ((input.unkeyedHashPartitions ?? 0) > 0) {
+    reasons.push({
+      code: "unkeyed-key-hash",
+      severity: "warn",
+      detail:
+        `${input.unkeyedHashPartitions} partition(s) store keys by the unkeyed 64-bit hash of an earlier release: a producer can craft a key that collides with ` +
+        `another's id, so that the real event is dropped as a duplicate. Streams created now hash keys with a secret per partition; create this one anew ` +
+        `(under a new name, or after its keys have expired) to get it`,
     });
   }
 
