@@ -96,11 +96,18 @@ export function keptRefOf(batch: string, seqOf: (source: string, batchId: string
   return { batchId, source, seq: seqOf(source, batchId) };
 }
 
+/**
+ * Why a conflict was rejected, in the words its producer gets back. A kept
+ * copy from another source is not named: a producer never learns another
+ * source's batch ids or commits (the admin finds them in the conflicts lane).
+ */
 function conflictReason(kept: KeptRef | null, self: { source: string; batchId: string }): string {
   if (!kept) return "conflict: its content differs from the kept copy of its key";
-  const where = kept.source === self.source && kept.batchId === self.batchId
-    ? "an earlier row of this batch"
-    : `batch "${kept.batchId}" from source "${kept.source}", ${kept.seq === null ? "committing with this one" : `commit ${kept.seq}`}`;
+  const where = kept.source !== self.source
+    ? "kept from another source"
+    : kept.batchId === self.batchId
+      ? "an earlier row of this batch"
+      : `batch "${kept.batchId}" from source "${kept.source}", ${kept.seq === null ? "committing with this one" : `commit ${kept.seq}`}`;
   return `conflict: its content differs from the kept copy of its key (${where})`;
 }
 
