@@ -1,9 +1,9 @@
 import { Hono } from "hono";
 import { cors } from "hono/cors";
-import { InjectedFault } from "../instrument/faults";
+import { isInjectedFault } from "../instrument/faults";
 import { requireAdmin } from "./auth";
 import { testRoutes } from "../sources/files/routes";
-import { HttpError, notFound, problemResponse } from "./problem";
+import { HttpError, internalError, notFound, problemResponse } from "./problem";
 import { checkParams, mount, mountMethodNotAllowed, type App } from "./route";
 import { ROUTES } from "./routes";
 
@@ -16,13 +16,8 @@ export const app = new Hono<App>();
 
 app.onError((err, c) => {
   if (err instanceof HttpError) return problemResponse(err, new URL(c.req.url).pathname);
-  // A fault injected in a Durable Object arrives here as a plain Error (RPC keeps the message only).
-  if (err instanceof InjectedFault || /^injected fault at /.test(err.message)) console.warn(`test fault: ${err.message}`);
-  else console.error("unhandled", err);
-  return problemResponse(
-    new HttpError(500, "internal", "Internal error", "the request failed; it is safe to retry with the same Idempotency-Key"),
-    new URL(c.req.url).pathname,
-  );
+  if (!isInjectedFault(err)) console.error("unhandled", err);
+  return problemResponse(internalError(), new URL(c.req.url).pathname);
 });
 
 // No CORS unless CORS_ORIGINS names the browser origins that may call.

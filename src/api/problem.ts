@@ -40,6 +40,8 @@ export const conflict = (slug: string, detail: string, extra?: Record<string, un
 export const unauthorized = (detail: string) =>
   new HttpError(401, "unauthorized", "Unauthorized", detail, {}, { "www-authenticate": 'Bearer realm="edge-dedup"' });
 export const forbidden = (detail: string) => new HttpError(403, "forbidden", "Forbidden", detail);
+/** The 500 of anything that failed on the way (a failed micro-batch, an unexpected error): nothing was written, so a retry is safe. */
+export const internalError = () => new HttpError(500, "internal", "Internal error", "the request failed; it is safe to retry with the same Idempotency-Key");
 export const notConfigured = (detail: string) => new HttpError(503, "not-configured", "Service not configured", detail);
 /** A webhook whose provider signature is missing, malformed, stale or does not match: providers retry it. */
 export const webhookUnauthorized = (detail: string) => new HttpError(401, "invalid-webhook-signature", "Webhook signature refused", detail);

@@ -175,7 +175,8 @@ export function createClient(options: ClientOptions) {
     if (token != null && !written) headers.authorization = `Bearer ${token}`;
     const signal = init.signal ?? (options.timeoutMs !== undefined ? AbortSignal.timeout(options.timeoutMs) : undefined);
     const res = await doFetch(base() + path, { method, headers, body: init.body, ...(signal ? { signal } : {}) });
-    return { status: res.status, headers: res.headers, text: await res.text() };
+    // Decoded as UTF-8 whatever the type: Response.text() warns under workerd for application/x-ndjson.
+    return { status: res.status, headers: res.headers, text: new TextDecoder().decode(await res.arrayBuffer()) };
   }
 
   /** The answer's text when its status is one of `ok`; a ProblemError otherwise. */

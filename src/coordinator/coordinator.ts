@@ -16,7 +16,7 @@ import { isSameEventLane, LaneRefs } from "./lane-refs";
 import type { StoredCredential } from "../api/credentials";
 import { SqliteObject } from "../storage/sqlite-object";
 import { COORDINATOR_MIGRATIONS } from "./migrations";
-import { batchFaultKey, faultsEnabled, heldRun, takeFault } from "../instrument/faults";
+import { batchFaultKey, faultsEnabled, heldRun, isInjectedFault, takeFault } from "../instrument/faults";
 import { ItemFailed, MicroBatcher } from "../microbatch/batcher";
 import { runGroup, type BegunMember, type GroupResult } from "../microbatch/run-group";
 import { CredentialStore } from "./credentials";
@@ -237,9 +237,9 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
    * a micro-batch runs are coalesced into the next one; each gets its own
    * outcome. A `busy` answer means the same batch id is in flight.
    */
-  async ingest(req: IngestRequest): Promise<IngestResult> {
+  /** A failed micro-batch is an answer, not a throw: an RPC method that throws is logged as uncaught by the runtime, per request. */
+  async ingest(req: IngestRequest): Promise<IngestResult | { kind: "failed"; message: string }> {
     const [r] = await this.ingestMany([req]);
-    if (r.kind === "failed") throw new Error(r.message);
     return r;
   }
 
@@ -370,6 +370,8 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       return items.map((_, i) => (failed.has(i) ? failedAlone(i) : outcomes[next++]));
     } catch (e) {
       this.timer?.failed();
+      // Logged once per micro-batch (its requests are answered "failed": a 500, a queue retry, a transient file error).
+      if (!isInjectedFault(e)) console.error(`stream ${meta.name}: a micro-batch of ${items.length} failed`, e);
       // The retries resume from the ledger's begin record (the state record's begin is overwritten by the next micro-batch's).
       if (this.meta()?.epoch === meta.epoch) this.ledger.begin(group, members, now);
       throw e;

@@ -35,6 +35,9 @@ export interface ReceivedBatch {
 /** What the Coordinator's ingest() takes: a received batch (test builds arm crash points with src/instrument/faults.ts's plan, not in the request). */
 export type IngestRequest = ReceivedBatch;
 
+/** A request whose micro-batch failed, or that failed alone: nothing of it was committed, and a retry is safe. */
+export type FailedRun = { kind: "failed"; message: string };
+
 export type IngestResult = BatchAnswer | { kind: "done"; outcome: BatchOutcome };
 
 export type ConfigureResult =
@@ -113,8 +116,9 @@ export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
   // Admission and ingest
   admit(sourceHeader: string | null, claim: CallerClaim): Admission;
   knownBatch(source: string, batchId: string): boolean;
-  ingest(req: IngestRequest): Promise<IngestResult>;
-  ingestMany(reqs: IngestRequest[], deadline?: number): Promise<(IngestResult | { kind: "failed"; message: string })[]>;
+  /** failed: the micro-batch it joined failed (safe to retry) */
+  ingest(req: IngestRequest): Promise<IngestResult | FailedRun>;
+  ingestMany(reqs: IngestRequest[], deadline?: number): Promise<(IngestResult | FailedRun)[]>;
   flush(): Promise<number>;
   // Reads
   progress(limit: number): ProgressReport[];

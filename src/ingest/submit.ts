@@ -2,7 +2,7 @@ import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
 import { valueShapeFault } from "../stream/json";
 import { batchIdentity } from "../stream/bytes";
 import { coordinatorStub, type CoordinatorStub, type Env } from "../env";
-import { WAIT_FOR_INFLIGHT_MS, type IngestResult, type ReceivedBatch } from "../coordinator/protocol";
+import { WAIT_FOR_INFLIGHT_MS, type FailedRun, type IngestResult, type ReceivedBatch } from "../coordinator/protocol";
 import { armFault, batchFaultKey, takeFault, type FaultPoint } from "../instrument/faults";
 import { resultOf, type Refusal, type SubmitResult } from "./result";
 
@@ -39,7 +39,7 @@ export async function submitBatch(
  * only for a busy answer it did not wait on (an id leased by another copy in
  * the same ingestMany call).
  */
-async function ingestOrWait(ingest: () => Promise<IngestResult>): Promise<IngestResult> {
+async function ingestOrWait(ingest: () => Promise<IngestResult | FailedRun>): Promise<IngestResult | FailedRun> {
   const deadline = Date.now() + WAIT_FOR_INFLIGHT_MS;
   for (;;) {
     const r = await ingest();

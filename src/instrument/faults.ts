@@ -22,6 +22,9 @@ export class InjectedFault extends Error {
   }
 }
 
+/** Whether an error is a test's injected fault (one from a Durable Object arrives as a plain Error: RPC keeps the message only). */
+export const isInjectedFault = (e: unknown): boolean => e instanceof InjectedFault || (e instanceof Error && /^injected fault at /.test(e.message));
+
 export function faultsEnabled(): boolean {
   return typeof __FAULTS__ !== "undefined" && __FAULTS__;
 }

@@ -10,11 +10,13 @@ export const TOKEN = "test-admin-token";
 export const AUTH = { authorization: `Bearer ${TOKEN}` };
 
 export async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return exports.default.fetch(`http://edge-dedup.test${path}`, {
+  const r = await exports.default.fetch(`http://edge-dedup.test${path}`, {
     method,
     headers: { ...AUTH, ...(body !== undefined && typeof body !== "string" ? { "content-type": "application/json" } : {}), ...headers },
     body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
   });
+  // The lanes are application/x-ndjson, whose text() workerd warns about on every read: decoded as the UTF-8 it is.
+  return Object.assign(r, { text: async () => new TextDecoder().decode(await r.arrayBuffer()) });
 }
 
 export async function json<T = any>(r: Response | Promise<Response>): Promise<T> {
