@@ -8,13 +8,20 @@ export const USAGE = `Usage: edge-dedup send DIR|FILE... --url URL --stream NAME
                         (recommends a watermarkDelay from a history of events;
                         edge-dedup advise --help for its options)
 
-Sends every .json, .ndjson and .jsonl file under the given folders
-(recursively, in name order) to POST /v1/streams/NAME/events, as NDJSON
-batches whose ids derive from each file's path, the batch's position and its
-bytes. A .json file is read as Spark reads it: one object per line (as Spark
-writes part-*.json files), or the whole file when it is one JSON array or
-object. Running it again over the same files sends nothing new: every batch
-replays, and the summary counts it as replayed, not as new rows.
+Sends every .json, .ndjson and .jsonl file, each optionally gzipped (.gz),
+under the given folders (recursively, in name order) to
+POST /v1/streams/NAME/events, as NDJSON batches whose ids derive from each
+file's path, the batch's position and its bytes. A .json file is read as Spark
+reads it: one object per line (as Spark writes part-*.json files), or the whole
+file when it is one JSON array or object. Running it again over the same files
+sends nothing new: every batch replays, and the summary counts it as replayed,
+not as new rows.
+
+Every file not sent is listed with why. Names starting with "_" or "." (Spark's
+_SUCCESS, .crc files, _spark_metadata/) are skipped as Spark skips them, below
+the folders given. Files that look like data it cannot read (.json.bz2 and other
+compressions than gzip, part files of another format) fail the run (exit 1)
+once the rest is sent.
 
 When the batches are in, it waits (as a file run does) until the stream's
 committed manifest and, with a table, its Iceberg table hold them, and says so.
@@ -39,7 +46,8 @@ Options:
   --quiet               no progress on stderr
   -h, --help            this text
 
-Exit status: 0 when every batch was committed, 1 when some failed, 2 on a usage error.`;
+Exit status: 0 when every batch was committed, 1 when some failed or data was
+not read, 2 on a usage error.`;
 
 export interface SendOptions {
   paths: string[];

@@ -4,6 +4,8 @@
  * imports: this runs in plain Node (bin/edge-dedup.mjs).
  */
 import { readFileSync } from "node:fs";
+import { constants as bufferLimits } from "node:buffer";
+import { gunzipSync } from "node:zlib";
 import { runAdvise } from "./advise.ts";
 import { parseCli, USAGE, type SendOptions } from "./args.ts";
 import { chunkRows, FileError, rowsOf, type Batch } from "./chunk.ts";
@@ -45,14 +47,33 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   }
 }
 
+/** A file's rows, read as the service reads an object (src/sources/files/object.ts): gunzipped when `.gz`, then strict UTF-8. */
 function readRows(file: InputFile): string[] {
-  let text: string;
+  let bytes: Uint8Array;
   try {
-    text = readFileSync(file.abs, "utf8");
+    bytes = readFileSync(file.abs);
   } catch (e) {
     throw new FileError(`cannot read: ${(e as Error).message}`);
   }
+  if (file.gzip) bytes = gunzip(bytes);
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw new FileError(bytes.byteLength > bufferLimits.MAX_STRING_LENGTH ? "too large to read at once: split it" : "the file is not valid UTF-8");
+  }
   return rowsOf(text, file.kind);
+}
+
+function gunzip(bytes: Uint8Array): Uint8Array {
+  try {
+    // Bounded: a small file may expand to anything, and what is read must fit in one string.
+    return gunzipSync(bytes, { maxOutputLength: bufferLimits.MAX_STRING_LENGTH });
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    if (code === "ERR_BUFFER_TOO_LARGE") throw new FileError(`more than ${bufferLimits.MAX_STRING_LENGTH} bytes decompressed: too large to read at once; split it`);
+    throw new FileError("the name ends in .gz but the file is not valid gzip");
+  }
 }
 
 export async function send(options: SendOptions, io: Io): Promise<Summary> {

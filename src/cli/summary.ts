@@ -57,9 +57,11 @@ export interface Failures {
   transient: number;
   /** files that could not be read or parsed */
   files: number;
+  /** files skipped that look like data this command cannot read (SkippedFile.data): not sent, so the run fails */
+  unread: number;
 }
 
-export const noFailures = (): Failures => ({ stopped: null, refused: 0, transient: 0, files: 0 });
+export const noFailures = (): Failures => ({ stopped: null, refused: 0, transient: 0, files: 0, unread: 0 });
 
 export function summarize(
   stream: string, source: string, files: FileReport[], skipped: SkippedFile[], elapsedMs: number,
@@ -67,8 +69,9 @@ export function summarize(
 ): Summary {
   const totals = { files: files.length, ...emptyCounts() };
   for (const f of files) for (const c of COUNTS) totals[c] += f[c];
-  const s: Summary = { ok: totals.failed === 0, stream, source, files, skipped, totals, elapsedMs, published, advice: [] };
-  s.advice = adviceFor(s, failures);
+  const unread = skipped.filter((k) => k.data).length;
+  const s: Summary = { ok: totals.failed === 0 && unread === 0, stream, source, files, skipped, totals, elapsedMs, published, advice: [] };
+  s.advice = adviceFor(s, { ...failures, unread });
   return s;
 }
 
@@ -86,6 +89,10 @@ export function adviceFor(s: Pick<Summary, "ok" | "stream" | "source">, f: Failu
   if (f.refused > 0) {
     out.push(`${f.refused} batch${f.refused === 1 ? " was" : "es were"} refused as sent (see errors): sending the same bytes again gets the same answer; fix the rows, or use smaller --batch-rows / --max-body-bytes for a 413`);
   }
+  if (f.unread > 0) {
+    const them = f.unread === 1 ? "it" : "them";
+    out.push(`${f.unread} file${f.unread === 1 ? " looks" : "s look"} like data this command cannot read (see "not read"), so nothing of ${them} was sent: decompress ${them} (gzip, .gz, is read) or convert ${them} to .json / .ndjson / .jsonl, then run the same command again (committed batches replay)`);
+  }
   if (f.transient > 0) out.push(`${f.transient} batch${f.transient === 1 ? "" : "es"} failed for a reason that may pass: run the same command again to retry (committed batches replay)`);
   return out;
 }
@@ -101,10 +108,7 @@ export function renderTable(s: Summary): string {
   const line = (r: string[]) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join("  ").trimEnd();
   const rule = widths.map((w) => "-".repeat(w)).join("  ");
   const out = [line(head), rule, ...body.map(line), rule, line(total)];
-  if (s.skipped.length > 0) {
-    out.push("", `skipped ${s.skipped.length} file${s.skipped.length === 1 ? "" : "s"}:`);
-    for (const k of s.skipped) out.push(`  ${k.rel} (${k.reason})`);
-  }
+  out.push(...skippedLines(s.skipped));
   const errors = s.files.flatMap((f) => f.errors.map((e) => `  ${f.path}: ${e}`));
   if (errors.length > 0) out.push("", "errors:", ...errors);
   const secs = (s.elapsedMs / 1000).toFixed(1);
@@ -112,11 +116,31 @@ export function renderTable(s: Summary): string {
   const now = t.batches - t.replayed - t.failed;
   const sentNow = `${fmt(now)} committed now (${fmt(t.emitted)} emitted, ${fmt(t.duplicates)} duplicates, ${fmt(t.late)} late, ${fmt(t.rejected)} rejected)`;
   const replayed = `${fmt(t.replayed)} replayed (committed by an earlier run: nothing new, not counted again)`;
-  out.push("", s.ok ? `all ${fmt(t.batches)} batches committed (${fmt(t.replayed)} replayed) to stream ${s.stream} in ${secs} s` : `${fmt(t.failed)} of ${fmt(t.batches)} batches failed`);
+  const unread = s.skipped.filter((k) => k.data).length;
+  const outcome = t.failed === 0 ? `all ${fmt(t.batches)} batches committed (${fmt(t.replayed)} replayed) to stream ${s.stream} in ${secs} s` : `${fmt(t.failed)} of ${fmt(t.batches)} batches failed`;
+  out.push("", unread === 0 ? outcome : `${outcome}; ${fmt(unread)} file${unread === 1 ? "" : "s"} of data not read`);
   out.push(`  ${sentNow}`, `  ${replayed}`);
   if (s.published) out.push(`  ${publishedLine(s.published)}`);
   for (const a of s.advice) out.push(`  ${a}`);
   return out.join("\n") + "\n";
+}
+
+/** Skipped files the table names one by one at most; past them a count (--json lists every one). Data not read is always named. */
+export const SKIPPED_SHOWN = 20;
+
+/** The data not read, each named; then what was skipped harmlessly (bookkeeping, other files), each named up to SKIPPED_SHOWN. */
+function skippedLines(skipped: readonly SkippedFile[]): string[] {
+  const out: string[] = [];
+  const line = (k: SkippedFile) => `  ${k.rel} (${k.reason}${k.files === undefined ? "" : `; ${fmt(k.files)} file${k.files === 1 ? "" : "s"} in it`})`;
+  const unread = skipped.filter((k) => k.data);
+  if (unread.length > 0) out.push("", `not read: ${unread.length} file${unread.length === 1 ? "" : "s"} of data this command cannot read, so the run fails:`, ...unread.map(line));
+  const rest = skipped.filter((k) => !k.data);
+  if (rest.length > 0) {
+    const n = rest.reduce((sum, k) => sum + (k.files ?? 1), 0);
+    out.push("", `skipped ${fmt(n)} file${n === 1 ? "" : "s"}:`, ...rest.slice(0, SKIPPED_SHOWN).map(line));
+    if (rest.length > SKIPPED_SHOWN) out.push(`  … and ${fmt(rest.length - SKIPPED_SHOWN)} more (--json lists every one)`);
+  }
+  return out;
 }
 
 export function renderJson(s: Summary): string {

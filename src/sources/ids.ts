@@ -18,6 +18,7 @@
  * delivery into a 422).
  */
 import { sha256Hex } from "../stream/bytes";
+import type { FileMode } from "./file-kind";
 
 /** What an Idempotency-Key may be; the ids below always are. */
 export const BATCH_ID_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -104,19 +105,8 @@ export const explicitQueueBatchId = (id: string) => namespacedId("qid:", id);
 /** A queue batch's identity (what a reused batch id is checked against): its content, not its delivery. */
 export const queueIdentity = (hash: string) => `queue:${hash}`;
 
-export type FileMode = "json" | "ndjson";
-
-/** Which objects a run or a notification ingests, and how they parse: by the key's ending (before a `.gz`, which is gzip). */
-export function fileMode(key: string): FileMode | null {
-  let k = key.toLowerCase();
-  if (k.endsWith(".gz")) k = k.slice(0, -3);
-  if (k.endsWith(".json")) return "json";
-  if (k.endsWith(".ndjson") || k.endsWith(".jsonl")) return "ndjson";
-  return null;
-}
-
-/** A gzip-compressed input object (`.json.gz`, `.ndjson.gz`, `.jsonl.gz`): decompressed before parsing. */
-export const isGzip = (key: string) => key.toLowerCase().endsWith(".gz");
+// Which names are read, and how: in a module of its own, with no imports, for the CLI to share.
+export { fileMode, isGzip, type FileMode } from "./file-kind";
 
 /** The Content-Type that makes parseRows read a file of that mode. */
 export const MODE_CONTENT_TYPE: Record<FileMode, string> = { json: "application/json", ndjson: "application/x-ndjson" };

@@ -10,6 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server as HttpServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { gzipSync } from "node:zlib";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, test } from "vitest";
 import type { Summary } from "../../src/cli/summary.ts";
@@ -212,6 +213,48 @@ describe("edge-dedup send", () => {
     } finally {
       await new Promise<void>((r) => proxy.close(() => r()));
     }
+  });
+
+  test("Spark's output: gzipped part files are sent, its bookkeeping listed (exit 0); a part it cannot read fails the run once the rest is sent", async () => {
+    const stream = "cli-spark";
+    await api.putStream(stream, { key: ["id"], mode: "global", partitions: 2 });
+    const dir = join(base, "spark");
+    const lines = (list: number[]) => list.map((k) => JSON.stringify(row(`s${k}`, k))).join("\n") + "\n";
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "part-00000-u-c000.json.gz"), gzipSync(lines([0, 1, 2, 1])));
+    writeFileSync(join(dir, "part-00001-u-c000.json"), lines([3, 4]));
+    mkdirSync(join(dir, "day=2"));
+    writeFileSync(join(dir, "day=2/part-00002-u-c000.jsonl.gz"), gzipSync(lines([4, 5])));
+    write(dir, ".part-00000-u-c000.json.gz.crc", "crc");
+    write(dir, "_SUCCESS", "");
+    write(dir, "_spark_metadata/0", "v1\n{}");
+    write(dir, "_spark_metadata/1", "v1\n{}");
+    const args = ["send", dir, "--url", server.url, "--stream", stream, "--json", "--quiet"];
+
+    const first = await cli(args);
+    expect(first.code, first.stderr).toBe(0);
+    const s1 = summaryOf(first);
+    expect(s1.files.map((f) => [f.path, f.rows, f.emitted, f.duplicates])).toEqual([
+      ["day=2/part-00002-u-c000.jsonl.gz", 2, 2, 0], ["part-00000-u-c000.json.gz", 4, 3, 1], ["part-00001-u-c000.json", 2, 1, 1],
+    ]);
+    expect(s1.skipped).toEqual([
+      { rel: ".part-00000-u-c000.json.gz.crc", reason: 'Spark bookkeeping: the name starts with "."' },
+      { rel: "_SUCCESS", reason: 'Spark bookkeeping: the name starts with "_"' },
+      { rel: "_spark_metadata/", reason: 'Spark bookkeeping: the name starts with "_"', files: 2 },
+    ]);
+    expect((await outputIds(stream)).sort()).toEqual(["s0", "s1", "s2", "s3", "s4", "s5"]);
+
+    // Spark wrote with compression=bzip2 this time: not read, so the run fails, and says which file and why.
+    writeFileSync(join(dir, "part-00003-u-c000.json.bz2"), "BZh91AY&SY");
+    writeFileSync(join(dir, "part-00004-u-c000.json.gz"), gzipSync(lines([6])));
+    const second = await cli(args);
+    expect(second.code, second.stderr).toBe(1);
+    const s2 = summaryOf(second);
+    expect(s2.ok).toBe(false);
+    expect(s2.totals).toMatchObject({ files: 4, batches: 4, replayed: 3, emitted: 1, failed: 0 });
+    expect(s2.skipped.filter((k) => k.data)).toEqual([{ rel: "part-00003-u-c000.json.bz2", reason: ".json compressed as .bz2: only gzip (.gz) is read", data: true }]);
+    expect(s2.advice).toEqual([expect.stringMatching(/^1 file looks like data this command cannot read/)]);
+    expect((await outputIds(stream)).sort()).toEqual(["s0", "s1", "s2", "s3", "s4", "s5", "s6"]);
   });
 
   test("a failing batch is reported with the problem's detail and the exit code is 1", async () => {

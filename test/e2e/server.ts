@@ -44,6 +44,8 @@ export interface Server {
   readonly token: string;
   /** the --persist-to directory, kept across restarts */
   readonly persistDir: string;
+  /** its dev registry (WRANGLER_REGISTRY_PATH): another `wrangler dev` given it reaches this Worker over service bindings */
+  readonly registryPath: string;
   /** how many times wrangler has started and answered */
   readonly starts: number;
   /** Stops the server. SIGTERM: graceful; SIGKILL: the whole process group at once, like a crash. */
@@ -257,6 +259,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
     },
     token,
     persistDir,
+    registryPath: wranglerEnv(base).WRANGLER_REGISTRY_PATH!,
     get starts() {
       return starts;
     },

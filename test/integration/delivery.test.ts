@@ -25,7 +25,18 @@ async function until<T>(what: string, probe: () => Promise<T | null | undefined 
   }
 }
 
-async function rpc(method: string, ...args: unknown[]): Promise<{ ok: boolean; value?: any; message?: string; name?: string }> {
+interface RpcAnswer {
+  ok: boolean;
+  value?: any;
+  message?: string;
+  name?: string;
+  status?: number;
+  kind?: string;
+  detail?: string;
+  retryAfterMs?: number;
+}
+
+async function rpc(method: string, ...args: unknown[]): Promise<RpcAnswer> {
   return (await helper.fetch("http://helper/rpc", { method: "POST", body: JSON.stringify({ method, args }) })).json();
 }
 
@@ -196,6 +207,28 @@ describe("Workers RPC (EdgeDedup) from another Worker", () => {
     expect(described.value).toEqual({ ...(await json(call("GET", "/v1/streams/d-rpc"))), bookkeeping: described.value.bookkeeping });
     expect((await rpc("health", "d-rpc")).value).toMatchObject({ stream: "d-rpc", status: expect.stringMatching(/ok|warn|critical/) });
     expect((await rpc("describe", "nope")).value).toBeNull();
+  });
+
+  it("a refusal's message starts with its status and kind, its fields come along; tryIngest answers the same refusal as a value", async () => {
+    await createStream("d-rpc-refused", base);
+    await rpc("ingest", "d-rpc-refused", [{ id: 1, ts: T }], { batchId: "r1" });
+    const cases: [unknown[], number, string, RegExp][] = [
+      [["nope", [{ id: 1 }]], 404, "missing", /^stream "nope" does not exist; create it with PUT \/v1\/streams\/nope$/],
+      [["d-rpc-refused", [{ id: 2, ts: T }], { batchId: "r1" }], 422, "conflict", /^batch id "r1" from source "default" was already used with a different body$/],
+      [["d-rpc-refused", "not rows"], 400, "invalid", /./],
+      [["bad/name", []], 400, "invalid", /^stream name "bad\/name" is invalid$/],
+    ];
+    for (const [args, status, kind, detail] of cases) {
+      const thrown = await rpc("ingest", ...args);
+      expect(thrown, JSON.stringify(args)).toMatchObject({ ok: false, name: "Error", status, kind, detail: expect.stringMatching(detail) });
+      expect(thrown.message).toBe(`${status} ${kind}: ${thrown.detail}`);
+      const answered = await rpc("tryIngest", ...args);
+      expect(answered, JSON.stringify(args)).toEqual({ ok: true, value: { ok: false, status, kind, detail: thrown.detail } });
+    }
+    expect((await rpc("describe", "bad/name")).message).toBe('400 invalid: stream name "bad/name" is invalid');
+    const fine = await rpc("tryIngest", "d-rpc-refused", [{ id: 3, ts: T }], { batchId: "r2" });
+    expect(fine.value).toMatchObject({ ok: true, outcome: { batchId: "r2", replayed: false, emitted: 1 } });
+    expect((await rpc("tryIngest", "d-rpc-refused", [{ id: 3, ts: T }], { batchId: "r2" })).value).toEqual({ ok: true, outcome: { ...fine.value.outcome, replayed: true } });
   });
 });
 

@@ -11,7 +11,8 @@ export default {
       try {
         return Response.json({ ok: true, value: await env.DEDUP[method](...args) });
       } catch (e) {
-        return Response.json({ ok: false, name: e.name, message: e.message });
+        // The refusal's fields travel as the error's own properties where workerd carries them (src/rpc/refusal.ts).
+        return Response.json({ ok: false, name: e.name, message: e.message, status: e.status, kind: e.kind, detail: e.detail, retryAfterMs: e.retryAfterMs });
       }
     }
     if (url.pathname === "/received") {

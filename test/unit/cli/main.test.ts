@@ -2,11 +2,12 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { gzipSync } from "node:zlib";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, test } from "vitest";
 import { main } from "../../../src/cli/main.ts";
 import { bar, createProgress, describeProgress } from "../../../src/cli/progress.ts";
-import type { Summary } from "../../../src/cli/summary.ts";
+import { SKIPPED_SHOWN, type Summary } from "../../../src/cli/summary.ts";
 
 const base = mkdtempSync(join(tmpdir(), "edge-dedup-main-"));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
@@ -158,6 +159,76 @@ describe("main", () => {
     const s = JSON.parse(stdout) as Summary;
     expect(s.files.map((f) => [f.path, f.failed, f.emitted])).toEqual([["bad.json", 1, 0], ["good.jsonl", 0, 1]]);
     expect(s.files[0].errors[0]).toMatch(/^line 1 is not valid JSON/);
+  });
+
+  test("a .gz file is gunzipped and sent like the plain one (same rows, same bodies); one that is not gzip fails alone", async () => {
+    const d = join(base, "gz");
+    mkdirSync(d, { recursive: true });
+    const rows = '{"id":1}\n{"id":2}\n{"id":1}\n';
+    writeFileSync(join(d, "part-00000.json.gz"), gzipSync(rows));
+    writeFileSync(join(d, "part-00001.ndjson.gz"), gzipSync('{"id":3}\n'));
+    writeFileSync(join(d, "part-00002.jsonl.gz"), "not gzip");
+    const bodies: string[] = [];
+    const svc = fakeService();
+    const recording = { ...svc, fetch: (async (url: string, init: RequestInit) => {
+      if (init.method !== "GET") bodies.push(Buffer.from(init.body as Uint8Array).toString("utf8"));
+      return svc.fetch(url, init);
+    }) as typeof fetch };
+    const { code, stdout } = await run(["send", d, "--url", "http://x", "--stream", "s", "--json", "--quiet"], recording);
+    expect(code).toBe(1);
+    const s = JSON.parse(stdout) as Summary;
+    expect(s.files.map((f) => [f.path, f.rows, f.emitted, f.duplicates, f.failed])).toEqual([
+      ["part-00000.json.gz", 3, 2, 1, 0], ["part-00001.ndjson.gz", 1, 1, 0, 0], ["part-00002.jsonl.gz", 0, 0, 0, 1],
+    ]);
+    expect(s.files[2].errors).toEqual(["the name ends in .gz but the file is not valid gzip"]);
+    expect(bodies).toEqual([rows, '{"id":3}\n']);
+  });
+
+  test("a file that is not UTF-8 fails alone, as the service refuses it", async () => {
+    const d = join(base, "latin1");
+    mkdirSync(d, { recursive: true });
+    writeFileSync(join(d, "a.jsonl"), Buffer.from('{"name":"caf\xe9"}\n', "latin1"));
+    const { code, stdout } = await run(["send", d, "--url", "http://x", "--stream", "s", "--json", "--quiet"], fakeService());
+    expect(code).toBe(1);
+    expect((JSON.parse(stdout) as Summary).files[0].errors).toEqual(["the file is not valid UTF-8"]);
+  });
+
+  test("Spark's bookkeeping is listed and does not fail the run; data it cannot read is named, the rest is sent, and the run exits 1", async () => {
+    const d = join(base, "spark");
+    mkdirSync(join(d, "_spark_metadata"), { recursive: true });
+    writeFileSync(join(d, "part-00000-a-c000.json.gz"), gzipSync('{"id":1}\n'));
+    writeFileSync(join(d, ".part-00000-a-c000.json.gz.crc"), "crc");
+    writeFileSync(join(d, "_SUCCESS"), "");
+    writeFileSync(join(d, "_spark_metadata", "0"), "v1");
+    const clean = await run(["send", d, "--url", "http://x", "--stream", "s", "--quiet"], fakeService());
+    expect(clean.code).toBe(0);
+    expect(clean.stdout).toContain("skipped 3 files:\n  .part-00000-a-c000.json.gz.crc (Spark bookkeeping: the name starts with \".\")\n");
+    expect(clean.stdout).toContain('  _spark_metadata/ (Spark bookkeeping: the name starts with "_"; 1 file in it)');
+    expect(clean.stdout).toMatch(/all 1 batches committed \(0 replayed\) to stream s in [\d.]+ s\n/);
+
+    writeFileSync(join(d, "part-00001-a-c000.json.bz2"), "BZh");
+    const svc = fakeService();
+    const dirty = await run(["send", d, "--url", "http://x", "--stream", "s", "--quiet"], svc);
+    expect(dirty.code).toBe(1);
+    expect(dirty.stdout).toContain("not read: 1 file of data this command cannot read, so the run fails:\n  part-00001-a-c000.json.bz2 (.json compressed as .bz2: only gzip (.gz) is read)\n");
+    expect(dirty.stdout).toMatch(/all 1 batches committed \(0 replayed\) to stream s in [\d.]+ s; 1 file of data not read\n/);
+    expect(dirty.stdout).toMatch(/  1 file looks like data this command cannot read \(see "not read"\), so nothing of it was sent: decompress it/);
+    expect(svc.calls()).toBe(1);
+    const json = JSON.parse((await run(["send", d, "--url", "http://x", "--stream", "s", "--quiet", "--json"], fakeService())).stdout) as Summary;
+    expect(json.ok).toBe(false);
+    expect(json.skipped.filter((k) => k.data)).toEqual([{ rel: "part-00001-a-c000.json.bz2", reason: ".json compressed as .bz2: only gzip (.gz) is read", data: true }]);
+  });
+
+  test("the table names at most SKIPPED_SHOWN harmless skips and counts the rest", async () => {
+    const d = join(base, "many");
+    mkdirSync(d, { recursive: true });
+    writeFileSync(join(d, "a.json"), '{"id":1}');
+    for (let i = 0; i < SKIPPED_SHOWN + 5; i++) writeFileSync(join(d, `.part-${String(i).padStart(5, "0")}.crc`), "");
+    const { code, stdout } = await run(["send", d, "--url", "http://x", "--stream", "s", "--quiet"], fakeService());
+    expect(code).toBe(0);
+    expect(stdout).toContain(`skipped ${SKIPPED_SHOWN + 5} files:`);
+    expect(stdout.split("\n").filter((l) => l.endsWith('.crc (Spark bookkeeping: the name starts with ".")'))).toHaveLength(SKIPPED_SHOWN);
+    expect(stdout).toContain("  … and 5 more (--json lists every one)");
   });
 
   test("usage errors exit 2 without sending", async () => {
