@@ -30,7 +30,8 @@ describe("a row's values all have a JSON form (rowValueFault)", () => {
     fc.assert(
       fc.property(fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 6 })), (row) => {
         expect(rowValueFault(row)).toBeNull();
-        expect(JSON.parse(JSON.stringify(row))).toEqual(row);
+        const text = JSON.stringify(row);
+        expect(JSON.stringify(JSON.parse(text))).toBe(text); // (-0 is written as 0, as JSON has it)
       }),
       { numRuns: 300 },
     );
