@@ -18,9 +18,34 @@ async function problem(r: Response, status: number) {
   return r.json<any>();
 }
 
+const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
+
 function putDirect(stream: string, init: RequestInit) {
-  const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
   return app.fetch(new Request(`http://edge-dedup.test/v1/streams/${stream}`, { method: "PUT", ...init }), env, ctx);
+}
+
+/** The Worker's env with every Durable Object call it makes written down as "NAMESPACE.method" (the objects are the real ones). */
+function callsCounted(calls: string[]): typeof env {
+  const counted = (stub: object, ns: string) =>
+    new Proxy(stub, {
+      get(s, m) {
+        const f = Reflect.get(s, m);
+        return typeof f !== "function" ? f : (...args: unknown[]) => (calls.push(`${ns}.${String(m)}`), Reflect.apply(f, s, args));
+      },
+    });
+  return new Proxy(env, {
+    get(t, prop) {
+      const v = Reflect.get(t, prop);
+      if (v === null || typeof v !== "object" || typeof (v as { getByName?: unknown }).getByName !== "function") return v;
+      return new Proxy(v, {
+        get(ns, p) {
+          const f = Reflect.get(ns, p);
+          if (typeof f !== "function") return f;
+          return p === "get" || p === "getByName" ? (...args: unknown[]) => counted(Reflect.apply(f, ns, args), String(prop)) : f.bind(ns);
+        },
+      });
+    },
+  });
 }
 
 describe("the config body is bounded", () => {
@@ -71,6 +96,28 @@ describe("bounded lists", () => {
   it(`at most ${MAX_SCHEMA_COLUMNS} schema columns`, async () => {
     const p = await problem(await call("PUT", "/v1/streams/cb-schema", { ...base, schema: named(MAX_SCHEMA_COLUMNS + 1, "int", "c") }), 400);
     expect(p.errors).toEqual([{ path: "schema", message: `at most ${MAX_SCHEMA_COLUMNS} columns may be declared` }]);
+  });
+});
+
+describe("reads do not fan out per source", () => {
+  it(`with ${MAX_SOURCES} sources that all sent, /metrics makes 2 object calls per stream and none per source; GET the stream 1`, async () => {
+    await createStream("cb-fan", { key: ["id"], mode: "global", partitions: 2, sources: named(MAX_SOURCES, {}) });
+    for (let i = 0; i < MAX_SOURCES; i++) expect((await call("POST", "/v1/streams/cb-fan/events", { id: i }, { "x-source": `s${i}` })).status).toBe(200);
+    const read = async (path: string) => {
+      const calls: string[] = [];
+      const r = await app.fetch(new Request(`http://edge-dedup.test${path}`, { headers: AUTH }), callsCounted(calls), ctx);
+      expect(r.status).toBe(200);
+      return { calls, text: await r.text() };
+    };
+    const metrics = await read("/metrics");
+    expect(metrics.text.match(/^edge_dedup_watermark_ms\{stream="cb-fan",source="s\d+"\}/gm)).toHaveLength(MAX_SOURCES);
+    // Two calls per registered stream (its Coordinator, its destination index), none per source.
+    const streams = (await json(call("GET", "/v1/streams"))).streams.length;
+    expect(metrics.calls.filter((c) => !c.startsWith("REGISTRY.")).sort()).toEqual([
+      ...Array<string>(streams).fill("COORDINATOR.metrics"),
+      ...Array<string>(streams).fill("DESTINATION.members"),
+    ]);
+    expect((await read("/v1/streams/cb-fan")).calls).toEqual(["COORDINATOR.describe"]);
   });
 });
 
