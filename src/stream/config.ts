@@ -78,7 +78,9 @@ const contentKeySchema = z
 export const streamBodySchema = z
   .strictObject({
     key: z
-      .union([z.array(column).min(1).max(MAX_KEY_COLUMNS, `at most ${MAX_KEY_COLUMNS} key columns`), contentKeySchema])
+      .union([z.array(column).min(1).max(MAX_KEY_COLUMNS, `at most ${MAX_KEY_COLUMNS} key columns`), contentKeySchema], {
+        error: 'a list of key columns, or {"content": {"exclude": [fields]}}',
+      })
       .describe('distinct column names (a time in the key is compared as an instant), or {"content": {"exclude": [fields]}}; bound at creation'),
     eventTime: column.optional().describe("the event-time column; required unless mode is global"),
     mode: z.enum(MODES).default("within-watermark"),
@@ -238,7 +240,7 @@ export type ConfigResult = { ok: true; config: StreamConfig } | { ok: false; err
 export function parseStreamConfig(body: unknown): ConfigResult {
   const unseen = keysZodSkips(body);
   const r = streamBodySchema.safeParse(body);
-  if (!r.success || unseen.length > 0) return { ok: false, errors: [...unseen, ...(r.success ? [] : zodErrors(r.error))] };
+  if (!r.success || unseen.length > 0) return { ok: false, errors: [...unseen, ...(r.success ? [] : r.error.issues.flatMap((i) => configIssue(i, [])))] };
   const b = r.data;
   return {
     ok: true,
@@ -319,6 +321,20 @@ function expandVolatile(fields: readonly string[]): string[] {
     return preset !== undefined && Object.hasOwn(PROVIDER_VOLATILE, preset) ? PROVIDER_VOLATILE[preset as ProviderType] : [f];
   });
   return [...new Set(out)];
+}
+
+/**
+ * A config's issue as a field error. `key` is a list of columns or a content
+ * key: zod says only "Invalid input" when a union fails, so the issues of the
+ * branch the value's type chose are reported instead ("at most 16 key columns").
+ */
+function configIssue(i: z.core.$ZodIssue, prefix: PropertyKey[]): FieldError[] {
+  const path = [...prefix, ...i.path];
+  if (i.code === "invalid_union") {
+    const chosen = i.errors.filter((branch) => !branch.some((b) => b.code === "invalid_type" && b.path.length === 0));
+    if (chosen.length === 1) return chosen[0].flatMap((b) => configIssue(b, path));
+  }
+  return [{ path: path.map(String).join(".") || "(body)", message: i.message }];
 }
 
 export function zodErrors(error: z.ZodError): FieldError[] {

@@ -39,9 +39,13 @@ describe("config caps: each message made from its constant", () => {
     expect(ok({ ...MINIMAL, volatile: fields(MAX_FIELD_LIST) }).volatile).toHaveLength(MAX_FIELD_LIST);
     expect(errors({ ...MINIMAL, volatile: fields(MAX_FIELD_LIST + 1) })).toEqual([{ path: "volatile", message: `at most ${MAX_FIELD_LIST} fields` }]);
     expect(ok({ ...MINIMAL, key: { content: { exclude: fields(MAX_FIELD_LIST) } } }).contentKey!.exclude).toHaveLength(MAX_FIELD_LIST);
-    expect(errors({ ...MINIMAL, key: { content: { exclude: fields(MAX_FIELD_LIST + 1) } } }).map((e) => e.path)).toEqual(["key"]);
+    expect(errors({ ...MINIMAL, key: { content: { exclude: fields(MAX_FIELD_LIST + 1) } } })).toEqual([
+      { path: "key.content.exclude", message: `at most ${MAX_FIELD_LIST} fields` },
+    ]);
     expect(ok({ ...MINIMAL, key: fields(MAX_KEY_COLUMNS) }).key).toHaveLength(MAX_KEY_COLUMNS);
-    expect(errors({ ...MINIMAL, key: fields(MAX_KEY_COLUMNS + 1) }).map((e) => e.path)).toEqual(["key"]);
+    expect(errors({ ...MINIMAL, key: fields(MAX_KEY_COLUMNS + 1) })).toEqual([{ path: "key", message: `at most ${MAX_KEY_COLUMNS} key columns` }]);
+    // A key that is neither a list nor a content key says what it may be.
+    expect(errors({ ...MINIMAL, key: "event_id" })).toEqual([{ path: "key", message: 'a list of key columns, or {"content": {"exclude": [fields]}}' }]);
   });
 
   test(`an interval is at most ${MAX_INTERVAL_CHARS} characters, and the refusal does not quote it`, () => {
