@@ -32,7 +32,7 @@ export const listStreams = route({
 export const putStream = route({
   method: "put", path: STREAM, summary: "Create or update a stream", tag: "streams", auth: "admin",
   description: "The whole config every time: fields left out take their defaults (not a patch). A changed bound field (`key`, `mode`, `eventTime`, `partitions`, `stateKeys`, a key column's type) is a 409 `bound-field-changed`; an invalid config a 400; " +
-    `a body over ${MAX_CONFIG_BYTES} bytes (64 KiB) a 413 \`body-too-large\`.`,
+    `a body over ${MAX_CONFIG_BYTES} bytes (${MAX_CONFIG_BYTES / 1024} KiB) a 413 \`body-too-large\`.`,
   request: { body: streamBodySchema },
   responses: { 201: { schema: putStreamResultSchema, description: "{stream, status, config}; 200 when updated or unchanged (`status` `updated` or `unchanged`)" } },
   handler: async (c) => {
