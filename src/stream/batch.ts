@@ -1,6 +1,6 @@
 import { parseBatchKey } from "./batch-key";
 import type { StreamConfig } from "./config";
-import { stateKeyFor, type DedupSettings, type Decision } from "./dedup";
+import { type DedupSettings, type Decision } from "./dedup";
 import { partitionFor } from "./hash";
 import { isRejected, rowJudge, type AcceptedRow, type RejectedRow, type Row, type RowContext } from "./schema";
 import { ColumnBudget, maxColumnsOf } from "./table-fields";
@@ -43,14 +43,6 @@ export function planBatch(config: StreamConfig, rows: readonly unknown[], now: n
     if (r.eventTime !== null && (maxEventTime === null || r.eventTime > maxEventTime)) maxEventTime = r.eventTime;
   });
   return { input: rows.length, rejected, subBatches, maxEventTime, eventTimes, ...(columns ? { newColumns: columns.newColumns } : {}) };
-}
-
-/** Where one row's key lives: its state key and partition, keyed and routed as ingest does; or why it has none. */
-export function locateRow(config: StreamConfig, row: unknown, now: number, batchId?: string): { stateKey: string; partition: number } | { error: string } {
-  const plan = planBatch(config, [row], now, batchId === undefined ? undefined : { source: "default", watermark: 0, batchId });
-  if (plan.rejected.length > 0) return { error: plan.rejected[0].error };
-  const [[partition, [accepted]]] = [...plan.subBatches];
-  return { stateKey: stateKeyFor(dedupSettings(config), accepted), partition };
 }
 
 export function dedupSettings(config: StreamConfig): DedupSettings {

@@ -18,7 +18,21 @@ export function isTimestampType(type: ColumnType | undefined): type is Timestamp
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const nameMessage = "1-64 characters: letters, digits, '_', '.', '-', starting with a letter or digit";
 
-const interval = z.union([z.string(), z.number()]).transform((v, ctx) => {
+/**
+ * What one stream's config may hold. A config is read on every call to its
+ * Coordinator and rendered into /metrics and GET /v1/streams/{stream}, so it
+ * is kept small: each bound is one constant, and its message is made from it.
+ */
+export const MAX_CONFIG_BYTES = 64 * 1024;
+export const MAX_SOURCES = 100;
+export const MAX_SCHEMA_COLUMNS = 1_000;
+export const MAX_KEY_COLUMNS = 16;
+/** volatile fields, and a content key's excluded fields */
+export const MAX_FIELD_LIST = 64;
+/** "1 hour 30 minutes 15 seconds 500 ms" is 35 characters */
+export const MAX_INTERVAL_CHARS = 64;
+
+const interval = z.union([z.string().max(MAX_INTERVAL_CHARS, `at most ${MAX_INTERVAL_CHARS} characters`), z.number()]).transform((v, ctx) => {
   try {
     return parseInterval(v);
   } catch (e) {
@@ -56,7 +70,7 @@ const fieldPath = z.string().min(1).max(256).refine((c) => c.split(".").every((p
 /** "key": {"content": {"exclude": [...]}}: the row's canonical JSON without these fields is its key (src/stream/content.ts). */
 const contentKeySchema = z
   .strictObject({
-    content: z.strictObject({ exclude: z.array(fieldPath).max(64).default([]).describe("fields left out of the content (top-level or dotted paths)") }),
+    content: z.strictObject({ exclude: z.array(fieldPath).max(MAX_FIELD_LIST, `at most ${MAX_FIELD_LIST} fields`).default([]).describe("fields left out of the content (top-level or dotted paths)") }),
   })
   .describe("a content key: the SHA-256 of the row's canonical JSON (RFC 8785) without the excluded fields");
 
@@ -64,15 +78,25 @@ const contentKeySchema = z
 export const streamBodySchema = z
   .strictObject({
     key: z
-      .union([z.array(column).min(1).max(16), contentKeySchema])
+      .union([z.array(column).min(1).max(MAX_KEY_COLUMNS, `at most ${MAX_KEY_COLUMNS} key columns`), contentKeySchema], {
+        error: 'a list of key columns, or {"content": {"exclude": [fields]}}',
+      })
       .describe('distinct column names (a time in the key is compared as an instant), or {"content": {"exclude": [fields]}}; bound at creation'),
     eventTime: column.optional().describe("the event-time column; required unless mode is global"),
     mode: z.enum(MODES).default("within-watermark"),
     watermarkDelay: interval.optional().describe('"10 seconds", "2 hours", "1 hour 30 minutes", "500 ms", or ms; required when eventTime is set'),
     partitions: z.number().int().min(1).max(1024).default(8).describe("state partitions"),
     watermarkPolicy: z.enum(["min", "max"]).default("min").describe("how the sources' watermarks combine"),
-    schema: z.record(column, z.enum(COLUMN_TYPES)).default({}).describe("column → type: coerces and checks the columns it names; others pass through"),
-    sources: z.record(z.string().regex(NAME_PATTERN, nameMessage), sourceSchema).default({}).describe("declared sources by name"),
+    schema: z
+      .record(column, z.enum(COLUMN_TYPES))
+      .refine((s) => Object.keys(s).length <= MAX_SCHEMA_COLUMNS, `at most ${MAX_SCHEMA_COLUMNS} columns may be declared`)
+      .default({})
+      .describe(`column → type: coerces and checks the columns it names; others pass through; at most ${MAX_SCHEMA_COLUMNS} columns`),
+    sources: z
+      .record(z.string().regex(NAME_PATTERN, nameMessage), sourceSchema)
+      .refine((s) => Object.keys(s).length <= MAX_SOURCES, `at most ${MAX_SOURCES} sources may be declared`)
+      .default({})
+      .describe(`declared sources by name; at most ${MAX_SOURCES}`),
     maxEventTimeSkew: interval.default(86_400_000).describe('the clock-skew guard: rows further ahead of the server clock are rejected; default "1 day"'),
     maxAheadOfWatermark: interval.optional().describe("rows further ahead of the watermark + the source's delay are rejected (not while the watermark is 0); default: maxEventTimeSkew"),
     // A source silent this long leaves the min until it sends again (Flink's withIdleness).
@@ -99,7 +123,7 @@ export const streamBodySchema = z
     // What counts as the same event (DESIGN §11, docs/concepts/same-event.md).
     volatile: z
       .array(fieldPath)
-      .max(64)
+      .max(MAX_FIELD_LIST, `at most ${MAX_FIELD_LIST} fields`)
       .default([])
       .describe('fields (or dotted paths) that may differ between copies of one event without making them a conflict, e.g. a delivery attempt counter; "webhook:<provider>" for a provider\'s (stripe, github, shopify, standard-webhooks), which rows from that provider\'s webhook leave out by default; bound at creation'),
     onConflict: z
@@ -214,13 +238,9 @@ export type FieldError = { path: string; message: string };
 export type ConfigResult = { ok: true; config: StreamConfig } | { ok: false; errors: FieldError[] };
 
 export function parseStreamConfig(body: unknown): ConfigResult {
-  // zod's record drops a "__proto__" entry without a word; say so instead.
-  const schema = (body as { schema?: unknown } | null)?.schema;
-  if (schema !== null && typeof schema === "object" && Object.hasOwn(schema, "__proto__")) {
-    return { ok: false, errors: [{ path: "schema.__proto__", message: '"__proto__" cannot be a column name' }] };
-  }
+  const unseen = keysZodSkips(body);
   const r = streamBodySchema.safeParse(body);
-  if (!r.success) return { ok: false, errors: zodErrors(r.error) };
+  if (!r.success || unseen.length > 0) return { ok: false, errors: [...unseen, ...(r.success ? [] : r.error.issues.flatMap((i) => configIssue(i, [])))] };
   const b = r.data;
   return {
     ok: true,
@@ -246,6 +266,22 @@ export function parseStreamConfig(body: unknown): ConfigResult {
       ...(b.idempotencyWindow === undefined ? {} : { idempotencyWindow: b.idempotencyWindow }),
     },
   };
+}
+
+/**
+ * zod's records skip a "__proto__" entry without a word (JSON.parse makes it
+ * an own property), so a source or a column by that name would vanish: each
+ * is refused here by the rule its names follow. Other names, "constructor"
+ * or "toString", are own properties zod keeps, and are read with own().
+ */
+function keysZodSkips(body: unknown): FieldError[] {
+  if (body === null || typeof body !== "object") return [];
+  const b = body as { schema?: unknown; sources?: unknown };
+  const dunder = (v: unknown) => v !== null && typeof v === "object" && Object.hasOwn(v, "__proto__");
+  return [
+    ...(Object.hasOwn(b, "schema") && dunder(b.schema) ? [{ path: "schema.__proto__", message: '"__proto__" cannot be a column name' }] : []),
+    ...(Object.hasOwn(b, "sources") && dunder(b.sources) ? [{ path: "sources.__proto__", message: nameMessage }] : []),
+  ];
 }
 
 /**
@@ -285,6 +321,20 @@ function expandVolatile(fields: readonly string[]): string[] {
     return preset !== undefined && Object.hasOwn(PROVIDER_VOLATILE, preset) ? PROVIDER_VOLATILE[preset as ProviderType] : [f];
   });
   return [...new Set(out)];
+}
+
+/**
+ * A config's issue as a field error. `key` is a list of columns or a content
+ * key: zod says only "Invalid input" when a union fails, so the issues of the
+ * branch the value's type chose are reported instead ("at most 16 key columns").
+ */
+function configIssue(i: z.core.$ZodIssue, prefix: PropertyKey[]): FieldError[] {
+  const path = [...prefix, ...i.path];
+  if (i.code === "invalid_union") {
+    const chosen = i.errors.filter((branch) => !branch.some((b) => b.code === "invalid_type" && b.path.length === 0));
+    if (chosen.length === 1) return chosen[0].flatMap((b) => configIssue(b, path));
+  }
+  return [{ path: path.map(String).join(".") || "(body)", message: i.message }];
 }
 
 export function zodErrors(error: z.ZodError): FieldError[] {

@@ -1,3 +1,5 @@
+import { own } from "./own";
+
 /**
  * Spark-style intervals: "10 seconds", "2 hours", "1 hour 30 minutes", "500 ms",
  * or a plain number of milliseconds. Returns milliseconds.
@@ -34,7 +36,8 @@ export function parseInterval(input: string | number): number {
   let total = 0;
   let consumed = "";
   for (const m of text.matchAll(part)) {
-    const unit = UNIT_MS[m[2]];
+    // Own properties only: "1 constructor" names no unit.
+    const unit = own(UNIT_MS, m[2]);
     if (unit === undefined) throw new IntervalError(`unknown unit "${m[2]}"`);
     total += Number(m[1]) * unit;
     consumed += m[0];

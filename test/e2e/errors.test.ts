@@ -81,6 +81,15 @@ describe("bad input keeps state unchanged", () => {
     expect(expectProblem(invalid, 400).errors).toEqual([expect.objectContaining({ path: "watermarkDelay" })]);
     const bound = await api.request("PUT", `/v1/streams/${s}`, { body: JSON.stringify({ ...config, key: ["other"], watermarkDelay: "1 hour" }) });
     expect(expectProblem(bound, 409).errors).toEqual([expect.objectContaining({ path: "key" })]);
+    // A config over 64 KiB (the review's 5 MB one), a source called __proto__: refused, nothing applied.
+    const huge = JSON.stringify({ ...config, watermarkDelay: "1 hour", table: { format: "iceberg", location: "x".repeat(5 * 1024 * 1024) } });
+    expectProblem(await api.request("PUT", `/v1/streams/${s}`, { body: huge }), 413, "body-too-large");
+    const dunder = await api.request("PUT", `/v1/streams/${s}`, { body: `{"key": ["id"], "eventTime": "ts", "watermarkDelay": "1 hour", "sources": {"__proto__": {}}}` });
+    expect(expectProblem(dunder, 400).errors).toEqual([expect.objectContaining({ path: "sources.__proto__" })]);
+    // The state reader: a row with no state key is a 400, not a 500.
+    for (const row of ['{"id": 1e999}', `${"[".repeat(5000)}${"]".repeat(5000)}`, '{"ts": 1}', "[]"]) {
+      expectProblem(await api.request("GET", `/v1/streams/${s}/state?row=${encodeURIComponent(row)}`), 400, "invalid-request");
+    }
 
     expect(await api.snapshot(s)).toEqual(before);
 

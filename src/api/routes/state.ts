@@ -2,7 +2,7 @@ import { withReceipts } from "../receipts";
 import type { StoredReceipt } from "../../stream/receipt";
 import { z } from "zod";
 import { coordinatorStub, partitionStub } from "../../env";
-import { locateRow } from "../../stream/batch";
+import { locateRow } from "../../stream/locate";
 import type { StreamConfig } from "../../stream/config";
 import { badRequest } from "../problem";
 import { isProviderType, PROVIDER_TYPES, type ProviderType } from "../../webhooks";
@@ -15,7 +15,7 @@ const stateQuery = z.object({
   limit: intIn(1, 10_000).default(1000).describe("keys per page"),
   after: z.string().optional().describe("the key to list after: the last key of the previous page"),
   row: z.string().optional().describe(
-    "a row as JSON, as ingest would take it (key columns and event time): lists just its key, if remembered, from the partition it routes to (`partition` may then be left out); how a stream with hashed keys is asked about one key",
+    "a row as JSON, as ingest would take it: its key columns (and its event time in mode event-time-key; a content key's row whole); lists just its key, if remembered, from the partition it routes to (`partition` may then be left out); how a stream with hashed keys is asked about one key",
   ),
   provider: z.enum(PROVIDER_TYPES as [ProviderType, ...ProviderType[]]).optional().describe(
     "with `row`: key it as a row that came through this provider's webhook (a content key then leaves out what that provider's redeliveries change, as ingest did)",
@@ -50,17 +50,11 @@ export const state = route({
   },
 });
 
-/** A row given to the state reader: its state key and partition, or a 400 saying why it has none. */
+/** A row given to the state reader: its state key and partition, or a 400 saying why it has none (src/stream/locate.ts). */
 function stateKeyOfRow(config: StreamConfig, text: string, provider?: ProviderType): { stateKey: string; partition: number } {
-  let row: unknown;
-  try {
-    row = JSON.parse(text);
-  } catch {
-    throw badRequest("row must be a JSON object: a row as ingest takes it, with its key columns and event time");
-  }
   // A provider webhook's batch ids are `<provider>:…` (src/webhooks/provider.ts): keyed as that provider's rows are.
-  const where = locateRow(config, row, Date.now(), provider === undefined ? undefined : `${provider}:`);
-  if ("error" in where) throw badRequest(`row has no state key: ${where.error}`);
+  const where = locateRow(config, text, Date.now(), provider === undefined ? undefined : `${provider}:`);
+  if ("error" in where) throw badRequest(where.error);
   return where;
 }
 

@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { coordinatorStub, registryStub } from "../../env";
-import { parseStreamConfig, streamBodySchema } from "../../stream/config";
-import { badRequest, conflict } from "../problem";
+import { MAX_CONFIG_BYTES, parseStreamConfig, streamBodySchema } from "../../stream/config";
+import { parseJson } from "../../stream/json";
+import { readBody } from "../body";
+import { badRequest, conflict, HttpError } from "../problem";
 import { route } from "../route";
 import { putStreamResultSchema, streamInfoSchema, streamListSchema } from "../schemas";
 import { intIn, intQuery, missing, STREAM } from "./shared";
@@ -29,14 +31,18 @@ export const listStreams = route({
 
 export const putStream = route({
   method: "put", path: STREAM, summary: "Create or update a stream", tag: "streams", auth: "admin",
-  description: "The whole config every time: fields left out take their defaults (not a patch). A changed bound field (`key`, `mode`, `eventTime`, `partitions`, `stateKeys`, a key column's type) is a 409 `bound-field-changed`; an invalid config a 400.",
+  description: "The whole config every time: fields left out take their defaults (not a patch). A changed bound field (`key`, `mode`, `eventTime`, `partitions`, `stateKeys`, a key column's type) is a 409 `bound-field-changed`; an invalid config a 400; " +
+    `a body over ${MAX_CONFIG_BYTES} bytes (${MAX_CONFIG_BYTES / 1024} KiB) a 413 \`body-too-large\`.`,
   request: { body: streamBodySchema },
   responses: { 201: { schema: putStreamResultSchema, description: "{stream, status, config}; 200 when updated or unchanged (`status` `updated` or `unchanged`)" } },
   handler: async (c) => {
-    const body = await c.req.json().catch(() => {
-      throw badRequest("the body is not valid JSON");
+    // Bounded before it is parsed: a config is read on every call to the stream's Coordinator.
+    const bytes = await readBody(c.req.raw, MAX_CONFIG_BYTES).catch((e: unknown) => {
+      throw e instanceof HttpError && e.status === 413 ? configTooLarge() : e;
     });
-    const parsed = parseStreamConfig(body);
+    const body = parseJson(new TextDecoder().decode(bytes));
+    if (!body.ok) throw badRequest(`the body ${body.error}`);
+    const parsed = parseStreamConfig(body.value);
     if (!parsed.ok) throw badRequest("the stream config is invalid", { errors: parsed.errors });
     const stream = c.get("stream");
     const r = await coordinatorStub(c.env, stream).configure(stream, parsed.config);
@@ -50,6 +56,9 @@ export const putStream = route({
     return c.json({ stream, status: r.status, config: r.config }, r.status === "created" ? 201 : 200);
   },
 });
+
+const configTooLarge = () =>
+  new HttpError(413, "body-too-large", "Payload too large", `the stream config is larger than ${MAX_CONFIG_BYTES} bytes, the most a config may be`);
 
 export const getStream = route({
   method: "get", path: STREAM, summary: "A stream's config, watermark, sources and state", tag: "streams", auth: "admin",
