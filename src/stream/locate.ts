@@ -4,6 +4,7 @@ import { dedupSettings } from "./batch";
 import { partitionFor } from "./hash";
 import { parseJson } from "./json";
 import { own } from "./own";
+import { rowValueFault } from "./row-values";
 import { isRejected, rowJudge, type Row } from "./schema";
 
 /**
@@ -42,7 +43,7 @@ function probeRow(config: StreamConfig, raw: Row, now: number, batchId: string |
     // A content key is the hash of the whole row: every field counts, as ingested.
     Object.assign(row, raw);
     // Which field is not said: the row's own field names may carry what a secret does.
-    if (hasNonFinite(row)) return { error: "row has no state key: it holds a number that is not finite (such as 1e999), so its content has no key" };
+    if (rowValueFault(row) !== null) return { error: "row has no state key: it holds a number that is not finite (such as 1e999), so its content has no key" };
   } else {
     for (const column of [...config.key, ...(keyedByTime && eventTime !== null ? [eventTime] : [])]) {
       const v = own(raw, column);
@@ -60,11 +61,4 @@ function probeRow(config: StreamConfig, raw: Row, now: number, batchId: string |
 function heldByKey(config: StreamConfig, eventTime: string, batchId: string | undefined): boolean {
   if (!config.contentKey) return config.key.includes(eventTime);
   return !contentExcludeFor(config, batchId).includes(eventTime);
-}
-
-/** Whether a number in the value is not finite (1e999 parses to Infinity). Parsed JSON is a tree within the depth limit. */
-function hasNonFinite(value: unknown): boolean {
-  if (typeof value === "number") return !Number.isFinite(value);
-  if (value === null || typeof value !== "object") return false;
-  return (Array.isArray(value) ? value : Object.values(value)).some(hasNonFinite);
 }
