@@ -9,7 +9,7 @@ import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
 import { admitCaller, proveCaller, signatureRefused } from "./admission";
 import { HARD_BODY_LIMIT, HARD_MAX_ROWS, parseMode, parseRows, readBody, TooManyRows } from "./body";
 import { batchIdentity } from "../stream/bytes";
-import { badRequest, conflict, forbidden, HttpError, internalError, notFound } from "./problem";
+import { badRequest, conflict, forbidden, HttpError, notFound } from "./problem";
 
 
 /**
@@ -109,8 +109,8 @@ export function httpOutcome(
     case "invalid":
       throw badRequest(r.detail);
     case "failed":
-      // A failed micro-batch is safe to retry: the 500 any unexpected error gets (the Coordinator logged why, once per micro-batch).
-      throw internalError();
+      // A failed micro-batch is safe to retry: the 500 any unexpected error gets.
+      throw new Error(r.detail);
     default:
       return exhaustive(r);
   }

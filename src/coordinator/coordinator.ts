@@ -237,9 +237,10 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
    * a micro-batch runs are coalesced into the next one; each gets its own
    * outcome. A `busy` answer means the same batch id is in flight.
    */
-  /** A failed micro-batch is an answer, not a throw: an RPC method that throws is logged as uncaught by the runtime, per request. */
-  async ingest(req: IngestRequest): Promise<IngestResult | { kind: "failed"; message: string }> {
+  /** One request; a failed micro-batch is thrown (the Worker calls ingestMany, which answers it: a throwing RPC method is logged as uncaught per call). */
+  async ingest(req: IngestRequest): Promise<IngestResult> {
     const [r] = await this.ingestMany([req]);
+    if (r.kind === "failed") throw new Error(r.message);
     return r;
   }
 

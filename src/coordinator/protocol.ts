@@ -116,8 +116,7 @@ export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
   // Admission and ingest
   admit(sourceHeader: string | null, claim: CallerClaim): Admission;
   knownBatch(source: string, batchId: string): boolean;
-  /** failed: the micro-batch it joined failed (safe to retry) */
-  ingest(req: IngestRequest): Promise<IngestResult | FailedRun>;
+  ingest(req: IngestRequest): Promise<IngestResult>;
   ingestMany(reqs: IngestRequest[], deadline?: number): Promise<(IngestResult | FailedRun)[]>;
   flush(): Promise<number>;
   // Reads

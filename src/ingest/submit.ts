@@ -29,7 +29,8 @@ export async function submitBatch(
   // pending call between requests: each request's I/O belongs to that request).
   // Tests only: the crash point is armed for this call (each attempt of it) and disarmed after.
   const faultKey = batchFaultKey(stream, received.batchId);
-  const r = await ingestOrWait(() => (armFault(faultKey, fault), coordinator.ingest(received))).finally(() => takeFault(faultKey));
+  // ingestMany, not ingest: it answers a failed micro-batch as a value, where a throwing RPC method is logged as uncaught per request.
+  const r = await ingestOrWait(async () => (armFault(faultKey, fault), (await coordinator.ingestMany([received]))[0])).finally(() => takeFault(faultKey));
   return resultOf(r, stream, received.batchId, received.sourceHeader);
 }
 

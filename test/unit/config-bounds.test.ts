@@ -1,5 +1,6 @@
 /** What a stream config may hold (caps), and names that must neither vanish nor alias (own properties). */
 import { describe, expect, test } from "vitest";
+import { configErrors, validConfig } from "./stream-config";
 import {
   MAX_CONFIG_BYTES, MAX_FIELD_LIST, MAX_INTERVAL_CHARS, MAX_KEY_COLUMNS, MAX_SCHEMA_COLUMNS, MAX_SOURCES, delayOf, idleTimeoutOf, parseStreamConfig, sourceConfig, type StreamConfig,
 } from "../../src/stream/config";
@@ -7,17 +8,8 @@ import { parseInterval } from "../../src/stream/interval";
 
 const MINIMAL = { key: ["event_id"], eventTime: "event_ts", watermarkDelay: "30 minutes" };
 
-function ok(body: unknown): StreamConfig {
-  const r = parseStreamConfig(body);
-  if (!r.ok) throw new Error(`expected a valid config, got ${JSON.stringify(r.errors)}`);
-  return r.config;
-}
-
-function errors(body: unknown): { path: string; message: string }[] {
-  const r = parseStreamConfig(body);
-  if (r.ok) throw new Error(`expected an invalid config, got ${JSON.stringify(r.config).slice(0, 200)}`);
-  return r.errors;
-}
+const ok = validConfig;
+const errors = configErrors;
 
 const named = (n: number, value: unknown, prefix = "s") => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}`, value]));
 

@@ -1,21 +1,13 @@
 import { describe, expect, test } from "vitest";
+import { configErrors, validConfig } from "./stream-config";
 import { boundFieldChanges, contentExcludeFor, DEFAULT_LIMITS, delayOf, parseStreamConfig, volatileFor, type StreamConfig } from "../../src/stream/config";
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
-function ok(body: unknown): StreamConfig {
-  const r = parseStreamConfig(body);
-  if (!r.ok) throw new Error(`expected a valid config, got ${JSON.stringify(r.errors)}`);
-  return r.config;
-}
-
-function errors(body: unknown): { path: string; message: string }[] {
-  const r = parseStreamConfig(body);
-  if (r.ok) throw new Error(`expected an invalid config, got ${JSON.stringify(r.config)}`);
-  return r.errors;
-}
+const ok = validConfig;
+const errors = configErrors;
 
 function paths(body: unknown): string[] {
   return errors(body).map((e) => e.path).sort();
