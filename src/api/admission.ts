@@ -27,6 +27,8 @@ export interface Caller {
 interface Admitted {
   source: string;
   limits: StreamConfig["limits"];
+  /** a provider webhook's body cap for the source */
+  webhookBytes: number;
   signers: SealedSigner[];
   /** the signers' secrets, opened once per cache entry */
   secrets?: Promise<OpenedSecret[]>;
@@ -142,10 +144,11 @@ async function firstMatch<T>(
   return null;
 }
 
-/** A webhook's source: who it is, its stream's limits, and the provider whose scheme its credentials verify. */
+/** A webhook's source: who it is, how much of a delivery's body is read at most, and the provider whose scheme its credentials verify. */
 export interface WebhookCaller {
   source: string;
-  limits: StreamConfig["limits"];
+  /** the source's maxWebhookBytes (default 1 MiB), never above the stream's maxBodyBytes */
+  maxBytes: number;
   provider: ProviderType;
 }
 
@@ -172,7 +175,7 @@ export async function admitWebhook(stream: string, coordinator: CoordinatorStub,
   // One provider per source (addCredential refuses a second); the oldest decides should that ever not hold.
   const provider = admitted.signers[0].type;
   if (!isProviderType(provider)) throw webhookRefused(source);
-  return { source: admitted.source, limits: admitted.limits, provider };
+  return { source: admitted.source, maxBytes: admitted.webhookBytes, provider };
 }
 
 /** The auth that the Coordinator's admission re-checks: the provider credential whose secret `verify` accepts, else a 401. */
@@ -205,7 +208,8 @@ async function admission(
   if (cached) return cached;
   const r = await coordinator.admit(sourceHeader, claim);
   if (r.kind !== "admitted") throw refusal(r, claim, stream, sourceHeader);
-  const admitted: Admitted = { source: r.source, limits: r.limits, signers: r.signers };
+  // An answer from a Coordinator of the release before (no webhookBytes) caps at the stream's limit, as it did.
+  const admitted: Admitted = { source: r.source, limits: r.limits, webhookBytes: r.webhookBytes ?? r.limits.maxBodyBytes, signers: r.signers };
   admissions.set(key, admitted, now);
   return admitted;
 }

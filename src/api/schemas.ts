@@ -103,6 +103,10 @@ export const sourceInfoSchema = z.object({
   idle: z.boolean(),
 });
 
+/** A provider webhook source's counts (src/webhooks/tally.ts). */
+const webhookCountsSchema = z.record(z.string(), z.object({ replayed: z.number().int(), refused: z.record(z.string(), z.number().int()), rows: z.number().int() }))
+  .describe("per provider webhook source: redeliveries answered as replays, deliveries refused by their signature (by reason: malformed, stale, wrong-provider, bad-signature), and its committed rows");
+
 export const streamInfoSchema = z.object({
   stream: z.string(),
   config: streamConfigSchema,
@@ -119,6 +123,7 @@ export const streamInfoSchema = z.object({
       idempotencyWindow: z.number().int().describe("ms"),
     })
     .describe("the stream's own records (DESIGN §9): they level off under a steady load"),
+  webhooks: webhookCountsSchema.optional(),
 });
 
 export const streamListSchema = z.object({
@@ -170,6 +175,7 @@ export const healthSchema = z.object({
   watermark: z.number(),
   watermarkLagMs: z.number(),
   idleSources: z.array(z.string()),
+  webhooks: webhookCountsSchema.optional(),
   window: z.object({
     batches: z.number().int(),
     rows: z.number().int(),
@@ -307,6 +313,10 @@ const adviceFiguresSchema = z.object({
     neededMs: z.number().describe("max(gapP999, disorderP999) × margin, before rounding up"),
     sample: z.object({ gaps: z.number().int(), events: z.number().int() }).describe("how many values the two p99.9 were read from"),
     caveat: z.string().nullable().describe("a small-sample warning (fewer than 1,000 of either), else null"),
+    floor: z
+      .object({ ms: z.number(), reason: z.string() })
+      .optional()
+      .describe("present when the delay was raised above what the figures need: a webhook source's provider keeps retrying that long"),
   }),
   currentDelay: z.object({ ms: z.number(), interval: z.string() }).nullable().describe("the delay configured now (null: no event time)"),
 });

@@ -28,6 +28,7 @@ export async function streamHealth(env: Env, stream: string) {
     progress,
     ...(table ? { table } : {}),
     ...(d.state.unkeyedHashPartitions ? { unkeyedHashPartitions: d.state.unkeyedHashPartitions } : {}),
+    ...(d.webhooks ? { webhooks: d.webhooks } : {}),
   });
   return { stream, ...health, state: d.state };
 }

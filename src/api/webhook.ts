@@ -1,4 +1,5 @@
-import { coordinatorStub, type Env } from "../env";
+import { coordinatorStub, type CoordinatorStub, type Env } from "../env";
+import { WebhookTally, type WebhookEvent } from "../webhooks/tally";
 import type { BatchOutcome } from "../stream/report";
 import { batchIdFor, precheck, PROVIDER_TYPES, PROVIDERS, type ProviderType } from "../webhooks";
 import { admitWebhook, proveWebhook, webhookRefused } from "./admission";
@@ -37,27 +38,47 @@ export function requireProviderSignature(headers: Headers): void {
  * 2. one cheap lookup of the source's provider credentials (the same 401
  *    whether the stream is missing, the source has none, they are another
  *    provider's, or the source is disabled), which also yields the limits;
- * 3. the body, within limits.maxBodyBytes (413), then the signature against
- *    every live secret of the source (401);
+ * 3. the body, within the source's maxWebhookBytes (1 MiB by default, never
+ *    more than the stream's maxBodyBytes; 413, and no more of it read), then
+ *    the signature against every live secret of the source (401);
  * 4. the envelope (400; the JSON within the depth limit), then submitBatch()
  *    (webhookOutcome: a credential revoked meanwhile is the same 401).
  */
-export async function webhook(env: Env, stream: string, source: string, req: Request): Promise<{ outcome: BatchOutcome; batchId: string }> {
+export async function webhook(
+  env: Env,
+  stream: string,
+  source: string,
+  req: Request,
+  /** the request's waitUntil: the webhook counts go to the Coordinator after the answer (src/webhooks/tally.ts) */
+  waitUntil: (p: Promise<unknown>) => void = () => undefined,
+): Promise<{ outcome: BatchOutcome; batchId: string }> {
   const now = Date.now();
   const claimed = PROVIDER_TYPES.filter((t) => SIGNED_BY[t].some((h) => req.headers.has(h)));
   if (claimed.length === 0) throw webhookUnauthorized(`no provider signature: send one of ${EXPECTED}`);
+  const coordinator = coordinatorStub(env, stream);
+  const count = (event: WebhookEvent) => countWebhook(coordinator, stream, source, event, waitUntil);
   const checked = claimed.map((t) => ({ type: t, r: precheck(t, req.headers, now) }));
   const fit = checked.filter((c) => c.r.ok).map((c) => c.type);
-  if (fit.length === 0) throw webhookUnauthorized(checked.map((c) => (c.r.ok ? "" : c.r.reason)).join("; "));
+  if (fit.length === 0) {
+    count(checked.some((c) => !c.r.ok && c.r.stale) ? "stale" : "malformed");
+    throw webhookUnauthorized(checked.map((c) => (c.r.ok ? "" : c.r.reason)).join("; "));
+  }
 
-  const coordinator = coordinatorStub(env, stream);
   const caller = await admitWebhook(stream, coordinator, source);
   // Signed as another provider than the source's credentials: the same 401 as a wrong secret.
-  if (!fit.includes(caller.provider)) throw webhookRefused(source);
+  if (!fit.includes(caller.provider)) {
+    count("wrong-provider");
+    throw webhookRefused(source);
+  }
   const provider = PROVIDERS[caller.provider];
 
-  const body = await readBody(req, caller.limits.maxBodyBytes);
-  const auth = await proveWebhook(env, stream, coordinator, caller, (secrets) => provider.verify(req.headers, body, secrets, now));
+  const body = await readBody(req, caller.maxBytes).catch((e: unknown) => {
+    throw e instanceof HttpError && e.status === 413 ? webhookTooLarge(caller.maxBytes, source) : e;
+  });
+  const auth = await proveWebhook(env, stream, coordinator, caller, (secrets) => provider.verify(req.headers, body, secrets, now)).catch((e: unknown) => {
+    count("bad-signature");
+    throw e;
+  });
   const envelope = provider.envelope(req.headers, body, now, await sha256Hex(body));
   if (!envelope.ok) {
     throw new HttpError(400, "invalid-webhook", "Invalid webhook", `the ${provider.type} delivery cannot become a row: ${envelope.reason}`);
@@ -74,8 +95,27 @@ export async function webhook(env: Env, stream: string, source: string, req: Req
     identity: `webhook:${batchId}`,
     bytes: body.byteLength,
   }, null, coordinator);
+  if (r.kind === "replayed") count("replayed");
   return { outcome: webhookOutcome(r, source), batchId };
 }
+
+/** The counts of this isolate (per stream and source), handed to each stream's Coordinator at most once per FLUSH_MS per source. */
+const tally = new WebhookTally();
+
+function countWebhook(coordinator: CoordinatorStub, stream: string, source: string, event: WebhookEvent, waitUntil: (p: Promise<unknown>) => void): void {
+  const due = tally.note(stream, source, event, Date.now());
+  if (due === null) return;
+  // Counting never fails a delivery: a lost hand-over loses counts, not rows.
+  const hand = (deltas: [string, number][]) => (deltas.length === 0 ? Promise.resolve() : coordinator.noteWebhooks(source, deltas).catch(() => undefined));
+  if ("flush" in due) waitUntil(hand(due.flush));
+  else waitUntil(new Promise((resolve) => setTimeout(resolve, due.in)).then(() => hand(tally.take(stream, source, Date.now()))));
+}
+
+/** A delivery over its source's cap: refused before its signature is checked, with no more of it read. */
+const webhookTooLarge = (limit: number, source: string) =>
+  new HttpError(413, "body-too-large", "Payload too large",
+    `the delivery's body is larger than ${limit} bytes; source "${source}" reads at most ${limit} before checking a webhook signature ` +
+      `(sources.${source}.maxWebhookBytes, default 1 MiB, never above the stream's limits.maxBodyBytes)`);
 
 /**
  * The webhook adapter's mapper. A delivery's signature is its only proof, so

@@ -1,9 +1,9 @@
-import { boundFieldChanges, idempotencyWindowOf, type StreamConfig } from "../stream/config";
+import { boundFieldChanges, idempotencyWindowOf, webhookBodyLimit, type StreamConfig } from "../stream/config";
 import { own } from "../stream/own";
 import { batchKey } from "../stream/batch-key";
 import type { BatchOutcome, ProgressReport } from "../stream/report";
 import { globalWatermark, hasIdleTimeout, isIdle, sourceWatermark, type SourceProgress } from "../stream/watermark";
-import { streamMetricsOf, type StreamMetrics } from "../stream/metrics";
+import { streamMetricsOf, webhookFigures, type StreamMetrics } from "../stream/metrics";
 import { CommitObserver } from "../instrument/observe";
 import { batchTimer } from "../instrument/opcount";
 import { partitionStub, type Env } from "../env";
@@ -18,6 +18,8 @@ import { SqliteObject } from "../storage/sqlite-object";
 import { COORDINATOR_MIGRATIONS } from "./migrations";
 import { batchFaultKey, faultsEnabled, heldRun, isInjectedFault, takeFault } from "../instrument/faults";
 import { ItemFailed, MicroBatcher } from "../microbatch/batcher";
+import { isWebhookCounter } from "../webhooks/tally";
+import { horizonReason, RETRY_HORIZON_MS } from "../webhooks/retry-horizon";
 import { runGroup, type BegunMember, type GroupResult } from "../microbatch/run-group";
 import { CredentialStore } from "./credentials";
 import { BatchLedger, recordedOutcome, sameBody, type BatchRow } from "./ledger";
@@ -26,7 +28,7 @@ import { MetricCounters } from "./counters";
 import { LEDGER_RETENTION_MS } from "../partition/protocol";
 import { AdviceFigures } from "./advice";
 import { PartitionBook } from "./partitions";
-import { liveAdvice, type LiveAdvice, type LiveFigures } from "../stream/advisor/live";
+import { liveAdvice, type DelayFloor, type LiveAdvice, type LiveFigures } from "../stream/advisor/live";
 import { StateBook, stateJson, type BegunGroup } from "./state";
 import { MetaStore, type Meta } from "./meta";
 import { Alarms } from "./alarms";
@@ -195,6 +197,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     );
     // Commit numbers run 1, 2, 3… with no gaps: the last one is the count, without a scan of the ledger.
     const committed = this.ledger.lastSeq();
+    const webhooks = webhookFigures(this.counters.all());
     return {
       config: meta.config,
       epoch: meta.epoch,
@@ -204,6 +207,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       state: { rows: stats.reduce((a, s) => a + s.rows, 0), bytes: stats.reduce((a, s) => a + s.bytes, 0), ...unkeyedHash(stats) },
       batches: { committed },
       bookkeeping: this.bookkeeping(meta),
+      ...(webhooks.length > 0 ? { webhooks: Object.fromEntries(webhooks.map(({ source, ...w }) => [source, w])) } : {}),
     };
   }
 
@@ -222,7 +226,23 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     if (!meta) return claim.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" };
     const caller = this.keys.caller(meta.config, sourceHeader, claim);
     if (caller.kind !== "ok") return caller;
-    return { kind: "admitted", source: caller.source, limits: meta.config.limits, signers: caller.signers };
+    return { kind: "admitted", source: caller.source, limits: meta.config.limits, signers: caller.signers, webhookBytes: webhookBodyLimit(meta.config, caller.source) };
+  }
+
+  /**
+   * A Worker's counts of this source's webhook replays and refused signatures
+   * (src/webhooks/tally.ts), at most one call per source every few seconds per
+   * isolate: added to the /metrics counters and written with the state record.
+   * A stream that does not exist, or a source with no provider credential,
+   * counts nothing (anyone can name them).
+   */
+  noteWebhooks(source: string, deltas: [string, number][]): void {
+    const meta = this.meta();
+    if (!meta || this.keys.caller(meta.config, source, { kind: "provider" }).kind === "unauthorized") return;
+    const counted = deltas.filter(([name, n]) => isWebhookCounter(name) && Number.isSafeInteger(n) && n > 0).map(([name, n]): [string, string, number] => [name, source, n]);
+    if (counted.length === 0) return;
+    this.counters.add(counted);
+    this.book.write();
   }
 
   /** Whether a batch id has begun (or committed): such a batch keeps the limits of its first attempt. */
@@ -235,9 +255,10 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
    * Ingests one batch (POST …/events): refused, answered from the ledger
    * (replay), or queued into the next micro-batch. Requests that arrive while
    * a micro-batch runs are coalesced into the next one; each gets its own
-   * outcome. A `busy` answer means the same batch id is in flight.
+   * outcome. A `busy` answer means the same batch id is in flight. A failed
+   * micro-batch is thrown: the Worker calls ingestMany, which answers it as a
+   * value (a throwing RPC method is logged as uncaught, per call).
    */
-  /** One request; a failed micro-batch is thrown (the Worker calls ingestMany, which answers it: a throwing RPC method is logged as uncaught per call). */
   async ingest(req: IngestRequest): Promise<IngestResult> {
     const [r] = await this.ingestMany([req]);
     if (r.kind === "failed") throw new Error(r.message);
@@ -706,7 +727,16 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   /** For GET /v1/streams/{stream}/advice: the delay advisor over the live figures (src/stream/advisor/live.ts). */
   advice(): LiveAdvice | null {
     const meta = this.meta();
-    return meta ? liveAdvice(this.figures.all(), meta.config) : null;
+    return meta ? liveAdvice(this.figures.all(), meta.config, undefined, this.webhookFloors()) : null;
+  }
+
+  /** Per webhook source (one with a provider credential), the least delay the advisor may propose: its provider's retry horizon. */
+  private webhookFloors(): Map<string, DelayFloor> {
+    const floors = new Map<string, DelayFloor>();
+    for (const [source, provider] of this.keys.providers()) {
+      if (RETRY_HORIZON_MS[provider] > 0) floors.set(source, { ms: RETRY_HORIZON_MS[provider], reason: horizonReason(provider) });
+    }
+    return floors;
   }
 
   /** The committed manifest and, when configured, the Iceberg table catch up with the commits (src/output/publisher.ts). */

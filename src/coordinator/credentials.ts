@@ -1,5 +1,5 @@
 import type { CredentialType, StoredCredential } from "../api/credentials";
-import { isProviderType } from "../webhooks";
+import { isProviderType, type ProviderType } from "../webhooks";
 import { sourceConfig, type StreamConfig } from "../stream/config";
 import type { CallerClaim, IngestAuth, SealedSigner } from "./protocol";
 
@@ -29,6 +29,14 @@ export class CredentialStore {
     return this.list(source, true)
       .filter((c) => (kind === "hmac" ? c.type === "hmac" : isProviderType(c.type)))
       .map((c) => ({ id: c.id, material: c.material, type: c.type }));
+  }
+
+  /** The sources with a webhook provider credential, and that provider (one per source: add() refuses a second). */
+  providers(): Map<string, ProviderType> {
+    const rows = this.sql.exec<{ source: string; type: string }>("SELECT source, type FROM credentials ORDER BY created_at, id").toArray();
+    const out = new Map<string, ProviderType>();
+    for (const r of rows) if (isProviderType(r.type) && !out.has(r.source)) out.set(r.source, r.type);
+    return out;
   }
 
   /** A source's credentials, without their material when `withMaterial` is false. */

@@ -59,7 +59,8 @@ export type Admission =
   | { kind: "missing" }
   | { kind: "unauthorized" }
   | { kind: "forbidden"; detail: string }
-  | { kind: "admitted"; source: string; limits: StreamConfig["limits"]; signers: SealedSigner[] };
+  /** webhookBytes: a provider webhook's body cap for the source (src/stream/config.ts webhookBodyLimit) */
+  | { kind: "admitted"; source: string; limits: StreamConfig["limits"]; signers: SealedSigner[]; webhookBytes: number };
 
 /** What ingest answers a batch it does not run: refused, or answered from the ledger (a replay). */
 export type BatchAnswer =
@@ -100,7 +101,11 @@ export interface StreamDescription {
   batches: { committed: number };
   /** the Coordinator's own records (DESIGN §9) */
   bookkeeping: Bookkeeping;
+  /** per webhook source: redeliveries answered as replays, refused signatures by reason, its committed rows (absent: none counted) */
+  webhooks?: Record<string, WebhookCounts>;
 }
+
+export type WebhookCounts = { replayed: number; refused: Record<string, number>; rows: number };
 
 /**
  * What callers may ask a stream's Coordinator (src/coordinator/coordinator.ts
@@ -116,6 +121,7 @@ export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
   // Admission and ingest
   admit(sourceHeader: string | null, claim: CallerClaim): Admission;
   knownBatch(source: string, batchId: string): boolean;
+  noteWebhooks(source: string, deltas: [string, number][]): void;
   ingest(req: IngestRequest): Promise<IngestResult>;
   ingestMany(reqs: IngestRequest[], deadline?: number): Promise<(IngestResult | FailedRun)[]>;
   flush(): Promise<number>;

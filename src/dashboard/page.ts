@@ -236,6 +236,7 @@ const SCRIPT = String.raw`
       h("dt", {}, ["Held back by"]), h("dd", { id: "held-back-by", class: health.heldBackBy ? "held" : "" }, [health.heldBackBy || "— (no source holds the watermark back)"]),
       h("dt", {}, ["Watermark lag"]), h("dd", {}, [health.watermarkLagMs ? dur(health.watermarkLagMs) : "0"]),
       h("dt", {}, ["Idle sources"]), h("dd", {}, [health.idleSources.length ? health.idleSources.join(", ") : "none"]),
+      h("dt", {}, ["Webhooks"]), h("dd", { id: "webhooks" }, [webhooksText(health.webhooks)]),
     ]));
     fill("health", kids);
 
@@ -252,6 +253,17 @@ const SCRIPT = String.raw`
         : "—"]),
       h("dt", {}, ["Partitions"]), h("dd", {}, [String(c.partitions)]),
     ])]);
+  }
+
+  // Each webhook source's redeliveries absorbed as replays and signatures refused, by reason (src/webhooks/tally.ts).
+  function webhooksText(all) {
+    var names = Object.keys(all || {}).sort();
+    if (!names.length) return "none counted";
+    return names.map(function (n) {
+      var w = all[n];
+      var refused = Object.keys(w.refused).sort().map(function (r) { return w.refused[r] + " " + r; });
+      return n + ": " + w.replayed + " redeliveries replayed, " + (refused.length ? "refused " + refused.join(", ") : "none refused");
+    }).join("; ");
   }
 
   function sourceColor(names, name) { return COLORS[names.indexOf(name) % COLORS.length]; }
@@ -386,7 +398,7 @@ const SCRIPT = String.raw`
       h("tbody", {}, names.length ? names.map(function (n) { return row(n, advice.sources[n]); }).concat(names.length > 1 ? [row("(stream)", advice.overall, "total")] : [])
         : [h("tr", {}, [h("td", { colspan: cols.length, class: "text" }, ["No rows yet."])])]),
     ])]),
-      h("p", { class: "note", id: "advice-recommendation" }, ["Recommended for the stream: " + advice.overall.recommendation.watermarkDelay + " (" + advice.overall.recommendation.basis + "), the larger p99.9 × " + advice.margin + " rounded up, as edge-dedup advise computes it over a history; " + (advice.overall.currentDelay ? "configured: " + advice.overall.currentDelay.interval + "." : "no event time configured.")]),
+      h("p", { class: "note", id: "advice-recommendation" }, ["Recommended for the stream: " + advice.overall.recommendation.watermarkDelay + " (" + advice.overall.recommendation.basis + "), the larger p99.9 × " + advice.margin + " rounded up, as edge-dedup advise computes it over a history" + (advice.overall.recommendation.floor ? ", raised to its floor: " + advice.overall.recommendation.floor.reason : "") + "; " + (advice.overall.currentDelay ? "configured: " + advice.overall.currentDelay.interval + "." : "no event time configured.")]),
       advice.overall.recommendation.caveat ? h("p", { class: "note held", id: "advice-caveat" }, ["Caution, " + advice.overall.recommendation.caveat + "."]) : "",
       h("p", { class: "note" }, ["Gap: event time between a duplicate and the copy kept. Disorder: how far a row is behind its source's newest event time. Counted since the stream was created."]),
     ]);

@@ -56,6 +56,9 @@ const sourceSchema = z.strictObject({
   maxAheadOfWatermark: interval.optional().describe("default: the stream's"),
   idleTimeout: interval.optional().describe("default: the stream's"),
   multiLine: z.boolean().optional().describe("file runs of this source: each .json file is one JSON document (true) or JSON Lines (false); a run's own multiLine wins"),
+  maxWebhookBytes: z
+    .number().int().min(1024).max(32 * 1024 * 1024).optional()
+    .describe(`this source's provider webhook deliveries: the most body bytes read before the signature is checked (default ${1024 * 1024}, 1 MiB)`),
 });
 
 const limitsSchema = z.strictObject({
@@ -220,6 +223,20 @@ export interface SourceConfig {
   idleTimeout?: number;
   /** how file runs of this source read .json files (src/sources/files/parse.ts) */
   multiLine?: boolean;
+  /** the most bytes of a provider webhook's body read before its signature is checked (default DEFAULT_MAX_WEBHOOK_BYTES) */
+  maxWebhookBytes?: number;
+}
+
+/**
+ * A provider's delivery is read whole before its signature can be checked, so
+ * an unsigned caller decides how much is read: 1 MiB by default (Stripe's and
+ * GitHub's payloads are capped at 25 MB but are a few KB; Svix caps at 1 MB).
+ */
+export const DEFAULT_MAX_WEBHOOK_BYTES = 1024 * 1024;
+
+/** How many bytes of a webhook delivery to `source` are read at most: its own cap, never above the stream's body limit. */
+export function webhookBodyLimit(config: StreamConfig, source: string): number {
+  return Math.min(sourceConfig(config, source)?.maxWebhookBytes ?? DEFAULT_MAX_WEBHOOK_BYTES, config.limits.maxBodyBytes);
 }
 
 /** The idempotency window (DESIGN §9): 24 hours by default, as Stripe keeps idempotency keys. */

@@ -10,7 +10,7 @@ export type HealthStatus = "ok" | "warn" | "critical";
 
 /** Every reason health may give (the API's schema takes them from here). */
 export const HEALTH_REASON_CODES = [
-  "watermark-stalled", "held-back", "state-rising", "late-rate", "rejected-rate", "table-failing", "conflict-rate", "unkeyed-key-hash",
+  "watermark-stalled", "held-back", "state-rising", "late-rate", "rejected-rate", "table-failing", "conflict-rate", "unkeyed-key-hash", "webhook-refusals",
 ] as const;
 export type HealthReasonCode = (typeof HEALTH_REASON_CODES)[number];
 
@@ -77,6 +77,8 @@ export interface HealthInput {
   table?: { failing: boolean; failures: number; lastError: string | null; publishedSeq: number; committedSeq: number };
   /** a stream with stateKeys "hashed": how many of its partitions store keys by the unkeyed hash of a release before 27 (src/stream/keyed-key-hash.ts) */
   unkeyedHashPartitions?: number;
+  /** per webhook source: redeliveries replayed, signatures refused by reason, committed rows (src/webhooks/tally.ts) */
+  webhooks?: Record<string, { replayed: number; refused: Record<string, number>; rows: number }>; // the Coordinator's WebhookCounts
 }
 
 export interface HealthReport {
@@ -88,6 +90,8 @@ export interface HealthReport {
   /** the highest counted source watermark minus the global watermark, ms */
   watermarkLagMs: number;
   idleSources: string[];
+  /** per webhook source: what it absorbed and refused (absent: no webhook counted) */
+  webhooks?: HealthInput["webhooks"];
   window: {
     batches: number;
     rows: number;
@@ -103,6 +107,11 @@ export interface HealthReport {
     stateRowsLast: number | null;
   };
 }
+
+/** A webhook source warns once at least this many of its deliveries were refused … */
+const WEBHOOK_REFUSALS_MIN = 5;
+/** … and they are at least this share of all it was sent. */
+const WEBHOOK_REFUSED_SHARE = 0.1;
 
 const minutes = (ms: number) => (ms >= 60_000 ? `${Math.round(ms / 6_000) / 10} min` : `${Math.round(ms / 100) / 10} s`);
 const percent = (r: number) => `${Math.round(r * 1000) / 10}%`;
@@ -228,7 +237,20 @@ export function evaluateHealth(input: HealthInput, thresholds: Partial<HealthThr
     });
   }
 
-  // 8. Hashed keys whose hash anyone can compute: a producer can make another's event a "duplicate" on purpose.
+  // 8. A webhook source whose deliveries are refused more than now and then: a wrong secret, a clock, or someone probing.
+  for (const [source, w] of Object.entries(input.webhooks ?? {})) {
+    const refused = Object.values(w.refused).reduce((a, n) => a + n, 0);
+    if (refused < WEBHOOK_REFUSALS_MIN || refused < WEBHOOK_REFUSED_SHARE * (refused + w.rows + w.replayed)) continue;
+    const why = Object.entries(w.refused).sort((a, b) => b[1] - a[1]).map(([reason, n]) => `${n} ${reason}`).join(", ");
+    reasons.push({
+      code: "webhook-refusals",
+      severity: "warn",
+      detail: `source ${source}: ${refused} webhook deliveries were refused by their signature (${why}) against ${w.rows + w.replayed} accepted; ` +
+        `check the signing secret the provider has for this endpoint (a rotated secret, another endpoint's), and the server clocks for "stale"`,
+    });
+  }
+
+  // 9. Hashed keys whose hash anyone can compute: a producer can make another's event a "duplicate" on purpose.
   if ((input.unkeyedHashPartitions ?? 0) > 0) {
     reasons.push({
       code: "unkeyed-key-hash",
@@ -248,6 +270,7 @@ export function evaluateHealth(input: HealthInput, thresholds: Partial<HealthThr
     watermark: input.watermark,
     watermarkLagMs: Math.max(0, top - input.watermark),
     idleSources: Object.keys(input.sources).filter((s) => input.sources[s].idle).sort(),
+    ...(input.webhooks && Object.keys(input.webhooks).length > 0 ? { webhooks: input.webhooks } : {}),
     window: {
       batches: win.length,
       rows,

@@ -69,6 +69,8 @@ export interface StreamMetrics {
   rows: { source: string; outcome: Outcome; n: number }[];
   /** per source: conflicts (a subset of the duplicate and rejected rows, so a counter of its own) */
   conflicts?: { source: string; n: number }[];
+  /** per webhook source: redeliveries answered as replays, and deliveries whose signature was refused, by reason (src/webhooks/tally.ts) */
+  webhooks?: WebhookFigures[];
   batches: number;
   /** per bucket (not cumulative), DURATION_BUCKETS.length + 1 of them */
   durationBuckets: number[];
@@ -76,6 +78,13 @@ export interface StreamMetrics {
   state: { rows: number; bytes: number };
   /** the Coordinator's own records (DESIGN §9); absent: not reported */
   bookkeeping?: { bytes: number; batchesRemembered: number };
+}
+
+/** A webhook source's counts: `refused` by reason (malformed, stale, wrong-provider, bad-signature). */
+export interface WebhookFigures {
+  source: string;
+  replayed: number;
+  refused: Record<string, number>;
 }
 
 /** Reads the counters table back. */
@@ -93,8 +102,26 @@ export function streamMetricsOf(
     else if (c.name === "duration:sum") m.durationSum = c.n;
     else if (kind === "duration" && Number.isInteger(Number(what)) && Number(what) < m.durationBuckets.length) m.durationBuckets[Number(what)] = c.n;
   }
+  const webhooks = webhookFigures(counters).map(({ source, replayed, refused }) => ({ source, replayed, refused }));
+  if (webhooks.length > 0) m.webhooks = webhooks;
   m.rows.sort((a, b) => (a.source < b.source ? -1 : a.source > b.source ? 1 : OUTCOMES.indexOf(a.outcome) - OUTCOMES.indexOf(b.outcome)));
   return m;
+}
+
+/** The webhook counts among the counters (src/webhooks/tally.ts names them), per source, with the source's committed rows. */
+export function webhookFigures(counters: readonly { name: string; source: string; n: number }[]): (WebhookFigures & { rows: number })[] {
+  const bySource = new Map<string, WebhookFigures & { rows: number }>();
+  const of = (source: string) => {
+    let w = bySource.get(source);
+    if (!w) bySource.set(source, (w = { source, replayed: 0, refused: {}, rows: 0 }));
+    return w;
+  };
+  for (const c of counters) {
+    if (c.name === "webhook:replayed") of(c.source).replayed = c.n;
+    else if (c.name.startsWith("webhook:refused:")) of(c.source).refused[c.name.slice("webhook:refused:".length)] = c.n;
+  }
+  for (const c of counters) if (c.name.startsWith("rows:") && bySource.has(c.source)) of(c.source).rows += c.n;
+  return [...bySource.values()].sort((a, b) => (a.source < b.source ? -1 : 1));
 }
 
 /** A label value, escaped as the text format wants (backslash, double quote, newline). */
@@ -118,6 +145,11 @@ export function renderPrometheus(streams: readonly StreamMetrics[]): string {
     streams.flatMap((s) => s.rows.map((r) => sample("edge_dedup_rows_total", { stream: s.stream, source: r.source, outcome: r.outcome }, r.n))));
   family("edge_dedup_conflicts_total", "counter", "Copies of a remembered key whose content differed from the kept copy's (also counted as duplicate or rejected).",
     streams.flatMap((s) => (s.conflicts ?? []).map((c) => sample("edge_dedup_conflicts_total", { stream: s.stream, source: c.source }, c.n))));
+  family("edge_dedup_webhook_replays_total", "counter", "Provider redeliveries answered from the ledger (the first answer again, no new row); later ones are duplicate rows.",
+    streams.flatMap((s) => (s.webhooks ?? []).map((w) => sample("edge_dedup_webhook_replays_total", { stream: s.stream, source: w.source }, w.replayed))));
+  family("edge_dedup_webhook_signatures_refused_total", "counter", "Webhook deliveries refused (401) by their signature: malformed, stale, wrong-provider, bad-signature.",
+    streams.flatMap((s) => (s.webhooks ?? []).flatMap((w) =>
+      Object.entries(w.refused).map(([reason, n]) => sample("edge_dedup_webhook_signatures_refused_total", { stream: s.stream, source: w.source, reason }, n)))));
   family("edge_dedup_watermark_ms", "gauge", "Watermark, epoch ms: the stream's (no source label) and each source's.",
     streams.flatMap((s) => [
       sample("edge_dedup_watermark_ms", { stream: s.stream }, s.watermark),

@@ -5,7 +5,8 @@
  */
 export type ProviderType = "stripe" | "github" | "shopify" | "standard-webhooks";
 
-export type Refusal = { ok: false; reason: string };
+/** stale: the signed timestamp is outside the replay window (counted apart, src/webhooks/tally.ts) */
+export type Refusal = { ok: false; reason: string; stale?: true };
 export type VerifyResult = { ok: true; secretIndex: number } | Refusal;
 export type PrecheckResult = { ok: true } | Refusal;
 

@@ -35,8 +35,8 @@ const isRefusal = (r: Signed | Refusal): r is Refusal => "ok" in r;
  */
 function fresh(label: string, t: number, nowMs: number): PrecheckResult {
   const age = Math.floor(nowMs / 1000) - t;
-  if (age > TOLERANCE_S) return refuse(`${label}=${t} is ${age} s old; at most ${TOLERANCE_S} s are accepted (replay protection)`);
-  if (-age > TOLERANCE_S) return refuse(`${label}=${t} is ${-age} s in the future; at most ${TOLERANCE_S} s of clock skew are accepted`);
+  if (age > TOLERANCE_S) return { ...refuse(`${label}=${t} is ${age} s old; at most ${TOLERANCE_S} s are accepted (replay protection)`), stale: true };
+  if (-age > TOLERANCE_S) return { ...refuse(`${label}=${t} is ${-age} s in the future; at most ${TOLERANCE_S} s of clock skew are accepted`), stale: true };
   return { ok: true };
 }
 

@@ -126,3 +126,17 @@ export async function ageCommits(stream: string, ms: number): Promise<void> {
   });
   await evictDurableObject(stub);
 }
+
+/** A source credential (a token, an HMAC secret or a provider's signing secret), 201 or the test fails. */
+export async function addCredential(stream: string, source: string, body: Record<string, unknown>): Promise<any> {
+  const r = await call("POST", `/v1/streams/${stream}/sources/${source}/credentials`, body);
+  if (r.status !== 201) throw new Error(`credential for ${stream}/${source}: ${r.status} ${await r.text()}`);
+  return r.json();
+}
+
+/** A provider's delivery to a source's webhook endpoint, through the Worker. */
+export function deliverWebhook(stream: string, source: string, body: string | ReadableStream, headers: Record<string, string>): Promise<Response> {
+  return exports.default.fetch(`http://edge-dedup.test/v1/streams/${stream}/sources/${source}/webhook`, {
+    method: "POST", headers: { "content-type": "application/json", ...headers }, body, ...(typeof body === "string" ? {} : { duplex: "half" }),
+  } as RequestInit);
+}

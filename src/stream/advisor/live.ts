@@ -6,7 +6,7 @@
  * the recommendation comes from recommend.ts, as the CLI's does.
  */
 import { formatInterval } from "../interval.ts";
-import { delayOf, type StreamConfig } from "../config.ts";
+import { delayOf, sourceConfig, type StreamConfig } from "../config.ts";
 import { disorderFigures, gapFigures, type DisorderFigures, type GapFigures } from "./measure.ts";
 import { DEFAULT_MARGIN, recommendDelay, type Recommendation } from "./recommend.ts";
 import { QuantileSketch, type SketchJson } from "./sketch.ts";
@@ -119,24 +119,52 @@ export interface LiveAdvice {
   sources: Record<string, LiveAdviceFigures>;
 }
 
-function adviceOf(f: LiveFigures, margin: number, delay: number | null): LiveAdviceFigures {
+/**
+ * The least delay a source may be advised, and why: a provider webhook
+ * source's retry horizon (src/webhooks/retry-horizon.ts), which its figures
+ * can't show until an outage has happened.
+ */
+export interface DelayFloor {
+  ms: number;
+  reason: string;
+}
+
+function adviceOf(f: LiveFigures, margin: number, delay: number | null, floor: DelayFloor | undefined): LiveAdviceFigures {
+  const measured = recommendDelay(f, margin);
+  const recommendation = floor !== undefined && floor.ms > measured.delayMs
+    ? { ...measured, delayMs: floor.ms, watermarkDelay: formatInterval(floor.ms), floor }
+    : measured;
   return {
     rows: f.rows,
     duplicates: f.duplicates,
     duplicateRate: f.rows === 0 ? 0 : f.duplicates / f.rows,
     gaps: gapFigures(f.gaps),
     disorder: disorderFigures(f.disorder),
-    recommendation: recommendDelay(f, margin),
+    recommendation,
     currentDelay: delay === null ? null : { ms: delay, interval: formatInterval(delay) },
   };
 }
 
-/** The advice for a stream from its sources' live figures: per source, and over all of them. */
-export function liveAdvice(figures: ReadonlyMap<string, LiveFigures>, config: StreamConfig, margin: number = DEFAULT_MARGIN): LiveAdvice {
+/**
+ * The advice for a stream from its sources' live figures: per source, and over
+ * all of them. `floors`: per source, the least delay it may be advised (a
+ * webhook source's provider retries); the stream's advice keeps the largest
+ * floor of the sources that take the stream's delay.
+ */
+export function liveAdvice(
+  figures: ReadonlyMap<string, LiveFigures>,
+  config: StreamConfig,
+  margin: number = DEFAULT_MARGIN,
+  floors: ReadonlyMap<string, DelayFloor> = new Map(),
+): LiveAdvice {
   const timed = config.eventTime !== null;
   const sources: Record<string, LiveAdviceFigures> = {};
   for (const [name, f] of [...figures].sort(([a], [b]) => a.localeCompare(b))) {
-    sources[name] = adviceOf(f, margin, timed ? delayOf(config, name) : null);
+    sources[name] = adviceOf(f, margin, timed ? delayOf(config, name) : null, timed ? floors.get(name) : undefined);
   }
-  return { margin, overall: adviceOf(mergeFigures(figures.values()), margin, timed ? config.watermarkDelay : null), sources };
+  let streamFloor: DelayFloor | undefined;
+  for (const [name, floor] of floors) {
+    if (sourceConfig(config, name)?.watermarkDelay === undefined && floor.ms > (streamFloor?.ms ?? 0)) streamFloor = { ms: floor.ms, reason: `source ${name}: ${floor.reason}` };
+  }
+  return { margin, overall: adviceOf(mergeFigures(figures.values()), margin, timed ? config.watermarkDelay : null, timed ? streamFloor : undefined), sources };
 }

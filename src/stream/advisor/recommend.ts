@@ -57,6 +57,8 @@ export interface Recommendation {
   sample: { gaps: number; events: number };
   /** set when the sample is too small for a p99.9 to mean much: say so next to the number */
   caveat: string | null;
+  /** set when a floor raised the delay above what the figures need (a webhook provider's retries, src/stream/advisor/live.ts) */
+  floor?: { ms: number; reason: string };
 }
 
 /** A p99.9 read from fewer values than this is mostly the maximum of a few: the advice says so. */
