@@ -10,6 +10,7 @@ import { deliveredSeq, describeError, judge, type Answer, type Verdict } from ".
 import { DEFAULT_ROTATION_OVERLAP_MS, type DestinationConfig } from "./config";
 import { messageBody, newSigningSecret, queueMessage, signedHeaders, webhookId } from "./message";
 import { nextAttempt } from "./schedule";
+import { checkDestinationUrl } from "./url";
 import { INSERT_CHARS, MAX_ROW_BYTES, slices, tooLarge } from "./rows";
 import { commitTime, DESTINATION_TABLES, MAX_DEAD, MAX_MARKS, MAX_PENDING, readDest, type DestRow, type PendingRow, type SealedSecret } from "./store";
 import type { DestinationStatus } from "./status";
@@ -324,6 +325,13 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
   }
 
   private async sendHttp(d: DestRow, config: Extract<DestinationConfig, { type: "http" }>, rows: PendingRow[]): Promise<void> {
+    // Checked again before each round: a URL stored under older rules (or a loopback one once the var is off) is never fetched.
+    const target = checkDestinationUrl(config.url, this.env.ALLOW_LOOPBACK_DESTINATIONS === "true");
+    if (!target.ok) {
+      const error = `not sent: the destination's url is refused (${target.reason}); PUT it again with a public https:// URL`;
+      this.record(d, rows, { kind: "retry", error, retryAfterMs: null }, Date.now());
+      return;
+    }
     const secrets = await this.secrets(d);
     let next = 0;
     const worker = async () => {
@@ -334,7 +342,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
         const sentAt = Date.now();
         let answer: Answer;
         try {
-          const res = await fetch(config.url, {
+          const res = await fetch(target.url, {
             method: "POST",
             headers: await signedHeaders(secrets, id, sentAt, body),
             body,
