@@ -62,5 +62,5 @@ export const rotateBodySchema = z
   .default({});
 
 export const replayBodySchema = z.strictObject({
-  fromSeq: z.number().int().min(1).describe("the first commit seq to send again (the seq of a webhook-id {stream}.{seq}.{index})"),
+  fromSeq: z.number().int().min(1).describe("the first commit seq to send again (the seq of a webhook-id {stream}.{seq}.{index} or {stream}~{n}.{seq}.{index})"),
 });

@@ -12,7 +12,7 @@ import { messageBody, newSigningSecret, queueMessage, signedHeaders, webhookId }
 import { nextAttempt } from "./schedule";
 import { checkDestinationUrl } from "./url";
 import { INSERT_CHARS, MAX_ROW_BYTES, slices, tooLarge } from "./rows";
-import { commitTime, DESTINATION_TABLES, MAX_DEAD, MAX_MARKS, MAX_PENDING, readDest, type DestRow, type PendingRow, type SealedSecret } from "./store";
+import { commitTime, DEST_INCARNATION, DESTINATION_TABLES, MAX_DEAD, MAX_MARKS, MAX_PENDING, readDest, type DestRow, type PendingRow, type SealedSecret } from "./store";
 import type { DestinationStatus } from "./status";
 import type { ConfigureResult, DeadRow, DestinationRpc } from "./protocol";
 
@@ -35,6 +35,7 @@ export type { ConfigureResult, DeadRow };
 /** The Destination's storage layouts, oldest first (src/storage/migrations.ts). */
 export const DESTINATION_MIGRATIONS: readonly Migration[] = [
   { version: 1, does: "the destination, its pending and dead rows, commit-time marks, the index's members", up: (sql) => sql.exec(DESTINATION_TABLES) },
+  { version: 2, does: "dest.incarnation: the stream's incarnation, which its webhook-ids carry", up: (sql) => sql.exec(DEST_INCARNATION) },
 ];
 
 /**
@@ -69,6 +70,15 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     return this.sql.exec<{ name: string }>("SELECT name FROM members ORDER BY name").toArray().map((r) => r.name);
   }
 
+  /** The stream is being deleted: every destination goes with it (its pending rows, dead lane, attempts and secrets). */
+  async removeMembers(stream: string): Promise<number> {
+    const names = this.members();
+    await Promise.all(names.map((n) => destinationStub(this.env, stream, n).remove()));
+    // Only the names removed: one added meanwhile (a PUT racing the DELETE) stays listed, so a later DELETE finds it.
+    for (const n of names) this.removeMember(n);
+    return names.length;
+  }
+
   /** Tells each destination of the stream that commits up to `lastSeq` exist (committed at `at`). */
   async pokeMembers(stream: string, lastSeq: number, at: number): Promise<number> {
     const names = this.members();
@@ -79,7 +89,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
   // ---- one destination (the object named `{stream}/{name}`) ----
 
   /** Creates or updates the destination; a new http destination gets its signing secret, answered once. */
-  async configure(stream: string, name: string, config: DestinationConfig, at: { epoch: string; lastSeq: number }): Promise<ConfigureResult> {
+  async configure(stream: string, name: string, config: DestinationConfig, at: { epoch: string; incarnation: number; lastSeq: number }): Promise<ConfigureResult> {
     const now = Date.now();
     const current = readDest(this.sql);
     let secret: string | null = null;
@@ -91,8 +101,8 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     if (!current) {
       // A new destination starts with the next commit (replay reaches back).
       this.sql.exec(
-        "INSERT INTO dest (id, stream, name, config, secrets, created_at, epoch, read_seq, read_index) VALUES (1, ?, ?, ?, ?, ?, ?, ?, 0)",
-        stream, name, JSON.stringify(config), JSON.stringify(secrets), now, at.epoch, at.lastSeq,
+        "INSERT INTO dest (id, stream, name, config, secrets, created_at, epoch, incarnation, read_seq, read_index) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+        stream, name, JSON.stringify(config), JSON.stringify(secrets), now, at.epoch, at.incarnation, at.lastSeq,
       );
     } else {
       // PUT again also resumes a paused destination.
@@ -176,7 +186,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
       )
       .toArray()
       .map((r) => ({
-        id: webhookId(d.stream, r.seq, r.idx), seq: r.seq, index: r.idx, attempts: r.attempts, lastError: r.last_error,
+        id: webhookId(d.stream, r.seq, r.idx, d.incarnation), seq: r.seq, index: r.idx, attempts: r.attempts, lastError: r.last_error,
         diedAt: r.died_at, committedAt: r.committed_at, row: r.row,
       }));
   }
@@ -247,9 +257,11 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
       return;
     }
     if (at.epoch !== d.epoch) {
-      // The stream was deleted and created again: its commits start over.
+      // The stream was deleted and created again (and this destination outlived it: the delete came before destinations went
+      // with their stream, or raced a PUT): its commits start over, under ids this destination never sent.
       this.sql.exec("DELETE FROM pending; DELETE FROM marks;");
-      this.sql.exec("UPDATE dest SET epoch = ?, read_seq = 0, read_index = 0 WHERE id = 1", at.epoch);
+      const incarnation = Math.max(at.incarnation, d.incarnation + 1);
+      this.sql.exec("UPDATE dest SET epoch = ?, incarnation = ?, read_seq = 0, read_index = 0 WHERE id = 1", at.epoch, incarnation);
       d = readDest(this.sql)!;
     }
     let readSeq = d.readSeq;
@@ -337,7 +349,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     const worker = async () => {
       for (let i = next++; i < rows.length; i = next++) {
         const r = rows[i];
-        const id = webhookId(d.stream, r.seq, r.idx);
+        const id = webhookId(d.stream, r.seq, r.idx, d.incarnation);
         const body = messageBody(JSON.parse(r.row), r.committed_at);
         const sentAt = Date.now();
         let answer: Answer;
@@ -379,7 +391,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
       let verdict: Verdict;
       try {
         if (!queue || typeof queue.sendBatch !== "function") throw new Error(`the binding ${binding} is not a Queues producer of this Worker`);
-        await queue.sendBatch(chunk.map((r) => ({ body: queueMessage(d.stream, r.seq, r.idx, JSON.parse(r.row), r.committed_at), contentType: "json" as const })));
+        await queue.sendBatch(chunk.map((r) => ({ body: queueMessage(d.stream, r.seq, r.idx, JSON.parse(r.row), r.committed_at, d.incarnation), contentType: "json" as const })));
         verdict = { kind: "delivered" };
       } catch (e) {
         verdict = { kind: "retry", error: `sendBatch failed: ${(e as Error).message}`, retryAfterMs: null };

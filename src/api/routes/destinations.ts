@@ -58,7 +58,7 @@ export const putDestination = route({
     const at = await coordinatorStub(c.env, stream).locate();
     if (!at) throw notFound(`stream "${stream}" does not exist`);
     const dest = destinationStub(c.env, stream, name);
-    const r = await dest.configure(stream, name, config, { epoch: at.epoch, lastSeq: at.lastSeq });
+    const r = await dest.configure(stream, name, config, { epoch: at.epoch, incarnation: at.incarnation, lastSeq: at.lastSeq });
     await destinationIndex(c.env, stream).addMember(name);
     forgetNoDestinations(stream);
     const destination = (await dest.status())!;
