@@ -12,6 +12,13 @@ export const DEFAULT_RETRY_FOR_MS = 3 * 24 * 60 * 60 * 1000;
 const MAX_RETRY_FOR_MS = 14 * 24 * 60 * 60 * 1000;
 /** The old secret keeps signing this long after a rotation (Svix's overlap). */
 export const DEFAULT_ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+/**
+ * Destinations a stream may have: each is an object with its own alarm and
+ * fetches, and /metrics and the list make one call per destination. Svix and
+ * Hookdeck bound endpoints per application too; more consumers of one stream
+ * belong behind one receiver (or a queue).
+ */
+export const MAX_DESTINATIONS_PER_STREAM = 20;
 /** Queue bindings rows may not go to: the Worker's own ingest queue and its dead-letter queue. */
 export const RESERVED_QUEUE_BINDINGS = ["EVENTS", "DLQ"];
 

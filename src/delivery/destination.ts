@@ -58,8 +58,12 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
 
   // ---- the stream's index (the object named `{stream}`) ----
 
-  addMember(name: string): void {
-    this.sql.exec("INSERT OR IGNORE INTO members (name) VALUES (?)", name);
+  /** Lists `name`, unless the stream already has `max` others (a storage read and write with no await between: no race). */
+  addMember(name: string, max = Infinity): "added" | "present" | "full" {
+    if (this.sql.exec("SELECT 1 FROM members WHERE name = ?", name).toArray().length > 0) return "present";
+    if (this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM members").one().n >= max) return "full";
+    this.sql.exec("INSERT INTO members (name) VALUES (?)", name);
+    return "added";
   }
 
   removeMember(name: string): void {

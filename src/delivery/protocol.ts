@@ -22,7 +22,8 @@ export interface DeadRow {
 
 export interface DestinationRpc extends Rpc.DurableObjectBranded {
   // The stream's index
-  addMember(name: string): void;
+  /** "full": the stream has `max` destinations already, and `name` is not one of them. */
+  addMember(name: string, max?: number): "added" | "present" | "full";
   removeMember(name: string): void;
   members(): string[];
   /** Removes every destination of the stream (DELETE of the stream); returns how many. */
