@@ -11,6 +11,7 @@ import { DEFAULT_ROTATION_OVERLAP_MS, type DestinationConfig } from "./config";
 import { messageBody, newSigningSecret, queueMessage, signedHeaders, webhookId } from "./message";
 import { nextAttempt } from "./schedule";
 import { checkDestinationUrl } from "./url";
+import { afterRotation, signingSecrets } from "./secrets";
 import { INSERT_CHARS, MAX_ROW_BYTES, slices, tooLarge } from "./rows";
 import { commitTime, DEST_INCARNATION, DESTINATION_TABLES, MAX_DEAD, MAX_MARKS, MAX_PENDING, readDest, type DestRow, type PendingRow, type SealedSecret } from "./store";
 import type { DestinationStatus } from "./status";
@@ -146,11 +147,11 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
       delivered: d.delivered,
       failures: d.failures,
       dead,
-      secrets: d.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now).map(({ id, createdAt, expiresAt }) => ({ id, createdAt, expiresAt })),
+      secrets: signingSecrets(d.secrets, now).map(({ id, createdAt, expiresAt }) => ({ id, createdAt, expiresAt })),
     };
   }
 
-  /** A new signing secret; the old ones keep signing for `overlapMs` (then stop). Null: not an http destination. */
+  /** A new signing secret; the old ones keep signing for `overlapMs` (then stop), at most two of them (./secrets.ts). Null: not an http destination. */
   async rotateSecret(overlapMs = DEFAULT_ROTATION_OVERLAP_MS): Promise<{ secret: string; id: string } | null> {
     const d = readDest(this.sql);
     if (!d || d.config.type !== "http") return null;
@@ -159,10 +160,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     const fresh = await this.seal(d.stream, d.name, secret, now);
     const again = readDest(this.sql);
     if (!again) return null;
-    const kept = again.secrets
-      .map((s) => ({ ...s, expiresAt: Math.min(s.expiresAt ?? Infinity, now + overlapMs) }))
-      .filter((s) => s.expiresAt > now);
-    this.sql.exec("UPDATE dest SET secrets = ? WHERE id = 1", JSON.stringify([fresh, ...kept]));
+    this.sql.exec("UPDATE dest SET secrets = ? WHERE id = 1", JSON.stringify(afterRotation(again.secrets, fresh, now, overlapMs)));
     return { secret, id: fresh.id };
   }
 
@@ -448,8 +446,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
 
   /** The secrets that sign now, opened (current first). */
   private async secrets(d: DestRow): Promise<string[]> {
-    const now = Date.now();
-    const live = d.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now);
+    const live = signingSecrets(d.secrets, Date.now());
     return Promise.all(
       live.map(async (s) => {
         let open = this.opened.get(s.sealed);

@@ -1,4 +1,5 @@
 import type { DestinationConfig } from "./config";
+import type { SealedSecret } from "./secrets";
 
 /**
  * The Destination object's SQLite tables. `dest` holds the one destination
@@ -34,13 +35,7 @@ export const MAX_DEAD = 10_000;
 /** Commit-time marks kept, at most. */
 export const MAX_MARKS = 10_000;
 
-export interface SealedSecret {
-  id: string;
-  sealed: string;
-  createdAt: number;
-  /** null: current; otherwise it stops signing then (a rotation's overlap) */
-  expiresAt: number | null;
-}
+export type { SealedSecret } from "./secrets";
 
 export interface DestRow {
   stream: string;

@@ -1,12 +1,14 @@
 import { env } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { app } from "../../src/api/app";
 import { MAX_DESTINATIONS_PER_STREAM } from "../../src/delivery/config";
-import { destinationListSchema } from "../../src/delivery/schemas";
+import { destinationListSchema, destinationSchema } from "../../src/delivery/schemas";
 import { call, createStream, json, TOKEN } from "./helpers";
 
 /**
- * Destinations' bounds: how many a stream may have, and what a Worker without
+ * Destinations' bounds: how many a stream may have, how many signing secrets
+ * sign at once (each is a signature in every message's header), and what a Worker without
  * CREDENTIALS_KEY answers to an http destination (the 503 a source's
  * credentials get, not a 500), with nothing stored either way.
  */
@@ -84,5 +86,25 @@ describe("without CREDENTIALS_KEY", () => {
     expect(rotate.status).toBe(503);
     expect((await rotate.json<any>()).type).toBe("https://edge-dedup.dev/problems/not-configured");
     expect((await json(call("GET", D("dl-key", "h")))).secrets).toEqual(before);
+  });
+});
+
+describe("signing secrets per destination", () => {
+  it("rotations keep the current secret and two previous: the oldest beyond them stops signing, and storage stays bounded", async () => {
+    await createStream("dl-rot", base);
+    const created = await json(call("PUT", D("dl-rot", "h"), http(1)));
+    const ids = [created.destination.secrets[0].id as string];
+    for (let i = 0; i < 6; i++) {
+      const r = await call("POST", `${D("dl-rot", "h")}/rotate-secret`, { overlap: "24 hours" });
+      expect(r.status).toBe(201);
+      ids.unshift((await r.json<any>()).id);
+      const shown = destinationSchema.parse(await json(call("GET", D("dl-rot", "h")))).secrets;
+      expect(shown.map((x) => x.id)).toEqual(ids.slice(0, Math.min(3, ids.length)));
+      expect(shown[0].expiresAt).toBeNull();
+      for (const old of shown.slice(1)) expect(old.expiresAt).toBeGreaterThan(Date.now());
+    }
+    const stored = await runInDurableObject(env.DESTINATION.getByName("dl-rot/h"), (_o, state) =>
+      JSON.parse(state.storage.sql.exec<{ secrets: string }>("SELECT secrets FROM dest").one().secrets) as { id: string }[]);
+    expect(stored.map((x) => x.id)).toEqual(ids.slice(0, 3));
   });
 });

@@ -6,6 +6,7 @@ import { destinationIndex, destinationStub } from "../../env";
 import { forgetNoDestinations } from "../../delivery/poke";
 import { deadLaneSchema, destinationListSchema, destinationPutSchema, destinationSchema, replaySchema, rotatedSchema } from "../../delivery/schemas";
 import { checkDestinationUrl } from "../../delivery/url";
+import { MAX_SIGNING_SECRETS } from "../../delivery/secrets";
 import { badRequest, notFound, tooManyDestinations } from "../problem";
 import { sealingKeys } from "../sealing";
 import { route } from "../route";
@@ -141,6 +142,7 @@ export const replay = route({
 
 export const rotateSecret = route({
   method: "post", path: `${ONE}/rotate-secret`, summary: "A new signing secret; the old one keeps signing during the overlap", tag: "delivery", auth: "admin",
+  description: `At most ${MAX_SIGNING_SECRETS} secrets sign at once (the current one and the previous ones within their overlap): past that, the oldest stops signing at once. Needs the CREDENTIALS_KEY secret (503 \`not-configured\`).`,
   request: { body: rotateBodySchema },
   responses: { 201: { schema: rotatedSchema, description: "{id, secret}, shown once" } },
   handler: async (c) => {
