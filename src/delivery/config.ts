@@ -34,13 +34,16 @@ const duration = (what: string, min: number, max: number) =>
     }
   });
 
-const retryFor = duration("retryFor", 1_000, MAX_RETRY_FOR_MS).optional().describe('how long a row is retried before it goes to the dead lane (default "3 days")');
+/** retryFor's least: a row gets a few attempts at least (the first retries come after 0.5-1 s and 1-2 s). */
+export const MIN_RETRY_FOR_MS = 1_000;
+const retryFor = duration("retryFor", MIN_RETRY_FOR_MS, MAX_RETRY_FOR_MS).optional()
+  .describe('how long a row is retried before it goes to the dead lane (default "3 days", at least "1 second", at most "14 days")');
 
 export const destinationBodySchema = z.discriminatedUnion("type", [
   z.strictObject({
     type: z.literal("http"),
     url: z.string().max(2048).describe("https:// with a public host (loopback only when ALLOW_LOOPBACK_DESTINATIONS is \"true\")"),
-    timeout: duration("timeout", 100, MAX_TIMEOUT_MS).optional().describe('per attempt (default "10 seconds", at most 30 seconds)'),
+    timeout: duration("timeout", 100, MAX_TIMEOUT_MS).optional().describe('per attempt (default "10 seconds", at least 100 ms, at most 30 seconds)'),
     retryFor,
   }),
   z.strictObject({
