@@ -225,9 +225,12 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
 
   /** One round: read ahead what is committed, send the rows that are due, re-arm for the rest. */
   async alarm(): Promise<void> {
+    const before = readDest(this.sql);
+    if (!before || before.paused) return;
+    await this.read(before);
+    // As read() left it (a re-created stream moves the epoch and the incarnation its ids carry), or gone.
     const d = readDest(this.sql);
     if (!d || d.paused) return;
-    await this.read(d);
     const due = this.sql
       .exec<PendingRow>("SELECT * FROM pending WHERE next_at <= ? ORDER BY seq, idx LIMIT ?", Date.now(), ROUND_ROWS)
       .toArray();

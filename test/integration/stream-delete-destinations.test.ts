@@ -110,3 +110,21 @@ it("a stream created before incarnations were counted (a Registry without a reco
   expect(got[0].body.id).toBe(`${s}~2.1.0`);
   expect(await received(`${s}.`)).toEqual([]);
 });
+
+it("a destination that outlived its stream's delete (as before destinations went with it) sends the re-created stream's rows under new ids", async () => {
+  const s = "del-survivor";
+  await createStream(s, base);
+  expect((await call("PUT", D(s, "q"), { type: "queue", binding: "DELIVERIES" })).status).toBe(201);
+  await post(s, [{ id: 1, ts: T }], { "idempotency-key": "v1" });
+  await until("the first message", async () => ((await received(`${s}.1.`)).length === 1 ? true : null));
+  // As an old release deleted streams: the destination is not touched, and no incarnation was ever counted.
+  await runInDurableObject(env.DESTINATION.getByName(s), (_o, state) => state.storage.sql.exec("DELETE FROM members"));
+  expect((await call("DELETE", `/v1/streams/${s}`)).status).toBe(204);
+  await runInDurableObject(env.REGISTRY.getByName("registry"), (_o, state) => state.storage.sql.exec("DELETE FROM incarnations WHERE name = ?", s));
+  await createStream(s, base);
+  await runInDurableObject(env.DESTINATION.getByName(s), (_o, state) => state.storage.sql.exec("INSERT INTO members (name) VALUES ('q')"));
+  await post(s, [{ id: 2, ts: T }], { "idempotency-key": "v1" });
+  const got = await until("the re-created stream's message", async () => ((await received(`${s}~`)).length === 1 ? received(`${s}~`) : null));
+  expect(got[0].body).toMatchObject({ id: `${s}~2.1.0`, row: { id: 2, ts: T } });
+  expect((await received(`${s}.`)).map((m) => [m.body.id, m.arrivals])).toEqual([[`${s}.1.0`, 1]]);
+});
