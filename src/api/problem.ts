@@ -45,3 +45,5 @@ export const internalError = () => new HttpError(500, "internal", "Internal erro
 export const notConfigured = (detail: string) => new HttpError(503, "not-configured", "Service not configured", detail);
 /** A webhook whose provider signature is missing, malformed, stale or does not match: providers retry it. */
 export const webhookUnauthorized = (detail: string) => new HttpError(401, "invalid-webhook-signature", "Webhook signature refused", detail);
+/** A stream at its destination cap (src/delivery/config.ts): another needs one deleted first. */
+export const tooManyDestinations = (detail: string) => new HttpError(409, "too-many-destinations", "Conflict", detail);

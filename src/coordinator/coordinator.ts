@@ -6,7 +6,7 @@ import { globalWatermark, hasIdleTimeout, isIdle, sourceWatermark, type SourcePr
 import { streamMetricsOf, webhookFigures, type StreamMetrics } from "../stream/metrics";
 import { CommitObserver } from "../instrument/observe";
 import { batchTimer } from "../instrument/opcount";
-import { partitionStub, type Env } from "../env";
+import { destinationIndex, partitionStub, registryStub, type Env } from "../env";
 import { deleteStreamObjects, type Lane, type LaneKeys } from "../output/sink";
 import { Outbox } from "../output/outbox";
 import { pokeDestinations } from "../delivery/poke";
@@ -160,9 +160,12 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   async configure(name: string, config: StreamConfig): Promise<ConfigureResult> {
     const meta = this.meta();
     if (!meta) {
+      // The Registry counts creations of a name across deletes: a re-created stream's webhook-ids differ from the last one's.
+      const incarnation = await registryStub(this.env).claimIncarnation(name);
+      if (this.meta()) return this.configure(name, config); // created while we asked: this PUT updates it (the number is left unused)
       this.migrate();
       this.exists = true;
-      this.metaStore.create(name, config, Date.now());
+      this.metaStore.create(name, config, Date.now(), incarnation);
       this.forgetCaches();
       return { status: "created", config };
     }
@@ -604,17 +607,27 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
    * reads; `indexedFrom`: the first commit the ledger's commit index still
    * holds (earlier ones are read from the committed manifest).
    */
-  locate(): { name: string; epoch: string; partitions: number; lastSeq: number; indexedFrom: number; config: StreamConfig } | null {
+  locate(): { name: string; epoch: string; incarnation: number; partitions: number; lastSeq: number; indexedFrom: number; config: StreamConfig } | null {
     const meta = this.meta();
     if (!meta) return null;
     const lastSeq = this.ledger.lastSeq();
-    return { name: meta.name, epoch: meta.epoch, partitions: meta.config.partitions, lastSeq, indexedFrom: this.ledger.indexedFrom(), config: meta.config };
+    return {
+      name: meta.name, epoch: meta.epoch, incarnation: meta.incarnation, partitions: meta.config.partitions, lastSeq,
+      indexedFrom: this.ledger.indexedFrom(), config: meta.config,
+    };
   }
 
-  /** Deletes the stream: partitions' state, the output in R2, then the ledger and config. */
+  /**
+   * Deletes the stream: its destinations (their pending rows, dead lanes and
+   * secrets), partitions' state, the output in R2, then the ledger and config.
+   * The Registry hears first that this incarnation ends, so a crash part way
+   * leaves a stream a retried DELETE finishes, and a re-creation never reuses its ids.
+   */
   async drop(): Promise<boolean> {
     const meta = this.meta();
     if (!meta) return false;
+    await registryStub(this.env).retireIncarnation(meta.name, meta.incarnation);
+    await destinationIndex(this.env, meta.name).removeMembers(meta.name);
     await Promise.all(Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p).drop()));
     await deleteStreamObjects(this.env.SINK, meta.name);
     await this.alarms.cancel();

@@ -6,6 +6,8 @@ export interface Meta {
   config: StreamConfig;
   configVersion: number;
   epoch: string;
+  /** which creation of the stream's name this is (1: the first); webhook-ids of later ones carry it (src/delivery/message.ts) */
+  incarnation: number;
   createdAt: number;
   /** the global watermark: the larger of meta's (configure, idle sources) and the newest state record's (commits) */
   watermark: number;
@@ -13,7 +15,9 @@ export interface Meta {
   outboxFloor: number;
 }
 
-type MetaRow = { name: string; config: string; config_version: number; epoch: string; created_at: number; watermark: number; outbox_floor: number };
+type MetaRow = {
+  name: string; config: string; config_version: number; epoch: string; incarnation: number; created_at: number; watermark: number; outbox_floor: number;
+};
 
 /**
  * The stream's meta row and its config versions (the `meta` and `configs`
@@ -31,13 +35,14 @@ export class MetaStore {
   /** The meta row (null: the stream is not created); `watermark` is meta's own, without the commits'. */
   read(): (Omit<Meta, "watermark"> & { metaWatermark: number }) | null {
     if (this.cached !== undefined) return this.cached;
-    const row = this.sql.exec<MetaRow>("SELECT name, config, config_version, epoch, created_at, watermark, outbox_floor FROM meta").toArray()[0];
+    const row = this.sql.exec<MetaRow>("SELECT name, config, config_version, epoch, incarnation, created_at, watermark, outbox_floor FROM meta").toArray()[0];
     this.cached = row
       ? {
           name: row.name,
           config: JSON.parse(row.config),
           configVersion: row.config_version,
           epoch: row.epoch,
+          incarnation: row.incarnation,
           createdAt: row.created_at,
           metaWatermark: row.watermark,
           outboxFloor: row.outbox_floor,
@@ -51,10 +56,10 @@ export class MetaStore {
   }
 
   /** A new stream's row and its first config version. */
-  create(name: string, config: StreamConfig, now: number): void {
+  create(name: string, config: StreamConfig, now: number, incarnation: number): void {
     this.sql.exec(
-      "INSERT INTO meta (id, name, config, config_version, epoch, created_at, watermark) VALUES (1, ?, ?, 1, ?, ?, 0)",
-      name, JSON.stringify(config), crypto.randomUUID(), now,
+      "INSERT INTO meta (id, name, config, config_version, epoch, incarnation, created_at, watermark) VALUES (1, ?, ?, 1, ?, ?, ?, 0)",
+      name, JSON.stringify(config), crypto.randomUUID(), incarnation, now,
     );
     this.sql.exec("INSERT INTO configs (version, config) VALUES (1, ?)", JSON.stringify(config));
     this.forget();

@@ -60,4 +60,12 @@ export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
     does: "committed batch ids without a row each: their records ride in the commit records, found through slices of Bloom filters (id_slices); ids committed before stay rows of batches until the window forgets them",
     up: indexCommittedIds,
   },
+  {
+    version: 11,
+    does: "meta.incarnation: how many times the stream's name had been created when this one was (the Registry's count; 1 before it was kept)",
+    up: (sql) => {
+      const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray();
+      if (!columns.some((c) => c.name === "incarnation")) sql.exec("ALTER TABLE meta ADD COLUMN incarnation INTEGER NOT NULL DEFAULT 1");
+    },
+  },
 ];

@@ -116,7 +116,7 @@ export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
   // Config
   configure(name: string, config: StreamConfig): Promise<ConfigureResult>;
   describe(): Promise<StreamDescription | null>;
-  locate(): { name: string; epoch: string; partitions: number; lastSeq: number; indexedFrom: number; config: StreamConfig } | null;
+  locate(): { name: string; epoch: string; incarnation: number; partitions: number; lastSeq: number; indexedFrom: number; config: StreamConfig } | null;
   drop(): Promise<boolean>;
   // Admission and ingest
   admit(sourceHeader: string | null, claim: CallerClaim): Admission;

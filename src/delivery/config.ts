@@ -12,6 +12,13 @@ export const DEFAULT_RETRY_FOR_MS = 3 * 24 * 60 * 60 * 1000;
 const MAX_RETRY_FOR_MS = 14 * 24 * 60 * 60 * 1000;
 /** The old secret keeps signing this long after a rotation (Svix's overlap). */
 export const DEFAULT_ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+/**
+ * Destinations a stream may have: each is an object with its own alarm and
+ * fetches, and /metrics and the list make one call per destination. Svix and
+ * Hookdeck bound endpoints per application too; more consumers of one stream
+ * belong behind one receiver (or a queue).
+ */
+export const MAX_DESTINATIONS_PER_STREAM = 20;
 /** Queue bindings rows may not go to: the Worker's own ingest queue and its dead-letter queue. */
 export const RESERVED_QUEUE_BINDINGS = ["EVENTS", "DLQ"];
 
@@ -27,13 +34,16 @@ const duration = (what: string, min: number, max: number) =>
     }
   });
 
-const retryFor = duration("retryFor", 1_000, MAX_RETRY_FOR_MS).optional().describe('how long a row is retried before it goes to the dead lane (default "3 days")');
+/** retryFor's least: a row gets a few attempts at least (the first retries come after 0.5-1 s and 1-2 s). */
+export const MIN_RETRY_FOR_MS = 1_000;
+const retryFor = duration("retryFor", MIN_RETRY_FOR_MS, MAX_RETRY_FOR_MS).optional()
+  .describe('how long a row is retried before it goes to the dead lane (default "3 days", at least "1 second", at most "14 days")');
 
 export const destinationBodySchema = z.discriminatedUnion("type", [
   z.strictObject({
     type: z.literal("http"),
     url: z.string().max(2048).describe("https:// with a public host (loopback only when ALLOW_LOOPBACK_DESTINATIONS is \"true\")"),
-    timeout: duration("timeout", 100, MAX_TIMEOUT_MS).optional().describe('per attempt (default "10 seconds", at most 30 seconds)'),
+    timeout: duration("timeout", 100, MAX_TIMEOUT_MS).optional().describe('per attempt (default "10 seconds", at least 100 ms, at most 30 seconds)'),
     retryFor,
   }),
   z.strictObject({
@@ -62,5 +72,5 @@ export const rotateBodySchema = z
   .default({});
 
 export const replayBodySchema = z.strictObject({
-  fromSeq: z.number().int().min(1).describe("the first commit seq to send again (the seq of a webhook-id {stream}.{seq}.{index})"),
+  fromSeq: z.number().int().min(1).describe("the first commit seq to send again (the seq of a webhook-id {stream}.{seq}.{index} or {stream}~{n}.{seq}.{index})"),
 });

@@ -10,8 +10,10 @@ import { deliveredSeq, describeError, judge, type Answer, type Verdict } from ".
 import { DEFAULT_ROTATION_OVERLAP_MS, type DestinationConfig } from "./config";
 import { messageBody, newSigningSecret, queueMessage, signedHeaders, webhookId } from "./message";
 import { nextAttempt } from "./schedule";
+import { checkDestinationUrl } from "./url";
+import { afterRotation, signingSecrets } from "./secrets";
 import { INSERT_CHARS, MAX_ROW_BYTES, slices, tooLarge } from "./rows";
-import { commitTime, DESTINATION_TABLES, MAX_DEAD, MAX_MARKS, MAX_PENDING, readDest, type DestRow, type PendingRow, type SealedSecret } from "./store";
+import { commitTime, DEST_INCARNATION, DESTINATION_TABLES, MAX_DEAD, MAX_MARKS, MAX_PENDING, readDest, type DestRow, type PendingRow, type SealedSecret } from "./store";
 import type { DestinationStatus } from "./status";
 import type { ConfigureResult, DeadRow, DestinationRpc } from "./protocol";
 
@@ -34,6 +36,7 @@ export type { ConfigureResult, DeadRow };
 /** The Destination's storage layouts, oldest first (src/storage/migrations.ts). */
 export const DESTINATION_MIGRATIONS: readonly Migration[] = [
   { version: 1, does: "the destination, its pending and dead rows, commit-time marks, the index's members", up: (sql) => sql.exec(DESTINATION_TABLES) },
+  { version: 2, does: "dest.incarnation: the stream's incarnation, which its webhook-ids carry", up: (sql) => sql.exec(DEST_INCARNATION) },
 ];
 
 /**
@@ -56,8 +59,12 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
 
   // ---- the stream's index (the object named `{stream}`) ----
 
-  addMember(name: string): void {
-    this.sql.exec("INSERT OR IGNORE INTO members (name) VALUES (?)", name);
+  /** Lists `name`, unless the stream already has `max` others (a storage read and write with no await between: no race). */
+  addMember(name: string, max = Infinity): "added" | "present" | "full" {
+    if (this.sql.exec("SELECT 1 FROM members WHERE name = ?", name).toArray().length > 0) return "present";
+    if (this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM members").one().n >= max) return "full";
+    this.sql.exec("INSERT INTO members (name) VALUES (?)", name);
+    return "added";
   }
 
   removeMember(name: string): void {
@@ -66,6 +73,15 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
 
   members(): string[] {
     return this.sql.exec<{ name: string }>("SELECT name FROM members ORDER BY name").toArray().map((r) => r.name);
+  }
+
+  /** The stream is being deleted: every destination goes with it (its pending rows, dead lane, attempts and secrets). */
+  async removeMembers(stream: string): Promise<number> {
+    const names = this.members();
+    await Promise.all(names.map((n) => destinationStub(this.env, stream, n).remove()));
+    // Only the names removed: one added meanwhile (a PUT racing the DELETE) stays listed, so a later DELETE finds it.
+    for (const n of names) this.removeMember(n);
+    return names.length;
   }
 
   /** Tells each destination of the stream that commits up to `lastSeq` exist (committed at `at`). */
@@ -78,7 +94,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
   // ---- one destination (the object named `{stream}/{name}`) ----
 
   /** Creates or updates the destination; a new http destination gets its signing secret, answered once. */
-  async configure(stream: string, name: string, config: DestinationConfig, at: { epoch: string; lastSeq: number }): Promise<ConfigureResult> {
+  async configure(stream: string, name: string, config: DestinationConfig, at: { epoch: string; incarnation: number; lastSeq: number }): Promise<ConfigureResult> {
     const now = Date.now();
     const current = readDest(this.sql);
     let secret: string | null = null;
@@ -90,8 +106,8 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     if (!current) {
       // A new destination starts with the next commit (replay reaches back).
       this.sql.exec(
-        "INSERT INTO dest (id, stream, name, config, secrets, created_at, epoch, read_seq, read_index) VALUES (1, ?, ?, ?, ?, ?, ?, ?, 0)",
-        stream, name, JSON.stringify(config), JSON.stringify(secrets), now, at.epoch, at.lastSeq,
+        "INSERT INTO dest (id, stream, name, config, secrets, created_at, epoch, incarnation, read_seq, read_index) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+        stream, name, JSON.stringify(config), JSON.stringify(secrets), now, at.epoch, at.incarnation, at.lastSeq,
       );
     } else {
       // PUT again also resumes a paused destination.
@@ -131,11 +147,11 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
       delivered: d.delivered,
       failures: d.failures,
       dead,
-      secrets: d.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now).map(({ id, createdAt, expiresAt }) => ({ id, createdAt, expiresAt })),
+      secrets: signingSecrets(d.secrets, now).map(({ id, createdAt, expiresAt }) => ({ id, createdAt, expiresAt })),
     };
   }
 
-  /** A new signing secret; the old ones keep signing for `overlapMs` (then stop). Null: not an http destination. */
+  /** A new signing secret; the old ones keep signing for `overlapMs` (then stop), at most two of them (./secrets.ts). Null: not an http destination. */
   async rotateSecret(overlapMs = DEFAULT_ROTATION_OVERLAP_MS): Promise<{ secret: string; id: string } | null> {
     const d = readDest(this.sql);
     if (!d || d.config.type !== "http") return null;
@@ -144,10 +160,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     const fresh = await this.seal(d.stream, d.name, secret, now);
     const again = readDest(this.sql);
     if (!again) return null;
-    const kept = again.secrets
-      .map((s) => ({ ...s, expiresAt: Math.min(s.expiresAt ?? Infinity, now + overlapMs) }))
-      .filter((s) => s.expiresAt > now);
-    this.sql.exec("UPDATE dest SET secrets = ? WHERE id = 1", JSON.stringify([fresh, ...kept]));
+    this.sql.exec("UPDATE dest SET secrets = ? WHERE id = 1", JSON.stringify(afterRotation(again.secrets, fresh, now, overlapMs)));
     return { secret, id: fresh.id };
   }
 
@@ -175,7 +188,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
       )
       .toArray()
       .map((r) => ({
-        id: webhookId(d.stream, r.seq, r.idx), seq: r.seq, index: r.idx, attempts: r.attempts, lastError: r.last_error,
+        id: webhookId(d.stream, r.seq, r.idx, d.incarnation), seq: r.seq, index: r.idx, attempts: r.attempts, lastError: r.last_error,
         diedAt: r.died_at, committedAt: r.committed_at, row: r.row,
       }));
   }
@@ -212,9 +225,12 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
 
   /** One round: read ahead what is committed, send the rows that are due, re-arm for the rest. */
   async alarm(): Promise<void> {
+    const before = readDest(this.sql);
+    if (!before || before.paused) return;
+    await this.read(before);
+    // As read() left it (a re-created stream moves the epoch and the incarnation its ids carry), or gone.
     const d = readDest(this.sql);
     if (!d || d.paused) return;
-    await this.read(d);
     const due = this.sql
       .exec<PendingRow>("SELECT * FROM pending WHERE next_at <= ? ORDER BY seq, idx LIMIT ?", Date.now(), ROUND_ROWS)
       .toArray();
@@ -246,9 +262,11 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
       return;
     }
     if (at.epoch !== d.epoch) {
-      // The stream was deleted and created again: its commits start over.
+      // The stream was deleted and created again (and this destination outlived it: the delete came before destinations went
+      // with their stream, or raced a PUT): its commits start over, under ids this destination never sent.
       this.sql.exec("DELETE FROM pending; DELETE FROM marks;");
-      this.sql.exec("UPDATE dest SET epoch = ?, read_seq = 0, read_index = 0 WHERE id = 1", at.epoch);
+      const incarnation = Math.max(at.incarnation, d.incarnation + 1);
+      this.sql.exec("UPDATE dest SET epoch = ?, incarnation = ?, read_seq = 0, read_index = 0 WHERE id = 1", at.epoch, incarnation);
       d = readDest(this.sql)!;
     }
     let readSeq = d.readSeq;
@@ -324,17 +342,24 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
   }
 
   private async sendHttp(d: DestRow, config: Extract<DestinationConfig, { type: "http" }>, rows: PendingRow[]): Promise<void> {
+    // Checked again before each round: a URL stored under older rules (or a loopback one once the var is off) is never fetched.
+    const target = checkDestinationUrl(config.url, this.env.ALLOW_LOOPBACK_DESTINATIONS === "true");
+    if (!target.ok) {
+      const error = `not sent: the destination's url is refused (${target.reason}); PUT it again with a public https:// URL`;
+      this.record(d, rows, { kind: "retry", error, retryAfterMs: null }, Date.now());
+      return;
+    }
     const secrets = await this.secrets(d);
     let next = 0;
     const worker = async () => {
       for (let i = next++; i < rows.length; i = next++) {
         const r = rows[i];
-        const id = webhookId(d.stream, r.seq, r.idx);
+        const id = webhookId(d.stream, r.seq, r.idx, d.incarnation);
         const body = messageBody(JSON.parse(r.row), r.committed_at);
         const sentAt = Date.now();
         let answer: Answer;
         try {
-          const res = await fetch(config.url, {
+          const res = await fetch(target.url, {
             method: "POST",
             headers: await signedHeaders(secrets, id, sentAt, body),
             body,
@@ -371,7 +396,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
       let verdict: Verdict;
       try {
         if (!queue || typeof queue.sendBatch !== "function") throw new Error(`the binding ${binding} is not a Queues producer of this Worker`);
-        await queue.sendBatch(chunk.map((r) => ({ body: queueMessage(d.stream, r.seq, r.idx, JSON.parse(r.row), r.committed_at), contentType: "json" as const })));
+        await queue.sendBatch(chunk.map((r) => ({ body: queueMessage(d.stream, r.seq, r.idx, JSON.parse(r.row), r.committed_at, d.incarnation), contentType: "json" as const })));
         verdict = { kind: "delivered" };
       } catch (e) {
         verdict = { kind: "retry", error: `sendBatch failed: ${(e as Error).message}`, retryAfterMs: null };
@@ -424,8 +449,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
 
   /** The secrets that sign now, opened (current first). */
   private async secrets(d: DestRow): Promise<string[]> {
-    const now = Date.now();
-    const live = d.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now);
+    const live = signingSecrets(d.secrets, Date.now());
     return Promise.all(
       live.map(async (s) => {
         let open = this.opened.get(s.sealed);

@@ -3,14 +3,21 @@ import { toBase64 } from "../stream/bytes";
 
 /**
  * One output row as a Standard Webhooks message: the id is the row's place in
- * the output (`{stream}.{seq}.{index}`), the same on every attempt and replay,
+ * the output (`{stream}.{seq}.{index}`, see webhookId), the same on every attempt and replay,
  * so the handler can be idempotent on it; the body's timestamp is the commit
  * time, so the body is the same on every attempt too. Only webhook-timestamp
  * (the send time, which the receiver checks for freshness) changes.
  */
 export const MESSAGE_TYPE = "row.emitted";
 
-export const webhookId = (stream: string, seq: number, index: number) => `${stream}.${seq}.${index}`;
+/**
+ * `{stream}.{seq}.{index}` for a stream's first incarnation; a stream deleted
+ * and created again under the same name counts on (src/registry/incarnations.ts)
+ * and its ids are `{stream}~{n}.{seq}.{index}`, so no id is ever another row's.
+ * `~` is never part of a stream name; seq and index are the last two parts.
+ */
+export const webhookId = (stream: string, seq: number, index: number, incarnation = 1) =>
+  `${stream}${incarnation > 1 ? `~${incarnation}` : ""}.${seq}.${index}`;
 
 export function messageBody(row: unknown, committedAt: number): string {
   return JSON.stringify({ type: MESSAGE_TYPE, timestamp: new Date(committedAt).toISOString(), data: row });
@@ -39,6 +46,6 @@ export async function signedHeaders(secrets: readonly string[], id: string, nowM
 }
 
 /** A queue destination's message: the same id, the row and where it came from. */
-export function queueMessage(stream: string, seq: number, index: number, row: unknown, committedAt: number) {
-  return { id: webhookId(stream, seq, index), type: MESSAGE_TYPE, stream, seq, index, committedAt, row };
+export function queueMessage(stream: string, seq: number, index: number, row: unknown, committedAt: number, incarnation = 1) {
+  return { id: webhookId(stream, seq, index, incarnation), type: MESSAGE_TYPE, stream, seq, index, committedAt, row };
 }

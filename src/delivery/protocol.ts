@@ -22,13 +22,16 @@ export interface DeadRow {
 
 export interface DestinationRpc extends Rpc.DurableObjectBranded {
   // The stream's index
-  addMember(name: string): void;
+  /** "full": the stream has `max` destinations already, and `name` is not one of them. */
+  addMember(name: string, max?: number): "added" | "present" | "full";
   removeMember(name: string): void;
   members(): string[];
+  /** Removes every destination of the stream (DELETE of the stream); returns how many. */
+  removeMembers(stream: string): Promise<number>;
   /** Pokes every member with the stream's last commit number; returns how many. */
   pokeMembers(stream: string, lastSeq: number, at: number): Promise<number>;
   // One destination
-  configure(stream: string, name: string, config: DestinationConfig, at: { epoch: string; lastSeq: number }): Promise<ConfigureResult>;
+  configure(stream: string, name: string, config: DestinationConfig, at: { epoch: string; incarnation: number; lastSeq: number }): Promise<ConfigureResult>;
   status(): DestinationStatus | null;
   rotateSecret(overlapMs?: number): Promise<{ secret: string; id: string } | null>;
   poke(lastSeq: number, at: number): Promise<void>;

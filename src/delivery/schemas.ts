@@ -33,7 +33,7 @@ export const destinationPutSchema = z.object({
 export const destinationListSchema = z.object({ destinations: z.array(destinationSchema) });
 export const deadLaneSchema = z.object({
   rows: z.array(z.object({
-    id: z.string().describe("the webhook-id it had: {stream}.{seq}.{index}"),
+    id: z.string().describe("the webhook-id it had: {stream}.{seq}.{index}, or {stream}~{n}.{seq}.{index} for the n-th creation of the stream's name"),
     seq: z.number().int(), index: z.number().int(), attempts: z.number().int(), lastError: z.string().nullable(),
     diedAt: z.number(), committedAt: z.number(), row: z.unknown(),
   })),

@@ -1,4 +1,5 @@
 import type { DestinationConfig } from "./config";
+import type { SealedSecret } from "./secrets";
 
 /**
  * The Destination object's SQLite tables. `dest` holds the one destination
@@ -24,6 +25,9 @@ export const DESTINATION_TABLES = `
   CREATE TABLE IF NOT EXISTS members (name TEXT PRIMARY KEY) WITHOUT ROWID;
 `;
 
+/** Migration 2: which incarnation of the stream the destination sends (its webhook-ids carry it from the second on). */
+export const DEST_INCARNATION = "ALTER TABLE dest ADD COLUMN incarnation INTEGER NOT NULL DEFAULT 1";
+
 /** Rows read ahead of delivery, at most. */
 export const MAX_PENDING = 1_000;
 /** Dead rows kept (the oldest go first beyond this; `died` still counts them). */
@@ -31,13 +35,7 @@ export const MAX_DEAD = 10_000;
 /** Commit-time marks kept, at most. */
 export const MAX_MARKS = 10_000;
 
-export interface SealedSecret {
-  id: string;
-  sealed: string;
-  createdAt: number;
-  /** null: current; otherwise it stops signing then (a rotation's overlap) */
-  expiresAt: number | null;
-}
+export type { SealedSecret } from "./secrets";
 
 export interface DestRow {
   stream: string;
@@ -46,6 +44,8 @@ export interface DestRow {
   secrets: SealedSecret[];
   createdAt: number;
   epoch: string;
+  /** the stream's incarnation (src/registry/incarnations.ts): part of every webhook-id */
+  incarnation: number;
   readSeq: number;
   readIndex: number;
   paused: string | null;
@@ -72,7 +72,7 @@ export function readDest(sql: SqlStorage): DestRow | null {
   const r = sql.exec<Record<string, any>>("SELECT * FROM dest WHERE id = 1").toArray()[0];
   if (!r) return null;
   return {
-    stream: r.stream, name: r.name, config: JSON.parse(r.config), secrets: JSON.parse(r.secrets), createdAt: r.created_at, epoch: r.epoch,
+    stream: r.stream, name: r.name, config: JSON.parse(r.config), secrets: JSON.parse(r.secrets), createdAt: r.created_at, epoch: r.epoch, incarnation: r.incarnation,
     readSeq: r.read_seq, readIndex: r.read_index, paused: r.paused, lastError: r.last_error, lastErrorAt: r.last_error_at,
     lastSuccessAt: r.last_success_at, delivered: r.delivered, failures: r.failures, died: r.died,
   };

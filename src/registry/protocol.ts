@@ -14,6 +14,10 @@ export interface RegistryRpc extends Rpc.DurableObjectBranded {
   remove(name: string): void;
   /** Up to `limit` streams after `after`, by name. */
   list(after: string, limit: number): RegisteredStream[];
+  /** A stream named `name` is being created: its incarnation number, higher than any the name had (1 for a new name). */
+  claimIncarnation(name: string): number;
+  /** The stream named `name`, incarnation `n`, is being deleted: a later creation takes a higher number. */
+  retireIncarnation(name: string, n: number): void;
   /** For /healthz: answers when the object and its storage do. */
   ping(): number;
 }

@@ -1,6 +1,7 @@
 import type { Env } from "../env";
 import type { Migration } from "../storage/migrations";
 import { SqliteObject } from "../storage/sqlite-object";
+import { Incarnations, INCARNATIONS_TABLE } from "./incarnations";
 import type { RegisteredStream, RegistryRpc } from "./protocol";
 
 export type { RegisteredStream };
@@ -12,17 +13,30 @@ export const REGISTRY_MIGRATIONS: readonly Migration[] = [
     does: "the streams' names",
     up: (sql) => sql.exec("CREATE TABLE IF NOT EXISTS streams (name TEXT PRIMARY KEY, registered_at INTEGER NOT NULL) WITHOUT ROWID"),
   },
+  { version: 2, does: "how many times each name was created (webhook-ids of a re-created stream are new)", up: (sql) => sql.exec(INCARNATIONS_TABLE) },
 ];
 
 /**
  * The list of streams. Durable Objects cannot be listed by name, so one
  * instance ("registry") keeps the names: every successful PUT of a stream adds
  * it (idempotent: a PUT repairs a stream that predates the registry or whose
- * registration failed), DELETE removes it.
+ * registration failed), DELETE removes it. It also counts each name's
+ * creations (./incarnations.ts), which outlive a DELETE.
  */
 export class Registry extends SqliteObject<Env> implements RegistryRpc {
+  private readonly incarnations: Incarnations;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, { migrations: REGISTRY_MIGRATIONS, countAs: null });
+    this.incarnations = new Incarnations(this.sql);
+  }
+
+  claimIncarnation(name: string): number {
+    return this.incarnations.claim(name);
+  }
+
+  retireIncarnation(name: string, n: number): void {
+    this.incarnations.retire(name, n);
   }
 
   add(name: string): void {

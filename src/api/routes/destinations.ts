@@ -1,12 +1,14 @@
 import { z } from "zod";
 import { coordinatorStub } from "../../env";
 import { zodErrors } from "../../stream/config";
-import { destinationBodySchema, replayBodySchema, RESERVED_QUEUE_BINDINGS, rotateBodySchema, toConfig } from "../../delivery/config";
+import { destinationBodySchema, MAX_DESTINATIONS_PER_STREAM, replayBodySchema, RESERVED_QUEUE_BINDINGS, rotateBodySchema, toConfig } from "../../delivery/config";
 import { destinationIndex, destinationStub } from "../../env";
 import { forgetNoDestinations } from "../../delivery/poke";
 import { deadLaneSchema, destinationListSchema, destinationPutSchema, destinationSchema, replaySchema, rotatedSchema } from "../../delivery/schemas";
 import { checkDestinationUrl } from "../../delivery/url";
-import { badRequest, notFound } from "../problem";
+import { MAX_SIGNING_SECRETS } from "../../delivery/secrets";
+import { badRequest, notFound, tooManyDestinations } from "../problem";
+import { sealingKeys } from "../sealing";
 import { route } from "../route";
 import { intIn, intQuery, STREAM } from "./shared";
 
@@ -30,7 +32,7 @@ export const listDestinations = route({
 
 export const putDestination = route({
   method: "put", path: ONE, summary: "Create or update a destination (http: Standard Webhooks; queue: a Queues producer)", tag: "delivery", auth: "admin",
-  description: "A new destination receives the rows of commits after its creation (replay reaches back). A new http destination answers its `whsec_` secret once. A PUT again updates it and resumes a paused one. URLs must be https:// with a public host.",
+  description: `A new destination receives the rows of commits after its creation (replay reaches back). A new http destination answers its \`whsec_\` secret once. A PUT again updates it and resumes a paused one. URLs must be https:// with a public host. A stream has at most ${MAX_DESTINATIONS_PER_STREAM} destinations (409 \`too-many-destinations\`); an http destination needs the CREDENTIALS_KEY secret (503 \`not-configured\`).`,
   request: { body: destinationBodySchema },
   responses: {
     201: { schema: destinationPutSchema, description: "{stream, name, status, secret?, destination}" },
@@ -45,6 +47,8 @@ export const putDestination = route({
     }
     const config = toConfig(parsed.data);
     if (config.type === "http") {
+      // Its signing secrets are sealed under CREDENTIALS_KEY: without it, the same 503 as a source's credentials, before anything is stored.
+      sealingKeys(c.env);
       const url = checkDestinationUrl(config.url, c.env.ALLOW_LOOPBACK_DESTINATIONS === "true");
       if (!url.ok) throw badRequest(`url: ${url.reason}`, { errors: [{ path: "url", message: url.reason }] });
       config.url = url.url;
@@ -57,9 +61,20 @@ export const putDestination = route({
     }
     const at = await coordinatorStub(c.env, stream).locate();
     if (!at) throw notFound(`stream "${stream}" does not exist`);
+    // Listed first, so that the cap is checked where the names are (atomically) and no destination exists unlisted.
+    const index = destinationIndex(c.env, stream);
+    const listed = await index.addMember(name, MAX_DESTINATIONS_PER_STREAM);
+    if (listed === "full") {
+      throw tooManyDestinations(`stream "${stream}" has ${MAX_DESTINATIONS_PER_STREAM} destinations, the most it may have; delete one first`);
+    }
     const dest = destinationStub(c.env, stream, name);
-    const r = await dest.configure(stream, name, config, { epoch: at.epoch, lastSeq: at.lastSeq });
-    await destinationIndex(c.env, stream).addMember(name);
+    let r;
+    try {
+      r = await dest.configure(stream, name, config, { epoch: at.epoch, incarnation: at.incarnation, lastSeq: at.lastSeq });
+    } catch (e) {
+      if (listed === "added") await index.removeMember(name).catch(() => undefined);
+      throw e;
+    }
     forgetNoDestinations(stream);
     const destination = (await dest.status())!;
     return c.json({ stream, name, status: r.status, ...(r.secret ? { secret: r.secret } : {}), destination }, r.status === "created" ? 201 : 200);
@@ -127,12 +142,14 @@ export const replay = route({
 
 export const rotateSecret = route({
   method: "post", path: `${ONE}/rotate-secret`, summary: "A new signing secret; the old one keeps signing during the overlap", tag: "delivery", auth: "admin",
+  description: `At most ${MAX_SIGNING_SECRETS} secrets sign at once (the current one and the previous ones within their overlap): past that, the oldest stops signing at once. Needs the CREDENTIALS_KEY secret (503 \`not-configured\`).`,
   request: { body: rotateBodySchema },
   responses: { 201: { schema: rotatedSchema, description: "{id, secret}, shown once" } },
   handler: async (c) => {
     const text = await c.req.text();
     const parsed = rotateBodySchema.safeParse(text.trim() === "" ? undefined : safeJson(text));
     if (!parsed.success) throw badRequest('send {} or {"overlap": "24 hours"}', { errors: zodErrors(parsed.error) });
+    sealingKeys(c.env); // the new secret is sealed under CREDENTIALS_KEY: a 503 that says so, not a 500
     const r = await destinationStub(c.env, c.get("stream"), c.req.param("name")!).rotateSecret(parsed.data.overlap);
     if (!r) throw notFound(`stream "${c.get("stream")}" has no http destination "${c.req.param("name")}"`);
     return c.json(r, 201);

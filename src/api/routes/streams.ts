@@ -72,8 +72,8 @@ export const getStream = route({
 });
 
 export const deleteStream = route({
-  method: "delete", path: STREAM, summary: "Delete a stream: state, ledger, output, table", tag: "streams", auth: "admin",
-  description: "Like deleting a Spark checkpoint.",
+  method: "delete", path: STREAM, summary: "Delete a stream: state, ledger, output, table, destinations", tag: "streams", auth: "admin",
+  description: "Like deleting a Spark checkpoint. Its destinations go too (pending rows, dead lanes, secrets); a stream created again under the name sends new webhook-ids.",
   responses: { 204: { description: "deleted" } },
   handler: async (c) => {
     const dropped = await coordinatorStub(c.env, c.get("stream")).drop();
