@@ -1,7 +1,7 @@
 import { coordinatorStub, type CoordinatorStub, type Env } from "../env";
 import { WebhookTally, type WebhookEvent } from "../webhooks/tally";
 import type { BatchOutcome } from "../stream/report";
-import { batchIdFor, precheck, PROVIDER_TYPES, PROVIDERS, type ProviderType } from "../webhooks";
+import { batchIdFor, isStale, precheck, PROVIDER_TYPES, PROVIDERS, type ProviderType } from "../webhooks";
 import { admitWebhook, proveWebhook, webhookRefused } from "./admission";
 import { readBody } from "./body";
 import { sha256Hex } from "../stream/bytes";
@@ -60,7 +60,7 @@ export async function webhook(
   const checked = claimed.map((t) => ({ type: t, r: precheck(t, req.headers, now) }));
   const fit = checked.filter((c) => c.r.ok).map((c) => c.type);
   if (fit.length === 0) {
-    count(checked.some((c) => !c.r.ok && c.r.stale) ? "stale" : "malformed");
+    count(checked.some((c) => isStale(c.r)) ? "stale" : "malformed");
     throw webhookUnauthorized(checked.map((c) => (c.r.ok ? "" : c.r.reason)).join("; "));
   }
 

@@ -4,11 +4,15 @@
  * where names outlive their streams: a re-created stream takes the next
  * number, and its webhook-ids carry it (src/delivery/message.ts), so that no
  * id is ever given to another row. Never decreases; numbers are never reused
- * (a creation that lost a race leaves a gap, which is harmless).
+ * (a creation that lost a race leaves a gap, which is harmless). The table is
+ * made when first needed, as a partition's keys.r is: a Registry that never
+ * saw a creation since keeps the layout it had.
  */
-export const INCARNATIONS_TABLE = "CREATE TABLE IF NOT EXISTS incarnations (name TEXT PRIMARY KEY, last INTEGER NOT NULL) WITHOUT ROWID";
+const INCARNATIONS_TABLE = "CREATE TABLE IF NOT EXISTS incarnations (name TEXT PRIMARY KEY, last INTEGER NOT NULL) WITHOUT ROWID";
 
 export class Incarnations {
+  private made = false;
+
   constructor(private readonly sql: SqlStorage) {}
 
   /** The number for a creation of `name` now: one more than any it had (1 for a new name). */
@@ -24,6 +28,8 @@ export class Incarnations {
   }
 
   private last(name: string): number {
+    if (!this.made) this.sql.exec(INCARNATIONS_TABLE);
+    this.made = true;
     return this.sql.exec<{ last: number }>("SELECT last FROM incarnations WHERE name = ?", name).toArray()[0]?.last ?? 0;
   }
 }

@@ -1,7 +1,7 @@
 import type { Env } from "../env";
 import type { Migration } from "../storage/migrations";
 import { SqliteObject } from "../storage/sqlite-object";
-import { Incarnations, INCARNATIONS_TABLE } from "./incarnations";
+import { Incarnations } from "./incarnations";
 import type { RegisteredStream, RegistryRpc } from "./protocol";
 
 export type { RegisteredStream };
@@ -13,7 +13,6 @@ export const REGISTRY_MIGRATIONS: readonly Migration[] = [
     does: "the streams' names",
     up: (sql) => sql.exec("CREATE TABLE IF NOT EXISTS streams (name TEXT PRIMARY KEY, registered_at INTEGER NOT NULL) WITHOUT ROWID"),
   },
-  { version: 2, does: "how many times each name was created (webhook-ids of a re-created stream are new)", up: (sql) => sql.exec(INCARNATIONS_TABLE) },
 ];
 
 /**

@@ -24,6 +24,7 @@ export const precheck = (type: ProviderType, headers: Headers, nowMs: number) =>
 
 export type { EnvelopeResult, EnvelopeRow, PrecheckResult, Provider, ProviderType, VerifyResult } from "./provider";
 export { batchIdFor } from "./envelope";
+export { isStale } from "./provider";
 export { TOLERANCE_S } from "./signature";
 export { signGithub } from "./github";
 export { signShopify } from "./shopify";

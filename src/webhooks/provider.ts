@@ -5,8 +5,7 @@
  */
 export type ProviderType = "stripe" | "github" | "shopify" | "standard-webhooks";
 
-/** stale: the signed timestamp is outside the replay window (counted apart, src/webhooks/tally.ts) */
-export type Refusal = { ok: false; reason: string; stale?: true };
+export type Refusal = { ok: false; reason: string };
 export type VerifyResult = { ok: true; secretIndex: number } | Refusal;
 export type PrecheckResult = { ok: true } | Refusal;
 
@@ -51,6 +50,15 @@ export interface Provider {
 }
 
 export const refuse = (reason: string): Refusal => ({ ok: false, reason });
+
+/** Refusals whose signed timestamp is outside the replay window: counted apart (src/webhooks/tally.ts), with the shape of any other. */
+const stale = new WeakSet<Refusal>();
+export const refuseStale = (reason: string): Refusal => {
+  const r = refuse(reason);
+  stale.add(r);
+  return r;
+};
+export const isStale = (r: PrecheckResult): boolean => !r.ok && stale.has(r);
 
 /**
  * Fields of the envelope row that a provider's redeliveries of one event may

@@ -1,5 +1,5 @@
 import { constantTimeEqual, hmacSha256, utf8 } from "../stream/bytes";
-import { refuse, type PrecheckResult, type Provider, type Refusal, type VerifyResult } from "./provider";
+import { refuse, refuseStale, type PrecheckResult, type Provider, type Refusal, type VerifyResult } from "./provider";
 
 /** Stripe's and Standard Webhooks' replay window, each way (their libraries use 300 s). */
 export const TOLERANCE_S = 300;
@@ -35,8 +35,8 @@ const isRefusal = (r: Signed | Refusal): r is Refusal => "ok" in r;
  */
 function fresh(label: string, t: number, nowMs: number): PrecheckResult {
   const age = Math.floor(nowMs / 1000) - t;
-  if (age > TOLERANCE_S) return { ...refuse(`${label}=${t} is ${age} s old; at most ${TOLERANCE_S} s are accepted (replay protection)`), stale: true };
-  if (-age > TOLERANCE_S) return { ...refuse(`${label}=${t} is ${-age} s in the future; at most ${TOLERANCE_S} s of clock skew are accepted`), stale: true };
+  if (age > TOLERANCE_S) return refuseStale(`${label}=${t} is ${age} s old; at most ${TOLERANCE_S} s are accepted (replay protection)`);
+  if (-age > TOLERANCE_S) return refuseStale(`${label}=${t} is ${-age} s in the future; at most ${TOLERANCE_S} s of clock skew are accepted`);
   return { ok: true };
 }
 

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { ageCommits, call, createStream, json, output, post } from "./helpers";
+import { ageCommits, call, createStream, json, output, post, D, until } from "./helpers";
 import { destinationListSchema, destinationPutSchema, destinationSchema, deadLaneSchema } from "../../src/delivery/schemas";
 
 /**
@@ -13,17 +13,7 @@ import { destinationListSchema, destinationPutSchema, destinationSchema, deadLan
 const helper = (env as unknown as { DELIVERY_HELPER: Fetcher }).DELIVERY_HELPER;
 const T = Date.UTC(2026, 0, 1);
 const base = { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 2 };
-const D = (stream: string, name: string) => `/v1/streams/${stream}/destinations/${name}`;
 
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 interface RpcAnswer {
   ok: boolean;

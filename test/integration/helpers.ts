@@ -140,3 +140,17 @@ export function deliverWebhook(stream: string, source: string, body: string | Re
     method: "POST", headers: { "content-type": "application/json", ...headers }, body, ...(typeof body === "string" ? {} : { duplex: "half" }),
   } as RequestInit);
 }
+
+/** A destination's path. */
+export const D = (stream: string, name: string) => `/v1/streams/${stream}/destinations/${name}`;
+
+/** Polls `probe` until it answers something truthy, or fails after `ms`. */
+export async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

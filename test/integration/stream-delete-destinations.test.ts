@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
-import { call, createStream, json, post } from "./helpers";
+import { call, createStream, json, post, D, until } from "./helpers";
 import { deadLaneSchema, destinationSchema } from "../../src/delivery/schemas";
 
 /**
@@ -16,17 +16,7 @@ import { deadLaneSchema, destinationSchema } from "../../src/delivery/schemas";
 const helper = (env as unknown as { DELIVERY_HELPER: Fetcher }).DELIVERY_HELPER;
 const T = Date.UTC(2026, 0, 1);
 const base = { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 2 };
-const D = (stream: string, name: string) => `/v1/streams/${stream}/destinations/${name}`;
 
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const received = async (prefix: string) => (await (await helper.fetch(`http://helper/received?prefix=${encodeURIComponent(prefix)}`)).json<any[]>());
 
