@@ -17,7 +17,13 @@ export default defineConfig({
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
-              bindings: { ADMIN_TOKEN: "test-admin-token", ADMIN_TOKEN_PREVIOUS: "", CREDENTIALS_KEY: "test-credentials-key-of-32-characters-or-more", CORS_ORIGINS: "", ALLOW_LOOPBACK_DESTINATIONS: "true" },
+              bindings: {
+                ADMIN_TOKEN: "test-admin-token",
+                ADMIN_TOKEN_PREVIOUS: "",
+                CREDENTIALS_KEY: "test-credentials-key-of-32-characters-or-more",
+                CORS_ORIGINS: "",
+                ALLOW_LOOPBACK_DESTINATIONS: "true",
+              },
               // The delivery tests' second Worker (test/support/delivery-helper-worker.js): a queue consumer and an RPC caller.
               serviceBindings: { DELIVERY_HELPER: "delivery-helper" },
               workers: [

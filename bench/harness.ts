@@ -165,14 +165,21 @@ export async function startWrangler(opts: {
 
   const [port, inspectorPort] = [await freePort(), await freePort()];
   const args = [
-    WRANGLER, "dev",
-    "--ip", "127.0.0.1",
-    "--port", String(port),
-    "--inspector-ip", "127.0.0.1",
-    "--inspector-port", String(inspectorPort),
-    "--persist-to", join(base, "state"),
+    WRANGLER,
+    "dev",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--inspector-ip",
+    "127.0.0.1",
+    "--inspector-port",
+    String(inspectorPort),
+    "--persist-to",
+    join(base, "state"),
     "--show-interactive-dev-session=false",
-    "--log-level", "warn",
+    "--log-level",
+    "warn",
   ];
   for (const [k, v] of Object.entries(opts.vars ?? {})) args.push("--var", `${k}:${v}`);
   for (const [k, v] of Object.entries(opts.defines ?? {})) args.push("--define", `${k}:${v}`);

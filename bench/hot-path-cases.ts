@@ -61,14 +61,19 @@ export function casesFor(n: number, from = 0): { rows: number; cases: Case[] } {
       { name: "  validate one row (rowJudge), digest included", run: each((i) => judge(rows[i], i)) },
       { name: "  content digest", run: each((i) => contentDigest(objects[i], blind)) },
       {
-        name: "  content digest, first version", was: "  content digest",
+        name: "  content digest, first version",
+        was: "  content digest",
         run: each((i) => {
           const h = oracleSha256Words(encoder.encode(oracleCanonicalJson(oracleWithoutFields(objects[i], blindPaths))));
           return int64Decimal(h[0], h[1]);
         }),
       },
       { name: "    canonical text without the volatile fields", run: each((i) => canonicalText(objects[i], blind)) },
-      { name: "    canonical text, first version (copy, then write)", was: "    canonical text without the volatile fields", run: each((i) => oracleCanonicalJson(oracleWithoutFields(objects[i], blindPaths))) },
+      {
+        name: "    canonical text, first version (copy, then write)",
+        was: "    canonical text without the volatile fields",
+        run: each((i) => oracleCanonicalJson(oracleWithoutFields(objects[i], blindPaths))),
+      },
       { name: "    SHA-256 of the text", run: each((i) => sha256Utf8(texts[i])) },
       { name: "    SHA-256, first version (encode, pad, hash)", was: "    SHA-256 of the text", run: each((i) => oracleSha256Words(encoder.encode(texts[i]))) },
       { name: "    SHA-256 of the UTF-8 bytes, first version", run: each((i) => oracleSha256Words(bytes[i])) },

@@ -30,7 +30,15 @@ async function load(): Promise<typeof import("./hot-path-cases.ts")> {
   const dir = mkdtempSync(join(tmpdir(), "edge-dedup-hot-path-"));
   try {
     const out = join(dir, "cases.mjs");
-    await build({ entryPoints: [join(BENCH_DIR, "hot-path-cases.ts")], bundle: true, platform: "node", format: "esm", target: "es2023", outfile: out, logLevel: "warning" });
+    await build({
+      entryPoints: [join(BENCH_DIR, "hot-path-cases.ts")],
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "es2023",
+      outfile: out,
+      logLevel: "warning",
+    });
     return await import(pathToFileURL(out).href);
   } finally {
     rmSync(dir, { recursive: true, force: true });

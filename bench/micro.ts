@@ -173,7 +173,6 @@ function workload(prefix: string, total: number, duplicateShare: number, seed: n
   return { rows, distinct: ids.length };
 }
 
-
 function chunks<T>(xs: T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < xs.length; i += size) out.push(xs.slice(i, i + size));
@@ -252,7 +251,14 @@ let streamSeq = 0;
 const freshStream = (label: string) => `bench-${label}-${Date.now().toString(36)}-${streamSeq++}`;
 
 /** Sequentially ingests `rows` in batches of `size` into a fresh stream; returns rows/s. */
-async function ingestRun(api: Api, label: string, rows: Event[], distinct: number, size: number, over: () => void): Promise<{ rowsPerSec: number; ms: number; batches: number }> {
+async function ingestRun(
+  api: Api,
+  label: string,
+  rows: Event[],
+  distinct: number,
+  size: number,
+  over: () => void,
+): Promise<{ rowsPerSec: number; ms: number; batches: number }> {
   const stream = freshStream(label);
   await api.createStream(stream);
   const batches = chunks(rows, size).map((b) => JSON.stringify(b));
@@ -370,8 +376,10 @@ async function benchReplay(api: Api): Promise<void> {
   const replayMs = performance.now() - t1;
   check(same === batches.length, `replay: ${batches.length - same} of ${batches.length} replays were not marked replayed with the original outcome`);
   const info = await api.stream(stream);
-  check(info.state.rows === distinct && info.batches.committed === batches.length,
-    `replay changed the stream: ${info.state.rows} keys (expected ${distinct}), ${info.batches.committed} batches (expected ${batches.length})`);
+  check(
+    info.state.rows === distinct && info.batches.committed === batches.length,
+    `replay changed the stream: ${info.state.rows} keys (expected ${distinct}), ${info.batches.committed} batches (expected ${batches.length})`,
+  );
 
   // The floor under any request through `wrangler dev` on this machine, for scale.
   const floor: number[] = [];
@@ -425,8 +433,12 @@ async function benchConcurrency(api: Api): Promise<void> {
     [1, producers].map((n) => [n, rates[n].length, fmt(median(rates[n])), rates[n].map((r) => fmt(r)).join(", ")]),
   );
   console.log(`  per-round ratios: ${paired.map((r) => fmt(r, 2)).join(", ")}; ratio of medians: ${fmt(median(rates[producers]) / median(rates[1]), 2)}×`);
-  verdict(`rows/s ${producers} producers / 1 (median of per-round ratios)`, median(paired), 1,
-    "(one local workerd on 2 cores can at best overlap I/O; in production the partitions run in parallel)");
+  verdict(
+    `rows/s ${producers} producers / 1 (median of per-round ratios)`,
+    median(paired),
+    1,
+    "(one local workerd on 2 cores can at best overlap I/O; in production the partitions run in parallel)",
+  );
 }
 
 // ---------------------------------------------------------------------------

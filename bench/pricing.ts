@@ -8,7 +8,7 @@
  * too but are not counted by src/instrument/opcount.ts.
  */
 export const PRICES = {
-  readOn: "2026-12-01 (PLATFORM.md \"Pricing units\", gathered from Cloudflare's docs, late 2026)",
+  readOn: '2026-12-01 (PLATFORM.md "Pricing units", gathered from Cloudflare\'s docs, late 2026)',
   /** USD per million */
   workersRequests: 0.3,
   doRequests: 0.15,

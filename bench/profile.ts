@@ -47,7 +47,12 @@ if (MODE !== "profile" && MODE !== "cpu") throw new Error("PROFILE_MODE: profile
 const SOURCE = process.env.PROFILE_SOURCE;
 const MAX_REQUESTS = 100_000;
 /** PROFILE_VARS=NAME:value,…: vars for the Worker (e.g. COMMIT_LOG:off), to see what one costs. */
-const EXTRA_VARS = Object.fromEntries((process.env.PROFILE_VARS ?? "").split(",").filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf(":")), kv.slice(kv.indexOf(":") + 1)]));
+const EXTRA_VARS = Object.fromEntries(
+  (process.env.PROFILE_VARS ?? "")
+    .split(",")
+    .filter(Boolean)
+    .map((kv) => [kv.slice(0, kv.indexOf(":")), kv.slice(kv.indexOf(":") + 1)]),
+);
 
 /** The bench's rows (bench/run.ts Workload): ids counting up, ~20% repeating one of the last 500. */
 function workload(prefix: string) {
@@ -73,11 +78,15 @@ function workload(prefix: string) {
 
 function post(agent: Agent, url: URL, body: string, headers: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: "POST", agent, headers: { ...headers, "content-length": String(Buffer.byteLength(body)) }, timeout: REQUEST_TIMEOUT_MS }, (res) => {
-      res.resume();
-      res.on("end", () => resolve(res.statusCode ?? 0));
-      res.on("error", reject);
-    });
+    const req = request(
+      url,
+      { method: "POST", agent, headers: { ...headers, "content-length": String(Buffer.byteLength(body)) }, timeout: REQUEST_TIMEOUT_MS },
+      (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+        res.on("error", reject);
+      },
+    );
     req.on("timeout", () => req.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)));
     req.on("error", reject);
     req.end(body);
@@ -97,7 +106,9 @@ async function drive(url: string, stream: string, until: () => boolean): Promise
         while (!until() && requests < MAX_REQUESTS) {
           const n = requests++;
           const status = await post(agent, target, body(load.batch), {
-            authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "idempotency-key": `${stream}-${n}`,
+            authorization: `Bearer ${TOKEN}`,
+            "content-type": "application/json",
+            "idempotency-key": `${stream}-${n}`,
           }).catch(() => 0);
           if (status !== 200) errors++;
         }
@@ -160,7 +171,9 @@ export function moduleStarts(source: string): { line: number; file: string }[] {
 
 /** The file of a bundle line, and the line's place in that module of the bundle (near its line in the source). */
 function fileAt(starts: { line: number; file: string }[], line: number): { file: string; line: number } | null {
-  let lo = 0, hi = starts.length - 1, found: { file: string; line: number } | null = null;
+  let lo = 0,
+    hi = starts.length - 1,
+    found: { file: string; line: number } | null = null;
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
     if (starts[mid].line <= line) {
@@ -184,8 +197,15 @@ interface Profile {
 }
 
 /** Self time per function and per file, as shares of the busy samples (idle and the program's own bookkeeping apart). */
-export function summarise(profile: Profile, filesOf: Map<string, { line: number; file: string }[]> = new Map()): {
-  busy: number; idle: number; functions: [string, number][]; files: [string, number][]; inclusive: [string, number][];
+export function summarise(
+  profile: Profile,
+  filesOf: Map<string, { line: number; file: string }[]> = new Map(),
+): {
+  busy: number;
+  idle: number;
+  functions: [string, number][];
+  files: [string, number][];
+  inclusive: [string, number][];
 } {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
@@ -246,8 +266,7 @@ export function groupCpu(pgid: number): Map<string, number> {
   return byName;
 }
 
-const cpuDelta = (before: Map<string, number>, after: Map<string, number>) =>
-  new Map([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)]));
+const cpuDelta = (before: Map<string, number>, after: Map<string, number>) => new Map([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)]));
 
 async function main(): Promise<void> {
   const files = SOURCE
@@ -329,8 +348,12 @@ function printCpu(d: { requests: number; errors: number }, ms: number, cpu: Map<
   const events = d.requests * load.batch;
   const group = [...cpu.values()].reduce((a, b) => a + b, 0);
   const workerd = cpu.get("workerd") ?? 0;
-  console.log(`\n${loadName}${SOURCE ? ` (code from ${SOURCE})` : ""}: ${d.requests} requests (${d.errors} not 200) in ${(ms / 1000).toFixed(1)} s, ${perSecond.toFixed(1)} req/s, ${(perSecond * load.batch).toFixed(0)} events/s`);
-  console.log(`CPU per event: workerd ${((workerd * 1e6) / events).toFixed(1)} µs, the whole wrangler group ${((group * 1e6) / events).toFixed(1)} µs (${[...cpu].map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(", ")})`);
+  console.log(
+    `\n${loadName}${SOURCE ? ` (code from ${SOURCE})` : ""}: ${d.requests} requests (${d.errors} not 200) in ${(ms / 1000).toFixed(1)} s, ${perSecond.toFixed(1)} req/s, ${(perSecond * load.batch).toFixed(0)} events/s`,
+  );
+  console.log(
+    `CPU per event: workerd ${((workerd * 1e6) / events).toFixed(1)} µs, the whole wrangler group ${((group * 1e6) / events).toFixed(1)} µs (${[...cpu].map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(", ")})`,
+  );
 }
 
 main().then(

@@ -91,8 +91,22 @@ import type { MicroBatchTimes } from "../src/instrument/batch-timing.ts";
 import { rng } from "../test/support/rng.ts";
 import { costOf, PRICES } from "./pricing.ts";
 import {
-  BENCH_DIR, fmt, PROJECT_FILES, freePort, http, httpJson, killEverything, median, REQUEST_TIMEOUT_MS, ROOT,
-  startProcess, startWrangler, table, tempDir, removeTempDir, type Server,
+  BENCH_DIR,
+  fmt,
+  PROJECT_FILES,
+  freePort,
+  http,
+  httpJson,
+  killEverything,
+  median,
+  REQUEST_TIMEOUT_MS,
+  ROOT,
+  startProcess,
+  startWrangler,
+  table,
+  tempDir,
+  removeTempDir,
+  type Server,
 } from "./harness.ts";
 
 const TOKEN = "bench-token";
@@ -208,7 +222,11 @@ class Workload {
       id = this.recent[Math.floor(this.random() * this.recent.length)];
     } else {
       // Sequential ids insert where the last one did; random ones (most real event ids) anywhere in the key order.
-      id = RANDOM_IDS ? `${this.prefix}-${Math.floor(this.random() * 2 ** 48).toString(16).padStart(12, "0")}-${i}` : `${this.prefix}-${i}`;
+      id = RANDOM_IDS
+        ? `${this.prefix}-${Math.floor(this.random() * 2 ** 48)
+            .toString(16)
+            .padStart(12, "0")}-${i}`
+        : `${this.prefix}-${i}`;
       // A ring of the last RECENT_IDS new ids.
       if (this.recent.length < RECENT_IDS) this.recent.push(id);
       else this.recent[this.distinct % RECENT_IDS] = id;
@@ -271,7 +289,18 @@ interface Drive {
 
 /** `load.clients` clients send `load.batch`-event requests for `ms`; every answer is tallied. */
 const emptyDrive = (): Drive => ({
-  ms: 0, requests: 0, events: 0, distinct: 0, input: 0, emitted: 0, duplicates: 0, late: 0, rejected: 0, errors: 0, firstError: null, latencies: [],
+  ms: 0,
+  requests: 0,
+  events: 0,
+  distinct: 0,
+  input: 0,
+  emitted: 0,
+  duplicates: 0,
+  late: 0,
+  rejected: 0,
+  errors: 0,
+  firstError: null,
+  latencies: [],
 });
 
 /** Adds `b` (a later round on the same stream and workload) to `a`. */
@@ -414,7 +443,8 @@ async function startBaseline(dir: string): Promise<Target> {
   return {
     name: "baseline",
     url: server.url,
-    prepare: async (stream) => void (await api.putStream(stream, { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: PARTITIONS, volatile: ["ts", "v"] })),
+    prepare: async (stream) =>
+      void (await api.putStream(stream, { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: PARTITIONS, volatile: ["ts", "v"] })),
     async state(stream) {
       const s = await api.getStream(stream);
       return { rows: s.state.rows, bytes: s.state.bytes, batches: s.batches.committed };
@@ -454,10 +484,13 @@ async function startEcho(name: "echo" | "echo-do" | "echo-sql" = "echo"): Promis
     files: { "worker.ts": join(dir, "worker.ts"), "wrangler.toml": join(dir, "wrangler.toml") },
     ready: async (url) => (await http("GET", `${url}/ping`)).text === `edge-dedup-${name}-bench`,
   });
-  const state: Target["state"] = name !== "echo-sql" ? async () => null : async (stream) => {
-    const s = await httpJson<{ rows: number; bytes: number }>("GET", `${server.url}/v1/streams/${stream}/state`, { headers: auth });
-    return { rows: s.rows, bytes: s.bytes, batches: null };
-  };
+  const state: Target["state"] =
+    name !== "echo-sql"
+      ? async () => null
+      : async (stream) => {
+          const s = await httpJson<{ rows: number; bytes: number }>("GET", `${server.url}/v1/streams/${stream}/state`, { headers: auth });
+          return { rows: s.rows, bytes: s.bytes, batches: null };
+        };
   return { name, url: server.url, prepare: async () => undefined, state, stop: () => server.stop() };
 }
 
@@ -600,8 +633,10 @@ async function runRound(c: Pending, ms: number): Promise<void> {
     // The counters must have seen this round: the Worker's requests, the DOs' SQL (inside the DOs) and calls to the
     // Coordinator (requests may share a call: micro-batching; that every batch committed is checked against the stream).
     check(counts.requests === d.requests, `${what}: the Worker counted ${counts.requests} requests, the bench sent ${d.requests}`);
-    check(sum(counts.sql) > 0 && Object.entries(counts.doCalls).some(([k, n]) => k.startsWith("COORDINATOR.") && n > 0),
-      `${what}: the operation counters did not see the Durable Objects' work (${JSON.stringify(counts)})`);
+    check(
+      sum(counts.sql) > 0 && Object.entries(counts.doCalls).some(([k, n]) => k.startsWith("COORDINATOR.") && n > 0),
+      `${what}: the operation counters did not see the Durable Objects' work (${JSON.stringify(counts)})`,
+    );
     if (!c.counts) c.counts = counts;
     else mergeCounts(c.counts, counts);
   }
@@ -635,10 +670,11 @@ async function finishCell(c: Pending): Promise<Cell> {
   const what = `${target.name} ${load.name}`;
   check(d.errors === 0, `${what}: ${d.errors} of ${d.requests} requests failed (first: ${d.firstError})`);
   if (state === null) check(d.input === d.events, `${what}: input ${d.input}/${d.events}`);
-  else check(
-    d.input === d.events && d.emitted === d.distinct && d.duplicates === d.events - d.distinct && d.late === 0 && d.rejected === 0,
-    `${what}: input ${d.input}/${d.events}, emitted ${d.emitted}/${d.distinct} distinct, duplicates ${d.duplicates}/${d.events - d.distinct}, late ${d.late}, rejected ${d.rejected}`,
-  );
+  else
+    check(
+      d.input === d.events && d.emitted === d.distinct && d.duplicates === d.events - d.distinct && d.late === 0 && d.rejected === 0,
+      `${what}: input ${d.input}/${d.events}, emitted ${d.emitted}/${d.distinct} distinct, duplicates ${d.duplicates}/${d.events - d.distinct}, late ${d.late}, rejected ${d.rejected}`,
+    );
   if (state) check(state.rows === d.distinct, `${what}: the target's state holds ${state.rows} keys, expected ${d.distinct}`);
   if (state && state.batches !== null) check(state.batches === d.requests, `${what}: ${state.batches} batches recorded, expected ${d.requests}`);
 
@@ -665,14 +701,19 @@ async function finishCell(c: Pending): Promise<Cell> {
     const counts = c.counts;
     const doCalls = sum(counts.doCalls);
     const sql = sum(counts.sql);
-    const r2Puts = Object.entries(counts.r2).filter(([k]) => k.endsWith(".put")).reduce((a, [, v]) => a + v, 0);
+    const r2Puts = Object.entries(counts.r2)
+      .filter(([k]) => k.endsWith(".put"))
+      .reduce((a, [, v]) => a + v, 0);
     const cost = costOf(counts);
     cell.ops = {
       counts,
       perRequest: { doCalls: doCalls / d.requests, sql: sql / d.requests, r2Puts: r2Puts / d.requests },
       perEvent: {
-        doCalls: doCalls / d.events, sql: sql / d.events, r2Puts: r2Puts / d.events,
-        rowsWritten: sum(counts.rowsWritten ?? {}) / d.events, rowsRead: sum(counts.rowsRead ?? {}) / d.events,
+        doCalls: doCalls / d.events,
+        sql: sql / d.events,
+        r2Puts: r2Puts / d.events,
+        rowsWritten: sum(counts.rowsWritten ?? {}) / d.events,
+        rowsRead: sum(counts.rowsRead ?? {}) / d.events,
       },
       costPerMillionEvents: Object.fromEntries(Object.entries(cost).map(([k, v]) => [k, (v / d.events) * 1e6])) as typeof cost,
     };
@@ -696,12 +737,27 @@ function outDir(): string {
   return mkdtempSync(join(tmpdir(), "edge-dedup-bench-results-")); // kept: it is the result
 }
 
-const COLORS: Record<TargetName, string> = { "edge-dedup": "#f38020", "edge-dedup-hashed": "#f9b36b", redis: "#d82c20", ceiling: "#3b6ea5", echo: "#868e96", "echo-do": "#adb5bd", "echo-sql": "#ced4da", baseline: "#7b5ea7" };
+const COLORS: Record<TargetName, string> = {
+  "edge-dedup": "#f38020",
+  "edge-dedup-hashed": "#f9b36b",
+  redis: "#d82c20",
+  ceiling: "#3b6ea5",
+  echo: "#868e96",
+  "echo-do": "#adb5bd",
+  "echo-sql": "#ced4da",
+  baseline: "#7b5ea7",
+};
 
 /** Grouped bars, one group per load, one bar per target, events/s on a log scale. */
 function chart(cells: Cell[], loads: Load[], targets: TargetName[], subtitle: string): string {
-  const W = 760, H = 420, left = 80, right = 20, top = 50, bottom = 80;
-  const plotW = W - left - right, plotH = H - top - bottom;
+  const W = 760,
+    H = 420,
+    left = 80,
+    right = 20,
+    top = 50,
+    bottom = 80;
+  const plotW = W - left - right,
+    plotH = H - top - bottom;
   const values = cells.map((c) => c.eventsPerSec).filter((v) => v > 0);
   const lo = Math.pow(10, Math.floor(Math.log10(Math.min(...values, 10))));
   const hi = Math.pow(10, Math.ceil(Math.log10(Math.max(...values, 100))));
@@ -752,9 +808,18 @@ async function main(): Promise<void> {
   }, TOTAL_BUDGET_MS);
   watchdog.unref();
 
-  const loads = ALL_LOADS.filter((l) => pick(process.env.BENCH_LOADS ?? DEFAULT_LOADS, ALL_LOADS.map((x) => x.name)).includes(l.name));
+  const loads = ALL_LOADS.filter((l) =>
+    pick(
+      process.env.BENCH_LOADS ?? DEFAULT_LOADS,
+      ALL_LOADS.map((x) => x.name),
+    ).includes(l.name),
+  );
   let targetNames = pick(process.env.BENCH_TARGETS, ALL_TARGETS);
-  console.log(`edge-dedup bench (Node ${process.version}, ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")})`);
+  console.log(
+    `edge-dedup bench (Node ${process.version}, ${cpus().length} CPUs, load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")})`,
+  );
   console.log(
     `  ${CELL_MS / 1000} s per cell in ${ROUNDS} interleaved round(s), after ${WARM_MS / 1000} s of warm-up;` +
       ` ~${DUPLICATE_SHARE * 100}% duplicate ids, ${RANDOM_IDS ? "random" : "sequential"} ids; edge-dedup streams of ${PARTITIONS} partition${PARTITIONS === 1 ? "" : "s"}; the same load generator for every target`,
@@ -769,7 +834,12 @@ async function main(): Promise<void> {
     targetNames = targetNames.filter((t) => t !== "redis");
   } else if (redisVersion) console.log(`  ${redisVersion}`);
   if (targetNames.includes("baseline") && !BASELINE) {
-    if (process.env.BENCH_TARGETS?.split(",").map((x) => x.trim()).includes("baseline")) throw new Error("the baseline target needs BENCH_BASELINE=dir (another checkout)");
+    if (
+      process.env.BENCH_TARGETS?.split(",")
+        .map((x) => x.trim())
+        .includes("baseline")
+    )
+      throw new Error("the baseline target needs BENCH_BASELINE=dir (another checkout)");
     targetNames = targetNames.filter((t) => t !== "baseline"); // not asked for: the default run has no baseline
   } else if (BASELINE) console.log(`  baseline: edge-dedup from ${BASELINE}`);
 
@@ -778,10 +848,17 @@ async function main(): Promise<void> {
   try {
     console.log("\nStarting the targets");
     for (const name of targetNames) {
-      targets.push(await (
-        name === "edge-dedup" || name === "edge-dedup-hashed" ? startEdgeDedup(name) : name === "redis" ? startRedis() : name === "echo" || name === "echo-do" || name === "echo-sql" ? startEcho(name)
-          : name === "baseline" ? startBaseline(BASELINE!) : startCeiling()
-      ));
+      targets.push(
+        await (name === "edge-dedup" || name === "edge-dedup-hashed"
+          ? startEdgeDedup(name)
+          : name === "redis"
+            ? startRedis()
+            : name === "echo" || name === "echo-do" || name === "echo-sql"
+              ? startEcho(name)
+              : name === "baseline"
+                ? startBaseline(BASELINE!)
+                : startCeiling()),
+      );
     }
     // The cells of one load run interleaved: ROUNDS rounds of CELL_MS / ROUNDS
     // each, the targets' order reversed every round (A B C, C B A, …), so each
@@ -805,12 +882,20 @@ async function main(): Promise<void> {
   table(
     ["load", "target", "events/s", "requests/s", "p50 ms", "p99 ms", "requests", "state bytes/key"],
     cells.map((c) => [
-      c.load, c.target, fmt(c.eventsPerSec), fmt(c.requestsPerSec, 1), fmt(c.p50ms, 1), fmt(c.p99ms, 1), fmt(c.requests),
+      c.load,
+      c.target,
+      fmt(c.eventsPerSec),
+      fmt(c.requestsPerSec, 1),
+      fmt(c.p50ms, 1),
+      fmt(c.p99ms, 1),
+      fmt(c.requests),
       c.state?.bytesPerKey == null ? "" : fmt(c.state.bytesPerKey, 1),
     ]),
   );
 
-  console.log(`  state bytes/key: edge-dedup (text keys) and edge-dedup-hashed = SQLite size of the stream's ${PARTITIONS} partition objects ÷ keys, ceiling = its 8 objects'`);
+  console.log(
+    `  state bytes/key: edge-dedup (text keys) and edge-dedup-hashed = SQLite size of the stream's ${PARTITIONS} partition objects ÷ keys, ceiling = its 8 objects'`,
+  );
   console.log("  (edge-dedup's includes its partition ledgers and meta rows); echo-sql = its one object's SQLite size ÷ ids;");
   console.log("  redis = MEMORY STATS keys.bytes-per-key. Small key counts inflate it.");
 
@@ -818,27 +903,67 @@ async function main(): Promise<void> {
     const [a, b] = [cell(ours, l), cell(other, l)];
     return a && b ? a.eventsPerSec / b.eventsPerSec : null;
   };
-  const ratios: Record<string, {
-    vsRedis: number | null; vsCeiling: number | null; vsEcho: number | null; vsEchoDo: number | null; echoDoVsEcho: number | null; vsEchoSql: number | null; echoSqlVsEcho: number | null;
-    hashedVsCeiling: number | null; hashedVsText: number | null;
-    vsBaseline: number | null; baselineVsCeiling: number | null; baselineVsEcho: number | null;
-  }> = {};
+  const ratios: Record<
+    string,
+    {
+      vsRedis: number | null;
+      vsCeiling: number | null;
+      vsEcho: number | null;
+      vsEchoDo: number | null;
+      echoDoVsEcho: number | null;
+      vsEchoSql: number | null;
+      echoSqlVsEcho: number | null;
+      hashedVsCeiling: number | null;
+      hashedVsText: number | null;
+      vsBaseline: number | null;
+      baselineVsCeiling: number | null;
+      baselineVsEcho: number | null;
+    }
+  > = {};
   for (const l of loads) {
     ratios[l.name] = {
-      vsRedis: ratio(l.name, "redis"), vsCeiling: ratio(l.name, "ceiling"), vsEcho: ratio(l.name, "echo"),
-      vsEchoDo: ratio(l.name, "echo-do"), echoDoVsEcho: ratio(l.name, "echo", "echo-do"),
-      vsEchoSql: ratio(l.name, "echo-sql"), echoSqlVsEcho: ratio(l.name, "echo", "echo-sql"),
-      hashedVsCeiling: ratio(l.name, "ceiling", "edge-dedup-hashed"), hashedVsText: ratio(l.name, "edge-dedup", "edge-dedup-hashed"),
-      vsBaseline: ratio(l.name, "baseline"), baselineVsCeiling: ratio(l.name, "ceiling", "baseline"), baselineVsEcho: ratio(l.name, "echo", "baseline"),
+      vsRedis: ratio(l.name, "redis"),
+      vsCeiling: ratio(l.name, "ceiling"),
+      vsEcho: ratio(l.name, "echo"),
+      vsEchoDo: ratio(l.name, "echo-do"),
+      echoDoVsEcho: ratio(l.name, "echo", "echo-do"),
+      vsEchoSql: ratio(l.name, "echo-sql"),
+      echoSqlVsEcho: ratio(l.name, "echo", "echo-sql"),
+      hashedVsCeiling: ratio(l.name, "ceiling", "edge-dedup-hashed"),
+      hashedVsText: ratio(l.name, "edge-dedup", "edge-dedup-hashed"),
+      vsBaseline: ratio(l.name, "baseline"),
+      baselineVsCeiling: ratio(l.name, "ceiling", "baseline"),
+      baselineVsEcho: ratio(l.name, "echo", "baseline"),
     };
   }
   const r = (x: number | null) => (x === null ? "skipped" : fmt(x, 3));
   console.log("\nRatios (events/s ÷ events/s; the same for requests/s, since a load has one batch size)");
-  table(["load", "edge-dedup/redis", "edge-dedup/ceiling", "edge-dedup/echo", "edge-dedup/echo-do", "echo-do/echo", "edge-dedup/echo-sql", "echo-sql/echo", "hashed/ceiling", "hashed/text"], loads.map((l) => [
-    l.name, r(ratios[l.name].vsRedis), r(ratios[l.name].vsCeiling), r(ratios[l.name].vsEcho), r(ratios[l.name].vsEchoDo), r(ratios[l.name].echoDoVsEcho),
-    r(ratios[l.name].vsEchoSql), r(ratios[l.name].echoSqlVsEcho),
-    r(ratios[l.name].hashedVsCeiling), r(ratios[l.name].hashedVsText),
-  ]));
+  table(
+    [
+      "load",
+      "edge-dedup/redis",
+      "edge-dedup/ceiling",
+      "edge-dedup/echo",
+      "edge-dedup/echo-do",
+      "echo-do/echo",
+      "edge-dedup/echo-sql",
+      "echo-sql/echo",
+      "hashed/ceiling",
+      "hashed/text",
+    ],
+    loads.map((l) => [
+      l.name,
+      r(ratios[l.name].vsRedis),
+      r(ratios[l.name].vsCeiling),
+      r(ratios[l.name].vsEcho),
+      r(ratios[l.name].vsEchoDo),
+      r(ratios[l.name].echoDoVsEcho),
+      r(ratios[l.name].vsEchoSql),
+      r(ratios[l.name].echoSqlVsEcho),
+      r(ratios[l.name].hashedVsCeiling),
+      r(ratios[l.name].hashedVsText),
+    ]),
+  );
   // Round by round: each round's ratio compares runs made within seconds of each other, so their spread is this machine's noise.
   const roundRatios: { load: string; vs: TargetName; rounds: number[] }[] = [];
   for (const l of loads) {
@@ -852,16 +977,32 @@ async function main(): Promise<void> {
   const spreadOf = (load: string, vs: TargetName) => roundRatios.find((x) => x.load === load && x.vs === vs)?.rounds;
   if (ROUNDS > 1 && roundRatios.length > 0) {
     console.log("\nRound by round (each round's events/s ÷ the other target's in the same round: the spread is the machine's noise)");
-    table(["load", "ratio", "whole run", "lowest", "median", "highest", "rounds"], roundRatios.map((x) => [
-      x.load, `edge-dedup/${x.vs}`, r(ratio(x.load, x.vs)), fmt(Math.min(...x.rounds), 3), fmt(median(x.rounds), 3),
-      fmt(Math.max(...x.rounds), 3), x.rounds.map((v) => fmt(v, 2)).join(" "),
-    ]));
+    table(
+      ["load", "ratio", "whole run", "lowest", "median", "highest", "rounds"],
+      roundRatios.map((x) => [
+        x.load,
+        `edge-dedup/${x.vs}`,
+        r(ratio(x.load, x.vs)),
+        fmt(Math.min(...x.rounds), 3),
+        fmt(median(x.rounds), 3),
+        fmt(Math.max(...x.rounds), 3),
+        x.rounds.map((v) => fmt(v, 2)).join(" "),
+      ]),
+    );
   }
   if (targetNames.includes("baseline")) {
     console.log("\nAgainst the baseline (BENCH_BASELINE's code, same run)");
-    table(["load", "edge-dedup/baseline", "baseline/ceiling", "baseline/echo", "edge-dedup/ceiling", "edge-dedup/echo"], loads.map((l) => [
-      l.name, r(ratios[l.name].vsBaseline), r(ratios[l.name].baselineVsCeiling), r(ratios[l.name].baselineVsEcho), r(ratios[l.name].vsCeiling), r(ratios[l.name].vsEcho),
-    ]));
+    table(
+      ["load", "edge-dedup/baseline", "baseline/ceiling", "baseline/echo", "edge-dedup/ceiling", "edge-dedup/echo"],
+      loads.map((l) => [
+        l.name,
+        r(ratios[l.name].vsBaseline),
+        r(ratios[l.name].baselineVsCeiling),
+        r(ratios[l.name].baselineVsEcho),
+        r(ratios[l.name].vsCeiling),
+        r(ratios[l.name].vsEcho),
+      ]),
+    );
   }
 
   const edgeCells = cells.filter((c) => c.ops);
@@ -870,9 +1011,17 @@ async function main(): Promise<void> {
     table(
       ["load", "target", "DO calls/req", "SQL/req", "R2 puts/req", "DO calls/event", "SQL/event", "R2 puts/event", "DO calls by method"],
       edgeCells.map((c) => [
-        c.load, c.target, fmt(c.ops!.perRequest.doCalls, 2), fmt(c.ops!.perRequest.sql, 1), fmt(c.ops!.perRequest.r2Puts, 2),
-        fmt(c.ops!.perEvent.doCalls, 3), fmt(c.ops!.perEvent.sql, 3), fmt(c.ops!.perEvent.r2Puts, 3),
-        Object.entries(c.ops!.counts.doCalls).map(([k, v]) => `${k} ${fmt(v / c.requests, 2)}`).join(", "),
+        c.load,
+        c.target,
+        fmt(c.ops!.perRequest.doCalls, 2),
+        fmt(c.ops!.perRequest.sql, 1),
+        fmt(c.ops!.perRequest.r2Puts, 2),
+        fmt(c.ops!.perEvent.doCalls, 3),
+        fmt(c.ops!.perEvent.sql, 3),
+        fmt(c.ops!.perEvent.r2Puts, 3),
+        Object.entries(c.ops!.counts.doCalls)
+          .map(([k, v]) => `${k} ${fmt(v / c.requests, 2)}`)
+          .join(", "),
       ]),
     );
     console.log("  DO calls are counted at the caller (Worker and Coordinator, so the eviction fan-out's PARTITION.advance counts);");
@@ -887,8 +1036,14 @@ async function main(): Promise<void> {
         timed.map((c) => {
           const t = c.ops!.counts.microBatches!;
           return [
-            c.load, c.target, fmt(t.runs), fmt(t.requests / t.runs, 1), fmt(t.queuedMs / t.requests, 1),
-            fmt(t.applyMs / t.runs, 1), fmt(t.commitMs / t.runs, 1), t.gaps > 0 ? fmt(t.betweenMs / t.gaps, 1) : "",
+            c.load,
+            c.target,
+            fmt(t.runs),
+            fmt(t.requests / t.runs, 1),
+            fmt(t.queuedMs / t.requests, 1),
+            fmt(t.applyMs / t.runs, 1),
+            fmt(t.commitMs / t.runs, 1),
+            t.gaps > 0 ? fmt(t.betweenMs / t.gaps, 1) : "",
           ];
         }),
       );
@@ -902,18 +1057,35 @@ async function main(): Promise<void> {
       ["load", "target", "rows written/event", "by class", "rows read/event", "Workers", "DO requests", "rows written", "rows read", "R2", "total"],
       edgeCells.map((c) => {
         const k = c.ops!.costPerMillionEvents;
-        const byClass = Object.entries(c.ops!.counts.rowsWritten ?? {}).map(([who, n]) => `${who} ${fmt(n / c.events, 2)}`).join(", ");
+        const byClass = Object.entries(c.ops!.counts.rowsWritten ?? {})
+          .map(([who, n]) => `${who} ${fmt(n / c.events, 2)}`)
+          .join(", ");
         return [
-          c.load, c.target, fmt(c.ops!.perEvent.rowsWritten, 2), byClass, fmt(c.ops!.perEvent.rowsRead, 1),
-          usd(k.workers), usd(k.doRequests), usd(k.rowsWritten), usd(k.rowsRead), usd(k.r2), usd(k.total),
+          c.load,
+          c.target,
+          fmt(c.ops!.perEvent.rowsWritten, 2),
+          byClass,
+          fmt(c.ops!.perEvent.rowsRead, 1),
+          usd(k.workers),
+          usd(k.doRequests),
+          usd(k.rowsWritten),
+          usd(k.rowsRead),
+          usd(k.r2),
+          usd(k.total),
         ];
       }),
     );
     console.log("  Left out: CPU time, DO duration, storage and free allowances (see bench/pricing.ts).");
-    for (const [what, key, least] of [["written", "rowsWrittenBy", 0.05], ["read", "rowsReadBy", 1]] as const) {
+    for (const [what, key, least] of [
+      ["written", "rowsWrittenBy", 0.05],
+      ["read", "rowsReadBy", 1],
+    ] as const) {
       console.log(`\nWhere the rows ${what} go (per event, the statements ${what === "written" ? "writing" : "reading"} ≥ ${least} rows/event)`);
       for (const c of edgeCells) {
-        const by = Object.entries(c.ops!.counts[key] ?? {}).map(([s, n]) => [s, n / c.events] as const).filter(([, n]) => n >= least).sort((a, b) => b[1] - a[1]);
+        const by = Object.entries(c.ops!.counts[key] ?? {})
+          .map(([s, n]) => [s, n / c.events] as const)
+          .filter(([, n]) => n >= least)
+          .sort((a, b) => b[1] - a[1]);
         console.log(`  ${c.load} ${c.target}`);
         for (const [s, n] of by) console.log(`    ${fmt(n, 2).padStart(6)}  ${s}`);
       }
@@ -950,14 +1122,17 @@ async function main(): Promise<void> {
   // The goal is met by the compact layout (stateKeys "hashed"); text keys cost their length on top, shown beside it.
   for (const t of ["edge-dedup-hashed", "edge-dedup"] as const) {
     const keyCell = cells.filter((c) => c.target === t && c.state?.bytesPerKey != null).sort((a, b) => b.state!.rows - a.state!.rows)[0];
-    if (keyCell) verdict(`${t}: bytes per remembered key (${keyCell.load}, ${fmt(keyCell.state!.rows)} keys)`, keyCell.state!.bytesPerKey, { atMost: 40 }, " B");
+    if (keyCell)
+      verdict(`${t}: bytes per remembered key (${keyCell.load}, ${fmt(keyCell.state!.rows)} keys)`, keyCell.state!.bytesPerKey, { atMost: 40 }, " B");
   }
 
   console.log("\nGoals");
   if (PARTITIONS !== GOAL_PARTITIONS) console.log(`  (set for streams of ${GOAL_PARTITIONS} partitions; this run's have ${PARTITIONS}: measured, not judged)`);
   for (const v of verdicts) {
     const status = v.pass === null ? "SKIP" : v.pass ? "PASS" : "WARN";
-    console.log(`  ${status}  ${v.name}: ${v.value === null ? "not measured" : fmt(v.value, v.value < 10 ? 3 : 1)} (goal ${v.goal}${v.detail ? `; ${v.detail}` : ""})`);
+    console.log(
+      `  ${status}  ${v.name}: ${v.value === null ? "not measured" : fmt(v.value, v.value < 10 ? 3 : 1)} (goal ${v.goal}${v.detail ? `; ${v.detail}` : ""})`,
+    );
   }
   for (const s of skipped) console.log(`  SKIP  ${s}`);
   console.log(`  correctness: ${failures.length === 0 ? "every target's answers and state matched the data sent" : `${failures.length} check(s) FAILED`}`);
@@ -971,7 +1146,17 @@ async function main(): Promise<void> {
     cpus: cpus().length,
     loadavg: loadavg(),
     prices: PRICES,
-    settings: { cellSeconds: CELL_MS / 1000, rounds: ROUNDS, partitions: PARTITIONS, warmSeconds: WARM_MS / 1000, duplicateShare: DUPLICATE_SHARE, ids: RANDOM_IDS ? "random" : "sequential", loads, targets: targetNames, redis: redisVersion },
+    settings: {
+      cellSeconds: CELL_MS / 1000,
+      rounds: ROUNDS,
+      partitions: PARTITIONS,
+      warmSeconds: WARM_MS / 1000,
+      duplicateShare: DUPLICATE_SHARE,
+      ids: RANDOM_IDS ? "random" : "sequential",
+      loads,
+      targets: targetNames,
+      redis: redisVersion,
+    },
     cells,
     ratios,
     roundRatios,

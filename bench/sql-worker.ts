@@ -137,9 +137,7 @@ export class SqlBench {
   /** src/partition/partition.ts: one json_each lookup, one json_each insert. */
   private applyJson(rows: Row[]): { found: number; inserted: number } {
     const probe = new Set(rows.map((r) => r.key));
-    const found = this.sql
-      .exec<{ k: string }>("SELECT k FROM keys WHERE k IN (SELECT value FROM json_each(?))", JSON.stringify([...probe]))
-      .toArray();
+    const found = this.sql.exec<{ k: string }>("SELECT k FROM keys WHERE k IN (SELECT value FROM json_each(?))", JSON.stringify([...probe])).toArray();
     const remembered = new Set(found.map((r) => r.k));
     const inserts: [string, number, number][] = [];
     const seen = new Set<string>();

@@ -90,7 +90,9 @@ function nodeFromCache() {
     `${process.platform}-${process.arch}`
   ];
   if (!pkg) {
-    console.error(`node22: Node ${process.versions.node} is older than 22.12 and there is no npm Node package for ${process.platform}-${process.arch}; install Node 22 yourself`);
+    console.error(
+      `node22: Node ${process.versions.node} is older than 22.12 and there is no npm Node package for ${process.platform}-${process.arch}; install Node 22 yourself`,
+    );
     process.exit(1);
   }
   const cache = join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "edge-dedup-node22");

@@ -102,9 +102,7 @@ export default {
       if (!g) groups.set(p, (g = []));
       g.push([key, row.ts + DELAY_MS]);
     });
-    const fresh = new Set(
-      (await Promise.all([...groups].map(([p, g]) => env.KEYS.getByName(`${stream}/${p}`).insert(JSON.stringify(g))))).flat(),
-    );
+    const fresh = new Set((await Promise.all([...groups].map(([p, g]) => env.KEYS.getByName(`${stream}/${p}`).insert(JSON.stringify(g))))).flat());
     // The first copy of a new key survives; later copies in the batch are duplicates.
     const survivors: string[] = [];
     rows.forEach((row, i) => {

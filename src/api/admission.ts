@@ -45,13 +45,7 @@ const admissions = new TtlCache<Admitted>(1_000, 10_000);
 /** A signature that matches no cached secret refetches them (a credential just added), at most this often. */
 const REFETCH_MS = 1_000;
 
-export async function admitCaller(
-  env: Env,
-  stream: string,
-  coordinator: CoordinatorStub,
-  headers: Headers,
-  sourceHeader: string | null,
-): Promise<Caller> {
+export async function admitCaller(env: Env, stream: string, coordinator: CoordinatorStub, headers: Headers, sourceHeader: string | null): Promise<Caller> {
   const bearer = bearerToken(headers.get("authorization"));
   const header = headers.get("x-signature");
   let claim: Caller["claim"];
@@ -132,7 +126,7 @@ async function firstMatch<T>(
     const admitted =
       attempt === 0
         ? await admission(coordinator, key, sourceHeader, claim, stream)
-        : admissions.get(key, now, REFETCH_MS) ?? (await admission(coordinator, key, sourceHeader, claim, stream, true));
+        : (admissions.get(key, now, REFETCH_MS) ?? (await admission(coordinator, key, sourceHeader, claim, stream, true)));
     const secrets = (admitted.secrets ??= openAll(env, stream, coordinator, admitted));
     // A failure to open (a key problem, a 503) is not kept: the next request tries again.
     secrets.catch(() => {
@@ -162,8 +156,7 @@ const PROVIDER_CLAIM: CallerClaim = { kind: "provider" };
 const ALIKE = "a missing stream, an unknown or disabled source and a revoked secret are refused alike";
 export const webhookRefused = (source: string) =>
   webhookUnauthorized(`the signature does not match any webhook signing secret of source "${source}" (${ALIKE}); sign the raw body exactly as sent`);
-export const signatureRefused = (source: string) =>
-  unauthorized(`the signature does not match any signing secret of source "${source}" (${ALIKE})`);
+export const signatureRefused = (source: string) => unauthorized(`the signature does not match any signing secret of source "${source}" (${ALIKE})`);
 
 /**
  * Admits a webhook from its URL alone, before the body is read: one cheap

@@ -22,7 +22,10 @@ app.onError((err, c) => {
 
 // No CORS unless CORS_ORIGINS names the browser origins that may call.
 app.use("*", async (c, next) => {
-  const origins = (c.env.CORS_ORIGINS ?? "").split(",").map((o) => o.trim()).filter(Boolean);
+  const origins = (c.env.CORS_ORIGINS ?? "")
+    .split(",")
+    .map((o) => o.trim())
+    .filter(Boolean);
   if (origins.length === 0) return next();
   return cors({
     origin: origins,

@@ -48,14 +48,18 @@ async function raise(limit: number, size: number, beyond: () => Promise<number |
 }
 
 export function tooLarge(limit: number): HttpError {
-  return new HttpError(413, "body-too-large", "Payload too large", `the body is larger than ${limit} bytes; this stream accepts at most ${limit}; split the batch`);
+  return new HttpError(
+    413,
+    "body-too-large",
+    "Payload too large",
+    `the body is larger than ${limit} bytes; this stream accepts at most ${limit}; split the batch`,
+  );
 }
 
 /** More rows than a stream accepts: parsing stopped there. */
 export class TooManyRows extends HttpError {
   constructor(maxRows: number, counted: number | null) {
-    super(413, "batch-too-large", "Payload too large",
-      `the batch has ${counted ?? `more than ${maxRows}`} rows; this stream accepts at most ${maxRows}`);
+    super(413, "batch-too-large", "Payload too large", `the batch has ${counted ?? `more than ${maxRows}`} rows; this stream accepts at most ${maxRows}`);
   }
 }
 

@@ -38,7 +38,10 @@ export async function hashToken(token: string): Promise<string> {
 export { signBody } from "./signature";
 
 function base64url(bytes: Uint8Array): string {
-  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 }
 
 // Per-source ingest credentials: a bearer token, an HMAC signing secret or a

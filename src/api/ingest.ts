@@ -11,17 +11,12 @@ import { HARD_BODY_LIMIT, HARD_MAX_ROWS, parseMode, parseRows, readBody, TooMany
 import { batchIdentity } from "../stream/bytes";
 import { badRequest, conflict, forbidden, HttpError, notFound } from "./problem";
 
-
 /**
  * POST /v1/streams/{stream}/events: admit the caller from its headers, read
  * and parse the body within the stream's limits, prove the caller (a
  * signature covers the body), then processBatch().
  */
-export async function ingest(
-  env: Env,
-  stream: string,
-  req: Request,
-): Promise<{ outcome: BatchOutcome; batchId: string; headers: Record<string, string> }> {
+export async function ingest(env: Env, stream: string, req: Request): Promise<{ outcome: BatchOutcome; batchId: string; headers: Record<string, string> }> {
   const sourceHeader = req.headers.get("x-source");
   if (sourceHeader !== null && !NAME_PATTERN.test(sourceHeader)) {
     throw badRequest("X-Source must be 1-64 characters: letters, digits, '_', '.', '-'");
@@ -45,7 +40,10 @@ export async function ingest(
   const beganBefore = () => (known ??= coordinator.knownBatch(caller.source, batchId));
   const bytes = await readBody(req, caller.limits.maxBodyBytes, async () => ((await beganBefore()) ? HARD_BODY_LIMIT : null));
   const { auth, version } = await proveCaller(env, stream, coordinator, caller, sourceHeader, bytes, {
-    stream, source: caller.source, batchId, contentType,
+    stream,
+    source: caller.source,
+    batchId,
+    contentType,
   });
   let rows: unknown[];
   try {

@@ -32,8 +32,7 @@ export function problemResponse(err: HttpError, instance?: string): Response {
   });
 }
 
-export const badRequest = (detail: string, extra?: Record<string, unknown>) =>
-  new HttpError(400, "invalid-request", "Invalid request", detail, extra);
+export const badRequest = (detail: string, extra?: Record<string, unknown>) => new HttpError(400, "invalid-request", "Invalid request", detail, extra);
 export const notFound = (detail: string) => new HttpError(404, "not-found", "Not found", detail);
 export const conflict = (slug: string, detail: string, extra?: Record<string, unknown>, headers?: Record<string, string>) =>
   new HttpError(409, slug, "Conflict", detail, extra, headers);

@@ -19,7 +19,10 @@ export interface ReferenceOptions {
 
 /** The anchor GitHub gives an operation's heading (`### \`GET /v1/streams\``): lowercase, punctuation dropped. */
 export function operationAnchor(method: string, path: string): string {
-  return `${method} ${path}`.toLowerCase().replace(/[^a-z0-9_\- ]/g, "").replace(/ /g, "-");
+  return `${method} ${path}`
+    .toLowerCase()
+    .replace(/[^a-z0-9_\- ]/g, "")
+    .replace(/ /g, "-");
 }
 
 interface Op {
@@ -30,7 +33,9 @@ interface Op {
 
 function operations(doc: Doc): Op[] {
   return Object.entries((doc.paths ?? {}) as Record<string, Schema>).flatMap(([path, item]) =>
-    Object.keys(item).filter((m) => (METHODS as readonly string[]).includes(m)).map((method) => ({ method, path, op: item[method] as Schema })),
+    Object.keys(item)
+      .filter((m) => (METHODS as readonly string[]).includes(m))
+      .map((method) => ({ method, path, op: item[method] as Schema })),
   );
 }
 
@@ -41,23 +46,32 @@ const SAFE = Number.MAX_SAFE_INTEGER;
 
 /** A compact type: `string`, `integer[]`, `map of string`, `a | b`, a $ref's name. */
 export function typeOf(s: Schema | boolean | undefined): string {
-  if (s === undefined || s === true || (typeof s === "object" && Object.keys(s).filter((k) => k !== "$schema" && k !== "description").length === 0)) return "any";
+  if (s === undefined || s === true || (typeof s === "object" && Object.keys(s).filter((k) => k !== "$schema" && k !== "description").length === 0))
+    return "any";
   if (s === false) return "never";
   if (typeof s.$ref === "string") return s.$ref.split("/").pop()!;
   if ("const" in s) return code(s.const);
   const variants = (s.oneOf ?? s.anyOf) as Schema[] | undefined;
   if (variants) return variants.map(typeOf).join(" or ");
-  const types: string[] = Array.isArray(s.type) ? s.type : s.type ? [s.type] : s.enum ? [...new Set((s.enum as unknown[]).map((v) => (v === null ? "null" : typeof v)))] : [];
-  return types
-    .map((t) => {
-      if (t === "array") return s.prefixItems ? `[${(s.prefixItems as Schema[]).map(typeOf).join(", ")}]` : `${wrap(typeOf(s.items))}[]`;
-      if (t === "object" && !s.properties && s.additionalProperties && typeof s.additionalProperties === "object") {
-        const values = typeOf(s.additionalProperties);
-        return values === "any" ? "object" : `map of ${values}`;
-      }
-      return t;
-    })
-    .join(" or ") || "any";
+  const types: string[] = Array.isArray(s.type)
+    ? s.type
+    : s.type
+      ? [s.type]
+      : s.enum
+        ? [...new Set((s.enum as unknown[]).map((v) => (v === null ? "null" : typeof v)))]
+        : [];
+  return (
+    types
+      .map((t) => {
+        if (t === "array") return s.prefixItems ? `[${(s.prefixItems as Schema[]).map(typeOf).join(", ")}]` : `${wrap(typeOf(s.items))}[]`;
+        if (t === "object" && !s.properties && s.additionalProperties && typeof s.additionalProperties === "object") {
+          const values = typeOf(s.additionalProperties);
+          return values === "any" ? "object" : `map of ${values}`;
+        }
+        return t;
+      })
+      .join(" or ") || "any"
+  );
 }
 const wrap = (t: string) => (t.includes(" ") ? `(${t})` : t);
 
@@ -136,7 +150,9 @@ function fieldTable(list: Field[], first = "field"): string[] {
   return [
     `| ${first} | type | required | default | description |`,
     "|---|---|---|---|---|",
-    ...list.map((f) => `| ${code(f.name)} | ${cell(f.type)} | ${f.required ? "yes" : ""} | ${f.default === undefined ? "" : cell(code(f.default))} | ${cell(f.about)} |`),
+    ...list.map(
+      (f) => `| ${code(f.name)} | ${cell(f.type)} | ${f.required ? "yes" : ""} | ${f.default === undefined ? "" : cell(code(f.default))} | ${cell(f.about)} |`,
+    ),
   ];
 }
 
@@ -158,7 +174,12 @@ function auth(doc: Doc, security: Schema[] | undefined): string[] {
       .map((name) => {
         const s = schemes[name];
         if (!s) return code(name);
-        const how = s.type === "http" ? code(`Authorization: ${s.scheme === "bearer" ? "Bearer" : s.scheme} …`) : s.type === "apiKey" ? `${code(s.name)} ${s.in}` : code(name);
+        const how =
+          s.type === "http"
+            ? code(`Authorization: ${s.scheme === "bearer" ? "Bearer" : s.scheme} …`)
+            : s.type === "apiKey"
+              ? `${code(s.name)} ${s.in}`
+              : code(name);
         return s.description ? `${how}: ${s.description}` : how;
       })
       .join(" and ");
@@ -197,7 +218,10 @@ function operationSection(doc: Doc, { method, path, op }: Op, errorsHref: string
     const body = op.requestBody as Schema;
     const blocks = content(body.content).map(([m, s]) => [m, schemaBlock(s)] as const);
     const shown = blocks.some(([, b]) => b.length > 0);
-    out.push("", `**Body** (${blocks.map(([m]) => code(m)).join(" or ")}${body.required ? ", required" : ""})${body.description ? `: ${body.description}` : ""}${shown ? ":" : "."}`);
+    out.push(
+      "",
+      `**Body** (${blocks.map(([m]) => code(m)).join(" or ")}${body.required ? ", required" : ""})${body.description ? `: ${body.description}` : ""}${shown ? ":" : "."}`,
+    );
     for (const [m, b] of blocks) {
       if (b.length > 0 && blocks.length > 1) out.push("", `As ${code(m)}:`);
       out.push(...b);
@@ -233,7 +257,9 @@ export function apiReferenceMarkdown(doc: Doc, options: ReferenceOptions = {}): 
     for (const o of ops.filter((_, i) => used[i] === tag)) {
       const who = (o.op.security ?? doc.security ?? []) as Schema[];
       const schemes = [...new Set(who.flatMap((r) => Object.keys(r)))];
-      out.push(`| [${code(`${o.method.toUpperCase()} ${o.path}`)}](#${operationAnchor(o.method, o.path)}) | ${cell(o.op.summary ?? "")} | ${schemes.length === 0 ? "none" : cell(schemes.join(", "))} |`);
+      out.push(
+        `| [${code(`${o.method.toUpperCase()} ${o.path}`)}](#${operationAnchor(o.method, o.path)}) | ${cell(o.op.summary ?? "")} | ${schemes.length === 0 ? "none" : cell(schemes.join(", "))} |`,
+      );
     }
   }
   for (const tag of tags) {

@@ -177,7 +177,14 @@ export function mount(app: Hono<App>, routes: readonly Route[]): void {
 export function allowedMethods(routes: readonly Route[]): Map<string, string> {
   const byPath = new Map<string, Set<Method>>();
   for (const r of routes) (byPath.get(r.path) ?? byPath.set(r.path, new Set()).get(r.path)!).add(r.method);
-  return new Map([...byPath].map(([path, methods]) => [path, METHODS.filter((m) => methods.has(m)).map((m) => m.toUpperCase()).join(", ")]));
+  return new Map(
+    [...byPath].map(([path, methods]) => [
+      path,
+      METHODS.filter((m) => methods.has(m))
+        .map((m) => m.toUpperCase())
+        .join(", "),
+    ]),
+  );
 }
 
 /** A declared path with another method: a 405 that says what is allowed. */

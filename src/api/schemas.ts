@@ -31,7 +31,13 @@ export const outcomeSchema = z.object({
   emitted: z.number().int().describe("rows written to the output"),
   duplicates: z.number().int().describe("rows dropped as copies of a remembered key, or of an earlier row in the batch"),
   late: z.number().int().describe("rows dropped because their event time <= the watermark"),
-  conflicts: z.number().int().optional().describe("copies of a remembered id whose content (minus volatile fields) differs from the kept copy's: counted in duplicates too (onConflict drop) or in rejected (reject)"),
+  conflicts: z
+    .number()
+    .int()
+    .optional()
+    .describe(
+      "copies of a remembered id whose content (minus volatile fields) differs from the kept copy's: counted in duplicates too (onConflict drop) or in rejected (reject)",
+    ),
   rejected: z
     .array(z.object({ index: z.number().int().describe("zero-based position in the batch"), error: z.string() }))
     .describe("rows that failed validation; at most the first 100"),
@@ -76,7 +82,10 @@ export const streamConfigSchema = z.looseObject({
   limits: z.object({ maxBodyBytes: z.number().int(), maxRows: z.number().int() }),
   table: z.looseObject({ format: z.literal("iceberg"), location: z.string().optional() }).optional(),
   stateKeys: z.literal("hashed").optional().describe("present when partitions keep 64-bit key hashes"),
-  contentKey: z.object({ exclude: z.array(z.string()) }).optional().describe('present for "key": {"content": …}; key is then []'),
+  contentKey: z
+    .object({ exclude: z.array(z.string()) })
+    .optional()
+    .describe('present for "key": {"content": …}; key is then []'),
   volatile: z.array(z.string()).optional(),
   onConflict: z.literal("reject").optional().describe("absent: drop"),
   keepDuplicates: z.literal(true).optional(),
@@ -92,7 +101,11 @@ export const putStreamResultSchema = z.object({
 const stateTotals = z.object({
   rows: z.number().int(),
   bytes: z.number().int(),
-  unkeyedHashPartitions: z.number().int().optional().describe('stateKeys "hashed": partitions that store keys by the unkeyed hash of an earlier release (health warns)'),
+  unkeyedHashPartitions: z
+    .number()
+    .int()
+    .optional()
+    .describe('stateKeys "hashed": partitions that store keys by the unkeyed hash of an earlier release (health warns)'),
 });
 
 export const sourceInfoSchema = z.object({
@@ -104,8 +117,11 @@ export const sourceInfoSchema = z.object({
 });
 
 /** A provider webhook source's counts (src/webhooks/tally.ts). */
-const webhookCountsSchema = z.record(z.string(), z.object({ replayed: z.number().int(), refused: z.record(z.string(), z.number().int()), rows: z.number().int() }))
-  .describe("per provider webhook source: redeliveries answered as replays, deliveries refused by their signature (by reason: malformed, stale, wrong-provider, bad-signature), and its committed rows");
+const webhookCountsSchema = z
+  .record(z.string(), z.object({ replayed: z.number().int(), refused: z.record(z.string(), z.number().int()), rows: z.number().int() }))
+  .describe(
+    "per provider webhook source: redeliveries answered as replays, deliveries refused by their signature (by reason: malformed, stale, wrong-provider, bad-signature), and its committed rows",
+  );
 
 export const streamInfoSchema = z.object({
   stream: z.string(),
@@ -145,7 +161,12 @@ export const stateEntrySchema = z.object({
   expiresAt: z.number().nullable(),
   // Asked by ?row= only: the key's receipt (DESIGN §11).
   kept: z
-    .object({ batchId: z.string(), source: z.string(), seq: z.number().int().nullable().describe("its commit number; null once the ledger has forgotten the batch"), eventTime: z.number().nullable() })
+    .object({
+      batchId: z.string(),
+      source: z.string(),
+      seq: z.number().int().nullable().describe("its commit number; null once the ledger has forgotten the batch"),
+      eventTime: z.number().nullable(),
+    })
     .nullable()
     .optional()
     .describe("?row= only: the kept copy's batch (null: kept before receipts were recorded)"),
@@ -196,7 +217,12 @@ export const runStartedSchema = z.object({ id: z.string(), stream: z.string(), p
 
 /** RunView in src/sources/files/plan.ts. */
 /** The table snapshot a file run waited for (and GET …/publication shows). */
-const snapshotBrief = z.object({ "snapshot-id": z.number(), "sequence-number": z.number().int(), "total-records": z.number().int(), "commit-seq": z.number().int() });
+const snapshotBrief = z.object({
+  "snapshot-id": z.number(),
+  "sequence-number": z.number().int(),
+  "total-records": z.number().int(),
+  "commit-seq": z.number().int(),
+});
 export const runSchema = z.object({
   id: z.string(),
   status: z.enum(["running", "done", "failed"]),
@@ -212,16 +238,23 @@ export const runSchema = z.object({
   errors: z.array(z.object({ key: z.string(), detail: z.string() })),
   startedAt: z.number(),
   finishedAt: z.number().nullable(),
-  options: z.object({
-    multiLine: z.boolean().optional(), maxFilesPerTrigger: z.number().int().optional(),
-    cleanSource: z.enum(["off", "archive", "delete"]).optional(), sourceArchiveDir: z.string().optional(),
-  }).describe("the run's file-source options as given"),
-  publication: z.object({
-    commitSeq: z.number().int().describe("the stream's last commit once every file was settled"),
-    manifest: z.number().int().describe("the last commit the committed manifest holds"),
-    table: z.number().int().nullable().describe("the last commit the table holds (null: no table)"),
-    snapshot: snapshotBrief.nullable().describe("the table snapshot the run waited for"),
-  }).nullable().describe("null while files are ingested; then what done waits for: done once /output, the manifest and the table hold commitSeq"),
+  options: z
+    .object({
+      multiLine: z.boolean().optional(),
+      maxFilesPerTrigger: z.number().int().optional(),
+      cleanSource: z.enum(["off", "archive", "delete"]).optional(),
+      sourceArchiveDir: z.string().optional(),
+    })
+    .describe("the run's file-source options as given"),
+  publication: z
+    .object({
+      commitSeq: z.number().int().describe("the stream's last commit once every file was settled"),
+      manifest: z.number().int().describe("the last commit the committed manifest holds"),
+      table: z.number().int().nullable().describe("the last commit the table holds (null: no table)"),
+      snapshot: snapshotBrief.nullable().describe("the table snapshot the run waited for"),
+    })
+    .nullable()
+    .describe("null while files are ingested; then what done waits for: done once /output, the manifest and the table hold commitSeq"),
 });
 
 export const publicationSchema = z.object({
@@ -248,15 +281,17 @@ export const credentialListSchema = z.object({ credentials: z.array(credentialSc
 export const tableSnapshotSchema = z.object({
   stream: z.string(),
   metadataLocation: z.string(),
-  snapshot: z.looseObject({
-    "snapshot-id": z.number(),
-    "parent-snapshot-id": z.number().optional(),
-    "sequence-number": z.number(),
-    "timestamp-ms": z.number(),
-    "manifest-list": z.string(),
-    summary: z.object({ operation: z.enum(["append", "replace"]) }).catchall(z.string()),
-    "schema-id": z.number(),
-  }).describe("the current snapshot, as Iceberg writes it"),
+  snapshot: z
+    .looseObject({
+      "snapshot-id": z.number(),
+      "parent-snapshot-id": z.number().optional(),
+      "sequence-number": z.number(),
+      "timestamp-ms": z.number(),
+      "manifest-list": z.string(),
+      summary: z.object({ operation: z.enum(["append", "replace"]) }).catchall(z.string()),
+      "schema-id": z.number(),
+    })
+    .describe("the current snapshot, as Iceberg writes it"),
   publishing: z
     .object({
       publishedSeq: z.number().int().describe("the last commit sequence in the table"),
@@ -299,9 +334,11 @@ const adviceFiguresSchema = z.object({
   rows: z.number().int().describe("accepted rows (emitted, duplicate or late)"),
   duplicates: z.number().int(),
   duplicateRate: z.number().describe("duplicates / rows"),
-  gaps: z.object({ count: z.number().int(), p50: ms, p90: ms, p99: ms, "p99.9": ms, max: ms })
+  gaps: z
+    .object({ count: z.number().int(), p50: ms, p90: ms, p99: ms, "p99.9": ms, max: ms })
     .describe("|T − T_first| of each duplicate to the copy kept, ms (null: no duplicates)"),
-  disorder: z.object({ events: z.number().int(), outOfOrder: z.number().int(), outOfOrderShare: z.number(), p50: ms, p99: ms, "p99.9": ms, max: ms })
+  disorder: z
+    .object({ events: z.number().int(), outOfOrder: z.number().int(), outOfOrderShare: z.number(), p50: ms, p99: ms, "p99.9": ms, max: ms })
     .describe("per row, how far behind its source's max event time before it, ms"),
   recommendation: z.object({
     watermarkDelay: z.string().describe('Spark-style, e.g. "15 minutes"'),

@@ -29,8 +29,7 @@ export interface SealedFor {
   id: string;
 }
 
-export const credentialsUnreadable = (detail: string) =>
-  new HttpError(503, "credentials-unreadable", "Signing secrets cannot be read", detail);
+export const credentialsUnreadable = (detail: string) => new HttpError(503, "credentials-unreadable", "Signing secrets cannot be read", detail);
 
 /** The configured keys, current first; a missing or short CREDENTIALS_KEY is a 503 that says why. */
 export function sealingKeys(env: SealingKeys): string[] {

@@ -58,8 +58,7 @@ export function mediaType(contentType: string | null): string {
 }
 
 function signedText(version: "v1" | "v2", t: number, body: Uint8Array, bound?: SignedRequest): Uint8Array {
-  const prefix =
-    version === "v1" ? `${t}.` : `v2\n${t}\n${bound!.stream}\n${bound!.source}\n${bound!.batchId}\n${mediaType(bound!.contentType)}\n`;
+  const prefix = version === "v1" ? `${t}.` : `v2\n${t}\n${bound!.stream}\n${bound!.source}\n${bound!.batchId}\n${mediaType(bound!.contentType)}\n`;
   const head = encoder.encode(prefix);
   const msg = new Uint8Array(head.length + body.length);
   msg.set(head);

@@ -10,7 +10,11 @@ import { watermarkSources } from "../stream/watermark";
  */
 export async function streamHealth(env: Env, stream: string) {
   const coordinator = coordinatorStub(env, stream);
-  const [d, progress, table] = await Promise.all([coordinator.describe(), coordinator.progress(DEFAULT_THRESHOLDS.windowBatches), coordinator.tablePublishing()]);
+  const [d, progress, table] = await Promise.all([
+    coordinator.describe(),
+    coordinator.progress(DEFAULT_THRESHOLDS.windowBatches),
+    coordinator.tablePublishing(),
+  ]);
   if (!d) return null;
   const counted = new Set(watermarkSources(d.config, d.sources));
   const sources: Record<string, HealthSource> = {};

@@ -87,14 +87,20 @@ export async function webhook(
   // The identity is the batch id, which only signed bytes decide: a Stripe
   // redelivery's bytes may differ (pending_webhooks) and must replay, never be a
   // 422; a GitHub or Shopify one is the same bytes (its id is their hash).
-  const r = await submitBatch(env, stream, {
-    sourceHeader: source,
-    batchId,
-    auth,
-    rows: [envelope.row],
-    identity: `webhook:${batchId}`,
-    bytes: body.byteLength,
-  }, null, coordinator);
+  const r = await submitBatch(
+    env,
+    stream,
+    {
+      sourceHeader: source,
+      batchId,
+      auth,
+      rows: [envelope.row],
+      identity: `webhook:${batchId}`,
+      bytes: body.byteLength,
+    },
+    null,
+    coordinator,
+  );
   if (r.kind === "replayed") count("replayed");
   return { outcome: webhookOutcome(r, source), batchId };
 }
@@ -113,9 +119,13 @@ function countWebhook(coordinator: CoordinatorStub, stream: string, source: stri
 
 /** A delivery over its source's cap: refused before its signature is checked, with no more of it read. */
 const webhookTooLarge = (limit: number, source: string) =>
-  new HttpError(413, "body-too-large", "Payload too large",
+  new HttpError(
+    413,
+    "body-too-large",
+    "Payload too large",
     `the delivery's body is larger than ${limit} bytes; source "${source}" reads at most ${limit} before checking a webhook signature ` +
-      `(sources.${source}.maxWebhookBytes, default 1 MiB, never above the stream's limits.maxBodyBytes)`);
+      `(sources.${source}.maxWebhookBytes, default 1 MiB, never above the stream's limits.maxBodyBytes)`,
+  );
 
 /**
  * The webhook adapter's mapper. A delivery's signature is its only proof, so

@@ -74,9 +74,11 @@ export function parseAdviseArgs(argv: readonly string[]): ParsedAdvise {
   if (!v.time) return { kind: "error", message: "--time is required (the event-time column)" };
   if (v.unit !== undefined && v.unit !== "ms" && v.unit !== "s") return { kind: "error", message: `--unit must be ms or s, not "${v.unit}"` };
   const margin = v.margin === undefined ? DEFAULT_MARGIN : Number(v.margin);
-  if (!/^\d+(\.\d+)?$/.test(v.margin ?? "1") || !(margin >= 1) || margin > 100) return { kind: "error", message: `--margin must be a number from 1 to 100, not "${v.margin}"` };
+  if (!/^\d+(\.\d+)?$/.test(v.margin ?? "1") || !(margin >= 1) || margin > 100)
+    return { kind: "error", message: `--margin must be a number from 1 to 100, not "${v.margin}"` };
   const bytesPerKey = v["bytes-per-key"] === undefined ? DEFAULT_BYTES_PER_KEY : Number(v["bytes-per-key"]);
-  if (!/^\d+$/.test(v["bytes-per-key"] ?? "1") || bytesPerKey < 1) return { kind: "error", message: `--bytes-per-key must be a whole number ≥ 1, not "${v["bytes-per-key"]}"` };
+  if (!/^\d+$/.test(v["bytes-per-key"] ?? "1") || bytesPerKey < 1)
+    return { kind: "error", message: `--bytes-per-key must be a whole number ≥ 1, not "${v["bytes-per-key"]}"` };
   return {
     kind: "advise",
     files,
@@ -109,7 +111,12 @@ function firstChar(path: string): string {
   try {
     const buf = Buffer.alloc(4096);
     const n = readSync(fd, buf, 0, buf.length, 0);
-    return buf.subarray(0, n).toString("utf8").replace(/^\uFEFF/, "").trimStart().charAt(0);
+    return buf
+      .subarray(0, n)
+      .toString("utf8")
+      .replace(/^\uFEFF/, "")
+      .trimStart()
+      .charAt(0);
   } finally {
     closeSync(fd);
   }
@@ -155,7 +162,10 @@ function* rowsOfInputs(files: readonly string[], readStdin: () => string, at: Lo
   for (const file of files) {
     if (file === "-") {
       const text = readStdin();
-      const first = text.replace(/^\uFEFF/, "").trimStart().charAt(0);
+      const first = text
+        .replace(/^\uFEFF/, "")
+        .trimStart()
+        .charAt(0);
       yield* first === "[" ? jsonRows("stdin", text, at) : ndjsonRows("stdin", text.split("\n"), at, notes);
       continue;
     }

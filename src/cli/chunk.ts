@@ -65,7 +65,8 @@ function ndjsonRows(text: string): string[] {
   for (const [i, raw] of lines.entries()) {
     const line = raw.trim();
     if (line === "") continue;
-    if (!parseJson(line).ok) throw new FileError(`line ${i + 1} is not valid JSON (a .json file is read as one object per line unless it is one JSON document)`);
+    if (!parseJson(line).ok)
+      throw new FileError(`line ${i + 1} is not valid JSON (a .json file is read as one object per line unless it is one JSON document)`);
     rows.push(line);
   }
   return rows;

@@ -71,7 +71,8 @@ function gunzip(bytes: Uint8Array): Uint8Array {
     return gunzipSync(bytes, { maxOutputLength: bufferLimits.MAX_STRING_LENGTH });
   } catch (e) {
     const code = (e as { code?: string }).code;
-    if (code === "ERR_BUFFER_TOO_LARGE") throw new FileError(`more than ${bufferLimits.MAX_STRING_LENGTH} bytes decompressed: too large to read at once; split it`);
+    if (code === "ERR_BUFFER_TOO_LARGE")
+      throw new FileError(`more than ${bufferLimits.MAX_STRING_LENGTH} bytes decompressed: too large to read at once; split it`);
     throw new FileError("the name ends in .gz but the file is not valid gzip");
   }
 }
@@ -105,7 +106,8 @@ export async function send(options: SendOptions, io: Io): Promise<Summary> {
   const progress = createProgress(state, io.stderr, { quiet: options.quiet });
   const ticker = setInterval(() => progress.update(), 1_000);
   ticker.unref();
-  deps.onRetry ??= (b, attempt, reason, delay) => progress.note(`${b.file} batch ${b.index}: ${reason}; attempt ${attempt + 1} in ${(delay / 1000).toFixed(1)} s`);
+  deps.onRetry ??= (b, attempt, reason, delay) =>
+    progress.note(`${b.file} batch ${b.index}: ${reason}; attempt ${attempt + 1} in ${(delay / 1000).toFixed(1)} s`);
 
   // Second pass, lazily: one file's batches in memory at a time (and the ones in flight).
   const left = new Map<string, number>(); // batches not finished yet, per file

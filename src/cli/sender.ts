@@ -101,7 +101,8 @@ export async function sendBatch(batch: Batch, target: Target, policy: RetryPolic
         return { ok: false, error: `HTTP ${e.status} with an unreadable body: ${e.text.slice(0, 200)}`, attempts: attempt, fatal: false };
       } else {
         const err = e as Error & { cause?: { code?: string; message?: string } };
-        lastError = err.name === "TimeoutError" ? `no answer within ${policy.timeoutMs} ms` : `network error: ${err.cause?.code ?? err.cause?.message ?? err.message}`;
+        lastError =
+          err.name === "TimeoutError" ? `no answer within ${policy.timeoutMs} ms` : `network error: ${err.cause?.code ?? err.cause?.message ?? err.message}`;
       }
     }
     if (attempt >= policy.maxAttempts) {

@@ -64,8 +64,13 @@ export interface Failures {
 export const noFailures = (): Failures => ({ stopped: null, refused: 0, transient: 0, files: 0, unread: 0 });
 
 export function summarize(
-  stream: string, source: string, files: FileReport[], skipped: SkippedFile[], elapsedMs: number,
-  failures: Failures = noFailures(), published: Published | null = null,
+  stream: string,
+  source: string,
+  files: FileReport[],
+  skipped: SkippedFile[],
+  elapsedMs: number,
+  failures: Failures = noFailures(),
+  published: Published | null = null,
 ): Summary {
   const totals = { files: files.length, ...emptyCounts() };
   for (const f of files) for (const c of COUNTS) totals[c] += f[c];
@@ -81,19 +86,33 @@ export function adviceFor(s: Pick<Summary, "ok" | "stream" | "source">, f: Failu
   const out: string[] = [];
   const status = f.stopped?.status;
   if (status === 401 || status === 403) {
-    out.push(`the service refused the credential (HTTP ${status}), so the rest was not sent: check --token / EDGE_DEDUP_TOKEN (the admin token, or a token of source "${s.source}") and that the source is not disabled; then run the same command again (committed batches replay)`);
+    out.push(
+      `the service refused the credential (HTTP ${status}), so the rest was not sent: check --token / EDGE_DEDUP_TOKEN (the admin token, or a token of source "${s.source}") and that the source is not disabled; then run the same command again (committed batches replay)`,
+    );
   } else if (status === 404) {
-    out.push(`stream "${s.stream}" does not exist there (HTTP 404), so the rest was not sent: check --url and --stream, or create it (PUT /v1/streams/${s.stream}); then run the same command again`);
+    out.push(
+      `stream "${s.stream}" does not exist there (HTTP 404), so the rest was not sent: check --url and --stream, or create it (PUT /v1/streams/${s.stream}); then run the same command again`,
+    );
   } else if (f.stopped) out.push(`the run stopped at "${f.stopped.error}"`);
-  if (f.files > 0) out.push(`fix the file${f.files === 1 ? "" : "s"} named under errors (nothing of ${f.files === 1 ? "it" : "them"} was sent), then run the same command again`);
+  if (f.files > 0)
+    out.push(
+      `fix the file${f.files === 1 ? "" : "s"} named under errors (nothing of ${f.files === 1 ? "it" : "them"} was sent), then run the same command again`,
+    );
   if (f.refused > 0) {
-    out.push(`${f.refused} batch${f.refused === 1 ? " was" : "es were"} refused as sent (see errors): sending the same bytes again gets the same answer; fix the rows, or use smaller --batch-rows / --max-body-bytes for a 413`);
+    out.push(
+      `${f.refused} batch${f.refused === 1 ? " was" : "es were"} refused as sent (see errors): sending the same bytes again gets the same answer; fix the rows, or use smaller --batch-rows / --max-body-bytes for a 413`,
+    );
   }
   if (f.unread > 0) {
     const them = f.unread === 1 ? "it" : "them";
-    out.push(`${f.unread} file${f.unread === 1 ? " looks" : "s look"} like data this command cannot read (see "not read"), so nothing of ${them} was sent: decompress ${them} (gzip, .gz, is read) or convert ${them} to .json / .ndjson / .jsonl, then run the same command again (committed batches replay)`);
+    out.push(
+      `${f.unread} file${f.unread === 1 ? " looks" : "s look"} like data this command cannot read (see "not read"), so nothing of ${them} was sent: decompress ${them} (gzip, .gz, is read) or convert ${them} to .json / .ndjson / .jsonl, then run the same command again (committed batches replay)`,
+    );
   }
-  if (f.transient > 0) out.push(`${f.transient} batch${f.transient === 1 ? "" : "es"} failed for a reason that may pass: run the same command again to retry (committed batches replay)`);
+  if (f.transient > 0)
+    out.push(
+      `${f.transient} batch${f.transient === 1 ? "" : "es"} failed for a reason that may pass: run the same command again to retry (committed batches replay)`,
+    );
   return out;
 }
 
@@ -105,7 +124,11 @@ export function renderTable(s: Summary): string {
   const total = [`total (${s.totals.files} file${s.totals.files === 1 ? "" : "s"})`, ...COUNTS.map((c) => fmt(s.totals[c]))];
   const all = [head, ...body, total];
   const widths = head.map((_, i) => Math.max(...all.map((r) => r[i].length)));
-  const line = (r: string[]) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join("  ").trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i])))
+      .join("  ")
+      .trimEnd();
   const rule = widths.map((w) => "-".repeat(w)).join("  ");
   const out = [line(head), rule, ...body.map(line), rule, line(total)];
   out.push(...skippedLines(s.skipped));
@@ -117,7 +140,10 @@ export function renderTable(s: Summary): string {
   const sentNow = `${fmt(now)} committed now (${fmt(t.emitted)} emitted, ${fmt(t.duplicates)} duplicates, ${fmt(t.late)} late, ${fmt(t.rejected)} rejected)`;
   const replayed = `${fmt(t.replayed)} replayed (committed by an earlier run: nothing new, not counted again)`;
   const unread = s.skipped.filter((k) => k.data).length;
-  const outcome = t.failed === 0 ? `all ${fmt(t.batches)} batches committed (${fmt(t.replayed)} replayed) to stream ${s.stream} in ${secs} s` : `${fmt(t.failed)} of ${fmt(t.batches)} batches failed`;
+  const outcome =
+    t.failed === 0
+      ? `all ${fmt(t.batches)} batches committed (${fmt(t.replayed)} replayed) to stream ${s.stream} in ${secs} s`
+      : `${fmt(t.failed)} of ${fmt(t.batches)} batches failed`;
   out.push("", unread === 0 ? outcome : `${outcome}; ${fmt(unread)} file${unread === 1 ? "" : "s"} of data not read`);
   out.push(`  ${sentNow}`, `  ${replayed}`);
   if (s.published) out.push(`  ${publishedLine(s.published)}`);
@@ -133,7 +159,8 @@ function skippedLines(skipped: readonly SkippedFile[]): string[] {
   const out: string[] = [];
   const line = (k: SkippedFile) => `  ${k.rel} (${k.reason}${k.files === undefined ? "" : `; ${fmt(k.files)} file${k.files === 1 ? "" : "s"} in it`})`;
   const unread = skipped.filter((k) => k.data);
-  if (unread.length > 0) out.push("", `not read: ${unread.length} file${unread.length === 1 ? "" : "s"} of data this command cannot read, so the run fails:`, ...unread.map(line));
+  if (unread.length > 0)
+    out.push("", `not read: ${unread.length} file${unread.length === 1 ? "" : "s"} of data this command cannot read, so the run fails:`, ...unread.map(line));
   const rest = skipped.filter((k) => !k.data);
   if (rest.length > 0) {
     const n = rest.reduce((sum, k) => sum + (k.files ?? 1), 0);
@@ -149,7 +176,8 @@ export function renderJson(s: Summary): string {
 
 function publishedLine(p: Published): string {
   const where = p.table === null ? "/output and the committed manifest" : "/output, the committed manifest and the table";
-  if (!p.caughtUp) return `after ${(p.waitedMs / 1000).toFixed(0)} s the manifest holds commit ${p.manifest}${p.table === null ? "" : ` and the table commit ${p.table}`}, not yet ${p.commitSeq}: the rows are committed; readers outside see them shortly`;
+  if (!p.caughtUp)
+    return `after ${(p.waitedMs / 1000).toFixed(0)} s the manifest holds commit ${p.manifest}${p.table === null ? "" : ` and the table commit ${p.table}`}, not yet ${p.commitSeq}: the rows are committed; readers outside see them shortly`;
   const snap = p.snapshot ? ` (table snapshot ${p.snapshot["snapshot-id"]}, ${fmt(p.snapshot["total-records"])} records)` : "";
   return `readable in ${where} up to commit ${p.commitSeq}${snap}`;
 }

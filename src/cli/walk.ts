@@ -48,7 +48,10 @@ export function kindOf(name: string): InputKind | undefined {
 }
 
 const skip = (rel: string, reason: string, data: boolean, files?: number): SkippedFile => ({
-  rel, reason, ...(data ? { data: true as const } : {}), ...(files === undefined ? {} : { files }),
+  rel,
+  reason,
+  ...(data ? { data: true as const } : {}),
+  ...(files === undefined ? {} : { files }),
 });
 
 const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

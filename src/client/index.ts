@@ -9,8 +9,24 @@
  * to what the service answers, and a caller gets the service's JSON as sent.
  */
 import type {
-  Advice, CreatedCredential, Credential, CredentialList, Health, Healthz, Outcome, PartitionState, Problem, Progress, ProgressReport, Publication, PutStreamResult, Run,
-  RunStarted, StreamInfo, StreamList, TableSnapshot,
+  Advice,
+  CreatedCredential,
+  Credential,
+  CredentialList,
+  Health,
+  Healthz,
+  Outcome,
+  PartitionState,
+  Problem,
+  Progress,
+  ProgressReport,
+  Publication,
+  PutStreamResult,
+  Run,
+  RunStarted,
+  StreamInfo,
+  StreamList,
+  TableSnapshot,
 } from "../api/schemas.ts";
 import type { credentialBody } from "../api/credentials.ts";
 import type { runBody } from "../sources/files/run-body.ts";
@@ -21,8 +37,24 @@ import type { z } from "zod";
 import type { ProviderType } from "../webhooks/provider.ts";
 
 export type {
-  Advice, CreatedCredential, Credential, CredentialList, Health, Healthz, Outcome, PartitionState, Problem, Progress, ProgressReport, Publication, PutStreamResult, Run,
-  RunStarted, StreamInfo, StreamList, TableSnapshot,
+  Advice,
+  CreatedCredential,
+  Credential,
+  CredentialList,
+  Health,
+  Healthz,
+  Outcome,
+  PartitionState,
+  Problem,
+  Progress,
+  ProgressReport,
+  Publication,
+  PutStreamResult,
+  Run,
+  RunStarted,
+  StreamInfo,
+  StreamList,
+  TableSnapshot,
 };
 export type { SourceInfo, StateEntry, StreamConfigView } from "../api/schemas.ts";
 
@@ -262,7 +294,9 @@ export function createClient(options: ClientOptions) {
     /** A page of the keys one partition remembers. */
     /** a page of one partition's keys; or, given `row` (as ingest would take it), just that row's key if it is remembered */
     state: (stream: string, opts: { partition: number; limit?: number; after?: string } | { row: Record<string, unknown>; provider?: ProviderType }) =>
-      get<PartitionState>(`${streamPath(stream)}/state${query("row" in opts ? { row: JSON.stringify(opts.row), ...(opts.provider ? { provider: opts.provider } : {}) } : opts)}`),
+      get<PartitionState>(
+        `${streamPath(stream)}/state${query("row" in opts ? { row: JSON.stringify(opts.row), ...(opts.provider ? { provider: opts.provider } : {}) } : opts)}`,
+      ),
 
     health: (stream: string) => get<Health>(`${streamPath(stream)}/health`),
     /** the delay advisor's live figures per source, and the recommended watermarkDelay */

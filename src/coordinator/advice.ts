@@ -1,5 +1,13 @@
 import type { BatchCounts } from "../stream/batch";
-import { emptyFigures, figuresFromJson, figuresToJson, observeBatch, type BatchObservation, type LiveFigures, type LiveFiguresJson } from "../stream/advisor/live";
+import {
+  emptyFigures,
+  figuresFromJson,
+  figuresToJson,
+  observeBatch,
+  type BatchObservation,
+  type LiveFigures,
+  type LiveFiguresJson,
+} from "../stream/advisor/live";
 
 /**
  * The delay advisor's live figures per source (the figures themselves are

@@ -50,8 +50,18 @@ import {
 // The protocol's names stay importable from here for code written before it had a module of its own.
 export { WAIT_FOR_INFLIGHT_MS };
 export type {
-  Admission, BatchAnswer, CallerClaim, CommitRequest, ConfigureResult, IngestAuth, IngestRequest, IngestResult, ReceivedBatch, SealedSigner,
-  StreamDescription, TouchedPartition,
+  Admission,
+  BatchAnswer,
+  CallerClaim,
+  CommitRequest,
+  ConfigureResult,
+  IngestAuth,
+  IngestRequest,
+  IngestResult,
+  ReceivedBatch,
+  SealedSigner,
+  StreamDescription,
+  TouchedPartition,
 } from "./protocol";
 
 export { COORDINATOR_MIGRATIONS };
@@ -147,7 +157,11 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     this.outbox = new Outbox(this.sql);
     this.ledger = new BatchLedger(this.sql, this.outbox);
     this.keys = new CredentialStore(this.sql);
-    this.book = new StateBook(this.sql, () => this.outbox.records(), (b) => this.adopt(b));
+    this.book = new StateBook(
+      this.sql,
+      () => this.outbox.records(),
+      (b) => this.adopt(b),
+    );
     this.figures = this.book.figures;
     this.partitions = this.book.partitions;
     this.laneRefs = new LaneRefs(this.sql, this.outbox);
@@ -195,9 +209,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
         idle: isIdle(meta.config, s, own(progress, s), Date.now()),
       };
     }
-    const stats = await Promise.all(
-      Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p).describe(meta.epoch)),
-    );
+    const stats = await Promise.all(Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p).describe(meta.epoch)));
     // Commit numbers run 1, 2, 3… with no gaps: the last one is the count, without a scan of the ledger.
     const committed = this.ledger.lastSeq();
     const webhooks = webhookFigures(this.counters.all());
@@ -229,7 +241,13 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     if (!meta) return claim.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" };
     const caller = this.keys.caller(meta.config, sourceHeader, claim);
     if (caller.kind !== "ok") return caller;
-    return { kind: "admitted", source: caller.source, limits: meta.config.limits, signers: caller.signers, webhookBytes: webhookBodyLimit(meta.config, caller.source) };
+    return {
+      kind: "admitted",
+      source: caller.source,
+      limits: meta.config.limits,
+      signers: caller.signers,
+      webhookBytes: webhookBodyLimit(meta.config, caller.source),
+    };
   }
 
   /**
@@ -242,7 +260,9 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   noteWebhooks(source: string, deltas: [string, number][]): void {
     const meta = this.meta();
     if (!meta || this.keys.caller(meta.config, source, { kind: "provider" }).kind === "unauthorized") return;
-    const counted = deltas.filter(([name, n]) => isWebhookCounter(name) && Number.isSafeInteger(n) && n > 0).map(([name, n]): [string, string, number] => [name, source, n]);
+    const counted = deltas
+      .filter(([name, n]) => isWebhookCounter(name) && Number.isSafeInteger(n) && n > 0)
+      .map(([name, n]): [string, string, number] => [name, source, n]);
     if (counted.length === 0) return;
     this.counters.add(counted);
     this.book.write();
@@ -299,7 +319,12 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       this.leases.set(batchKey(a.source, req.batchId), now + LEASE_MS);
       answers.push(null);
       queued.push({
-        source: a.source, batchId: req.batchId, identity: req.identity, rows: req.rows, fault, row: a.kind === "resumed" ? a.row : null,
+        source: a.source,
+        batchId: req.batchId,
+        identity: req.identity,
+        rows: req.rows,
+        fault,
+        row: a.kind === "resumed" ? a.row : null,
       });
     }
     this.timer?.submitted(queued);
@@ -482,8 +507,14 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       // The group's lanes name its members by the numbers they were to take: a commit that came first makes them wrong; the group runs again.
       if (begun.firstSeq !== lastSeq + 1) throw new Error(`commit ${lastSeq} came before this group's: its members would not commit from ${begun.firstSeq}`);
       const plan = planCommit<LaneKeys, CommitRequest>({
-        config: meta.config, now, state: { watermark: meta.watermark, sources: this.sourceProgress() }, lastSeq, reqs, rows,
-        figures: this.partitions.figures(), recorded: recordedOutcome,
+        config: meta.config,
+        now,
+        state: { watermark: meta.watermark, sources: this.sourceProgress() },
+        lastSeq,
+        reqs,
+        rows,
+        figures: this.partitions.figures(),
+        recorded: recordedOutcome,
         outbox: outbox ? { entry: meta.outboxFloor + lastSeq + 1, ranges: outbox.ranges } : null,
       });
       if (!plan.fresh) return { plan, next: null };
@@ -497,7 +528,10 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
       const next = this.beginNext(meta, plan.watermark, now);
       const record = this.book.next({ watermark: plan.watermark, sources: plan.sources, begun: next ? begunGroup(next.id, next.members, now) : null });
       // A small micro-batch's lanes join the outbox here, in the commit itself, with the record.
-      if (outbox) this.book.written((this.outbox.append(meta.outboxFloor + plan.firstSeq, outbox.lanes, reqs, now, { v: record.v, s: stateJson(record) }, group!), record));
+      if (outbox)
+        this.book.written(
+          (this.outbox.append(meta.outboxFloor + plan.firstSeq, outbox.lanes, reqs, now, { v: record.v, s: stateJson(record) }, group!), record),
+        );
       else this.book.save(record);
       return { plan, next };
     });
@@ -538,7 +572,11 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   /** A micro-batch the object stopped with, begun and not committed: the ledger keeps it as it keeps a failed attempt's (src/coordinator/state.ts). */
   private adopt(b: BegunGroup): void {
     if (b.at < Date.now() - LEDGER_RETENTION_MS) return; // its partitions' decisions are gone by now
-    this.ledger.begin(b.id, b.members.map(([source, batchId, identity, watermark, begunAt, configVersion]) => ({ source, batchId, identity, watermark, begunAt, configVersion })), b.at);
+    this.ledger.begin(
+      b.id,
+      b.members.map(([source, batchId, identity, watermark, begunAt, configVersion]) => ({ source, batchId, identity, watermark, begunAt, configVersion })),
+      b.at,
+    );
   }
 
   /** Flushes everything waiting in the outbox now (the alarm does it when due); returns the entries flushed. */
@@ -554,7 +592,12 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
 
   /** One chunk of the outbox to R2; the state record is written to the state row when the rows that held it go. */
   private flushChunk(meta: Meta): Promise<number> {
-    return this.outbox.flush(this.env.SINK, { stream: meta.name, epoch: meta.epoch }, (fn) => this.ctx.storage.transactionSync(fn), () => void this.book.write());
+    return this.outbox.flush(
+      this.env.SINK,
+      { stream: meta.name, epoch: meta.epoch },
+      (fn) => this.ctx.storage.transactionSync(fn),
+      () => void this.book.write(),
+    );
   }
 
   /** The most recent `limit` progress reports, oldest first. */
@@ -612,8 +655,13 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     if (!meta) return null;
     const lastSeq = this.ledger.lastSeq();
     return {
-      name: meta.name, epoch: meta.epoch, incarnation: meta.incarnation, partitions: meta.config.partitions, lastSeq,
-      indexedFrom: this.ledger.indexedFrom(), config: meta.config,
+      name: meta.name,
+      epoch: meta.epoch,
+      incarnation: meta.incarnation,
+      partitions: meta.config.partitions,
+      lastSeq,
+      indexedFrom: this.ledger.indexedFrom(),
+      config: meta.config,
     };
   }
 
@@ -697,9 +745,15 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
 
   /** One prune step as the window decides it (src/coordinator/window.ts); one held back by the clock alone is not looked at again before its time. */
   private nextPruneStep(meta: Meta, now: number): { upTo: number | null; retryAt: number | null } {
-    const published = meta.config.table ? Math.min(this.metaStore.published("manifest"), this.metaStore.published("table")) : this.metaStore.published("manifest");
+    const published = meta.config.table
+      ? Math.min(this.metaStore.published("manifest"), this.metaStore.published("table"))
+      : this.metaStore.published("manifest");
     const step = pruneStep(this.ledger.oldest(PRUNE_STEP_GROUPS), {
-      now, window: idempotencyWindowOf(meta.config), mode: meta.config.mode, watermark: meta.watermark, publishedUpTo: published,
+      now,
+      window: idempotencyWindowOf(meta.config),
+      mode: meta.config.mode,
+      watermark: meta.watermark,
+      publishedUpTo: published,
     });
     this.pruneNotBefore = step.upTo === null && step.retryAt !== null && step.retryAt > now ? step.retryAt : 0;
     return step;
@@ -734,7 +788,12 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     }
     const counters = this.counters.all();
     const { bytes, batchesRemembered } = this.bookkeeping(meta);
-    return streamMetricsOf(meta.name, counters, { watermark: meta.watermark, sources, state: this.partitions.totals(), bookkeeping: { bytes, batchesRemembered } });
+    return streamMetricsOf(meta.name, counters, {
+      watermark: meta.watermark,
+      sources,
+      state: this.partitions.totals(),
+      bookkeeping: { bytes, batchesRemembered },
+    });
   }
 
   /** For GET /v1/streams/{stream}/advice: the delay advisor over the live figures (src/stream/advisor/live.ts). */
@@ -862,4 +921,3 @@ const sameItems = (a: readonly Submission[], b: readonly Submission[]) => a.leng
 function begunGroup(id: string, members: readonly Begun[], at: number): BegunGroup {
   return { id, at, members: members.map((m) => [m.source, m.batchId, m.identity, m.watermark, m.begunAt, m.configVersion]) };
 }
-

@@ -25,9 +25,7 @@ export const COUNTERS_MIGRATION: Migration = {
     }
     sql.exec("CREATE TABLE IF NOT EXISTS counters (id INTEGER PRIMARY KEY CHECK (id = 1), c TEXT NOT NULL)");
     if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'metrics'").toArray().length === 0) return;
-    sql.exec(
-      "INSERT OR REPLACE INTO counters (id, c) SELECT 1, coalesce(json_group_array(json_array(name, source, n)), '[]') FROM metrics",
-    );
+    sql.exec("INSERT OR REPLACE INTO counters (id, c) SELECT 1, coalesce(json_group_array(json_array(name, source, n)), '[]') FROM metrics");
     sql.exec("DROP TABLE metrics");
   },
 };

@@ -18,7 +18,9 @@ export class CredentialStore {
   holder(by: { kind: "token"; hash: string } | { kind: "hmac"; credentialId: string }): string | undefined {
     return this.sql
       .exec<{ source: string }>(
-        by.kind === "token" ? "SELECT source FROM credentials WHERE material = ? AND type = 'token'" : "SELECT source FROM credentials WHERE id = ? AND type <> 'token'",
+        by.kind === "token"
+          ? "SELECT source FROM credentials WHERE material = ? AND type = 'token'"
+          : "SELECT source FROM credentials WHERE id = ? AND type <> 'token'",
         by.kind === "token" ? by.hash : by.credentialId,
       )
       .toArray()[0]?.source;
@@ -43,7 +45,8 @@ export class CredentialStore {
   list(source: string, withMaterial = false): StoredCredential[] {
     return this.sql
       .exec<{ id: string; source: string; type: CredentialType; label: string | null; created_at: number; material: string }>(
-        "SELECT * FROM credentials WHERE source = ? ORDER BY created_at, id", source,
+        "SELECT * FROM credentials WHERE source = ? ORDER BY created_at, id",
+        source,
       )
       .toArray()
       .map((r) => ({ id: r.id, source: r.source, type: r.type, label: r.label, createdAt: r.created_at, material: withMaterial ? r.material : "" }));
@@ -61,7 +64,12 @@ export class CredentialStore {
     }
     this.sql.exec(
       "INSERT INTO credentials (id, source, type, label, created_at, material) VALUES (?, ?, ?, ?, ?, ?)",
-      c.id, c.source, c.type, c.label, c.createdAt, c.material,
+      c.id,
+      c.source,
+      c.type,
+      c.label,
+      c.createdAt,
+      c.material,
     );
     return "added";
   }

@@ -8,7 +8,8 @@ export type SameEventLane = (typeof SAME_EVENT_LANES)[number];
 export const isSameEventLane = (lane: Lane): lane is SameEventLane => (SAME_EVENT_LANES as readonly Lane[]).includes(lane);
 
 /** Created by a Coordinator migration: a committed batch's reference per lane it wrote to. */
-export const LANE_REFS_TABLE = "CREATE TABLE IF NOT EXISTS lane_refs (seq INTEGER NOT NULL, lane TEXT NOT NULL, ref TEXT NOT NULL, PRIMARY KEY (lane, seq)) WITHOUT ROWID;";
+export const LANE_REFS_TABLE =
+  "CREATE TABLE IF NOT EXISTS lane_refs (seq INTEGER NOT NULL, lane TEXT NOT NULL, ref TEXT NOT NULL, PRIMARY KEY (lane, seq)) WITHOUT ROWID;";
 
 /**
  * The commit index of the conflicts and duplicates lanes: one row per
@@ -39,7 +40,13 @@ export class LaneRefs {
   /** Committed batches that wrote to `lane`, in commit order, after `afterSeq` up to `upToSeq`. */
   commits(lane: SameEventLane, afterSeq: number, upToSeq: number, limit: number): ({ seq: number } & ({ ref: string } | { bytes: Uint8Array }))[] {
     const rows = this.sql
-      .exec<{ seq: number; ref: string }>("SELECT seq, ref FROM lane_refs WHERE lane = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?", lane, afterSeq, upToSeq, limit)
+      .exec<{ seq: number; ref: string }>(
+        "SELECT seq, ref FROM lane_refs WHERE lane = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+        lane,
+        afterSeq,
+        upToSeq,
+        limit,
+      )
       .toArray();
     const resolved = this.outbox.resolve(rows.map((r) => r.ref));
     return rows.map((r, i) => ({ seq: r.seq, ...resolved[i] }));

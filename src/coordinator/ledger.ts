@@ -104,7 +104,8 @@ export const LEDGER_MIGRATION: Migration = {
        SELECT seq, seq, c, CASE WHEN ?1 THEN c + ?2 ELSE NULL END, json_array(json_array(source, batch_id, data_key, late_key, rejected_key))
        FROM (SELECT *, coalesce(CASE WHEN json_type(report) = 'array' THEN json_extract(report, '$[7]') ELSE json_extract(report, '$.progress.committedAt') END, begun_at) AS c
              FROM batches WHERE seq IS NOT NULL)`,
-      config?.eventTime ? 1 : 0, skew,
+      config?.eventTime ? 1 : 0,
+      skew,
     );
     sql.exec(
       `INSERT INTO begun (id, at, members)
@@ -182,7 +183,8 @@ export class BatchLedger {
         `SELECT json_extract(m.value, '$[2]') AS body_hash, json_extract(m.value, '$[3]') AS watermark, json_extract(m.value, '$[4]') AS begun_at,
            json_extract(m.value, '$[5]') AS config_version, NULL AS seq, NULL AS report, g.id AS begun
          FROM begun g, json_each(g.members) m WHERE json_extract(m.value, '$[0]') = ?1 AND json_extract(m.value, '$[1]') = ?2`,
-        source, batchId,
+        source,
+        batchId,
       )
       .toArray()[0];
   }
@@ -199,7 +201,10 @@ export class BatchLedger {
            FROM (${this.index()}) g, json_each(g.members) m
            WHERE g.seq >= ?1 AND g.first_seq <= ?2 AND g.first_seq + m.key BETWEEN ?1 AND ?2
              AND json_extract(m.value, '$[0]') = ?3 AND json_extract(m.value, '$[1]') = ?4 AND json_extract(m.value, '$[${MEMBER_IDENTITY}]') IS NOT NULL`,
-          first, last, source, batchId,
+          first,
+          last,
+          source,
+          batchId,
         )
         .toArray()[0];
       if (found && found.report !== null) return found;
@@ -214,7 +219,8 @@ export class BatchLedger {
     return this.sql
       .exec<BatchRow>(
         "SELECT body_hash, 0 AS watermark, 0 AS begun_at, 0 AS config_version, seq, report, NULL AS begun FROM batches WHERE source = ?1 AND batch_id = ?2",
-        source, batchId,
+        source,
+        batchId,
       )
       .toArray()[0];
   }
@@ -246,7 +252,9 @@ export class BatchLedger {
   begin(id: string, members: readonly BegunRecord[], at: number): void {
     this.sql.exec(
       "INSERT OR REPLACE INTO begun (id, at, members) VALUES (?, ?, ?)",
-      id, at, JSON.stringify(members.map((m) => [m.source, m.batchId, m.identity, m.watermark, m.begunAt, m.configVersion])),
+      id,
+      at,
+      JSON.stringify(members.map((m) => [m.source, m.batchId, m.identity, m.watermark, m.begunAt, m.configVersion])),
     );
     // Ids are new (a group's is random, a batch's own begins once), so the count goes up by one.
     if (this.begunRows !== undefined) this.begunRows++;
@@ -280,13 +288,20 @@ export class BatchLedger {
       this.apartRows = true;
     }
     const record: GroupRecord = {
-      seq: firstSeq + members.length - 1, firstSeq, committedAt, maxEventTime,
+      seq: firstSeq + members.length - 1,
+      firstSeq,
+      committedAt,
+      maxEventTime,
       members: `[${members.map((m, i) => memberRecord(m, reports[i].length > RECORD_INLINE_MAX_BYTES ? "null" : reports[i])).join(",")}]`,
     };
     if (placement === "groups") {
       this.sql.exec(
         "INSERT INTO groups (seq, first_seq, committed_at, max_t, members) VALUES (?, ?, ?, ?, ?)",
-        record.seq, record.firstSeq, record.committedAt, record.maxEventTime, record.members,
+        record.seq,
+        record.firstSeq,
+        record.committedAt,
+        record.maxEventTime,
+        record.members,
       );
     }
     this.ids.add(members.map((m, i) => [batchKey(m.source, m.batchId), firstSeq + i]));
@@ -313,7 +328,9 @@ export class BatchLedger {
 
   /** The last commit number (0 before the first commit). */
   lastSeq(): number {
-    this.cachedSeq ??= this.sql.exec<{ s: number }>(`SELECT coalesce(max(seq), 0) AS s FROM (${["SELECT max(seq) AS seq FROM groups", ...this.outbox.lastSeqs()].join(" UNION ALL ")})`).one().s;
+    this.cachedSeq ??= this.sql
+      .exec<{ s: number }>(`SELECT coalesce(max(seq), 0) AS s FROM (${["SELECT max(seq) AS seq FROM groups", ...this.outbox.lastSeqs()].join(" UNION ALL ")})`)
+      .one().s;
     return this.cachedSeq;
   }
 
@@ -372,7 +389,9 @@ export class BatchLedger {
          FROM (${this.index()}) g, json_each(g.members) m
          WHERE g.seq > ?1 AND g.first_seq <= ?2 AND g.first_seq + m.key > ?1 AND g.first_seq + m.key <= ?2 AND ref IS NOT NULL
          ORDER BY seq LIMIT ?3`,
-        afterSeq, upToSeq, limit,
+        afterSeq,
+        upToSeq,
+        limit,
       )
       .toArray();
     // Rows still in the outbox come back as bytes; flushed ones as their object range.
@@ -394,7 +413,8 @@ export class BatchLedger {
         `SELECT json_extract(s.value, '$[0]') AS seq, g.committed_at + json_extract(s.value, '$[1]') AS committed_at, json_extract(s.value, '$[2]') AS max_t
          FROM (SELECT * FROM groups WHERE first_seq < ?1 ORDER BY seq LIMIT ?2) g, json_each(coalesce(g.spans, json_array(json_array(g.seq, 0, g.max_t)))) s
          WHERE json_extract(s.value, '$[0]') < ?1 ORDER BY 1 LIMIT ?2`,
-        bound, limit,
+        bound,
+        limit,
       )
       .toArray()
       .map((g) => ({ seq: g.seq, committedAt: g.committed_at, maxEventTime: g.max_t }));
@@ -452,7 +472,10 @@ export class BatchLedger {
   /** The first commit number remembered (null: none committed). */
   private firstSeq(): number | null {
     const firsts = [
-      ...this.sql.exec<{ n: number }>("SELECT first_seq AS n FROM groups ORDER BY seq LIMIT 1").toArray().map((r) => r.n),
+      ...this.sql
+        .exec<{ n: number }>("SELECT first_seq AS n FROM groups ORDER BY seq LIMIT 1")
+        .toArray()
+        .map((r) => r.n),
       ...[this.outbox.firstSeq()].filter((n) => n !== null),
     ];
     return firsts.length > 0 ? Math.min(...firsts) : null;

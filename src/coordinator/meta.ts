@@ -16,7 +16,14 @@ export interface Meta {
 }
 
 type MetaRow = {
-  name: string; config: string; config_version: number; epoch: string; incarnation: number; created_at: number; watermark: number; outbox_floor: number;
+  name: string;
+  config: string;
+  config_version: number;
+  epoch: string;
+  incarnation: number;
+  created_at: number;
+  watermark: number;
+  outbox_floor: number;
 };
 
 /**
@@ -28,7 +35,7 @@ type MetaRow = {
  * checks that the tables exist.
  */
 export class MetaStore {
-  private cached: Omit<Meta, "watermark"> & { metaWatermark: number } | null | undefined;
+  private cached: (Omit<Meta, "watermark"> & { metaWatermark: number }) | null | undefined;
 
   constructor(private readonly sql: SqlStorage) {}
 
@@ -59,7 +66,11 @@ export class MetaStore {
   create(name: string, config: StreamConfig, now: number, incarnation: number): void {
     this.sql.exec(
       "INSERT INTO meta (id, name, config, config_version, epoch, incarnation, created_at, watermark) VALUES (1, ?, ?, 1, ?, ?, ?, 0)",
-      name, JSON.stringify(config), crypto.randomUUID(), incarnation, now,
+      name,
+      JSON.stringify(config),
+      crypto.randomUUID(),
+      incarnation,
+      now,
     );
     this.sql.exec("INSERT INTO configs (version, config) VALUES (1, ?)", JSON.stringify(config));
     this.forget();

@@ -44,10 +44,22 @@ export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
       if (!columns.some((c) => c.name === "next_expiry")) sql.exec("ALTER TABLE partitions ADD COLUMN next_expiry INTEGER DEFAULT 0");
     },
   },
-  { version: 3, does: "the outbox, publication progress (manifest, table) and metrics counters", up: (sql) => sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE + METRICS_TABLE) },
+  {
+    version: 3,
+    does: "the outbox, publication progress (manifest, table) and metrics counters",
+    up: (sql) => sql.exec(OUTBOX_TABLES + PUBLISHED_TABLE + METRICS_TABLE),
+  },
   { version: 4, does: "advice: the delay advisor's live figures per source", up: (sql) => sql.exec(ADVICE_TABLE) },
-  { version: 5, does: "the table's known columns (ingest column cap) and publication failures", up: (sql) => sql.exec(TABLE_COLUMNS_TABLE + PUBLISH_FAILURES_TABLE) },
-  { version: 6, does: "the conflicts and duplicates lanes: their outbox columns and commit index (lane_refs)", up: (sql) => (addSameEventLanes(sql), sql.exec(LANE_REFS_TABLE)) },
+  {
+    version: 5,
+    does: "the table's known columns (ingest column cap) and publication failures",
+    up: (sql) => sql.exec(TABLE_COLUMNS_TABLE + PUBLISH_FAILURES_TABLE),
+  },
+  {
+    version: 6,
+    does: "the conflicts and duplicates lanes: their outbox columns and commit index (lane_refs)",
+    up: (sql) => (addSameEventLanes(sql), sql.exec(LANE_REFS_TABLE)),
+  },
   LEDGER_MIGRATION,
   COUNTERS_MIGRATION,
   {

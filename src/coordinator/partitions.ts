@@ -76,7 +76,10 @@ export class PartitionBook {
    * clean-up, never a decision).
    */
   due(watermark: number): number[] {
-    return [...this.load()].filter(([, f]) => f[3] !== null && f[3] <= watermark).map(([p]) => p).sort((a, b) => a - b);
+    return [...this.load()]
+      .filter(([, f]) => f[3] !== null && f[3] <= watermark)
+      .map(([p]) => p)
+      .sort((a, b) => a - b);
   }
 
   /** Remembers a committed ledger (`{source}\n{batchId}`) for partition `p` to drop; past the cap it is left to the prune. */

@@ -103,17 +103,27 @@ export function foldState(sql: SqlStorage): void {
   const has = (table: string) => sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", table).toArray().length > 0;
   const written = sql.exec("SELECT 1 FROM state").toArray().length > 0;
   if (meta && !written) {
-    const one = <T,>(table: string, column: string): T[] =>
-      has(table) ? sql.exec<{ j: string }>(`SELECT ${column} AS j FROM ${table}`).toArray().flatMap((r) => JSON.parse(r.j) as T[]) : [];
+    const one = <T>(table: string, column: string): T[] =>
+      has(table)
+        ? sql
+            .exec<{ j: string }>(`SELECT ${column} AS j FROM ${table}`)
+            .toArray()
+            .flatMap((r) => JSON.parse(r.j) as T[])
+        : [];
     const record: StoredState = {
       v: 1,
       watermark: meta.watermark,
       sources: has("sources")
-        ? sql.exec<{ name: string; max_t: number | null; last_batch_at: number | null }>("SELECT name, max_t, last_batch_at FROM sources ORDER BY name").toArray()
+        ? sql
+            .exec<{ name: string; max_t: number | null; last_batch_at: number | null }>("SELECT name, max_t, last_batch_at FROM sources ORDER BY name")
+            .toArray()
             .map((r) => [r.name, r.max_t, r.last_batch_at])
         : [],
       advice: has("advice")
-        ? sql.exec<{ source: string; figures: string }>("SELECT source, figures FROM advice ORDER BY source").toArray().map((r) => [r.source, JSON.parse(r.figures)])
+        ? sql
+            .exec<{ source: string; figures: string }>("SELECT source, figures FROM advice ORDER BY source")
+            .toArray()
+            .map((r) => [r.source, JSON.parse(r.figures)])
         : [],
       partitions: one("partition_figures", "f"),
       counters: one("counters", "c"),
@@ -141,9 +151,18 @@ export interface StateChanges {
  * record), and its retries are to be judged by what it recorded.
  */
 export class StateBook {
-  readonly figures = new AdviceFigures(() => this.current().advice, () => void (this.changed = true));
-  readonly partitions = new PartitionBook(() => this.current().partitions, () => void (this.changed = true));
-  readonly counters = new MetricCounters(() => this.current().counters, () => void (this.changed = true));
+  readonly figures = new AdviceFigures(
+    () => this.current().advice,
+    () => void (this.changed = true),
+  );
+  readonly partitions = new PartitionBook(
+    () => this.current().partitions,
+    () => void (this.changed = true),
+  );
+  readonly counters = new MetricCounters(
+    () => this.current().counters,
+    () => void (this.changed = true),
+  );
   private readonly row: StateRow;
   private stored: StoredState | undefined;
   private adopted = false;

@@ -17,7 +17,8 @@ export type Verdict =
 export function judge(answer: Answer, now: number): Verdict {
   if ("error" in answer) return { kind: "retry", error: answer.error, retryAfterMs: null };
   if (answer.status >= 200 && answer.status < 300) return { kind: "delivered" };
-  if (answer.status === 410) return { kind: "gone", error: "410 Gone: the receiver says this endpoint is gone; the destination is paused (PUT it again to resume)" };
+  if (answer.status === 410)
+    return { kind: "gone", error: "410 Gone: the receiver says this endpoint is gone; the destination is paused (PUT it again to resume)" };
   return { kind: "retry", error: `HTTP ${answer.status}`, retryAfterMs: parseRetryAfter(answer.retryAfter, now) };
 }
 

@@ -36,19 +36,23 @@ const duration = (what: string, min: number, max: number) =>
 
 /** retryFor's least: a row gets a few attempts at least (the first retries come after 0.5-1 s and 1-2 s). */
 export const MIN_RETRY_FOR_MS = 1_000;
-const retryFor = duration("retryFor", MIN_RETRY_FOR_MS, MAX_RETRY_FOR_MS).optional()
+const retryFor = duration("retryFor", MIN_RETRY_FOR_MS, MAX_RETRY_FOR_MS)
+  .optional()
   .describe('how long a row is retried before it goes to the dead lane (default "3 days", at least "1 second", at most "14 days")');
 
 export const destinationBodySchema = z.discriminatedUnion("type", [
   z.strictObject({
     type: z.literal("http"),
-    url: z.string().max(2048).describe("https:// with a public host (loopback only when ALLOW_LOOPBACK_DESTINATIONS is \"true\")"),
+    url: z.string().max(2048).describe('https:// with a public host (loopback only when ALLOW_LOOPBACK_DESTINATIONS is "true")'),
     timeout: duration("timeout", 100, MAX_TIMEOUT_MS).optional().describe('per attempt (default "10 seconds", at least 100 ms, at most 30 seconds)'),
     retryFor,
   }),
   z.strictObject({
     type: z.literal("queue"),
-    binding: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/).describe("a Queues producer binding of this Worker (wrangler.toml [[queues.producers]])"),
+    binding: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/)
+      .describe("a Queues producer binding of this Worker (wrangler.toml [[queues.producers]])"),
     retryFor,
   }),
 ]);
@@ -56,9 +60,7 @@ export const destinationBodySchema = z.discriminatedUnion("type", [
 export type DestinationBody = z.output<typeof destinationBodySchema>;
 
 /** What the Destination object keeps (secrets apart). */
-export type DestinationConfig =
-  | { type: "http"; url: string; timeoutMs: number; retryForMs: number }
-  | { type: "queue"; binding: string; retryForMs: number };
+export type DestinationConfig = { type: "http"; url: string; timeoutMs: number; retryForMs: number } | { type: "queue"; binding: string; retryForMs: number };
 
 export function toConfig(body: DestinationBody): DestinationConfig {
   const retryForMs = body.retryFor ?? DEFAULT_RETRY_FOR_MS;
@@ -68,9 +70,17 @@ export function toConfig(body: DestinationBody): DestinationConfig {
 }
 
 export const rotateBodySchema = z
-  .strictObject({ overlap: duration("overlap", 0, 7 * 24 * 60 * 60 * 1000).optional().describe('how long the old secret keeps signing too (default "24 hours")') })
+  .strictObject({
+    overlap: duration("overlap", 0, 7 * 24 * 60 * 60 * 1000)
+      .optional()
+      .describe('how long the old secret keeps signing too (default "24 hours")'),
+  })
   .default({});
 
 export const replayBodySchema = z.strictObject({
-  fromSeq: z.number().int().min(1).describe("the first commit seq to send again (the seq of a webhook-id {stream}.{seq}.{index} or {stream}~{n}.{seq}.{index})"),
+  fromSeq: z
+    .number()
+    .int()
+    .min(1)
+    .describe("the first commit seq to send again (the seq of a webhook-id {stream}.{seq}.{index} or {stream}~{n}.{seq}.{index})"),
 });

@@ -13,7 +13,18 @@ import { nextAttempt } from "./schedule";
 import { checkDestinationUrl } from "./url";
 import { afterRotation, signingSecrets } from "./secrets";
 import { INSERT_CHARS, MAX_ROW_BYTES, slices, tooLarge } from "./rows";
-import { commitTime, DEST_INCARNATION, DESTINATION_TABLES, MAX_DEAD, MAX_MARKS, MAX_PENDING, readDest, type DestRow, type PendingRow, type SealedSecret } from "./store";
+import {
+  commitTime,
+  DEST_INCARNATION,
+  DESTINATION_TABLES,
+  MAX_DEAD,
+  MAX_MARKS,
+  MAX_PENDING,
+  readDest,
+  type DestRow,
+  type PendingRow,
+  type SealedSecret,
+} from "./store";
 import type { DestinationStatus } from "./status";
 import type { ConfigureResult, DeadRow, DestinationRpc } from "./protocol";
 
@@ -72,7 +83,10 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
   }
 
   members(): string[] {
-    return this.sql.exec<{ name: string }>("SELECT name FROM members ORDER BY name").toArray().map((r) => r.name);
+    return this.sql
+      .exec<{ name: string }>("SELECT name FROM members ORDER BY name")
+      .toArray()
+      .map((r) => r.name);
   }
 
   /** The stream is being deleted: every destination goes with it (its pending rows, dead lane, attempts and secrets). */
@@ -87,14 +101,25 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
   /** Tells each destination of the stream that commits up to `lastSeq` exist (committed at `at`). */
   async pokeMembers(stream: string, lastSeq: number, at: number): Promise<number> {
     const names = this.members();
-    await Promise.all(names.map((n) => destinationStub(this.env, stream, n).poke(lastSeq, at).catch(() => undefined)));
+    await Promise.all(
+      names.map((n) =>
+        destinationStub(this.env, stream, n)
+          .poke(lastSeq, at)
+          .catch(() => undefined),
+      ),
+    );
     return names.length;
   }
 
   // ---- one destination (the object named `{stream}/{name}`) ----
 
   /** Creates or updates the destination; a new http destination gets its signing secret, answered once. */
-  async configure(stream: string, name: string, config: DestinationConfig, at: { epoch: string; incarnation: number; lastSeq: number }): Promise<ConfigureResult> {
+  async configure(
+    stream: string,
+    name: string,
+    config: DestinationConfig,
+    at: { epoch: string; incarnation: number; lastSeq: number },
+  ): Promise<ConfigureResult> {
     const now = Date.now();
     const current = readDest(this.sql);
     let secret: string | null = null;
@@ -107,7 +132,14 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
       // A new destination starts with the next commit (replay reaches back).
       this.sql.exec(
         "INSERT INTO dest (id, stream, name, config, secrets, created_at, epoch, incarnation, read_seq, read_index) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
-        stream, name, JSON.stringify(config), JSON.stringify(secrets), now, at.epoch, at.incarnation, at.lastSeq,
+        stream,
+        name,
+        JSON.stringify(config),
+        JSON.stringify(secrets),
+        now,
+        at.epoch,
+        at.incarnation,
+        at.lastSeq,
       );
     } else {
       // PUT again also resumes a paused destination.
@@ -184,12 +216,20 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     return this.sql
       .exec<PendingRow & { died_at: number }>(
         "SELECT seq, idx, row, committed_at, attempts, last_error, died_at FROM dead WHERE (seq, idx) > (?, ?) ORDER BY seq, idx LIMIT ?",
-        after.seq, after.index, limit,
+        after.seq,
+        after.index,
+        limit,
       )
       .toArray()
       .map((r) => ({
-        id: webhookId(d.stream, r.seq, r.idx, d.incarnation), seq: r.seq, index: r.idx, attempts: r.attempts, lastError: r.last_error,
-        diedAt: r.died_at, committedAt: r.committed_at, row: r.row,
+        id: webhookId(d.stream, r.seq, r.idx, d.incarnation),
+        seq: r.seq,
+        index: r.idx,
+        attempts: r.attempts,
+        lastError: r.last_error,
+        diedAt: r.died_at,
+        committedAt: r.committed_at,
+        row: r.row,
       }));
   }
 
@@ -231,9 +271,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     // As read() left it (a re-created stream moves the epoch and the incarnation its ids carry), or gone.
     const d = readDest(this.sql);
     if (!d || d.paused) return;
-    const due = this.sql
-      .exec<PendingRow>("SELECT * FROM pending WHERE next_at <= ? ORDER BY seq, idx LIMIT ?", Date.now(), ROUND_ROWS)
-      .toArray();
+    const due = this.sql.exec<PendingRow>("SELECT * FROM pending WHERE next_at <= ? ORDER BY seq, idx LIMIT ?", Date.now(), ROUND_ROWS).toArray();
     if (due.length > 0) {
       if (d.config.type === "http") await this.sendHttp(d, d.config, due);
       else await this.sendQueue(d, d.config.binding, due);
@@ -305,7 +343,11 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
             this.sql.exec(
               `INSERT OR IGNORE INTO pending (seq, idx, row, committed_at, next_at)
                SELECT ?, ? + key, value, ?, ? FROM json_each(?)`,
-              part.seq, slice.first, committedAt, now, JSON.stringify(slice.rows),
+              part.seq,
+              slice.first,
+              committedAt,
+              now,
+              JSON.stringify(slice.rows),
             );
           }
           // A row too large to keep (or to POST sensibly) goes to the dead lane at once, as a stand-in that says so.
@@ -313,8 +355,12 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
             if (!tooLarge(line)) return;
             this.sql.exec(
               "INSERT OR REPLACE INTO dead (seq, idx, row, committed_at, attempts, last_error, died_at) VALUES (?, ?, ?, ?, 0, ?, ?)",
-              part.seq, start + i, JSON.stringify({ tooLarge: true, length: line.length }), committedAt,
-              `the row is over ${MAX_ROW_BYTES} bytes, more than destinations send (read it from /output)`, now,
+              part.seq,
+              start + i,
+              JSON.stringify({ tooLarge: true, length: line.length }),
+              committedAt,
+              `the row is over ${MAX_ROW_BYTES} bytes, more than destinations send (read it from /output)`,
+              now,
             );
             this.sql.exec("UPDATE dest SET died = died + 1 WHERE id = 1");
           });
@@ -384,7 +430,8 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     // A message is at most 128 KB: a larger row can never be sent, and must not hold its neighbours back.
     const rows = all.filter((r) => r.row.length <= MAX_QUEUE_ROW_BYTES);
     const oversized = all.filter((r) => r.row.length > MAX_QUEUE_ROW_BYTES);
-    if (oversized.length > 0) this.record(d, oversized, { kind: "undeliverable", error: `the row is larger than a queue message can be (${MAX_QUEUE_ROW_BYTES} bytes)` }, Date.now());
+    if (oversized.length > 0)
+      this.record(d, oversized, { kind: "undeliverable", error: `the row is larger than a queue message can be (${MAX_QUEUE_ROW_BYTES} bytes)` }, Date.now());
     for (let i = 0; i < rows.length; ) {
       const chunk: PendingRow[] = [];
       let bytes = 0;
@@ -396,7 +443,9 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
       let verdict: Verdict;
       try {
         if (!queue || typeof queue.sendBatch !== "function") throw new Error(`the binding ${binding} is not a Queues producer of this Worker`);
-        await queue.sendBatch(chunk.map((r) => ({ body: queueMessage(d.stream, r.seq, r.idx, JSON.parse(r.row), r.committed_at, d.incarnation), contentType: "json" as const })));
+        await queue.sendBatch(
+          chunk.map((r) => ({ body: queueMessage(d.stream, r.seq, r.idx, JSON.parse(r.row), r.committed_at, d.incarnation), contentType: "json" as const })),
+        );
         verdict = { kind: "delivered" };
       } catch (e) {
         verdict = { kind: "retry", error: `sendBatch failed: ${(e as Error).message}`, retryAfterMs: null };
@@ -420,13 +469,21 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
         const firstAt = r.first_at ?? sentAt;
         const failures = r.attempts + 1;
         const next =
-          verdict.kind === "gone" ? { at: now }
-          : verdict.kind === "undeliverable" ? "dead"
-          : nextAttempt({ failures, firstAttemptAt: firstAt }, verdict.retryAfterMs, d.config, now, Math.random());
+          verdict.kind === "gone"
+            ? { at: now }
+            : verdict.kind === "undeliverable"
+              ? "dead"
+              : nextAttempt({ failures, firstAttemptAt: firstAt }, verdict.retryAfterMs, d.config, now, Math.random());
         if (next === "dead") {
           this.sql.exec(
             "INSERT OR REPLACE INTO dead (seq, idx, row, committed_at, attempts, last_error, died_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            r.seq, r.idx, r.row, r.committed_at, failures, verdict.error, now,
+            r.seq,
+            r.idx,
+            r.row,
+            r.committed_at,
+            failures,
+            verdict.error,
+            now,
           );
           this.sql.exec("DELETE FROM pending WHERE seq = ? AND idx = ?", r.seq, r.idx);
           this.sql.exec("UPDATE dest SET died = died + 1 WHERE id = 1");
@@ -434,7 +491,12 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
         } else {
           this.sql.exec(
             "UPDATE pending SET attempts = ?, first_at = ?, next_at = ?, last_error = ? WHERE seq = ? AND idx = ?",
-            failures, firstAt, next.at, verdict.error, r.seq, r.idx,
+            failures,
+            firstAt,
+            next.at,
+            verdict.error,
+            r.seq,
+            r.idx,
           );
         }
       }

@@ -11,7 +11,9 @@ export function renderDeliveryMetrics(destinations: readonly Figures[]): string 
   const out: string[] = [];
   const esc = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
   const labels = (d: Figures, extra: Record<string, string> = {}) =>
-    `{${Object.entries({ stream: d.stream, destination: d.name, type: d.type, ...extra }).map(([k, v]) => `${k}="${esc(v)}"`).join(",")}}`;
+    `{${Object.entries({ stream: d.stream, destination: d.name, type: d.type, ...extra })
+      .map(([k, v]) => `${k}="${esc(v)}"`)
+      .join(",")}}`;
   const family = (name: string, type: string, help: string, value: (d: Figures) => number) =>
     out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...destinations.map((d) => `${name}${labels(d)} ${value(d)}`));
   family("edge_dedup_delivery_lag_ms", "gauge", "How long the oldest undelivered committed row has waited (0: caught up).", (d) => d.lagMs);
@@ -21,7 +23,10 @@ export function renderDeliveryMetrics(destinations: readonly Figures[]): string 
   family("edge_dedup_delivery_delivered_seq", "gauge", "Every row of every commit up to this seq is delivered or dead.", (d) => d.deliveredSeq);
   out.push("# HELP edge_dedup_deliveries_total Delivery attempts, by outcome.", "# TYPE edge_dedup_deliveries_total counter");
   for (const d of destinations) {
-    out.push(`edge_dedup_deliveries_total${labels(d, { outcome: "delivered" })} ${d.delivered}`, `edge_dedup_deliveries_total${labels(d, { outcome: "failed" })} ${d.failures}`);
+    out.push(
+      `edge_dedup_deliveries_total${labels(d, { outcome: "delivered" })} ${d.delivered}`,
+      `edge_dedup_deliveries_total${labels(d, { outcome: "failed" })} ${d.failures}`,
+    );
   }
   return out.join("\n") + "\n";
 }

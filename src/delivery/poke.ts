@@ -1,4 +1,3 @@
-
 /**
  * The Coordinator's one hook into delivery: after a commit (and in its alarm,
  * which survives a crash between the commit and the poke) it tells the

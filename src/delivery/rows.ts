@@ -34,4 +34,3 @@ export function slices(lines: readonly string[], start: number, budget: number):
   });
   return out.filter((r) => r.rows.length > 0);
 }
-

@@ -21,7 +21,9 @@ export const destinationSchema = z.object({
   delivered: z.number().int().describe("rows delivered, all time"),
   failures: z.number().int().describe("failed attempts, all time"),
   dead: z.number().int().describe("rows in the dead lane"),
-  secrets: z.array(z.object({ id: z.string(), createdAt: z.number(), expiresAt: z.number().nullable() })).describe("http: the secrets that sign now (never their values)"),
+  secrets: z
+    .array(z.object({ id: z.string(), createdAt: z.number(), expiresAt: z.number().nullable() }))
+    .describe("http: the secrets that sign now (never their values)"),
 });
 export const destinationPutSchema = z.object({
   stream: z.string(),
@@ -32,13 +34,19 @@ export const destinationPutSchema = z.object({
 });
 export const destinationListSchema = z.object({ destinations: z.array(destinationSchema) });
 export const deadLaneSchema = z.object({
-  rows: z.array(z.object({
-    id: z.string().describe("the webhook-id it had: {stream}.{seq}.{index}, or {stream}~{n}.{seq}.{index} for the n-th creation of the stream's name"),
-    seq: z.number().int(), index: z.number().int(), attempts: z.number().int(), lastError: z.string().nullable(),
-    diedAt: z.number(), committedAt: z.number(), row: z.unknown(),
-  })),
+  rows: z.array(
+    z.object({
+      id: z.string().describe("the webhook-id it had: {stream}.{seq}.{index}, or {stream}~{n}.{seq}.{index} for the n-th creation of the stream's name"),
+      seq: z.number().int(),
+      index: z.number().int(),
+      attempts: z.number().int(),
+      lastError: z.string().nullable(),
+      diedAt: z.number(),
+      committedAt: z.number(),
+      row: z.unknown(),
+    }),
+  ),
   next: z.string().nullable().describe("pass as ?after= for the next page"),
 });
 export const replaySchema = z.object({ fromSeq: z.number().int(), fromDead: z.number().int().describe("rows taken back from the dead lane") });
 export const rotatedSchema = z.object({ id: z.string(), secret: z.string().describe("the new whsec_ secret, shown once") });
-

@@ -27,6 +27,8 @@ export function signingSecrets(secrets: readonly SealedSecret[], now: number): S
 
 /** The secrets after a rotation to `fresh`: the old ones sign for `overlapMs` more at most, the oldest beyond the cap not at all. */
 export function afterRotation(secrets: readonly SealedSecret[], fresh: SealedSecret, now: number, overlapMs: number): SealedSecret[] {
-  const old = signingSecrets(secrets, now).map((s) => ({ ...s, expiresAt: Math.min(s.expiresAt ?? Infinity, now + overlapMs) })).filter((s) => s.expiresAt > now);
+  const old = signingSecrets(secrets, now)
+    .map((s) => ({ ...s, expiresAt: Math.min(s.expiresAt ?? Infinity, now + overlapMs) }))
+    .filter((s) => s.expiresAt > now);
   return [fresh, ...old].slice(0, MAX_SIGNING_SECRETS);
 }

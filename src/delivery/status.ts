@@ -21,4 +21,3 @@ export interface DestinationStatus {
   dead: number;
   secrets: { id: string; createdAt: number; expiresAt: number | null }[];
 }
-

@@ -72,9 +72,22 @@ export function readDest(sql: SqlStorage): DestRow | null {
   const r = sql.exec<Record<string, any>>("SELECT * FROM dest WHERE id = 1").toArray()[0];
   if (!r) return null;
   return {
-    stream: r.stream, name: r.name, config: JSON.parse(r.config), secrets: JSON.parse(r.secrets), createdAt: r.created_at, epoch: r.epoch, incarnation: r.incarnation,
-    readSeq: r.read_seq, readIndex: r.read_index, paused: r.paused, lastError: r.last_error, lastErrorAt: r.last_error_at,
-    lastSuccessAt: r.last_success_at, delivered: r.delivered, failures: r.failures, died: r.died,
+    stream: r.stream,
+    name: r.name,
+    config: JSON.parse(r.config),
+    secrets: JSON.parse(r.secrets),
+    createdAt: r.created_at,
+    epoch: r.epoch,
+    incarnation: r.incarnation,
+    readSeq: r.read_seq,
+    readIndex: r.read_index,
+    paused: r.paused,
+    lastError: r.last_error,
+    lastErrorAt: r.last_error_at,
+    lastSuccessAt: r.last_success_at,
+    delivered: r.delivered,
+    failures: r.failures,
+    died: r.died,
   };
 }
 

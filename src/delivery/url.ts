@@ -23,7 +23,8 @@ export function checkDestinationUrl(input: string, allowLoopback: boolean): UrlC
   } catch {
     return { ok: false, reason: "not a URL" };
   }
-  if (u.username !== "" || u.password !== "") return { ok: false, reason: "credentials in the URL are not accepted: the receiver verifies the signature instead" };
+  if (u.username !== "" || u.password !== "")
+    return { ok: false, reason: "credentials in the URL are not accepted: the receiver verifies the signature instead" };
   if (u.hash !== "") return { ok: false, reason: "a URL with a #fragment is not accepted" };
   if (u.protocol !== "https:" && u.protocol !== "http:") return { ok: false, reason: "the URL must be https://" };
   const trimmed = u.hostname.replace(/\.+$/, "");
@@ -47,7 +48,23 @@ function isLoopback(host: string): boolean {
 }
 
 /** Names that never lead to a public service: special-use (RFC 6761, 6762, 7686, 8375, 9476) and the usual private suffixes. */
-const LOCAL_SUFFIXES = ["localhost", "local", "internal", "intranet", "lan", "home", "corp", "private", "localdomain", "test", "invalid", "example", "onion", "alt", "arpa"];
+const LOCAL_SUFFIXES = [
+  "localhost",
+  "local",
+  "internal",
+  "intranet",
+  "lan",
+  "home",
+  "corp",
+  "private",
+  "localdomain",
+  "test",
+  "invalid",
+  "example",
+  "onion",
+  "alt",
+  "arpa",
+];
 
 /** Why a host (normalised: lower case, punycode, no trailing dot) is not public, or null when it is. */
 function refusedHost(host: string): string | null {
@@ -69,19 +86,31 @@ function refusedHost(host: string): string | null {
 
 /** IPv4 ranges that are not public (IANA's special-purpose registry), as [first octets, prefix length, what]. */
 const IPV4_RANGES: [number[], number, string][] = [
-  [[0], 8, "0.0.0.0/8"], [[10], 8, "a private address"], [[100, 64], 10, "a shared (CGNAT) address"], [[127], 8, "a loopback address"],
-  [[169, 254], 16, "a link-local address"], [[172, 16], 12, "a private address"], [[192, 0, 0], 24, "a reserved address"],
-  [[192, 0, 2], 24, "a documentation address"], [[192, 88, 99], 24, "a 6to4 relay address"], [[192, 168], 16, "a private address"],
-  [[198, 18], 15, "a benchmarking address"], [[198, 51, 100], 24, "a documentation address"], [[203, 0, 113], 24, "a documentation address"],
+  [[0], 8, "0.0.0.0/8"],
+  [[10], 8, "a private address"],
+  [[100, 64], 10, "a shared (CGNAT) address"],
+  [[127], 8, "a loopback address"],
+  [[169, 254], 16, "a link-local address"],
+  [[172, 16], 12, "a private address"],
+  [[192, 0, 0], 24, "a reserved address"],
+  [[192, 0, 2], 24, "a documentation address"],
+  [[192, 88, 99], 24, "a 6to4 relay address"],
+  [[192, 168], 16, "a private address"],
+  [[198, 18], 15, "a benchmarking address"],
+  [[198, 51, 100], 24, "a documentation address"],
+  [[203, 0, 113], 24, "a documentation address"],
   [[224], 3, "a multicast or reserved address"],
 ];
 
 function ipv4Refused(octets: number[]): string | null {
   const n = ((octets[0] << 24) | (octets[1] << 16) | (octets[2] << 8) | octets[3]) >>> 0;
   for (const [first, bits, what] of IPV4_RANGES) {
-    const base = first.concat([0, 0, 0]).slice(0, 4).reduce((a, o) => a * 256 + o, 0);
+    const base = first
+      .concat([0, 0, 0])
+      .slice(0, 4)
+      .reduce((a, o) => a * 256 + o, 0);
     const mask = bits === 0 ? 0 : (~0 << (32 - bits)) >>> 0;
-    if (((n & mask) >>> 0) === ((base & mask) >>> 0)) return what;
+    if ((n & mask) >>> 0 === (base & mask) >>> 0) return what;
   }
   return null;
 }

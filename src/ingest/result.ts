@@ -60,7 +60,7 @@ export type CoordinatorAnswer =
  * batch a conflict or a busy answer is about.
  */
 export function resultOf(r: CoordinatorAnswer, stream: string, batchId: string, sourceHeader: string | null): SubmitResult {
-  const source = "source" in r && r.source !== undefined ? r.source : sourceHeader ?? "default";
+  const source = "source" in r && r.source !== undefined ? r.source : (sourceHeader ?? "default");
   switch (r.kind) {
     case "done":
       return { kind: "committed", outcome: r.outcome };

@@ -49,7 +49,6 @@ async function ingestOrWait(ingest: () => Promise<IngestResult | FailedRun>): Pr
   }
 }
 
-
 /**
  * A batch handed over as rows (Workers RPC): the same checks as the HTTP
  * headers and body get, and the identity the HTTP call has when its body is

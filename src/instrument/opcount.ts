@@ -63,7 +63,18 @@ let counts = fresh();
 let since = Date.now();
 
 function fresh(): OpCounts {
-  return { requests: 0, doCalls: {}, sql: {}, rowsWritten: {}, rowsRead: {}, rowsWrittenBy: {}, rowsReadBy: {}, r2: {}, microBatches: noMicroBatchTimes(), sinceMs: 0 };
+  return {
+    requests: 0,
+    doCalls: {},
+    sql: {},
+    rowsWritten: {},
+    rowsRead: {},
+    rowsWrittenBy: {},
+    rowsReadBy: {},
+    r2: {},
+    microBatches: noMicroBatchTimes(),
+    sinceMs: 0,
+  };
 }
 
 function bump(table: Record<string, number>, key: string): void {
@@ -153,10 +164,13 @@ export function countedEnv<E extends object>(env: E): E {
       let w: unknown = v;
       if (isNamespace(v)) {
         // get/getByName hand out stubs; every method call on a stub is one DO call.
-        w = countedMethods(v, () => undefined, (method, stub) =>
-          (method === "get" || method === "getByName") && typeof stub === "object" && stub !== null
-            ? countedMethods(stub, (m) => bump(counts.doCalls, `${name}.${m}`))
-            : stub,
+        w = countedMethods(
+          v,
+          () => undefined,
+          (method, stub) =>
+            (method === "get" || method === "getByName") && typeof stub === "object" && stub !== null
+              ? countedMethods(stub, (m) => bump(counts.doCalls, `${name}.${m}`))
+              : stub,
         );
       } else if (isBucket(v)) {
         w = countedMethods(v, (m) => bump(counts.r2, `${name}.${m}`));

@@ -106,7 +106,12 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
   // A kept copy in this group (this member's own batch, or one before it) commits with it: its number is known now.
   const seqOf = keptSeqOf(planned, ctx.firstSeq, (source, batchId) => ctx.committedSeq?.(source, batchId) ?? null);
   const merged = planned.map((m, i) =>
-    mergeDecisions(m.plan, decided[i], new Map([...keptBy[i]].map(([p, k]) => [p, new Map(k.map((x) => [x.at, x.batch]))])), { source: m.source, batchId: m.batchId, seqOf }));
+    mergeDecisions(m.plan, decided[i], new Map([...keptBy[i]].map(([p, k]) => [p, new Map(k.map((x) => [x.at, x.batch]))])), {
+      source: m.source,
+      batchId: m.batchId,
+      seqOf,
+    }),
+  );
   failAt(fault, "after-decide");
 
   const judgedBy = (p: number) => results.get(p)!.watermark;
@@ -115,7 +120,9 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
     late: merged.map((x, i) => encodeLate({ source: planned[i].source, batchId: planned[i].batchId }, x.late, judgedBy)),
     rejected: merged.map((x, i) => encodeRejected({ source: planned[i].source, batchId: planned[i].batchId }, x.counts.rejected, planned[i].rows)),
     conflicts: merged.map((x, i) => encodeDropped({ source: planned[i].source, batchId: planned[i].batchId }, x.dropped, "conflicts")),
-    duplicates: merged.map((x, i) => (planned[i].config.keepDuplicates ? encodeDropped({ source: planned[i].source, batchId: planned[i].batchId }, x.dropped, "duplicates") : "")),
+    duplicates: merged.map((x, i) =>
+      planned[i].config.keepDuplicates ? encodeDropped({ source: planned[i].source, batchId: planned[i].batchId }, x.dropped, "duplicates") : "",
+    ),
   };
   const lanes = Object.fromEntries(LANES.map((lane) => [lane, concatParts(parts[lane])])) as Record<Lane, ReturnType<typeof concatParts>>;
   const bodies = Object.fromEntries(LANES.map((lane) => [lane, lanes[lane].body])) as Record<Lane, Uint8Array>;
@@ -124,21 +131,27 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
   const group = ctx.group ?? `g-${crypto.randomUUID()}`;
   // A small group writes nothing to R2 here: its lanes go into the outbox in the commit's transaction,
   // so the crash points before the commit all leave the same thing behind: nothing.
-  const objects: LaneKeys = !direct ? { data: null, late: null, rejected: null, conflicts: null, duplicates: null } : await writeGroup(
-    ctx.bucket,
-    { stream: ctx.stream, epoch: ctx.epoch, group },
-    bodies,
-    {
-      stream: ctx.stream,
-      group,
-      watermark: ctx.watermark,
-      batches: planned.map((m, i) => ({
-        source: m.source, batchId: m.batchId, watermark: m.watermark,
-        emitted: merged[i].counts.emitted, late: merged[i].counts.late, rejected: merged[i].counts.rejected.length,
-      })),
-    },
-    fault,
-  );
+  const objects: LaneKeys = !direct
+    ? { data: null, late: null, rejected: null, conflicts: null, duplicates: null }
+    : await writeGroup(
+        ctx.bucket,
+        { stream: ctx.stream, epoch: ctx.epoch, group },
+        bodies,
+        {
+          stream: ctx.stream,
+          group,
+          watermark: ctx.watermark,
+          batches: planned.map((m, i) => ({
+            source: m.source,
+            batchId: m.batchId,
+            watermark: m.watermark,
+            emitted: merged[i].counts.emitted,
+            late: merged[i].counts.late,
+            rejected: merged[i].counts.rejected.length,
+          })),
+        },
+        fault,
+      );
   if (!direct) failAt(fault, "after-data");
   failAt(fault, "after-marker");
 

@@ -93,7 +93,10 @@ export function outboxPerChunk(sql: SqlStorage): void {
   sql.exec("UPDATE meta SET outbox_floor = ?", floor);
   sql.exec(outboxTable("outbox_sealed"));
   // Guarded, as migrations are: storage that has this layout already keeps the state records its rows carry.
-  const carried = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('outbox')").toArray().some((c) => c.name === "state")
+  const carried = sql
+    .exec<{ name: string }>("SELECT name FROM pragma_table_info('outbox')")
+    .toArray()
+    .some((c) => c.name === "state")
     ? ", v, state, seq, first_seq, committed_at, max_t, members"
     : "";
   sql.exec(`INSERT INTO outbox_sealed (id, at, ${LANES.join(", ")}, batches${carried}) SELECT id, at, ${LANES.join(", ")}, batches${carried} FROM outbox`);
@@ -136,8 +139,17 @@ export class Outbox {
     this.sql.exec(
       `INSERT INTO outbox (id, at, ${LANES.join(", ")}, batches, v, state, seq, first_seq, committed_at, max_t, members)
        VALUES (?, ?, ${LANES.map(() => "?").join(", ")}, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      id, now, ...LANES.map((lane) => blob(lanes[lane])), JSON.stringify(batches.map((b) => [b.source, b.batchId])), record.v, record.s,
-      group.seq, group.firstSeq, group.committedAt, group.maxEventTime, group.members,
+      id,
+      now,
+      ...LANES.map((lane) => blob(lanes[lane])),
+      JSON.stringify(batches.map((b) => [b.source, b.batchId])),
+      record.v,
+      record.s,
+      group.seq,
+      group.firstSeq,
+      group.committedAt,
+      group.maxEventTime,
+      group.members,
     );
     if (this.waiting) {
       this.waiting.bytes += LANES.reduce((n, lane) => n + lanes[lane].byteLength, 0);
@@ -167,7 +179,8 @@ export class Outbox {
   /** The newest state record each outbox table holds (src/coordinator/state.ts picks the newest of all). */
   records(): { v: number; s: string }[] {
     return this.tables().flatMap((t) =>
-      this.sql.exec<{ v: number; s: string }>(`SELECT v, state AS s FROM ${t} WHERE v IS NOT NULL ORDER BY id DESC LIMIT 1`).toArray());
+      this.sql.exec<{ v: number; s: string }>(`SELECT v, state AS s FROM ${t} WHERE v IS NOT NULL ORDER BY id DESC LIMIT 1`).toArray(),
+    );
   }
 
   /** The tables holding waiting entries: the sealed ones a flush is draining (empty between flushes), and the outbox. */
@@ -224,7 +237,8 @@ export class Outbox {
         this.sql
           .exec<{ id: number } & Record<Lane, ArrayBuffer>>(`SELECT id, ${columns} FROM ${t} WHERE id IN (SELECT value FROM json_each(?))`, entries)
           .toArray()
-          .map((r) => [r.id, r] as const)),
+          .map((r) => [r.id, r] as const),
+      ),
     );
     const flushed = ids.filter((id) => !waiting.has(id));
     const chunkOf = this.chunksFor(flushed);
@@ -232,7 +246,8 @@ export class Outbox {
       flushed.some((id) => !chunkOf.has(id))
         ? this.sql
             .exec<{ id: number } & Record<Lane, string | null>>(
-              `SELECT id, ${LANES.join(", ")} FROM outbox_flushed WHERE id IN (SELECT value FROM json_each(?))`, JSON.stringify(flushed.filter((id) => !chunkOf.has(id))),
+              `SELECT id, ${LANES.join(", ")} FROM outbox_flushed WHERE id IN (SELECT value FROM json_each(?))`,
+              JSON.stringify(flushed.filter((id) => !chunkOf.has(id))),
             )
             .toArray()
             .map((r) => [r.id, r])
@@ -276,7 +291,9 @@ export class Outbox {
       .toArray();
     for (const r of rows) {
       const chunk: Chunk = {
-        first: r.first, last: r.last, keys: JSON.parse(r.keys),
+        first: r.first,
+        last: r.last,
+        keys: JSON.parse(r.keys),
         offsets: new Map((JSON.parse(r.offsets) as [number, ...(number | null)[]][]).map(([id, ...o]) => [id, o])),
       };
       this.chunks.set(chunk.first, chunk);
@@ -290,7 +307,8 @@ export class Outbox {
     // A scan of every waiting entry, once: each commit asks (is a flush due?), so it is kept, not read per commit.
     if (!this.waiting) {
       const all = this.tables().map((t) =>
-        this.sql.exec<{ bytes: number; oldest: number | null }>(`SELECT coalesce(sum(${laneBytes}), 0) AS bytes, min(at) AS oldest FROM ${t}`).one());
+        this.sql.exec<{ bytes: number; oldest: number | null }>(`SELECT coalesce(sum(${laneBytes}), 0) AS bytes, min(at) AS oldest FROM ${t}`).one(),
+      );
       const times = all.flatMap((a) => (a.oldest === null ? [] : [a.oldest]));
       this.waiting = { bytes: all.reduce((n, a) => n + a.bytes, 0), oldest: times.length > 0 ? Math.min(...times) : null };
     }
@@ -311,7 +329,9 @@ export class Outbox {
     if (!plan) return 0;
     const rows = this.sql
       .exec<{ id: number; batches: string } & Record<Lane, ArrayBuffer> & GroupColumns>(
-        `SELECT id, ${LANES.join(", ")}, batches, seq, first_seq, committed_at, max_t, members FROM outbox_sealed WHERE id BETWEEN ? AND ? ORDER BY id`, plan.first, plan.last,
+        `SELECT id, ${LANES.join(", ")}, batches, seq, first_seq, committed_at, max_t, members FROM outbox_sealed WHERE id BETWEEN ? AND ? ORDER BY id`,
+        plan.first,
+        plan.last,
       )
       .toArray();
     const lanes = {} as Record<Lane, Uint8Array>;
@@ -344,7 +364,13 @@ export class Outbox {
     transact(() => {
       const landed = rows.map((r, i) => [r.id, ...LANES.map((lane) => (keys[lane] && r[lane].byteLength > 0 ? offsets[i][lane] : null))]);
       const written = Object.fromEntries(LANES.flatMap((lane) => (keys[lane] ? [[lane, keys[lane]]] : [])));
-      this.sql.exec("INSERT OR REPLACE INTO outbox_chunks (first, last, keys, offsets) VALUES (?, ?, ?, ?)", plan.first, plan.last, JSON.stringify(written), JSON.stringify(landed));
+      this.sql.exec(
+        "INSERT OR REPLACE INTO outbox_chunks (first, last, keys, offsets) VALUES (?, ?, ?, ?)",
+        plan.first,
+        plan.last,
+        JSON.stringify(written),
+        JSON.stringify(landed),
+      );
       this.sql.exec("DELETE FROM flushes WHERE first = ?", plan.first);
       // The commit records move to the ledger's `groups`: one row per run of consecutive commit numbers (one, unless
       // micro-batches that wrote their own objects came between), each listing its groups (spans).
@@ -353,7 +379,10 @@ export class Outbox {
         const times = run.flatMap((g) => (g.max_t === null ? [] : [g.max_t]));
         this.sql.exec(
           "INSERT INTO groups (seq, first_seq, committed_at, max_t, members, spans) VALUES (?, ?, ?, ?, ?, ?)",
-          last.seq, run[0].first_seq, last.committed_at, times.length > 0 ? Math.max(...times) : null,
+          last.seq,
+          run[0].first_seq,
+          last.committed_at,
+          times.length > 0 ? Math.max(...times) : null,
           JSON.stringify(run.flatMap((g) => JSON.parse(g.members))),
           run.length > 1 ? JSON.stringify(run.map((g) => [g.seq, g.committed_at - last.committed_at, g.max_t])) : null,
         );

@@ -65,7 +65,11 @@ export class PublishGuard {
       console.error(`publish ${what}: failed ${failures} time(s) in a row: ${message}`);
       this.sql.exec(
         "INSERT OR REPLACE INTO publish_failures (what, failures, last_error, last_error_at, next_attempt_at) VALUES (?, ?, ?, ?, ?)",
-        what, failures, message.slice(0, 1_000), now, now + publishRetryDelay(failures),
+        what,
+        failures,
+        message.slice(0, 1_000),
+        now,
+        now + publishRetryDelay(failures),
       );
       return null;
     }
@@ -96,4 +100,3 @@ export function tablePublishingOf(publishedSeq: number, committedSeq: number, fa
     nextAttemptAt: failure?.nextAttemptAt ?? null,
   };
 }
-

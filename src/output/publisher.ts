@@ -34,7 +34,15 @@ export interface PublishContext {
 
 /** How far each publication has got, in the Coordinator's SQLite. */
 export const PUBLISHED_TABLE = "CREATE TABLE IF NOT EXISTS published (what TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;";
-export { PUBLISH_FAILURES_TABLE, PublishGuard, publishRetryDelay, tablePublishingOf, type Publication, type PublishFailure, type TablePublishing } from "./publish-guard";
+export {
+  PUBLISH_FAILURES_TABLE,
+  PublishGuard,
+  publishRetryDelay,
+  tablePublishingOf,
+  type Publication,
+  type PublishFailure,
+  type TablePublishing,
+} from "./publish-guard";
 
 /** Commits per table append (one Parquet file each). */
 const COMMITS_PER_APPEND = 2_000;
@@ -60,7 +68,13 @@ export async function publishTable(ctx: PublishContext, now: number): Promise<{ 
     const upTo = page.length === COMMITS_PER_APPEND ? page[page.length - 1].seq : ctx.lastSeq;
     const rows = await rowsOf(ctx.bucket, page);
     const result = await appendToTable(store, {
-      stream: ctx.stream, schema: ctx.config.schema, rows, commitSeq: upTo, now, baseUri: table.location, maxColumns: maxColumnsOf(ctx.config),
+      stream: ctx.stream,
+      schema: ctx.config.schema,
+      rows,
+      commitSeq: upTo,
+      now,
+      baseUri: table.location,
+      maxColumns: maxColumnsOf(ctx.config),
     });
     columns = result.columns ?? columns;
     for (const f of result.droppedFields ?? []) dropped.add(f);
@@ -126,5 +140,8 @@ async function rowsOf(bucket: R2Bucket, page: readonly CommitPart[]): Promise<Re
   let text = "";
   for await (const bytes of readParts(bucket, page)) text += decoder.decode(bytes, { stream: true });
   text += decoder.decode();
-  return text.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as Record<string, unknown>);
+  return text
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }

@@ -73,7 +73,12 @@ export async function* committedPages(
         if (entry.fromSeq > fromManifest) break listing;
         const parts = (lane in MANIFEST_FIELD ? (entry[MANIFEST_FIELD[lane as keyof typeof MANIFEST_FIELD]] ?? []) : [])
           .filter((p) => p.seq > after && p.seq <= fromManifest)
-          .map((p): CommitPart => ({ seq: p.seq, ref: formatRef({ key: p.key, ...(p.length === null ? {} : { range: { offset: p.offset, length: p.length } }) }) }));
+          .map(
+            (p): CommitPart => ({
+              seq: p.seq,
+              ref: formatRef({ key: p.key, ...(p.length === null ? {} : { range: { offset: p.offset, length: p.length } }) }),
+            }),
+          );
         if (parts.length > 0) yield parts;
         if (entry.toSeq >= fromManifest) break listing;
       }

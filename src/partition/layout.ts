@@ -102,7 +102,10 @@ export function droppedOf(l: Pick<Layout, "hashed">, h: Pick<Held, "t" | "e" | "
 
 /** Whether the keys table has its r column (read once per object, then kept by the caller). */
 export function hasReceiptColumn(sql: SqlStorage): boolean {
-  return sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('keys')").toArray().some((c) => c.name === "r");
+  return sql
+    .exec<{ name: string }>("SELECT name FROM pragma_table_info('keys')")
+    .toArray()
+    .some((c) => c.name === "r");
 }
 
 /** The rows held for these stored keys, in one statement (the live buckets: eviction ran first, so none has expired). */
@@ -113,7 +116,8 @@ export function readHeld(sql: SqlStorage, l: Layout, withR: boolean, buckets: It
     .exec<{ id: string; b: number; t: number | null; e: number | null; d: string | null; r: number | null }>(
       `SELECT ${l.hashed ? "CAST(k AS TEXT)" : "k"} AS id, b, t, e, CAST(d AS TEXT) AS d, ${withR ? "r" : "NULL"} AS r
        FROM keys WHERE b IN (SELECT value FROM json_each(?1)) AND k IN (SELECT value FROM json_each(?2))`,
-      JSON.stringify([...buckets]), `[${keys.map((k) => keyLiteral(l, k)).join(",")}]`,
+      JSON.stringify([...buckets]),
+      `[${keys.map((k) => keyLiteral(l, k)).join(",")}]`,
     )
     .toArray();
   return new Map(rows.map((r) => [String(r.id), { b: r.b, t: r.t, e: r.e, d: r.d, r: r.r, dropped: 0, conflicts: 0 }]));

@@ -41,10 +41,15 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
         ALTER TABLE meta ADD COLUMN front_b INTEGER;
       `);
       // The stream's delay isn't known here: a width from the spread of the expiries held.
-      const held = sql.exec<{ n: number; lo: number | null; hi: number | null }>("SELECT count(*) AS n, min(expires) AS lo, max(expires) AS hi FROM keys").one();
+      const held = sql
+        .exec<{ n: number; lo: number | null; hi: number | null }>("SELECT count(*) AS n, min(expires) AS lo, max(expires) AS hi FROM keys")
+        .one();
       const width = held.n === 0 ? null : held.lo === null ? 0 : Math.max(60_000, Math.floor((held.hi! - held.lo) / 8));
       sql.exec("UPDATE meta SET width = ?", width);
-      sql.exec("INSERT INTO keys_v3 (b, k, t, e) SELECT CASE WHEN expires IS NULL OR ?1 = 0 THEN 0 ELSE expires / CAST(?1 AS INTEGER) END, k, t, expires FROM keys", width ?? 0);
+      sql.exec(
+        "INSERT INTO keys_v3 (b, k, t, e) SELECT CASE WHEN expires IS NULL OR ?1 = 0 THEN 0 ELSE expires / CAST(?1 AS INTEGER) END, k, t, expires FROM keys",
+        width ?? 0,
+      );
       sql.exec("DROP INDEX IF EXISTS keys_by_expiry; DROP TABLE keys; ALTER TABLE keys_v3 RENAME TO keys;");
     },
   },
@@ -100,4 +105,3 @@ export const PARTITION_LAYOUT = `
   CREATE TABLE receipts (b INTEGER NOT NULL, k NOT NULL, n INTEGER, dropped INTEGER NOT NULL, conflicts INTEGER NOT NULL, PRIMARY KEY (b, k)) WITHOUT ROWID;
   CREATE TABLE kept_names (n INTEGER PRIMARY KEY, batches TEXT NOT NULL, until INTEGER);
 `;
-

@@ -7,13 +7,26 @@ import { SqliteObject, tableExists } from "../storage/sqlite-object";
 import { bucketAtWatermark, bucketOf, bucketWidthFor } from "../stream/expiry-buckets";
 import { BucketFilters } from "../stream/bucket-filters";
 import {
-  absoluteBucket, expiryOf, expirySql, hasReceiptColumn, isCompact, KEY_HASH_KEYED, KEY_HASH_UNKEYED, KEY_TEXT, keyLiteral, numberOf, placeOf, readHeld, storedBucket, storedKey, writeHeld,
-  type Held, type Layout,
+  absoluteBucket,
+  expiryOf,
+  expirySql,
+  hasReceiptColumn,
+  isCompact,
+  KEY_HASH_KEYED,
+  KEY_HASH_UNKEYED,
+  KEY_TEXT,
+  keyLiteral,
+  numberOf,
+  placeOf,
+  readHeld,
+  storedBucket,
+  storedKey,
+  writeHeld,
+  type Held,
+  type Layout,
 } from "./layout";
 import { newHashSecret } from "../stream/keyed-key-hash";
-import {
-  forgetFrontReceipts, forgetReceipts, listKeys, lookupReceipt, nameBatch, openChunk, resolveNames, sealChunk, type NameChunk,
-} from "./receipts";
+import { forgetFrontReceipts, forgetReceipts, listKeys, lookupReceipt, nameBatch, openChunk, resolveNames, sealChunk, type NameChunk } from "./receipts";
 import {
   LEDGER_RETENTION_MS,
   type GroupApplyRequest,
@@ -35,7 +48,14 @@ export { PARTITION_LAYOUT, PARTITION_MIGRATIONS };
 // The protocol's names stay importable from here for code written before it had a module of its own.
 export { LEDGER_RETENTION_MS };
 export type {
-  GroupApplyRequest, GroupApplyResult, GroupEntry, KeptBatch, PartitionRow, PartitionStats, StateEntry, StateReceipt,
+  GroupApplyRequest,
+  GroupApplyResult,
+  GroupEntry,
+  KeptBatch,
+  PartitionRow,
+  PartitionStats,
+  StateEntry,
+  StateReceipt,
 } from "./protocol";
 
 /**
@@ -150,7 +170,10 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
           this.ledgerCount = undefined;
         }
       }
-      const recorded = this.recordedDecisions(entries.filter((e) => e.resumed).map((e) => e.batch), pending);
+      const recorded = this.recordedDecisions(
+        entries.filter((e) => e.resumed).map((e) => e.batch),
+        pending,
+      );
       const removed = this.evict(meta, req.watermark);
       // Rows this batch already had decided here (an attempt that crashed before
       // its commit) keep their decision; only rows new to this partition are judged.
@@ -198,7 +221,8 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
         this.sql.exec(
           `INSERT OR REPLACE INTO ledger (batch, at, decisions)
            SELECT json_extract(value, '$[0]'), ?, json_array(json(value)) FROM json_each(?)`,
-          Date.now(), JSON.stringify(ledger),
+          Date.now(),
+          JSON.stringify(ledger),
         );
       } else if (ledger.length > 0) {
         // One entry for the micro-batch: one row written, and one deleted once it commits.
@@ -236,7 +260,12 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   }
 
   /** The key rows held that this call's rows may meet: its candidates', and those of its recorded drops (for gaps and receipts). */
-  private readHeldFor(meta: PartitionMeta, l: Layout, id: (stateKey: string) => string, work: readonly { entry: Entry; known: Map<number, Decision>; fresh: PartitionRow[]; judged: boolean }[]): Map<string, Held> {
+  private readHeldFor(
+    meta: PartitionMeta,
+    l: Layout,
+    id: (stateKey: string) => string,
+    work: readonly { entry: Entry; known: Map<number, Decision>; fresh: PartitionRow[]; judged: boolean }[],
+  ): Map<string, Held> {
     const wanted = new Set<string>();
     for (const { entry, known, fresh, judged } of work) {
       if (judged) for (const r of fresh) if (!isLate(entry.settings, meta.watermark, r)) wanted.add(id(stateKeyFor(entry.settings, r)));
@@ -258,7 +287,10 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   /** The buckets' key filters (src/stream/bucket-filters.ts), each made from a scan of its bucket when first asked. */
   private keyFilters(l: Layout): BucketFilters {
     this.filters ??= new BucketFilters((b) =>
-      this.sql.exec<{ k: string }>(`SELECT ${l.hashed ? "CAST(k AS TEXT)" : "k"} AS k FROM keys WHERE b = ?`, b).toArray().map((r) => String(r.k)),
+      this.sql
+        .exec<{ k: string }>(`SELECT ${l.hashed ? "CAST(k AS TEXT)" : "k"} AS k FROM keys WHERE b = ?`, b)
+        .toArray()
+        .map((r) => String(r.k)),
     );
     return this.filters;
   }
@@ -269,8 +301,24 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
    * added, every other copy is dropped, a conflict where both digests differ.
    * Returns the keys added. Fills `known` with the decisions.
    */
-  private judge(meta: PartitionMeta, l: Layout, id: (stateKey: string) => string, held: Map<string, Held>, chunk: { open: NameChunk | null }, entry: Entry, fresh: PartitionRow[], known: Map<number, Decision>): number {
-    const r = applyBatch(entry.settings, meta.watermark, fresh, (k) => held.has(id(k)), (k) => held.get(id(k))?.d ?? null, id);
+  private judge(
+    meta: PartitionMeta,
+    l: Layout,
+    id: (stateKey: string) => string,
+    held: Map<string, Held>,
+    chunk: { open: NameChunk | null },
+    entry: Entry,
+    fresh: PartitionRow[],
+    known: Map<number, Decision>,
+  ): number {
+    const r = applyBatch(
+      entry.settings,
+      meta.watermark,
+      fresh,
+      (k) => held.has(id(k)),
+      (k) => held.get(id(k))?.d ?? null,
+      id,
+    );
     fresh.forEach((row, i) => known.set(row.index, r.decisions[i]));
     if (r.inserts.length > 0) {
       chunk.open ??= openChunk(this.sql, meta.names);
@@ -324,7 +372,14 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
    * with keepDuplicates), recorded decisions too: the lanes are written again
    * on a retry. Hashed state keeps no event time where the expiry implies it.
    */
-  private answers(meta: PartitionMeta, l: Layout, id: (stateKey: string) => string, held: ReadonlyMap<string, Held>, chunk: { open: NameChunk | null }, work: readonly { entry: Entry; known: Map<number, Decision> }[]): { gaps: number[][]; kept: KeptBatch[][] } {
+  private answers(
+    meta: PartitionMeta,
+    l: Layout,
+    id: (stateKey: string) => string,
+    held: ReadonlyMap<string, Held>,
+    chunk: { open: NameChunk | null },
+    work: readonly { entry: Entry; known: Map<number, Decision> }[],
+  ): { gaps: number[][]; kept: KeptBatch[][] } {
     const wanted: { entry: number; at: number; n: number | null }[] = [];
     const gaps = work.map(({ entry, known }, w) => {
       const out: number[] = [];
@@ -343,7 +398,11 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     const kept = work.map((): KeptBatch[] => []);
     if (wanted.length > 0) {
       chunk.open ??= openChunk(this.sql, meta.names);
-      const names = resolveNames(this.sql, chunk.open, wanted.flatMap((w) => w.n ?? []));
+      const names = resolveNames(
+        this.sql,
+        chunk.open,
+        wanted.flatMap((w) => w.n ?? []),
+      );
       for (const w of wanted) kept[w.entry].push({ at: w.at, batch: w.n === null ? null : (names.get(w.n) ?? null) });
     }
     return { gaps, kept };
@@ -402,7 +461,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   /** Whether an entry joins the meta row: small, and the meta row stays small. */
   private fitsPending(pending: PendingEntries, entry: [string, string][]): boolean {
     const size = JSON.stringify(entry).length;
-    return size <= PENDING_ENTRY_MAX_BYTES && size + (JSON.stringify(pending).length) <= PENDING_MAX_BYTES;
+    return size <= PENDING_ENTRY_MAX_BYTES && size + JSON.stringify(pending).length <= PENDING_MAX_BYTES;
   }
 
   /** Drops entries of the meta row older than LEDGER_RETENTION_MS (micro-batches that never committed); true if any went. */
@@ -465,7 +524,10 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
 
   private currentMeta(epoch: string): PartitionMeta | null {
     if (this.cached === undefined) {
-      this.cached = this.sql.exec<PartitionMeta>("SELECT epoch, watermark, rows, next_expiry, width, hashed, front_b, pending, names, base, hash_key FROM meta").toArray()[0] ?? null;
+      this.cached =
+        this.sql
+          .exec<PartitionMeta>("SELECT epoch, watermark, rows, next_expiry, width, hashed, front_b, pending, names, base, hash_key FROM meta")
+          .toArray()[0] ?? null;
     }
     return this.cached && this.cached.epoch === epoch ? { ...this.cached } : null;
   }
@@ -479,7 +541,19 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     this.buckets = new Set();
     this.filters = undefined;
     this.ledgerCount = 0;
-    const fresh: PartitionMeta = { epoch, watermark: 0, rows: 0, next_expiry: null, width: null, hashed: 0, front_b: null, pending: null, names: null, base: null, hash_key: null };
+    const fresh: PartitionMeta = {
+      epoch,
+      watermark: 0,
+      rows: 0,
+      next_expiry: null,
+      width: null,
+      hashed: 0,
+      front_b: null,
+      pending: null,
+      names: null,
+      base: null,
+      hash_key: null,
+    };
     this.saveMeta(fresh);
     return { ...fresh };
   }
@@ -487,7 +561,17 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   private saveMeta(m: PartitionMeta): void {
     this.sql.exec(
       "INSERT OR REPLACE INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending, names, base, hash_key) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      m.epoch, m.watermark, m.rows, m.next_expiry, m.width, m.hashed, m.front_b, m.pending, m.names, m.base, m.hash_key,
+      m.epoch,
+      m.watermark,
+      m.rows,
+      m.next_expiry,
+      m.width,
+      m.hashed,
+      m.front_b,
+      m.pending,
+      m.names,
+      m.base,
+      m.hash_key,
     );
     this.cached = { ...m };
   }

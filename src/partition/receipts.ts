@@ -95,10 +95,15 @@ export function lookupReceipt(sql: SqlStorage, l: Layout, withR: boolean, chunk:
       `SELECT ${key} AS key, keys.b AS b, keys.t AS t, keys.e AS e, ${withR ? "keys.r" : "NULL"} AS r, c.conflicts AS conflicts
        FROM keys LEFT JOIN receipts c ON c.b = keys.b AND c.k = keys.k
        WHERE keys.b IN (SELECT value FROM json_each(?1)) AND keys.k = json_extract(?2, '$[0]')`,
-      buckets, `[${keyLiteral(l, storedKey(l, stateKey))}]`,
+      buckets,
+      `[${keyLiteral(l, storedKey(l, stateKey))}]`,
     )
     .toArray();
-  const names = resolveNames(sql, chunk, rows.flatMap((r) => numberOf(l, r) ?? []));
+  const names = resolveNames(
+    sql,
+    chunk,
+    rows.flatMap((r) => numberOf(l, r) ?? []),
+  );
   return rows.map((r) => {
     const n = numberOf(l, r);
     return {
@@ -117,7 +122,11 @@ export function listKeys(sql: SqlStorage, l: Layout, after: string, limit: numbe
   // Hashed keys are listed as their label (`#` + 16 hex digits), in label order.
   const key = l.hashed ? "printf('#%016x', k)" : "k";
   return sql
-    .exec<{ key: string; t: number | null; e: number | null }>(`SELECT ${key} AS key, ${eventTimeOf(l.hashed)} AS t, ${expirySql(l)} AS e FROM keys WHERE ${key} > ? ORDER BY 1 LIMIT ?`, after, limit)
+    .exec<{ key: string; t: number | null; e: number | null }>(
+      `SELECT ${key} AS key, ${eventTimeOf(l.hashed)} AS t, ${expirySql(l)} AS e FROM keys WHERE ${key} > ? ORDER BY 1 LIMIT ?`,
+      after,
+      limit,
+    )
     .toArray()
     .map((r) => ({ key: r.key, eventTime: r.t, expiresAt: r.e }));
 }

@@ -57,7 +57,10 @@ export function ingressOf(batchId: string): Ingress {
 export function foreignBatchId(batchId: string, ingress: Ingress): string | null {
   const owner = ingressOf(batchId);
   if (owner === ingress) return null;
-  const prefixes = Object.values(INGRESS_PREFIXES).flat().map((p) => `"${p}"`).join(", ");
+  const prefixes = Object.values(INGRESS_PREFIXES)
+    .flat()
+    .map((p) => `"${p}"`)
+    .join(", ");
   return `batch ids starting with ${prefixes} are reserved for the ingress that makes them (${owner === "http" ? "HTTP producers" : owner}); this one is ${describeIngress(ingress)}'s`;
 }
 

@@ -47,7 +47,9 @@ export function planBatch(config: StreamConfig, rows: readonly unknown[], now: n
 
 export function dedupSettings(config: StreamConfig): DedupSettings {
   return {
-    mode: config.mode, delay: config.watermarkDelay, hasEventTime: config.eventTime !== null,
+    mode: config.mode,
+    delay: config.watermarkDelay,
+    hasEventTime: config.eventTime !== null,
     ...(config.stateKeys === "hashed" ? { hashedKeys: true } : {}),
     ...(config.onConflict === "reject" ? { onConflict: "reject" as const } : {}),
     ...(config.keepDuplicates ? { keepDuplicates: true } : {}),
@@ -95,11 +97,12 @@ export function keptRefOf(batch: string, seqOf: (source: string, batchId: string
  */
 function conflictReason(kept: KeptRef | null, self: { source: string; batchId: string }): string {
   if (!kept) return "conflict: its content differs from the kept copy of its key";
-  const where = kept.source !== self.source
-    ? "kept from another source"
-    : kept.batchId === self.batchId
-      ? "an earlier row of this batch"
-      : `batch "${kept.batchId}" from source "${kept.source}", ${kept.seq === null ? "committing with this one" : `commit ${kept.seq}`}`;
+  const where =
+    kept.source !== self.source
+      ? "kept from another source"
+      : kept.batchId === self.batchId
+        ? "an earlier row of this batch"
+        : `batch "${kept.batchId}" from source "${kept.source}", ${kept.seq === null ? "committing with this one" : `commit ${kept.seq}`}`;
   return `conflict: its content differs from the kept copy of its key (${where})`;
 }
 
@@ -175,11 +178,7 @@ export function encodeOutput(rows: readonly Row[]): string {
  * The late and rejected lanes: each row as sent (late rows after coercion),
  * with why it was dropped, so it can be inspected and re-ingested.
  */
-export function encodeLate(
-  batch: { source: string; batchId: string },
-  late: readonly LateRow[],
-  watermarkOf: (partition: number) => number,
-): string {
+export function encodeLate(batch: { source: string; batchId: string }, late: readonly LateRow[], watermarkOf: (partition: number) => number): string {
   return late
     .map((l) => JSON.stringify({ ...batch, index: l.index, reason: "late", eventTime: l.eventTime, watermark: watermarkOf(l.partition), row: l.row }) + "\n")
     .join("");

@@ -42,7 +42,11 @@ const interval = z.union([z.string().max(MAX_INTERVAL_CHARS, `at most ${MAX_INTE
 });
 
 // "__proto__" would be swallowed by an object literal's prototype setter somewhere along the way.
-const column = z.string().min(1).max(256).refine((c) => c !== "__proto__", "\"__proto__\" cannot be a column name");
+const column = z
+  .string()
+  .min(1)
+  .max(256)
+  .refine((c) => c !== "__proto__", '"__proto__" cannot be a column name');
 
 /**
  * A source's own caps on its event times (they default to the stream's): how
@@ -55,25 +59,48 @@ const sourceSchema = z.strictObject({
   maxEventTimeSkew: interval.optional().describe("default: the stream's"),
   maxAheadOfWatermark: interval.optional().describe("default: the stream's"),
   idleTimeout: interval.optional().describe("default: the stream's"),
-  multiLine: z.boolean().optional().describe("file runs of this source: each .json file is one JSON document (true) or JSON Lines (false); a run's own multiLine wins"),
+  multiLine: z
+    .boolean()
+    .optional()
+    .describe("file runs of this source: each .json file is one JSON document (true) or JSON Lines (false); a run's own multiLine wins"),
   maxWebhookBytes: z
-    .number().int().min(1024).max(32 * 1024 * 1024).optional()
+    .number()
+    .int()
+    .min(1024)
+    .max(32 * 1024 * 1024)
+    .optional()
     .describe(`this source's provider webhook deliveries: the most body bytes read before the signature is checked (default ${1024 * 1024}, 1 MiB)`),
 });
 
 const limitsSchema = z.strictObject({
   // 32 MiB is the most a Durable Object RPC carries, and the Worker's hard cap.
-  maxBodyBytes: z.number().int().min(1024).max(32 * 1024 * 1024).optional().describe("default 10 MiB"),
+  maxBodyBytes: z
+    .number()
+    .int()
+    .min(1024)
+    .max(32 * 1024 * 1024)
+    .optional()
+    .describe("default 10 MiB"),
   maxRows: z.number().int().min(1).max(100_000).optional().describe("rows per batch; default 10,000"),
 });
 
 // A field of a row: "received_at", or a dotted path into nested objects, "meta.attempt".
-const fieldPath = z.string().min(1).max(256).refine((c) => c.split(".").every((part) => part !== "" && part !== "__proto__"), "a field or a dotted path of fields, none empty or \"__proto__\"");
+const fieldPath = z
+  .string()
+  .min(1)
+  .max(256)
+  .refine((c) => c.split(".").every((part) => part !== "" && part !== "__proto__"), 'a field or a dotted path of fields, none empty or "__proto__"');
 
 /** "key": {"content": {"exclude": [...]}}: the row's canonical JSON without these fields is its key (src/stream/content.ts). */
 const contentKeySchema = z
   .strictObject({
-    content: z.strictObject({ exclude: z.array(fieldPath).max(MAX_FIELD_LIST, `at most ${MAX_FIELD_LIST} fields`).default([]).describe("fields left out of the content (top-level or dotted paths)") }),
+    content: z.strictObject({
+      exclude: z
+        .array(fieldPath)
+        .max(MAX_FIELD_LIST, `at most ${MAX_FIELD_LIST} fields`)
+        .default([])
+        .describe("fields left out of the content (top-level or dotted paths)"),
+    }),
   })
   .describe("a content key: the SHA-256 of the row's canonical JSON (RFC 8785) without the excluded fields");
 
@@ -101,9 +128,13 @@ export const streamBodySchema = z
       .default({})
       .describe(`declared sources by name; at most ${MAX_SOURCES}`),
     maxEventTimeSkew: interval.default(86_400_000).describe('the clock-skew guard: rows further ahead of the server clock are rejected; default "1 day"'),
-    maxAheadOfWatermark: interval.optional().describe("rows further ahead of the watermark + the source's delay are rejected (not while the watermark is 0); default: maxEventTimeSkew"),
+    maxAheadOfWatermark: interval
+      .optional()
+      .describe("rows further ahead of the watermark + the source's delay are rejected (not while the watermark is 0); default: maxEventTimeSkew"),
     // A source silent this long leaves the min until it sends again (Flink's withIdleness).
-    idleTimeout: interval.optional().describe("a source whose last batch committed this long ago is idle and leaves the watermark's min/max until it sends again"),
+    idleTimeout: interval
+      .optional()
+      .describe("a source whose last batch committed this long ago is idle and leaves the watermark's min/max until it sends again"),
     limits: limitsSchema.default({}),
     // Committed output appended to an Iceberg table in R2; location: the base URI external readers use.
     table: z
@@ -111,28 +142,40 @@ export const streamBodySchema = z
         format: z.literal("iceberg"),
         location: z.string().min(1).max(1024).optional().describe("the base URI external readers use"),
         maxColumns: z
-          .number().int().min(1).max(MAX_COLUMNS_LIMIT).optional()
+          .number()
+          .int()
+          .min(1)
+          .max(MAX_COLUMNS_LIMIT)
+          .optional()
           .describe(`the most columns the table may have (default ${DEFAULT_MAX_COLUMNS}); a row that would add more is rejected`),
       })
       .optional()
       .describe("append committed output to an Iceberg table in R2"),
     idempotencyWindow: interval
       .optional()
-      .describe('how long a committed batch id is remembered: a retry within it is answered with its recorded outcome; at least "1 minute", at most "365 days"; default "24 hours"'),
+      .describe(
+        'how long a committed batch id is remembered: a retry within it is answered with its recorded outcome; at least "1 minute", at most "365 days"; default "24 hours"',
+      ),
     stateKeys: z
       .enum(["text", "hashed"])
       .default("text")
-      .describe("how partitions remember keys: their text (the state reader lists them), or a 64-bit hash (compact state, ~32 B a key; the state reader lists hashes); bound at creation"),
+      .describe(
+        "how partitions remember keys: their text (the state reader lists them), or a 64-bit hash (compact state, ~32 B a key; the state reader lists hashes); bound at creation",
+      ),
     // What counts as the same event (DESIGN §11, docs/concepts/same-event.md).
     volatile: z
       .array(fieldPath)
       .max(MAX_FIELD_LIST, `at most ${MAX_FIELD_LIST} fields`)
       .default([])
-      .describe('fields (or dotted paths) that may differ between copies of one event without making them a conflict, e.g. a delivery attempt counter; "webhook:<provider>" for a provider\'s (stripe, github, shopify, standard-webhooks), which rows from that provider\'s webhook leave out by default; bound at creation'),
+      .describe(
+        "fields (or dotted paths) that may differ between copies of one event without making them a conflict, e.g. a delivery attempt counter; \"webhook:<provider>\" for a provider's (stripe, github, shopify, standard-webhooks), which rows from that provider's webhook leave out by default; bound at creation",
+      ),
     onConflict: z
       .enum(["drop", "reject"])
       .default("drop")
-      .describe("a copy with a remembered id whose content differs from the kept copy's: dropped (counted in duplicates and conflicts) or rejected; either way it goes to the conflicts lane"),
+      .describe(
+        "a copy with a remembered id whose content differs from the kept copy's: dropped (counted in duplicates and conflicts) or rejected; either way it goes to the conflicts lane",
+      ),
     keepDuplicates: z.boolean().default(false).describe("write every dropped copy to the duplicates lane, with the kept copy's reference"),
   })
   .superRefine((b, ctx) => {
@@ -149,7 +192,11 @@ export const streamBodySchema = z
       }
     });
     if (!Array.isArray(b.key) && b.volatile.length > 0) {
-      ctx.addIssue({ code: "custom", path: ["volatile"], message: "a content key has no conflicts: leave the fields out of the content with key.content.exclude instead" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["volatile"],
+        message: "a content key has no conflicts: leave the fields out of the content with key.content.exclude instead",
+      });
     }
     if (b.idempotencyWindow !== undefined && (b.idempotencyWindow < MIN_IDEMPOTENCY_WINDOW_MS || b.idempotencyWindow > MAX_IDEMPOTENCY_WINDOW_MS)) {
       ctx.addIssue({ code: "custom", path: ["idempotencyWindow"], message: 'must be at least "1 minute" and at most "365 days"' });
@@ -365,7 +412,8 @@ export function zodErrors(error: z.ZodError): FieldError[] {
  */
 export function boundFieldChanges(old: StreamConfig, next: StreamConfig): string[] {
   const changed: string[] = [];
-  if (JSON.stringify(old.key) !== JSON.stringify(next.key) || JSON.stringify(old.contentKey ?? null) !== JSON.stringify(next.contentKey ?? null)) changed.push("key");
+  if (JSON.stringify(old.key) !== JSON.stringify(next.key) || JSON.stringify(old.contentKey ?? null) !== JSON.stringify(next.contentKey ?? null))
+    changed.push("key");
   if (old.mode !== next.mode) changed.push("mode");
   if (old.eventTime !== next.eventTime) changed.push("eventTime");
   if (old.partitions !== next.partitions) changed.push("partitions");

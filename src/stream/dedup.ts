@@ -103,8 +103,12 @@ export function applyBatch(
     }
     seen.set(id, row.digest ?? null);
     decisions.push("e");
-    inserts.push({ stateKey, eventTime: row.eventTime, expiresAt: expiryOf(settings, row.eventTime), ...(row.digest === undefined ? {} : { digest: row.digest }) });
+    inserts.push({
+      stateKey,
+      eventTime: row.eventTime,
+      expiresAt: expiryOf(settings, row.eventTime),
+      ...(row.digest === undefined ? {} : { digest: row.digest }),
+    });
   }
   return { decisions, inserts };
 }
-

@@ -40,8 +40,10 @@ export function murmur3(bytes: Uint8Array, seed = 0): number {
   for (let i = 0; i < blocks; i += 4) h = mixBlock(h, bytes[i] | (bytes[i + 1] << 8) | (bytes[i + 2] << 16) | (bytes[i + 3] << 24));
   let k = 0;
   switch (n & 3) {
-    case 3: k ^= bytes[blocks + 2] << 16; // falls through
-    case 2: k ^= bytes[blocks + 1] << 8; // falls through
+    case 3:
+      k ^= bytes[blocks + 2] << 16; // falls through
+    case 2:
+      k ^= bytes[blocks + 1] << 8; // falls through
     case 1:
       k ^= bytes[blocks];
       h ^= scramble(k);
@@ -65,7 +67,10 @@ export function murmur3Utf8(text: string, seed = 0): number {
   const n = text.length;
   const blocks = n & ~3;
   for (let i = 0; i < blocks; i += 4) {
-    const b0 = text.charCodeAt(i), b1 = text.charCodeAt(i + 1), b2 = text.charCodeAt(i + 2), b3 = text.charCodeAt(i + 3);
+    const b0 = text.charCodeAt(i),
+      b1 = text.charCodeAt(i + 1),
+      b2 = text.charCodeAt(i + 2),
+      b3 = text.charCodeAt(i + 3);
     if ((b0 | b1 | b2 | b3) >= 0x80) return murmur3(encoder.encode(text), seed);
     h = mixBlock(h, b0 | (b1 << 8) | (b2 << 16) | (b3 << 24));
   }

@@ -10,7 +10,15 @@ export type HealthStatus = "ok" | "warn" | "critical";
 
 /** Every reason health may give (the API's schema takes them from here). */
 export const HEALTH_REASON_CODES = [
-  "watermark-stalled", "held-back", "state-rising", "late-rate", "rejected-rate", "table-failing", "conflict-rate", "unkeyed-key-hash", "webhook-refusals",
+  "watermark-stalled",
+  "held-back",
+  "state-rising",
+  "late-rate",
+  "rejected-rate",
+  "table-failing",
+  "conflict-rate",
+  "unkeyed-key-hash",
+  "webhook-refusals",
 ] as const;
 export type HealthReasonCode = (typeof HEALTH_REASON_CODES)[number];
 
@@ -129,7 +137,9 @@ export function recentWindow(progress: readonly ProgressReport[], now: number, t
  */
 export function heldBackBy(input: Pick<HealthInput, "policy" | "delay" | "sources" | "hasEventTime">): string | null {
   if (input.policy !== "min" || !input.hasEventTime) return null;
-  const counted = Object.entries(input.sources).filter(([, s]) => s.counted).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const counted = Object.entries(input.sources)
+    .filter(([, s]) => s.counted)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   if (counted.length < 2) return null;
   let min = counted[0];
   let max = eventTimeOf(counted[0][1], input.delay);
@@ -241,11 +251,15 @@ export function evaluateHealth(input: HealthInput, thresholds: Partial<HealthThr
   for (const [source, w] of Object.entries(input.webhooks ?? {})) {
     const refused = Object.values(w.refused).reduce((a, n) => a + n, 0);
     if (refused < WEBHOOK_REFUSALS_MIN || refused < WEBHOOK_REFUSED_SHARE * (refused + w.rows + w.replayed)) continue;
-    const why = Object.entries(w.refused).sort((a, b) => b[1] - a[1]).map(([reason, n]) => `${n} ${reason}`).join(", ");
+    const why = Object.entries(w.refused)
+      .sort((a, b) => b[1] - a[1])
+      .map(([reason, n]) => `${n} ${reason}`)
+      .join(", ");
     reasons.push({
       code: "webhook-refusals",
       severity: "warn",
-      detail: `source ${source}: ${refused} webhook deliveries were refused by their signature (${why}) against ${w.rows + w.replayed} accepted; ` +
+      detail:
+        `source ${source}: ${refused} webhook deliveries were refused by their signature (${why}) against ${w.rows + w.replayed} accepted; ` +
         `check the signing secret the provider has for this endpoint (a rotated secret, another endpoint's), and the server clocks for "stale"`,
     });
   }
@@ -269,7 +283,9 @@ export function evaluateHealth(input: HealthInput, thresholds: Partial<HealthThr
     heldBackBy: held,
     watermark: input.watermark,
     watermarkLagMs: Math.max(0, top - input.watermark),
-    idleSources: Object.keys(input.sources).filter((s) => input.sources[s].idle).sort(),
+    idleSources: Object.keys(input.sources)
+      .filter((s) => input.sources[s].idle)
+      .sort(),
     ...(input.webhooks && Object.keys(input.webhooks).length > 0 ? { webhooks: input.webhooks } : {}),
     window: {
       batches: win.length,

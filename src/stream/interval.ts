@@ -5,12 +5,27 @@ import { own } from "./own.ts";
  * or a plain number of milliseconds. Returns milliseconds.
  */
 const UNIT_MS: Record<string, number> = {
-  ms: 1, millisecond: 1, milliseconds: 1,
-  s: 1_000, sec: 1_000, secs: 1_000, second: 1_000, seconds: 1_000,
-  m: 60_000, min: 60_000, mins: 60_000, minute: 60_000, minutes: 60_000,
-  h: 3_600_000, hour: 3_600_000, hours: 3_600_000,
-  d: 86_400_000, day: 86_400_000, days: 86_400_000,
-  week: 604_800_000, weeks: 604_800_000,
+  ms: 1,
+  millisecond: 1,
+  milliseconds: 1,
+  s: 1_000,
+  sec: 1_000,
+  secs: 1_000,
+  second: 1_000,
+  seconds: 1_000,
+  m: 60_000,
+  min: 60_000,
+  mins: 60_000,
+  minute: 60_000,
+  minutes: 60_000,
+  h: 3_600_000,
+  hour: 3_600_000,
+  hours: 3_600_000,
+  d: 86_400_000,
+  day: 86_400_000,
+  days: 86_400_000,
+  week: 604_800_000,
+  weeks: 604_800_000,
 };
 
 export class IntervalError extends Error {}
@@ -30,7 +45,10 @@ export function parseInterval(input: string | number): number {
     if (input > MAX_INTERVAL_MS) throw new IntervalError(`must be at most 365 days (${MAX_INTERVAL_MS} ms)`);
     return input;
   }
-  const text = input.trim().toLowerCase().replace(/^interval\s+/, "");
+  const text = input
+    .trim()
+    .toLowerCase()
+    .replace(/^interval\s+/, "");
   if (/^\d+$/.test(text)) return parseInterval(Number(text));
   const part = /(\d+(?:\.\d+)?)\s*([a-z]+)/g;
   let total = 0;

@@ -32,20 +32,38 @@ function fmix(h: number): number {
 
 /** MurmurHash3_x86_128 as four unsigned 32-bit words h1..h4 (the reference implementation's order). */
 export function murmur3x86_128(bytes: Uint8Array, seed = 0): [number, number, number, number] {
-  let h1 = seed | 0, h2 = seed | 0, h3 = seed | 0, h4 = seed | 0;
+  let h1 = seed | 0,
+    h2 = seed | 0,
+    h3 = seed | 0,
+    h4 = seed | 0;
   const n = bytes.length;
   const blocks = n - (n % 16);
   const word = (i: number) => bytes[i] | (bytes[i + 1] << 8) | (bytes[i + 2] << 16) | (bytes[i + 3] << 24);
   for (let i = 0; i < blocks; i += 16) {
-    let k1 = word(i), k2 = word(i + 4), k3 = word(i + 8), k4 = word(i + 12);
-    k1 = Math.imul(rotl(Math.imul(k1, C1), 15), C2); h1 ^= k1;
-    h1 = rotl(h1, 19); h1 = (h1 + h2) | 0; h1 = (Math.imul(h1, 5) + 0x561ccd1b) | 0;
-    k2 = Math.imul(rotl(Math.imul(k2, C2), 16), C3); h2 ^= k2;
-    h2 = rotl(h2, 17); h2 = (h2 + h3) | 0; h2 = (Math.imul(h2, 5) + 0x0bcaa747) | 0;
-    k3 = Math.imul(rotl(Math.imul(k3, C3), 17), C4); h3 ^= k3;
-    h3 = rotl(h3, 15); h3 = (h3 + h4) | 0; h3 = (Math.imul(h3, 5) + 0x96cd1c35) | 0;
-    k4 = Math.imul(rotl(Math.imul(k4, C4), 18), C1); h4 ^= k4;
-    h4 = rotl(h4, 13); h4 = (h4 + h1) | 0; h4 = (Math.imul(h4, 5) + 0x32ac3b17) | 0;
+    let k1 = word(i),
+      k2 = word(i + 4),
+      k3 = word(i + 8),
+      k4 = word(i + 12);
+    k1 = Math.imul(rotl(Math.imul(k1, C1), 15), C2);
+    h1 ^= k1;
+    h1 = rotl(h1, 19);
+    h1 = (h1 + h2) | 0;
+    h1 = (Math.imul(h1, 5) + 0x561ccd1b) | 0;
+    k2 = Math.imul(rotl(Math.imul(k2, C2), 16), C3);
+    h2 ^= k2;
+    h2 = rotl(h2, 17);
+    h2 = (h2 + h3) | 0;
+    h2 = (Math.imul(h2, 5) + 0x0bcaa747) | 0;
+    k3 = Math.imul(rotl(Math.imul(k3, C3), 17), C4);
+    h3 ^= k3;
+    h3 = rotl(h3, 15);
+    h3 = (h3 + h4) | 0;
+    h3 = (Math.imul(h3, 5) + 0x96cd1c35) | 0;
+    k4 = Math.imul(rotl(Math.imul(k4, C4), 18), C1);
+    h4 ^= k4;
+    h4 = rotl(h4, 13);
+    h4 = (h4 + h1) | 0;
+    h4 = (Math.imul(h4, 5) + 0x32ac3b17) | 0;
   }
   // The tail: up to 15 bytes into k1..k4, little-endian, then mixed as the blocks are.
   const tail = [0, 0, 0, 0];
@@ -55,12 +73,22 @@ export function murmur3x86_128(bytes: Uint8Array, seed = 0): [number, number, nu
   if (rest > 8) h3 ^= Math.imul(rotl(Math.imul(tail[2], C3), 17), C4);
   if (rest > 4) h2 ^= Math.imul(rotl(Math.imul(tail[1], C2), 16), C3);
   if (rest > 0) h1 ^= Math.imul(rotl(Math.imul(tail[0], C1), 15), C2);
-  h1 ^= n; h2 ^= n; h3 ^= n; h4 ^= n;
+  h1 ^= n;
+  h2 ^= n;
+  h3 ^= n;
+  h4 ^= n;
   h1 = (h1 + h2 + h3 + h4) | 0;
-  h2 = (h2 + h1) | 0; h3 = (h3 + h1) | 0; h4 = (h4 + h1) | 0;
-  h1 = fmix(h1); h2 = fmix(h2); h3 = fmix(h3); h4 = fmix(h4);
+  h2 = (h2 + h1) | 0;
+  h3 = (h3 + h1) | 0;
+  h4 = (h4 + h1) | 0;
+  h1 = fmix(h1);
+  h2 = fmix(h2);
+  h3 = fmix(h3);
+  h4 = fmix(h4);
   h1 = (h1 + h2 + h3 + h4) | 0;
-  h2 = (h2 + h1) | 0; h3 = (h3 + h1) | 0; h4 = (h4 + h1) | 0;
+  h2 = (h2 + h1) | 0;
+  h3 = (h3 + h1) | 0;
+  h4 = (h4 + h1) | 0;
   return [h1 >>> 0, h2 >>> 0, h3 >>> 0, h4 >>> 0];
 }
 

@@ -12,7 +12,8 @@ export type Outcome = (typeof OUTCOMES)[number];
 export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 
 /** The table (created with the stream, or on upgrade). name: a counter; source: "" for stream-wide ones. */
-export const METRICS_TABLE = "CREATE TABLE IF NOT EXISTS metrics (name TEXT NOT NULL, source TEXT NOT NULL, n REAL NOT NULL, PRIMARY KEY (name, source)) WITHOUT ROWID;";
+export const METRICS_TABLE =
+  "CREATE TABLE IF NOT EXISTS metrics (name TEXT NOT NULL, source TEXT NOT NULL, n REAL NOT NULL, PRIMARY KEY (name, source)) WITHOUT ROWID;";
 
 /** Adds a JSON array of [name, source, delta] to the counters: one statement however many there are. */
 export const METRICS_UPSERT = `INSERT INTO metrics (name, source, n)
@@ -141,32 +142,80 @@ export function renderPrometheus(streams: readonly StreamMetrics[]): string {
     out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...samples);
   };
   const sample = (name: string, l: Record<string, string>, v: number) => `${name}${labels(l)} ${Number.isFinite(v) ? v : 0}`;
-  family("edge_dedup_rows_total", "counter", "Rows of committed batches, by outcome.",
-    streams.flatMap((s) => s.rows.map((r) => sample("edge_dedup_rows_total", { stream: s.stream, source: r.source, outcome: r.outcome }, r.n))));
-  family("edge_dedup_conflicts_total", "counter", "Copies of a remembered key whose content differed from the kept copy's (also counted as duplicate or rejected).",
-    streams.flatMap((s) => (s.conflicts ?? []).map((c) => sample("edge_dedup_conflicts_total", { stream: s.stream, source: c.source }, c.n))));
-  family("edge_dedup_webhook_replays_total", "counter", "Provider redeliveries answered from the ledger (the first answer again, no new row); later ones are duplicate rows.",
-    streams.flatMap((s) => (s.webhooks ?? []).map((w) => sample("edge_dedup_webhook_replays_total", { stream: s.stream, source: w.source }, w.replayed))));
-  family("edge_dedup_webhook_signatures_refused_total", "counter", "Webhook deliveries refused (401) by their signature: malformed, stale, wrong-provider, bad-signature.",
-    streams.flatMap((s) => (s.webhooks ?? []).flatMap((w) =>
-      Object.entries(w.refused).map(([reason, n]) => sample("edge_dedup_webhook_signatures_refused_total", { stream: s.stream, source: w.source, reason }, n)))));
-  family("edge_dedup_watermark_ms", "gauge", "Watermark, epoch ms: the stream's (no source label) and each source's.",
+  family(
+    "edge_dedup_rows_total",
+    "counter",
+    "Rows of committed batches, by outcome.",
+    streams.flatMap((s) => s.rows.map((r) => sample("edge_dedup_rows_total", { stream: s.stream, source: r.source, outcome: r.outcome }, r.n))),
+  );
+  family(
+    "edge_dedup_conflicts_total",
+    "counter",
+    "Copies of a remembered key whose content differed from the kept copy's (also counted as duplicate or rejected).",
+    streams.flatMap((s) => (s.conflicts ?? []).map((c) => sample("edge_dedup_conflicts_total", { stream: s.stream, source: c.source }, c.n))),
+  );
+  family(
+    "edge_dedup_webhook_replays_total",
+    "counter",
+    "Provider redeliveries answered from the ledger (the first answer again, no new row); later ones are duplicate rows.",
+    streams.flatMap((s) => (s.webhooks ?? []).map((w) => sample("edge_dedup_webhook_replays_total", { stream: s.stream, source: w.source }, w.replayed))),
+  );
+  family(
+    "edge_dedup_webhook_signatures_refused_total",
+    "counter",
+    "Webhook deliveries refused (401) by their signature: malformed, stale, wrong-provider, bad-signature.",
+    streams.flatMap((s) =>
+      (s.webhooks ?? []).flatMap((w) =>
+        Object.entries(w.refused).map(([reason, n]) =>
+          sample("edge_dedup_webhook_signatures_refused_total", { stream: s.stream, source: w.source, reason }, n),
+        ),
+      ),
+    ),
+  );
+  family(
+    "edge_dedup_watermark_ms",
+    "gauge",
+    "Watermark, epoch ms: the stream's (no source label) and each source's.",
     streams.flatMap((s) => [
       sample("edge_dedup_watermark_ms", { stream: s.stream }, s.watermark),
       ...Object.entries(s.sources).map(([src, wm]) => sample("edge_dedup_watermark_ms", { stream: s.stream, source: src }, wm)),
-    ]));
-  family("edge_dedup_state_rows", "gauge", "Keys held in state, as the partitions last reported.",
-    streams.map((s) => sample("edge_dedup_state_rows", { stream: s.stream }, s.state.rows)));
-  family("edge_dedup_state_bytes", "gauge", "Bytes of state, as the partitions last reported.",
-    streams.map((s) => sample("edge_dedup_state_bytes", { stream: s.stream }, s.state.bytes)));
+    ]),
+  );
+  family(
+    "edge_dedup_state_rows",
+    "gauge",
+    "Keys held in state, as the partitions last reported.",
+    streams.map((s) => sample("edge_dedup_state_rows", { stream: s.stream }, s.state.rows)),
+  );
+  family(
+    "edge_dedup_state_bytes",
+    "gauge",
+    "Bytes of state, as the partitions last reported.",
+    streams.map((s) => sample("edge_dedup_state_bytes", { stream: s.stream }, s.state.bytes)),
+  );
   const booked = streams.filter((s) => s.bookkeeping);
-  family("edge_dedup_bookkeeping_bytes", "gauge", "The Coordinator's own storage (ledger, outbox, figures), bytes.",
-    booked.map((s) => sample("edge_dedup_bookkeeping_bytes", { stream: s.stream }, s.bookkeeping!.bytes)));
-  family("edge_dedup_batches_remembered", "gauge", "Committed batch ids within the idempotency window.",
-    booked.map((s) => sample("edge_dedup_batches_remembered", { stream: s.stream }, s.bookkeeping!.batchesRemembered)));
-  family("edge_dedup_batches_total", "counter", "Committed batches.",
-    streams.map((s) => sample("edge_dedup_batches_total", { stream: s.stream }, s.batches)));
-  family("edge_dedup_batch_duration_seconds", "histogram", "Time from a batch's start to its commit.",
+  family(
+    "edge_dedup_bookkeeping_bytes",
+    "gauge",
+    "The Coordinator's own storage (ledger, outbox, figures), bytes.",
+    booked.map((s) => sample("edge_dedup_bookkeeping_bytes", { stream: s.stream }, s.bookkeeping!.bytes)),
+  );
+  family(
+    "edge_dedup_batches_remembered",
+    "gauge",
+    "Committed batch ids within the idempotency window.",
+    booked.map((s) => sample("edge_dedup_batches_remembered", { stream: s.stream }, s.bookkeeping!.batchesRemembered)),
+  );
+  family(
+    "edge_dedup_batches_total",
+    "counter",
+    "Committed batches.",
+    streams.map((s) => sample("edge_dedup_batches_total", { stream: s.stream }, s.batches)),
+  );
+  family(
+    "edge_dedup_batch_duration_seconds",
+    "histogram",
+    "Time from a batch's start to its commit.",
     streams.flatMap((s) => {
       let cumulative = 0;
       const buckets = [...DURATION_BUCKETS.map(String), "+Inf"].map((le, i) => {
@@ -178,7 +227,8 @@ export function renderPrometheus(streams: readonly StreamMetrics[]): string {
         sample("edge_dedup_batch_duration_seconds_sum", { stream: s.stream }, s.durationSum),
         sample("edge_dedup_batch_duration_seconds_count", { stream: s.stream }, cumulative),
       ];
-    }));
+    }),
+  );
   return out.join("\n") + "\n";
 }
 

@@ -33,7 +33,10 @@ export function rowsOf(c: RowColumns): PartitionRow[] {
   const rows: PartitionRow[] = new Array(c.index.length);
   for (let i = 0; i < rows.length; i++) {
     const digest = c.digest?.[i];
-    rows[i] = digest == null ? { index: c.index[i], key: c.key[i], eventTime: c.eventTime[i] } : { index: c.index[i], key: c.key[i], eventTime: c.eventTime[i], digest };
+    rows[i] =
+      digest == null
+        ? { index: c.index[i], key: c.key[i], eventTime: c.eventTime[i] }
+        : { index: c.index[i], key: c.key[i], eventTime: c.eventTime[i], digest };
   }
   return rows;
 }

@@ -62,7 +62,9 @@ function readInstant(column: string, type: ColumnType | undefined, value: unknow
   if (ms === null) throw new RowError(`${column}: not a timestamp (ISO-8601 or epoch ${unit === "s" ? "seconds" : "ms"})`);
   if (!isNumeric(value)) return ms;
   if (unit === "s" && Math.abs(ms / 1000) >= MAX_PLAUSIBLE_S) {
-    throw new RowError(`${column}: the value looks like epoch milliseconds (at or past the year 5138 as seconds), not seconds; declare the column "timestamp:ms" or send seconds`);
+    throw new RowError(
+      `${column}: the value looks like epoch milliseconds (at or past the year 5138 as seconds), not seconds; declare the column "timestamp:ms" or send seconds`,
+    );
   }
   if (type !== "timestamp:s" && type !== "timestamp:ms" && ms < MIN_PLAUSIBLE_MS) {
     throw new RowError(
@@ -153,7 +155,11 @@ export function validateRow(
  * event-time caps, the digest's left-out fields) is worked out once here, not
  * per row; the checks and their order are validateRow's.
  */
-export function rowJudge(config: StreamConfig, now: number, context: RowContext = { source: "default", watermark: 0 }): (raw: unknown, index: number) => AcceptedRow | RejectedRow {
+export function rowJudge(
+  config: StreamConfig,
+  now: number,
+  context: RowContext = { source: "default", watermark: 0 },
+): (raw: unknown, index: number) => AcceptedRow | RejectedRow {
   const schema = Object.entries(config.schema);
   // A time in the key is compared as an instant: "…T10:00:00Z", "…T10:00:00.000Z" and its epoch ms are one key.
   const keyColumns = config.key.map((column) => {
@@ -212,9 +218,7 @@ export function rowJudge(config: StreamConfig, now: number, context: RowContext 
           throw new RowError(`${eventTimeColumn}: more than ${caps.skew} ms in the future (clock skew guard)`);
         }
         if (context.watermark > 0 && eventTime > caps.implied + caps.ahead) {
-          throw new RowError(
-            `${eventTimeColumn}: more than ${caps.ahead} ms ahead of the watermark ${context.watermark} + delay (maxAheadOfWatermark)`,
-          );
+          throw new RowError(`${eventTimeColumn}: more than ${caps.ahead} ms ahead of the watermark ${context.watermark} + delay (maxAheadOfWatermark)`);
         }
       }
       if (contentKey) return { index, row, key, eventTime };

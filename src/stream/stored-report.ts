@@ -20,10 +20,22 @@ export interface StoredReport {
 
 export function encodeStoredReport(outcome: BatchOutcome, progress: ProgressReport): string {
   const c: Compact = [
-    1, outcome.watermark, outcome.watermarkAfter, outcome.input, outcome.emitted, outcome.duplicates, outcome.late,
-    progress.committedAt, progress.durationMs, progress.numRowsTotal, progress.numRowsUpdated, progress.numRowsRemoved, progress.stateBytes,
+    1,
+    outcome.watermark,
+    outcome.watermarkAfter,
+    outcome.input,
+    outcome.emitted,
+    outcome.duplicates,
+    outcome.late,
+    progress.committedAt,
+    progress.durationMs,
+    progress.numRowsTotal,
+    progress.numRowsUpdated,
+    progress.numRowsRemoved,
+    progress.stateBytes,
   ];
-  if (outcome.rejected.length > 0 || outcome.rejectedCount !== undefined) c.push(outcome.rejected.length > 0 ? outcome.rejected.map((r) => [r.index, r.error]) : 0);
+  if (outcome.rejected.length > 0 || outcome.rejectedCount !== undefined)
+    c.push(outcome.rejected.length > 0 ? outcome.rejected.map((r) => [r.index, r.error]) : 0);
   if (outcome.rejectedCount !== undefined) c.push(outcome.rejectedCount);
   if (outcome.conflicts !== undefined) return JSON.stringify([2, ...c.slice(1, 7), outcome.conflicts, ...c.slice(7)]);
   return JSON.stringify(c);
@@ -35,10 +47,35 @@ export function decodeStoredReport(text: string, source: string, batchId: string
   if (!Array.isArray(stored)) return stored; // the first layout
   const conflicts = stored[0] === 2 ? { conflicts: stored[7] as number } : {};
   const parsed = (stored[0] === 2 ? [1, ...stored.slice(1, 7), ...stored.slice(8)] : stored) as Compact;
-  const [, watermark, watermarkAfter, input, emitted, duplicates, late, committedAt, durationMs, numRowsTotal, numRowsUpdated, numRowsRemoved, stateBytes, rejected, rejectedCount] = parsed;
+  const [
+    ,
+    watermark,
+    watermarkAfter,
+    input,
+    emitted,
+    duplicates,
+    late,
+    committedAt,
+    durationMs,
+    numRowsTotal,
+    numRowsUpdated,
+    numRowsRemoved,
+    stateBytes,
+    rejected,
+    rejectedCount,
+  ] = parsed;
   // The key order of the outcome as first answered, so that a replay is the same JSON.
   const outcome: BatchOutcome = {
-    batchId, source, replayed: false, watermark, watermarkAfter, input, emitted, duplicates, late, ...conflicts,
+    batchId,
+    source,
+    replayed: false,
+    watermark,
+    watermarkAfter,
+    input,
+    emitted,
+    duplicates,
+    late,
+    ...conflicts,
     rejected: rejected ? rejected.map(([index, error]) => ({ index, error })) : [],
     ...(rejectedCount === undefined ? {} : { rejectedCount }),
   };

@@ -79,7 +79,10 @@ export class ColumnBudget {
       else if (column !== name) return `field "${name}" differs only in case from the table's column "${column}"`;
     }
     if (fresh.length > 0 && this.byFold.size + fresh.length > this.max) {
-      return `adds ${fresh.length} new column${fresh.length === 1 ? "" : "s"} (${fresh.slice(0, 3).map((n) => `"${n}"`).join(", ")}${fresh.length > 3 ? ", …" : ""}) to a table of ${this.byFold.size}; at most ${this.max} ("table.maxColumns")`;
+      return `adds ${fresh.length} new column${fresh.length === 1 ? "" : "s"} (${fresh
+        .slice(0, 3)
+        .map((n) => `"${n}"`)
+        .join(", ")}${fresh.length > 3 ? ", …" : ""}) to a table of ${this.byFold.size}; at most ${this.max} ("table.maxColumns")`;
     }
     for (const name of fresh) {
       this.byFold.set(caseFold(name), name);

@@ -85,16 +85,9 @@ export function nextIdleAt(config: StreamConfig, sources: Record<string, SourceP
  * null when it had none. The committing source is active again (not idle)
  * from this commit; other sources are judged idle or not at `now`.
  */
-export function advanceWatermark(
-  config: StreamConfig,
-  state: WatermarkState,
-  source: string,
-  batchMaxEventTime: number | null,
-  now: number,
-): WatermarkState {
+export function advanceWatermark(config: StreamConfig, state: WatermarkState, source: string, batchMaxEventTime: number | null, now: number): WatermarkState {
   const before = own(state.sources, source);
-  const maxEventTime =
-    batchMaxEventTime === null ? (before?.maxEventTime ?? null) : Math.max(before?.maxEventTime ?? -Infinity, batchMaxEventTime);
+  const maxEventTime = batchMaxEventTime === null ? (before?.maxEventTime ?? null) : Math.max(before?.maxEventTime ?? -Infinity, batchMaxEventTime);
   const sources = { ...state.sources, [source]: { maxEventTime, lastBatchAt: now } };
   return { sources, watermark: globalWatermark(config, sources, state.watermark, now) };
 }

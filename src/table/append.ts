@@ -110,7 +110,14 @@ export async function appendToTable(store: TableStore, input: AppendInput): Prom
       },
     });
     if (committed) {
-      return { snapshotId, sequenceNumber, skipped: false, ...committed, ...(dropped.length > 0 ? { droppedFields: dropped } : {}), columns: schema.fields.map((f) => f.name) };
+      return {
+        snapshotId,
+        sequenceNumber,
+        skipped: false,
+        ...committed,
+        ...(dropped.length > 0 ? { droppedFields: dropped } : {}),
+        columns: schema.fields.map((f) => f.name),
+      };
     }
   }
   throw new Error(`table ${input.stream}: lost the metadata commit race ${MAX_COMMIT_ATTEMPTS} times`);

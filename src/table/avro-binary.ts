@@ -7,7 +7,12 @@
  * numbers within ±2^53, which is all the table writes.
  */
 export type AvroSchema =
-  | "null" | "boolean" | "int" | "long" | "string" | "bytes"
+  | "null"
+  | "boolean"
+  | "int"
+  | "long"
+  | "string"
+  | "bytes"
   | { type: "record"; name: string; fields: readonly AvroField[] }
   | { type: "array"; items: AvroSchema; "element-id"?: number; logicalType?: "map" }
   | { type: "map"; values: AvroSchema }

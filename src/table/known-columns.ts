@@ -18,7 +18,10 @@ type Sql = Pick<SqlStorage, "exec">;
 
 /** The columns that became known strictly before `at`. */
 export function columnsKnownBefore(sql: Sql, at: number): string[] {
-  return sql.exec<{ name: string }>("SELECT name FROM table_columns WHERE known_at < ?", at).toArray().map((r) => r.name);
+  return sql
+    .exec<{ name: string }>("SELECT name FROM table_columns WHERE known_at < ?", at)
+    .toArray()
+    .map((r) => r.name);
 }
 
 /** Records columns as known from `at` on; a column known already keeps its time. */

@@ -142,11 +142,17 @@ test("duplicates, concurrency, retries and a SIGKILL mid-load: the output equals
   await db.run("CREATE TABLE out (id VARCHAR, ts BIGINT)");
   const insert = async (table: string, rows: { id: string; ts: number }[]) => {
     for (let i = 0; i < rows.length; i += 500) {
-      const values = rows.slice(i, i + 500).map((r) => `('${r.id}', ${r.ts})`).join(",");
+      const values = rows
+        .slice(i, i + 500)
+        .map((r) => `('${r.id}', ${r.ts})`)
+        .join(",");
       await db.run(`INSERT INTO ${table} VALUES ${values}`);
     }
   };
-  await insert("sent", rounds.flat().flatMap((b) => b.rows));
+  await insert(
+    "sent",
+    rounds.flat().flatMap((b) => b.rows),
+  );
   await insert("out", output);
   const q = async (sql: string) => (await db.runAndReadAll(sql)).getRowObjects()[0];
   const expected = await q("SELECT count(DISTINCT id)::INTEGER AS n FROM sent");

@@ -61,9 +61,24 @@ function makeFolder(dir: string): string[] {
   // e0..e19 plus 5 copies of e0..e4: one JSON array, pretty-printed.
   write(dir, "2024-01.json", JSON.stringify(rows([...Array(20).keys(), 0, 1, 2, 3, 4], 0), null, 2));
   // e15..e34 (e15..e19 repeat the first file) and e20 twice.
-  write(dir, "2024-02.ndjson", rows([...Array(20).keys()].map((i) => i + 15).concat([20]), 100).map((r) => JSON.stringify(r)).join("\r\n") + "\n");
+  write(
+    dir,
+    "2024-02.ndjson",
+    rows([...Array(20).keys()].map((i) => i + 15).concat([20]), 100)
+      .map((r) => JSON.stringify(r))
+      .join("\r\n") + "\n",
+  );
   // e30..e39 (e30..e34 repeat the second file), in a subfolder, as one object per file too.
-  write(dir, "deep/more.jsonl", rows([...Array(10).keys()].map((i) => i + 30), 200).map((r) => JSON.stringify(r)).join("\n"));
+  write(
+    dir,
+    "deep/more.jsonl",
+    rows(
+      [...Array(10).keys()].map((i) => i + 30),
+      200,
+    )
+      .map((r) => JSON.stringify(r))
+      .join("\n"),
+  );
   write(dir, "deep/one.json", JSON.stringify(rows([40], 300)[0]));
   write(dir, "README.txt", "not data");
   return ids;
@@ -98,8 +113,15 @@ describe("edge-dedup send", () => {
     ]);
     expect(s1.skipped).toEqual([{ rel: "README.txt", reason: "not .json, .ndjson or .jsonl" }]);
     expect(s1.totals).toEqual({
-      files: 4, batches: 10, rows: ids.length, emitted: distinct(ids).length, duplicates: ids.length - distinct(ids).length,
-      late: 0, rejected: 0, replayed: 0, failed: 0,
+      files: 4,
+      batches: 10,
+      rows: ids.length,
+      emitted: distinct(ids).length,
+      duplicates: ids.length - distinct(ids).length,
+      late: 0,
+      rejected: 0,
+      replayed: 0,
+      failed: 0,
     });
     // not a terminal: plain progress lines on stderr, the last one complete
     expect(first.stderr.trim().split("\n").at(-1)).toMatch(/^edge-dedup: files 4\/4, rows 57\/57, [\d,]+ rows\/s$/);
@@ -125,7 +147,13 @@ describe("edge-dedup send", () => {
     expect(third.code, third.stderr).toBe(0);
     const table = third.stdout.split("\n");
     // the table: 2024-03.json sorts between 2024-02.ndjson and deep/
-    expect(table.map((l) => l.split(/\s+/)[0]).filter((f) => f.includes("."))).toEqual(["2024-01.json", "2024-02.ndjson", "2024-03.json", "deep/more.jsonl", "deep/one.json"]);
+    expect(table.map((l) => l.split(/\s+/)[0]).filter((f) => f.includes("."))).toEqual([
+      "2024-01.json",
+      "2024-02.ndjson",
+      "2024-03.json",
+      "deep/more.jsonl",
+      "deep/one.json",
+    ]);
     expect(table).toContain("  README.txt (not .json, .ndjson or .jsonl)");
     //                                   file           batches rows emitted dups late rej replayed failed
     expect(table.find((l) => l.startsWith("2024-03.json"))).toMatch(/^2024-03\.json\s+2\s+9\s+5\s+4\s+0\s+0\s+0\s+0$/);
@@ -195,7 +223,13 @@ describe("edge-dedup send", () => {
       expect(run.code, run.stderr).toBe(0);
       const s = summaryOf(run);
       expect(s.ok).toBe(true);
-      expect(s.totals).toMatchObject({ batches: 10, rows: ids.length, emitted: distinct(ids).length, duplicates: ids.length - distinct(ids).length, failed: 0 });
+      expect(s.totals).toMatchObject({
+        batches: 10,
+        rows: ids.length,
+        emitted: distinct(ids).length,
+        duplicates: ids.length - distinct(ids).length,
+        failed: 0,
+      });
       // the batches whose first attempt committed behind a 503 came back as replays of this run's own
       // commits: counted as committed now (their rows are this run's output), not as replayed (#15)
       expect(s.totals.replayed).toBe(0);
@@ -235,7 +269,9 @@ describe("edge-dedup send", () => {
     expect(first.code, first.stderr).toBe(0);
     const s1 = summaryOf(first);
     expect(s1.files.map((f) => [f.path, f.rows, f.emitted, f.duplicates])).toEqual([
-      ["day=2/part-00002-u-c000.jsonl.gz", 2, 2, 0], ["part-00000-u-c000.json.gz", 4, 3, 1], ["part-00001-u-c000.json", 2, 1, 1],
+      ["day=2/part-00002-u-c000.jsonl.gz", 2, 2, 0],
+      ["part-00000-u-c000.json.gz", 4, 3, 1],
+      ["part-00001-u-c000.json", 2, 1, 1],
     ]);
     expect(s1.skipped).toEqual([
       { rel: ".part-00000-u-c000.json.gz.crc", reason: 'Spark bookkeeping: the name starts with "."' },
@@ -252,7 +288,9 @@ describe("edge-dedup send", () => {
     const s2 = summaryOf(second);
     expect(s2.ok).toBe(false);
     expect(s2.totals).toMatchObject({ files: 4, batches: 4, replayed: 3, emitted: 1, failed: 0 });
-    expect(s2.skipped.filter((k) => k.data)).toEqual([{ rel: "part-00003-u-c000.json.bz2", reason: ".json compressed as .bz2: only gzip (.gz) is read", data: true }]);
+    expect(s2.skipped.filter((k) => k.data)).toEqual([
+      { rel: "part-00003-u-c000.json.bz2", reason: ".json compressed as .bz2: only gzip (.gz) is read", data: true },
+    ]);
     expect(s2.advice).toEqual([expect.stringMatching(/^1 file looks like data this command cannot read/)]);
     expect((await outputIds(stream)).sort()).toEqual(["s0", "s1", "s2", "s3", "s4", "s5", "s6"]);
   });

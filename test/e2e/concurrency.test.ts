@@ -36,7 +36,11 @@ describe("concurrent sources", () => {
   test("interleaved batches from three sources keep every guarantee", async () => {
     const s = "three-sources";
     await api.putStream(s, {
-      key: ["id"], eventTime: "ts", watermarkDelay: "10 minutes", partitions: 4, sources: { s0: {}, s1: {}, s2: {} },
+      key: ["id"],
+      eventTime: "ts",
+      watermarkDelay: "10 minutes",
+      partitions: 4,
+      sources: { s0: {}, s1: {}, s2: {} },
     });
 
     const random = rng(SEED);
@@ -85,7 +89,10 @@ describe("concurrent sources", () => {
       const o = b.outcome!;
       expect(o.input, b.batchId).toBe(ROWS);
       expect(o.emitted + o.duplicates + o.late + o.rejected.length, b.batchId).toBe(o.input);
-      expect(o.rejected.map((r) => r.index), b.batchId).toEqual(b.invalid);
+      expect(
+        o.rejected.map((r) => r.index),
+        b.batchId,
+      ).toEqual(b.invalid);
       const valid = b.rows.filter((r) => r.ts !== undefined);
       expect(o.late, `${b.batchId} late >= rows at or below ${o.watermark}`).toBeGreaterThanOrEqual(valid.filter((r) => r.ts! <= o.watermark).length);
       expect(o.late, `${b.batchId} late <= rows at or below ${o.watermarkAfter}`).toBeLessThanOrEqual(valid.filter((r) => r.ts! <= o.watermarkAfter).length);
@@ -123,8 +130,14 @@ describe("concurrent sources", () => {
     for (const r of progress) {
       const o = byId.get(r.batchId)!.outcome!;
       expect(r).toMatchObject({
-        source: o.source, input: o.input, emitted: o.emitted, duplicates: o.duplicates, late: o.late,
-        rejected: o.rejected.length, watermark: o.watermark, watermarkAfter: o.watermarkAfter,
+        source: o.source,
+        input: o.input,
+        emitted: o.emitted,
+        duplicates: o.duplicates,
+        late: o.late,
+        rejected: o.rejected.length,
+        watermark: o.watermark,
+        watermarkAfter: o.watermarkAfter,
       });
     }
     const commitOrder = progress.filter((r) => r.emitted > 0).map((r) => r.batchId);
@@ -180,7 +193,11 @@ describe("concurrent sources", () => {
       const last = Math.max(...times);
       if (last + DELAY > expectedWatermark) alive.set(JSON.stringify([id]), last + DELAY);
     }
-    const info = await pollUntil(() => api.stream(s), (i) => i.state.rows === alive.size, 5_000);
+    const info = await pollUntil(
+      () => api.stream(s),
+      (i) => i.state.rows === alive.size,
+      5_000,
+    );
     expect(info.watermark).toBe(expectedWatermark);
     expect(info.batches.committed).toBe(batches.length);
     expect(info.state.rows).toBe(alive.size);

@@ -94,14 +94,35 @@ describe("the dashboard in a browser", () => {
     });
     await api.putStream("other", { key: ["id"], eventTime: "ts", watermarkDelay: "1 minute" });
     await api.ingest(STREAM, [{ id: "m1", ts: at(9) }], { source: "mobile" });
-    await api.ingest(STREAM, [{ id: "a", ts: at(10) }, { id: "a", ts: at(10) }, { id: "b", ts: at(10, 1) }], { source: "web" });
-    await api.ingest(STREAM, [{ id: "c", ts: at(10, 30) }, { id: "a", ts: at(10) }], { source: "web" });
+    await api.ingest(
+      STREAM,
+      [
+        { id: "a", ts: at(10) },
+        { id: "a", ts: at(10) },
+        { id: "b", ts: at(10, 1) },
+      ],
+      { source: "web" },
+    );
+    await api.ingest(
+      STREAM,
+      [
+        { id: "c", ts: at(10, 30) },
+        { id: "a", ts: at(10) },
+      ],
+      { source: "web" },
+    );
     // m0 is older than the watermark (8:55): late; "nots" has no event time: rejected.
-    const last = await api.ingest(STREAM, [{ id: "m2", ts: at(9, 30) }, { id: "m0", ts: at(8) }, { id: "m1", ts: at(9) }, { id: "nots" }], { source: "mobile" });
+    const last = await api.ingest(STREAM, [{ id: "m2", ts: at(9, 30) }, { id: "m0", ts: at(8) }, { id: "m1", ts: at(9) }, { id: "nots" }], {
+      source: "mobile",
+    });
     expect(last).toMatchObject({ late: 1, duplicates: 1, emitted: 1, watermarkAfter: at(9, 25) });
 
     // m1 (9:00) is behind the watermark (9:25): its state row is evicted; wait for the state to settle.
-    const settled = await pollUntil(() => api.stream(STREAM), (s) => s.state.rows === 4, 10_000);
+    const settled = await pollUntil(
+      () => api.stream(STREAM),
+      (s) => s.state.rows === 4,
+      10_000,
+    );
     expect(settled.state.rows).toBe(4);
     const info = await api.stream(STREAM);
     const progress = await api.progress(STREAM);
@@ -138,7 +159,14 @@ describe("the dashboard in a browser", () => {
     expect(await text(page, '#sources-table tr[data-source="mobile"] td:first-child')).toContain("holds back");
     // Every column has a heading; the page's clock is UTC, as every other time on it (#15).
     expect(await page.$$eval("th", (ths) => ths.filter((th) => (th.textContent ?? "").trim() === "").length)).toBe(0);
-    expect(await page.$$eval("#sources-table th", (ths) => ths.map((th) => th.textContent))).toEqual(["Source", "Watermark", "Max event time", "Last batch", "Declared", "Activity"]);
+    expect(await page.$$eval("#sources-table th", (ths) => ths.map((th) => th.textContent))).toEqual([
+      "Source",
+      "Watermark",
+      "Max event time",
+      "Last batch",
+      "Declared",
+      "Activity",
+    ]);
     expect(await text(page, "#updated")).toMatch(/^updated \d\d:\d\d:\d\dZ/);
     const icon = await fetch(`${server.url}/favicon.ico`);
     expect([icon.status, icon.headers.get("content-type")]).toEqual([200, "image/svg+xml"]);
@@ -159,7 +187,9 @@ describe("the dashboard in a browser", () => {
       const values = await page.$$eval(`svg[data-chart="rates"] rect[data-series="${k}"]`, (rs) => rs.map((r) => Number(r.getAttribute("data-value"))));
       expect(values.reduce((a, b) => a + b, 0)).toBe(sum(k));
     }
-    const rows = await page.$$eval("#batches-table tbody tr", (trs) => trs.map((tr) => Array.from(tr.querySelectorAll("td")).map((td) => td.textContent?.trim())));
+    const rows = await page.$$eval("#batches-table tbody tr", (trs) =>
+      trs.map((tr) => Array.from(tr.querySelectorAll("td")).map((td) => td.textContent?.trim())),
+    );
     expect(rows).toHaveLength(progress.length);
     const newest = progress[progress.length - 1];
     expect(await page.getAttribute("#batches-table tbody tr", "data-batch")).toBe(newest.batchId);
@@ -172,7 +202,14 @@ describe("the dashboard in a browser", () => {
     expect(await page.evaluate(() => localStorage.length)).toBe(0);
 
     // Auto-refresh: a new batch shows up within a refresh (5 s) without touching the page.
-    await api.ingest(STREAM, [{ id: "d", ts: at(10, 40) }, { id: "e", ts: at(10, 41) }], { source: "web" });
+    await api.ingest(
+      STREAM,
+      [
+        { id: "d", ts: at(10, 40) },
+        { id: "e", ts: at(10, 41) },
+      ],
+      { source: "web" },
+    );
     await page.waitForFunction((n) => document.getElementById("total-emitted")?.textContent === String(n), sum("emitted") + 2, { timeout: 15_000 });
 
     // Pause stops it.
@@ -198,13 +235,50 @@ describe("the dashboard in a browser", () => {
     theBrowser();
     await api.putStream("advised", { key: ["id"], eventTime: "ts", watermarkDelay: "1 minute", partitions: 2 });
     // web: k1 again 5 minutes later, and k3 3 minutes behind web's newest; app: y 3 minutes out of order, x twice at once.
-    await api.ingest("advised", [{ id: "k1", ts: at(10) }, { id: "k2", ts: at(10, 1) }], { source: "web" });
-    expect(await api.ingest("advised", [{ id: "k1", ts: at(10, 5) }, { id: "k3", ts: at(10, 2) }], { source: "web" })).toMatchObject({ emitted: 1, duplicates: 1, late: 0 });
-    expect(await api.ingest("advised", [{ id: "x", ts: at(10, 10) }, { id: "y", ts: at(10, 7) }, { id: "x", ts: at(10, 10) }], { source: "app" }))
-      .toMatchObject({ emitted: 2, duplicates: 1, late: 0 });
+    await api.ingest(
+      "advised",
+      [
+        { id: "k1", ts: at(10) },
+        { id: "k2", ts: at(10, 1) },
+      ],
+      { source: "web" },
+    );
+    expect(
+      await api.ingest(
+        "advised",
+        [
+          { id: "k1", ts: at(10, 5) },
+          { id: "k3", ts: at(10, 2) },
+        ],
+        { source: "web" },
+      ),
+    ).toMatchObject({ emitted: 1, duplicates: 1, late: 0 });
+    expect(
+      await api.ingest(
+        "advised",
+        [
+          { id: "x", ts: at(10, 10) },
+          { id: "y", ts: at(10, 7) },
+          { id: "x", ts: at(10, 10) },
+        ],
+        { source: "app" },
+      ),
+    ).toMatchObject({ emitted: 2, duplicates: 1, late: 0 });
     const advice = JSON.parse((await api.request("GET", "/v1/streams/advised/advice")).text);
-    expect(advice.sources.web).toMatchObject({ rows: 4, duplicates: 1, gaps: { "p99.9": 300_000 }, disorder: { "p99.9": 180_000 }, recommendation: { watermarkDelay: "10 minutes" } });
-    expect(advice.sources.app).toMatchObject({ rows: 3, duplicates: 1, gaps: { "p99.9": 0 }, disorder: { "p99.9": 180_000 }, recommendation: { watermarkDelay: "5 minutes" } });
+    expect(advice.sources.web).toMatchObject({
+      rows: 4,
+      duplicates: 1,
+      gaps: { "p99.9": 300_000 },
+      disorder: { "p99.9": 180_000 },
+      recommendation: { watermarkDelay: "10 minutes" },
+    });
+    expect(advice.sources.app).toMatchObject({
+      rows: 3,
+      duplicates: 1,
+      gaps: { "p99.9": 0 },
+      disorder: { "p99.9": 180_000 },
+      recommendation: { watermarkDelay: "5 minutes" },
+    });
 
     const { page, errors } = await openPage();
     await enterToken(page, server.token);
@@ -212,9 +286,25 @@ describe("the dashboard in a browser", () => {
     await page.selectOption("#stream", "advised");
     await page.waitForSelector("#advice-table");
     const figures = async (row: string) =>
-      page.$$eval(`#advice-table tr[data-advice="${row}"] td[data-figure]`, (tds) => Object.fromEntries(tds.map((td) => [td.getAttribute("data-figure"), td.textContent?.trim()])));
-    expect(await figures("web")).toEqual({ "duplicate-rate": "1 (25.0%)", "gap-p999": "5 min", "disorder-p999": "3 min", recommended: "10 minutes", current: "1 minute", verdict: "raise to 10 minutes" });
-    expect(await figures("app")).toEqual({ "duplicate-rate": "1 (33.3%)", "gap-p999": "0", "disorder-p999": "3 min", recommended: "5 minutes", current: "1 minute", verdict: "raise to 5 minutes" });
+      page.$$eval(`#advice-table tr[data-advice="${row}"] td[data-figure]`, (tds) =>
+        Object.fromEntries(tds.map((td) => [td.getAttribute("data-figure"), td.textContent?.trim()])),
+      );
+    expect(await figures("web")).toEqual({
+      "duplicate-rate": "1 (25.0%)",
+      "gap-p999": "5 min",
+      "disorder-p999": "3 min",
+      recommended: "10 minutes",
+      current: "1 minute",
+      verdict: "raise to 10 minutes",
+    });
+    expect(await figures("app")).toEqual({
+      "duplicate-rate": "1 (33.3%)",
+      "gap-p999": "0",
+      "disorder-p999": "3 min",
+      recommended: "5 minutes",
+      current: "1 minute",
+      verdict: "raise to 5 minutes",
+    });
     expect(await figures("(stream)")).toMatchObject({ "duplicate-rate": "2 (28.6%)", "gap-p999": "5 min", recommended: "10 minutes" });
     expect(await text(page, "#advice-recommendation")).toMatch(/^Recommended for the stream: 10 minutes \(duplicate gaps\)/);
     expect(errors).toEqual([]);

@@ -40,8 +40,12 @@ class Receiver {
   private readonly random = rng(17);
 
   async start(): Promise<void> {
-    this.http = createServer((req, res) =>
-      void this.handle(req).then(({ status, delayMs, retryAfter }) => setTimeout(() => res.writeHead(status, retryAfter ? { "retry-after": retryAfter } : {}).end(), delayMs)));
+    this.http = createServer(
+      (req, res) =>
+        void this.handle(req).then(({ status, delayMs, retryAfter }) =>
+          setTimeout(() => res.writeHead(status, retryAfter ? { "retry-after": retryAfter } : {}).end(), delayMs),
+        ),
+    );
     await new Promise<void>((r) => this.http.listen(0, "127.0.0.1", r));
   }
 
@@ -62,7 +66,11 @@ class Receiver {
     const body = Buffer.concat(chunks).toString("utf8");
     const secret = this.secrets.get(path);
     const mode = this.modes.get(path) ?? "ok";
-    const headers = { "webhook-id": String(req.headers["webhook-id"]), "webhook-timestamp": String(req.headers["webhook-timestamp"]), "webhook-signature": String(req.headers["webhook-signature"]) };
+    const headers = {
+      "webhook-id": String(req.headers["webhook-id"]),
+      "webhook-timestamp": String(req.headers["webhook-timestamp"]),
+      "webhook-signature": String(req.headers["webhook-signature"]),
+    };
     try {
       new Webhook(secret!).verify(body, headers);
     } catch (e) {
@@ -119,7 +127,12 @@ describe("http destinations", () => {
     receiver.secrets.set("flaky", await putDestination(s, "flaky", { type: "http", url: receiver.url("flaky"), timeout: "1 second" }));
     let emitted = 0;
     for (let b = 0; b < 12; b++) emitted += (await api.ingest(s, batch(b), { batchId: `b${b}` })).emitted;
-    const before = await pollUntil(() => getJson(D(s, "flaky")), (d) => d.failing && d.pending > 0, 30_000, 250);
+    const before = await pollUntil(
+      () => getJson(D(s, "flaky")),
+      (d) => d.failing && d.pending > 0,
+      30_000,
+      250,
+    );
     expect(before).toMatchObject({ failing: true, deliveredSeq: 0, lastError: "HTTP 500" });
     // A crash in the middle: the backlog, and deliveries in flight, survive it.
     await server.restart("SIGKILL");
@@ -128,7 +141,12 @@ describe("http destinations", () => {
     expect(emitted).toBe(24 * 8 + 2);
 
     const got = () => receiver.got.get("flaky") ?? new Map<string, Delivery>();
-    await pollUntil(async () => got().size, (n) => n >= emitted, 150_000, 250);
+    await pollUntil(
+      async () => got().size,
+      (n) => n >= emitted,
+      150_000,
+      250,
+    );
     expect(receiver.badSignatures).toEqual([]);
     expect(receiver.bodyChanged).toEqual([]);
     expect(got().size).toBe(emitted);
@@ -141,7 +159,12 @@ describe("http destinations", () => {
     // Some requests failed or timed out, so retries happened.
     expect(receiver.requests).toBeGreaterThan(emitted);
 
-    const status = await pollUntil(() => getJson(D(s, "flaky")), (d) => d.pending === 0 && d.deliveredSeq === 24, 30_000, 250);
+    const status = await pollUntil(
+      () => getJson(D(s, "flaky")),
+      (d) => d.pending === 0 && d.deliveredSeq === 24,
+      30_000,
+      250,
+    );
     expect(status).toMatchObject({ deliveredSeq: 24, pending: 0, lagMs: 0, dead: 0, paused: false });
     expect(status.lastSuccessAt).toBeGreaterThan(0);
     expect(status.delivered).toBeGreaterThanOrEqual(emitted);
@@ -157,7 +180,12 @@ describe("http destinations", () => {
     receiver.secrets.set("gone", await putDestination(s, "gone", { type: "http", url: receiver.url("gone"), timeout: "1 second" }));
     let emitted = 0;
     for (let b = 0; b < 3; b++) emitted += (await api.ingest(s, batch(b), { batchId: `d${b}` })).emitted;
-    const dead = await pollUntil(() => getJson(`${D(s, "down")}/dead`), (p) => p.rows.length === emitted, 60_000, 250);
+    const dead = await pollUntil(
+      () => getJson(`${D(s, "down")}/dead`),
+      (p) => p.rows.length === emitted,
+      60_000,
+      250,
+    );
     expect(dead.rows).toHaveLength(emitted);
     expect(new Set(dead.rows.map((r: any) => r.id)).size).toBe(emitted);
     expect(dead.rows[0]).toMatchObject({ seq: 1, index: 0, lastError: "HTTP 500" });
@@ -165,7 +193,12 @@ describe("http destinations", () => {
     expect(down).toMatchObject({ deliveredSeq: 3, pending: 0, dead: emitted, failing: false });
     expect(receiver.got.get("down")).toBeUndefined();
 
-    const gone = await pollUntil(() => getJson(D(s, "gone")), (d) => d.paused, 30_000, 250);
+    const gone = await pollUntil(
+      () => getJson(D(s, "gone")),
+      (d) => d.paused,
+      30_000,
+      250,
+    );
     expect(gone).toMatchObject({ paused: true, failing: true, deliveredSeq: 0 });
     expect(gone.lastError).toMatch(/410/);
 
@@ -174,17 +207,35 @@ describe("http destinations", () => {
     const r = await api.request("POST", `${D(s, "down")}/replay`, { body: JSON.stringify({ fromSeq: 1 }), headers: { "content-type": "application/json" } });
     expect(r.status, r.text).toBe(202);
     expect(JSON.parse(r.text)).toEqual({ fromSeq: 1, fromDead: emitted });
-    await pollUntil(async () => receiver.got.get("down")?.size ?? 0, (n) => n >= emitted, 30_000, 250);
+    await pollUntil(
+      async () => receiver.got.get("down")?.size ?? 0,
+      (n) => n >= emitted,
+      30_000,
+      250,
+    );
     expect([...receiver.got.get("down")!.keys()].sort()).toEqual(dead.rows.map((r: any) => r.id).sort());
-    const after = await pollUntil(() => getJson(D(s, "down")), (d) => d.pending === 0, 10_000, 250);
+    const after = await pollUntil(
+      () => getJson(D(s, "down")),
+      (d) => d.pending === 0,
+      10_000,
+      250,
+    );
     expect(after).toMatchObject({ deliveredSeq: 3, dead: 0 });
     expect((await getJson(`${D(s, "down")}/dead`)).rows).toEqual([]);
 
     // PUT again resumes the paused one; its rows arrive.
     receiver.modes.set("gone", "ok");
-    const resumed = await api.request("PUT", D(s, "gone"), { body: JSON.stringify({ type: "http", url: receiver.url("gone"), timeout: "1 second" }), headers: { "content-type": "application/json" } });
+    const resumed = await api.request("PUT", D(s, "gone"), {
+      body: JSON.stringify({ type: "http", url: receiver.url("gone"), timeout: "1 second" }),
+      headers: { "content-type": "application/json" },
+    });
     expect(resumed.status).toBe(200);
-    await pollUntil(async () => receiver.got.get("gone")?.size ?? 0, (n) => n >= emitted, 30_000, 250);
+    await pollUntil(
+      async () => receiver.got.get("gone")?.size ?? 0,
+      (n) => n >= emitted,
+      30_000,
+      250,
+    );
     expect(receiver.got.get("gone")!.size).toBe(emitted);
     expect(receiver.badSignatures).toEqual([]);
     await sleep(0);
@@ -196,7 +247,12 @@ describe("http destinations", () => {
     receiver.modes.set("throttle", "throttle");
     receiver.secrets.set("throttle", await putDestination(s, "t", { type: "http", url: receiver.url("throttle") }));
     const { emitted } = await api.ingest(s, batch(0), { batchId: "t0" });
-    await pollUntil(async () => receiver.got.get("throttle")?.size ?? 0, (n) => n >= emitted, 30_000, 100);
+    await pollUntil(
+      async () => receiver.got.get("throttle")?.size ?? 0,
+      (n) => n >= emitted,
+      30_000,
+      100,
+    );
     expect(receiver.got.get("throttle")!.size).toBe(emitted);
     const ids = [...receiver.attemptsAt.keys()].filter((id) => id.startsWith(`${s}.`));
     expect(ids).toHaveLength(emitted);
@@ -220,7 +276,12 @@ describe("http destinations", () => {
       emitted += (await api.ingest(s, batch(b), { batchId: `h${b}` })).emitted;
       expect(Date.now() - started).toBeLessThan(2_000);
     }
-    await pollUntil(async () => receiver.got.get("brisk")?.size ?? 0, (n) => n >= emitted, 10_000, 100);
+    await pollUntil(
+      async () => receiver.got.get("brisk")?.size ?? 0,
+      (n) => n >= emitted,
+      10_000,
+      100,
+    );
     expect(receiver.got.get("brisk")!.size).toBe(emitted);
     const hung = await getJson(D(s, "hang"));
     expect(hung.deliveredSeq).toBe(0);
@@ -236,8 +297,18 @@ describe("http destinations", () => {
     receiver.modes.set("watch-down", "fail");
     receiver.secrets.set("watch-down", await putDestination(s, "down", { type: "http", url: receiver.url("watch-down") }));
     await api.ingest(s, batch(0), { batchId: "w0" });
-    await pollUntil(() => getJson(D(s, "down")), (d) => d.failing && d.lastError === "HTTP 500", 30_000, 250);
-    await pollUntil(() => getJson(D(s, "ok")), (d) => d.deliveredSeq === 1, 30_000, 250);
+    await pollUntil(
+      () => getJson(D(s, "down")),
+      (d) => d.failing && d.lastError === "HTTP 500",
+      30_000,
+      250,
+    );
+    await pollUntil(
+      () => getJson(D(s, "ok")),
+      (d) => d.deliveredSeq === 1,
+      30_000,
+      250,
+    );
     const metrics = (await api.request("GET", "/metrics")).text;
     expect(metrics).toContain('edge_dedup_delivery_failing{stream="deliver-watch",destination="down",type="http"} 1');
     expect(metrics).toContain('edge_dedup_delivery_failing{stream="deliver-watch",destination="ok",type="http"} 0');
@@ -246,7 +317,8 @@ describe("http destinations", () => {
     expect(metrics).toContain('edge_dedup_deliveries_total{stream="deliver-watch",destination="ok",type="http",outcome="delivered"} 10');
 
     const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-    if (!existsSync(CHROMIUM)) throw new Error(`the dashboard check needs a headless chromium at ${CHROMIUM} (apt-get install -y chromium), or set CHROMIUM_PATH`);
+    if (!existsSync(CHROMIUM))
+      throw new Error(`the dashboard check needs a headless chromium at ${CHROMIUM} (apt-get install -y chromium), or set CHROMIUM_PATH`);
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
     try {
       const page = await browser.newPage();

@@ -21,13 +21,17 @@ function expectProblem(res: RawResponse, status: number, typeSuffix?: string) {
   return p as { type: string; title: string; status: number; detail: string; errors?: Record<string, unknown>[] };
 }
 
-
 describe("bad input keeps state unchanged", () => {
   test("malformed bodies, unknown streams and bad credentials are problems that change nothing", async () => {
     const s = "errors";
     const config = { key: ["id"], eventTime: "ts", watermarkDelay: "10 minutes", partitions: 2, limits: { maxRows: 50 } };
     await api.putStream(s, config);
-    expect(await api.ingest(s, [1, 2, 3].map((i) => ({ id: `g${i}`, ts: at(10) })))).toMatchObject({ emitted: 3, watermarkAfter: at(9, 50) });
+    expect(
+      await api.ingest(
+        s,
+        [1, 2, 3].map((i) => ({ id: `g${i}`, ts: at(10) })),
+      ),
+    ).toMatchObject({ emitted: 3, watermarkAfter: at(9, 50) });
     const before = await api.snapshot(s);
 
     // Rows far ahead (12:00): had any of them been applied, the watermark would have moved.
@@ -47,13 +51,20 @@ describe("bad input keeps state unchanged", () => {
     // Other bodies that cannot be a batch.
     expectProblem(await api.post(s, null, { raw: "42" }), 400);
     expectProblem(await api.post(s, null, { raw: "" }), 400);
-    expectProblem(await api.post(s, null, { raw: "   \n" , contentType: "application/x-ndjson" }), 400);
+    expectProblem(await api.post(s, null, { raw: "   \n", contentType: "application/x-ndjson" }), 400);
     expectProblem(await api.post(s, []), 400);
     expectProblem(await api.post(s, [{ id: "n5", ts: at(12) }], { source: "not a source!" }), 400);
     expectProblem(await api.post(s, [{ id: "n5", ts: at(12) }], { batchId: "é" }), 400);
 
     // Over the stream's row limit: 413.
-    expectProblem(await api.post(s, Array.from({ length: 51 }, (_, i) => ({ id: `big${i}`, ts: at(12) })), { batchId: "too-big" }), 413);
+    expectProblem(
+      await api.post(
+        s,
+        Array.from({ length: 51 }, (_, i) => ({ id: `big${i}`, ts: at(12) })),
+        { batchId: "too-big" },
+      ),
+      413,
+    );
     // A known path with the wrong method: 405 saying what is allowed.
     const wrongMethod = await api.request("PATCH", `/v1/streams/${s}/events`);
     expectProblem(wrongMethod, 405);
@@ -84,7 +95,9 @@ describe("bad input keeps state unchanged", () => {
     // A config over 64 KiB (the review's 5 MB one), a source called __proto__: refused, nothing applied.
     const huge = JSON.stringify({ ...config, watermarkDelay: "1 hour", table: { format: "iceberg", location: "x".repeat(5 * 1024 * 1024) } });
     expectProblem(await api.request("PUT", `/v1/streams/${s}`, { body: huge }), 413, "body-too-large");
-    const dunder = await api.request("PUT", `/v1/streams/${s}`, { body: `{"key": ["id"], "eventTime": "ts", "watermarkDelay": "1 hour", "sources": {"__proto__": {}}}` });
+    const dunder = await api.request("PUT", `/v1/streams/${s}`, {
+      body: `{"key": ["id"], "eventTime": "ts", "watermarkDelay": "1 hour", "sources": {"__proto__": {}}}`,
+    });
     expect(expectProblem(dunder, 400).errors).toEqual([expect.objectContaining({ path: "sources.__proto__" })]);
     // The state reader: a row with no state key is a 400, not a 500.
     for (const row of ['{"id": 1e999}', `${"[".repeat(5000)}${"]".repeat(5000)}`, '{"ts": 1}', "[]"]) {

@@ -35,7 +35,11 @@ describe("prompt eviction", () => {
     const mover = await api.ingest(s, [{ id: "mover", ts: at(11) }]);
     expect(mover).toMatchObject({ emitted: 1, watermark: at(9, 50), watermarkAfter: at(10, 30) });
     const t0 = Date.now();
-    const info = await pollUntil(() => api.stream(s), (i) => i.state.rows === 5, 5_000);
+    const info = await pollUntil(
+      () => api.stream(s),
+      (i) => i.state.rows === 5,
+      5_000,
+    );
     const took = Date.now() - t0;
     expect(info.watermark).toBe(at(10, 30));
     expect(info.state.rows, `state.rows ${took} ms after the commit`).toBe(5);
@@ -53,7 +57,11 @@ describe("prompt eviction", () => {
     expect(state.filter((p) => p !== moverPartition).every((p) => !p.keys.some((k) => k.key === enc("mover")))).toBe(true);
 
     // The evicted key may be emitted again above the watermark; a live key is still a duplicate; T == wm is late.
-    const after = await api.ingest(s, [{ id: "k0", ts: at(10, 31) }, { id: "alive0", ts: at(10, 40) }, { id: "k1", ts: at(10, 30) }]);
+    const after = await api.ingest(s, [
+      { id: "k0", ts: at(10, 31) },
+      { id: "alive0", ts: at(10, 40) },
+      { id: "k1", ts: at(10, 30) },
+    ]);
     expect(after).toMatchObject({ watermark: at(10, 30), emitted: 1, duplicates: 1, late: 1 });
     expect((await api.output<{ id: string }>(s)).map((r) => r.id).slice(-2)).toEqual(["mover", "k0"]);
 
@@ -69,18 +77,30 @@ describe("prompt eviction", () => {
   test("event-time-key: the state key carries T, and a key is evicted when the watermark reaches T", async () => {
     const s = "evict-etk";
     await api.putStream(s, { key: ["id"], eventTime: "ts", watermarkDelay: "10 minutes", mode: "event-time-key", partitions: 2 });
-    const o = await api.ingest(s, [{ id: "a", ts: at(10) }, { id: "a", ts: at(10, 5) }, { id: "a", ts: at(10) }]);
+    const o = await api.ingest(s, [
+      { id: "a", ts: at(10) },
+      { id: "a", ts: at(10, 5) },
+      { id: "a", ts: at(10) },
+    ]);
     expect(o).toMatchObject({ emitted: 2, duplicates: 1, late: 0 });
     expect((await api.stream(s)).state.rows).toBe(2);
 
     const b = await api.ingest(s, [{ id: "b", ts: at(11) }]); // watermark 10:50 evicts a@10:00 and a@10:05
     expect(b.watermarkAfter).toBe(at(10, 50));
-    const info = await pollUntil(() => api.stream(s), (i) => i.state.rows === 1, 5_000);
+    const info = await pollUntil(
+      () => api.stream(s),
+      (i) => i.state.rows === 1,
+      5_000,
+    );
     expect(info.state.rows).toBe(1);
     const keys = (await api.allState(s, 2)).flatMap((p) => p.keys);
     expect(keys).toEqual([{ key: `${enc("b")}@${at(11)}`, eventTime: at(11), expiresAt: at(11) }]);
 
-    const again = await api.ingest(s, [{ id: "a", ts: at(10) }, { id: "a", ts: at(10, 51) }, { id: "b", ts: at(11) }]);
+    const again = await api.ingest(s, [
+      { id: "a", ts: at(10) },
+      { id: "a", ts: at(10, 51) },
+      { id: "b", ts: at(11) },
+    ]);
     expect(again).toMatchObject({ late: 1, emitted: 1, duplicates: 1 });
     const out = await api.output<{ id: string; ts: number }>(s);
     expect(new Set(out.map((r) => `${r.id}@${r.ts}`)).size).toBe(out.length);

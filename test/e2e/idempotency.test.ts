@@ -20,20 +20,36 @@ async function send(stream: string, b: Batch) {
   return api.post(stream, b.rows, { batchId: b.id, source: b.source, raw: b.raw, contentType: b.contentType });
 }
 
-
 describe("replaying committed batches", () => {
   test("every committed batch replays its outcome with replayed: true and changes nothing", async () => {
     const s = "replay";
     await api.putStream(s, {
-      key: ["id"], eventTime: "ts", watermarkDelay: "10 minutes", partitions: 4, schema: { id: "int", amount: "double", ts: "timestamp" },
+      key: ["id"],
+      eventTime: "ts",
+      watermarkDelay: "10 minutes",
+      partitions: 4,
+      schema: { id: "int", amount: "double", ts: "timestamp" },
     });
     const row = (id: number | string, ts: number | string, amount = 1.5) => ({ id, ts, amount });
     const batches: Batch[] = [
       { id: "r1", source: "a", rows: [1, 2, 3, 4, 5].map((i) => row(i, at(10))).concat(row(1, at(10, 1))) },
-      { id: "r2", source: "b", rows: [row(6, at(10, 30)), row(7, at(10, 30)), { amount: 2, ts: at(10, 30) }, row(8, "2099-01-01T00:00:00Z"), row("9", at(10, 30)), row(10, at(10, 30), "x" as unknown as number)] },
+      {
+        id: "r2",
+        source: "b",
+        rows: [
+          row(6, at(10, 30)),
+          row(7, at(10, 30)),
+          { amount: 2, ts: at(10, 30) },
+          row(8, "2099-01-01T00:00:00Z"),
+          row("9", at(10, 30)),
+          row(10, at(10, 30), "x" as unknown as number),
+        ],
+      },
       { id: "r3", source: "a", rows: [row(11, at(10, 15)), row(12, at(10, 15)), row(2, at(10, 20))] },
       {
-        id: "r4", source: "b", contentType: "application/x-ndjson",
+        id: "r4",
+        source: "b",
+        contentType: "application/x-ndjson",
         raw: `${JSON.stringify(row(13, "2024-01-01T11:00:00Z"))}\n\n${JSON.stringify(row(14, "2024-01-01 11:00:00"))}\n`,
       },
       { id: "r5", source: "a", rows: [row(15, at(10, 10)), row(16, at(10, 11)), row(6, at(10, 31))] },
@@ -66,12 +82,19 @@ describe("replaying committed batches", () => {
 
     // Let the last watermark (10:50) evict every key of 10:40 and before, so a replay that
     // re-ran the dedup step instead of returning the recorded outcome would emit them again.
-    const evicted = await pollUntil(() => api.stream(s), (i) => i.state.rows === 3, 5_000);
+    const evicted = await pollUntil(
+      () => api.stream(s),
+      (i) => i.state.rows === 3,
+      5_000,
+    );
     expect(evicted.state.rows).toBe(3); // 13, 14 (11:00) and 17 (12:00)
 
     const before = await api.snapshot(s);
     // Rows are kept whole; declared columns are coerced ("9" is the int 9), timestamps kept as sent.
-    const out = before.output.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const out = before.output
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     expect(out.find((r) => r.id === 9)).toEqual({ id: 9, ts: at(10, 30), amount: 1.5 });
     expect(out.find((r) => r.id === 14)).toEqual({ id: 14, ts: "2024-01-01 11:00:00", amount: 1.5 });
     expect(before.committed).toBe(6);
@@ -105,7 +128,13 @@ describe("replaying committed batches", () => {
     expect((await api.ingest(s, original, { batchId: "same-id", source: "a" })).emitted).toBe(1);
     const before = await api.snapshot(s);
 
-    for (const body of [[{ id: "y", ts: at(11) }], [{ id: "x", ts: at(10) }, { id: "z", ts: at(10) }]]) {
+    for (const body of [
+      [{ id: "y", ts: at(11) }],
+      [
+        { id: "x", ts: at(10) },
+        { id: "z", ts: at(10) },
+      ],
+    ]) {
       const res = await api.post(s, body, { batchId: "same-id", source: "a" });
       expect(res.status).toBe(422);
       expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
@@ -125,7 +154,10 @@ describe("deleting a stream", () => {
     const s = "replay-delete";
     const config = { key: ["id"], eventTime: "ts", watermarkDelay: "10 minutes", partitions: 2 };
     await api.putStream(s, config);
-    const rows = [{ id: "a", ts: at(10) }, { id: "b", ts: at(10) }];
+    const rows = [
+      { id: "a", ts: at(10) },
+      { id: "b", ts: at(10) },
+    ];
     expect(await api.ingest(s, rows, { batchId: "d1" })).toMatchObject({ emitted: 2, replayed: false });
     const del = await api.request("DELETE", `/v1/streams/${s}`);
     expect(del.status).toBe(204);

@@ -10,9 +10,7 @@ import { at, MINUTE, type Outcome, pollUntil, type StopSignal, useServer } from 
 const { server, api } = useServer({ faults: true });
 
 const config = { key: ["id"], eventTime: "ts", watermarkDelay: "30 minutes", partitions: 4 };
-const rowsAt = (prefix: string, n: number, ts: number, from = 0) =>
-  Array.from({ length: n }, (_, i) => ({ id: `${prefix}${from + i}`, ts, n: from + i }));
-
+const rowsAt = (prefix: string, n: number, ts: number, from = 0) => Array.from({ length: n }, (_, i) => ({ id: `${prefix}${from + i}`, ts, n: from + i }));
 
 async function survives(signal: StopSignal) {
   const s = `restart-${signal.toLowerCase()}`;
@@ -61,10 +59,18 @@ describe("restart on the same persisted state", () => {
     await server.restart("SIGKILL");
 
     // The eviction that the commit scheduled runs after the crash too (alarms persist).
-    const info = await pollUntil(() => api.stream(s), (i) => i.state.rows === 12, 8_000);
+    const info = await pollUntil(
+      () => api.stream(s),
+      (i) => i.state.rows === 12,
+      8_000,
+    );
     expect(info.watermark).toBe(at(10, 30));
     expect(info.state.rows).toBe(12); // k20..k29 (expire 10:50), mover and mover2
-    const again = await api.ingest(s, [{ id: "k0", ts: at(10, 31), n: 0 }, { id: "k20", ts: at(10, 31), n: 20 }, { id: "mover", ts: at(11, 1), n: -1 }]);
+    const again = await api.ingest(s, [
+      { id: "k0", ts: at(10, 31), n: 0 },
+      { id: "k20", ts: at(10, 31), n: 20 },
+      { id: "mover", ts: at(11, 1), n: -1 },
+    ]);
     expect(again).toMatchObject({ watermark: at(10, 30), emitted: 1, duplicates: 2, late: 0 });
     const output = await api.output<{ id: string }>(s);
     expect(output.length).toBe(before.output.split("\n").filter(Boolean).length + 3);
@@ -135,7 +141,10 @@ describe("restart on the same persisted state", () => {
     for (const r of output) seen.set(r.id, (seen.get(r.id) ?? 0) + 1);
     const repeated = [...seen].filter(([, n]) => n > 1);
     expect(repeated, "keys emitted more than once").toEqual([]);
-    expect([...expectedKeys].filter((k) => !seen.has(k)), "keys lost").toEqual([]);
+    expect(
+      [...expectedKeys].filter((k) => !seen.has(k)),
+      "keys lost",
+    ).toEqual([]);
     expect(output.length).toBe(expectedKeys.size);
     // Each batch's emitted count matches its rows in the output.
     for (const b of batches) {

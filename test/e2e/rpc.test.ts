@@ -33,15 +33,40 @@ const rpc = async (method: string, ...args: unknown[]): Promise<Answer> =>
   (await fetch(`${callerUrl}/rpc`, { method: "POST", body: JSON.stringify({ method, args }), signal: AbortSignal.timeout(30_000) })).json();
 
 beforeAll(async () => {
-  writeFileSync(join(base, "wrangler.toml"), [
-    'name = "rpc-caller"', `main = ${JSON.stringify(CALLER)}`, 'compatibility_date = "2026-11-01"',
-    "[[services]]", 'binding = "DEDUP"', 'service = "edge-dedup"', 'entrypoint = "EdgeDedup"',
-  ].join("\n"));
+  writeFileSync(
+    join(base, "wrangler.toml"),
+    [
+      'name = "rpc-caller"',
+      `main = ${JSON.stringify(CALLER)}`,
+      'compatibility_date = "2026-11-01"',
+      "[[services]]",
+      'binding = "DEDUP"',
+      'service = "edge-dedup"',
+      'entrypoint = "EdgeDedup"',
+    ].join("\n"),
+  );
   const [port, inspector] = [await freePort(), await freePort()];
-  caller = spawn(process.execPath, [
-    WRANGLER, "dev", "--port", String(port), "--ip", "127.0.0.1", "--inspector-port", String(inspector), "--inspector-ip", "127.0.0.1",
-    "--persist-to", join(base, "state"), "--show-interactive-dev-session=false", "--log-level", "warn",
-  ], { cwd: base, detached: true, stdio: "ignore", env: { ...wranglerEnv(base), WRANGLER_REGISTRY_PATH: server.registryPath } });
+  caller = spawn(
+    process.execPath,
+    [
+      WRANGLER,
+      "dev",
+      "--port",
+      String(port),
+      "--ip",
+      "127.0.0.1",
+      "--inspector-port",
+      String(inspector),
+      "--inspector-ip",
+      "127.0.0.1",
+      "--persist-to",
+      join(base, "state"),
+      "--show-interactive-dev-session=false",
+      "--log-level",
+      "warn",
+    ],
+    { cwd: base, detached: true, stdio: "ignore", env: { ...wranglerEnv(base), WRANGLER_REGISTRY_PATH: server.registryPath } },
+  );
   callerUrl = `http://127.0.0.1:${port}`;
   // Up, and connected to edge-dedup through the registry: a read answers.
   const deadline = Date.now() + 90_000;
@@ -72,7 +97,12 @@ describe("Workers RPC between two wrangler dev sessions", () => {
     expect((await rpc("ingest", "rpc-e2e", [{ id: 1 }], { batchId: "b1" })).value).toMatchObject({ batchId: "b1", emitted: 1 });
 
     const answered = await rpc("tryIngest", "rpc-e2e-tried", [{ id: 1 }]);
-    expect(answered.value).toEqual({ ok: false, status: 404, kind: "missing", detail: 'stream "rpc-e2e-tried" does not exist; create it with PUT /v1/streams/rpc-e2e-tried' });
+    expect(answered.value).toEqual({
+      ok: false,
+      status: 404,
+      kind: "missing",
+      detail: 'stream "rpc-e2e-tried" does not exist; create it with PUT /v1/streams/rpc-e2e-tried',
+    });
     expect((await rpc("tryIngest", "rpc-e2e", [{ id: 2 }], { batchId: "b1" })).value).toMatchObject({ ok: false, status: 422, kind: "conflict" });
 
     const thrown = await rpc("ingest", "rpc-e2e-thrown", [{ id: 1 }]);
@@ -82,7 +112,8 @@ describe("Workers RPC between two wrangler dev sessions", () => {
 
     // workerd logs what an RPC method throws: once the throw above is in the log, the answered refusals would be too.
     const deadline = Date.now() + 20_000;
-    while (!server.log().includes('Uncaught Error: 404 missing: stream "rpc-e2e-thrown"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    while (!server.log().includes('Uncaught Error: 404 missing: stream "rpc-e2e-thrown"') && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 200));
     expect(server.log()).toContain('Uncaught Error: 404 missing: stream "rpc-e2e-thrown"');
     expect(server.log()).not.toContain("rpc-e2e-tried");
     expect(server.log()).not.toMatch(/IngestRefused/);

@@ -60,7 +60,13 @@ async function run(stream: string, id: string): Promise<RunView> {
   return JSON.parse(res.text);
 }
 
-const untilDone = (stream: string, id: string) => pollUntil(() => run(stream, id), (v) => v.status !== "running", 120_000, 200);
+const untilDone = (stream: string, id: string) =>
+  pollUntil(
+    () => run(stream, id),
+    (v) => v.status !== "running",
+    120_000,
+    200,
+  );
 const sorted = (s: Iterable<number>) => [...s].sort((a, b) => a - b);
 
 describe("file runs on wrangler dev", () => {
@@ -78,7 +84,12 @@ describe("file runs on wrangler dev", () => {
     // A bigger prefix, and a crash in the middle of its run.
     const second = await upload("batch-2/", 240);
     const crashed = await startRun("files", "batch-2/");
-    const midway = await pollUntil(() => run("files", crashed), (v) => v.files.done >= 10 || v.status !== "running", 60_000, 20);
+    const midway = await pollUntil(
+      () => run("files", crashed),
+      (v) => v.files.done >= 10 || v.status !== "running",
+      60_000,
+      20,
+    );
     expect(midway.status).toBe("running");
     await server.restart("SIGKILL");
     const after = await untilDone("files", crashed);

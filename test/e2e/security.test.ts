@@ -27,10 +27,28 @@ describe("signed producers", () => {
       return api.post(opts.stream ?? s, rows, { token: null, source: "hooks", batchId, headers: { "x-signature": sig } });
     };
 
-    const first = await send([{ id: "a", ts: at(10) }, { id: "a", ts: at(10) }], "b1");
+    const first = await send(
+      [
+        { id: "a", ts: at(10) },
+        { id: "a", ts: at(10) },
+      ],
+      "b1",
+    );
     expect(first.status, first.text).toBe(200);
     expect(JSON.parse(first.text)).toMatchObject({ source: "hooks", emitted: 1, duplicates: 1, replayed: false });
-    expect(JSON.parse((await send([{ id: "a", ts: at(10) }, { id: "a", ts: at(10) }], "b1")).text).replayed).toBe(true);
+    expect(
+      JSON.parse(
+        (
+          await send(
+            [
+              { id: "a", ts: at(10) },
+              { id: "a", ts: at(10) },
+            ],
+            "b1",
+          )
+        ).text,
+      ).replayed,
+    ).toBe(true);
 
     await server.restart();
     expect((await send([{ id: "b", ts: at(10, 1) }], "b2")).status).toBe(200);
@@ -38,7 +56,10 @@ describe("signed producers", () => {
     expect((await send([{ id: "c", ts: at(10, 2) }], "b3", { signedFor: "elsewhere" })).status).toBe(401);
     expect((await send([{ id: "c", ts: at(10, 2) }], "b3", { t: Math.floor(Date.now() / 1000) + 400 })).status).toBe(401);
     expect((await api.post(s, [{ id: "c", ts: at(10, 2) }], { token: null, batchId: "b3" })).status).toBe(401);
-    expect(await api.output(s)).toEqual([{ id: "a", ts: at(10) }, { id: "b", ts: at(10, 1) }]);
+    expect(await api.output(s)).toEqual([
+      { id: "a", ts: at(10) },
+      { id: "b", ts: at(10, 1) },
+    ]);
     expect((await api.stream(s)).batches.committed).toBe(2);
   });
 });

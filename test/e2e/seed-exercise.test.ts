@@ -156,10 +156,20 @@ describe("the seed's exercise", () => {
         const id = await runOnce();
         if (run === 2) {
           // Kill the server once some files of this run are in, then start it again on the same state.
-          await pollUntil(() => runView(id), (v) => v.files.done >= 3, 60_000, 50);
+          await pollUntil(
+            () => runView(id),
+            (v) => v.files.done >= 3,
+            60_000,
+            50,
+          );
           await server.restart("SIGKILL");
         }
-        const done = await pollUntil(() => runView(id), (v) => v.status !== "running", 120_000, 200);
+        const done = await pollUntil(
+          () => runView(id),
+          (v) => v.status !== "running",
+          120_000,
+          200,
+        );
         expect(done.status).toBe("done");
         expect(done.files).toMatchObject({ done: FILES_PER_RUN, skipped: run * FILES_PER_RUN, failed: 0 });
         if (run > 0) expect(done.late).toBeGreaterThan(0);

@@ -19,8 +19,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
-  createClient, parseNdjson, type Client as ApiClient, type IngestOptions as ClientIngestOptions, type Outcome, type PartitionState, type ProgressReport,
-  type PutStreamResult, type RawResponse, type StreamBody, type StreamInfo,
+  createClient,
+  parseNdjson,
+  type Client as ApiClient,
+  type IngestOptions as ClientIngestOptions,
+  type Outcome,
+  type PartitionState,
+  type ProgressReport,
+  type PutStreamResult,
+  type RawResponse,
+  type StreamBody,
+  type StreamInfo,
 } from "../../src/client/index.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -139,17 +148,27 @@ export async function startServer(options: ServerOptions = {}): Promise<Server> 
     const proc = spawn(
       process.execPath,
       [
-        WRANGLER, "dev",
-        "--port", String(port),
-        "--ip", "127.0.0.1",
-        "--inspector-port", String(inspectorPort),
-        "--inspector-ip", "127.0.0.1",
-        "--persist-to", persistDir,
-        "--var", `ADMIN_TOKEN:${token}`,
-        "--var", `CREDENTIALS_KEY:${E2E_CREDENTIALS_KEY}`,
-        "--var", "ALLOW_LOOPBACK_DESTINATIONS:true", // destinations may POST to the tests' receivers on 127.0.0.1
+        WRANGLER,
+        "dev",
+        "--port",
+        String(port),
+        "--ip",
+        "127.0.0.1",
+        "--inspector-port",
+        String(inspectorPort),
+        "--inspector-ip",
+        "127.0.0.1",
+        "--persist-to",
+        persistDir,
+        "--var",
+        `ADMIN_TOKEN:${token}`,
+        "--var",
+        `CREDENTIALS_KEY:${E2E_CREDENTIALS_KEY}`,
+        "--var",
+        "ALLOW_LOOPBACK_DESTINATIONS:true", // destinations may POST to the tests' receivers on 127.0.0.1
         "--show-interactive-dev-session=false",
-        "--log-level", "warn",
+        "--log-level",
+        "warn",
         ...(options.faults ? ["--define", "__FAULTS__:true"] : []),
       ],
       {

@@ -49,7 +49,7 @@ const seen: Event[] = [];
 function nextEvent(i: number): Event {
   if (seen.length > 3 && i % 3 === 2) return seen[(i * 7) % seen.length];
   const n = ++counter;
-  const e = { event_id: `evt_${n}`, company_id: `co_${n % 5}`, amount: (n * 37) % 10_000 / 100, event_ts: new Date(BASE + n * 1000).toISOString() };
+  const e = { event_id: `evt_${n}`, company_id: `co_${n % 5}`, amount: ((n * 37) % 10_000) / 100, event_ts: new Date(BASE + n * 1000).toISOString() };
   seen.push(e);
   return e;
 }
@@ -65,7 +65,9 @@ const jsonl = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).join("\n")
 
 async function put(key: string, body: Uint8Array<ArrayBuffer>): Promise<void> {
   const res = await fetch(`${server.url}/__test/input/${encodeURIComponent(key)}`, {
-    method: "PUT", headers: { authorization: `Bearer ${server.token}` }, body,
+    method: "PUT",
+    headers: { authorization: `Bearer ${server.token}` },
+    body,
   });
   if (res.status !== 201) throw new Error(`put ${key}: ${res.status} ${await res.text()}`);
 }
@@ -111,7 +113,11 @@ async function avroRecords(bytes: Uint8Array): Promise<Record<string, any>[]> {
   writeFileSync(path, bytes);
   const records: Record<string, any>[] = [];
   await new Promise<void>((resolve, reject) => {
-    avro.createFileDecoder(path).on("data", (r: Record<string, any>) => records.push(r)).on("end", resolve).on("error", reject);
+    avro
+      .createFileDecoder(path)
+      .on("data", (r: Record<string, any>) => records.push(r))
+      .on("end", resolve)
+      .on("error", reject);
   });
   return records;
 }
@@ -172,8 +178,13 @@ async function oracle(): Promise<Row[]> {
   const field = (name: string) => `json_extract_string(line, '$.${name}') AS ${name}`;
   // JSON Lines as Spark's PERMISSIVE mode reads them: every line that is JSON is a row, one that is not is skipped alone.
   const plain = list(lines, false);
-  const parts = plain === null ? [] : [`SELECT ${field("event_id")}, ${field("company_id")}, CAST(json_extract(line, '$.amount') AS DOUBLE) AS amount, ${field("event_ts")}
-    FROM (SELECT unnest(string_split(content, chr(10))) AS line FROM read_text(${plain})) WHERE trim(line) <> '' AND json_valid(line)`];
+  const parts =
+    plain === null
+      ? []
+      : [
+          `SELECT ${field("event_id")}, ${field("company_id")}, CAST(json_extract(line, '$.amount') AS DOUBLE) AS amount, ${field("event_ts")}
+    FROM (SELECT unnest(string_split(content, chr(10))) AS line FROM read_text(${plain})) WHERE trim(line) <> '' AND json_valid(line)`,
+        ];
   const gz = list(lines, true);
   if (gz !== null) parts.push(`SELECT * FROM read_json(${gz}, format = 'newline_delimited', ${columns})`);
   const whole = list(docs, false);
@@ -234,7 +245,10 @@ describe("the seed's exercise, as a Spark user writes it", () => {
     expect(third).toMatchObject({ status: "done", files: { done: 2, skipped: 9, failed: 0 }, rejected: 1, errors: [] });
     const n3 = await checkNow(third);
     expect(n3).toBeGreaterThan(n2);
-    const rejected = (await api.request("GET", `/v1/streams/${STREAM}/rejected`)).text.trim().split("\n").map((l) => JSON.parse(l));
+    const rejected = (await api.request("GET", `/v1/streams/${STREAM}/rejected`)).text
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(rejected).toEqual([expect.objectContaining({ index: 4, reason: "line 5 is not valid JSON" })]);
     // The archived files left the prefix: a run over it finds only the earlier runs' files, ingested already.
     const again = await run({ prefix: PREFIX, source: "landing" });

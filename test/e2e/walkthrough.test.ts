@@ -32,9 +32,13 @@ function run(port: string): Promise<{ code: number | null; signal: NodeJS.Signal
   });
 }
 
-test("scripts/walkthrough.sh passes against a real server", async () => {
-  const port = new URL(server.url).port;
-  const { code, signal, output } = await run(port);
-  expect({ code, signal }, `${output}\n--- wrangler log tail ---\n${server.log()}`).toEqual({ code: 0, signal: null });
-  expect(output).toContain("walkthrough: all steps passed");
-}, TIMEOUT_MS + 30_000);
+test(
+  "scripts/walkthrough.sh passes against a real server",
+  async () => {
+    const port = new URL(server.url).port;
+    const { code, signal, output } = await run(port);
+    expect({ code, signal }, `${output}\n--- wrangler log tail ---\n${server.log()}`).toEqual({ code: 0, signal: null });
+    expect(output).toContain("walkthrough: all steps passed");
+  },
+  TIMEOUT_MS + 30_000,
+);

@@ -75,7 +75,12 @@ describe("two declared sources", () => {
   test("max: the watermark follows the leading source even while a declared one is silent", async () => {
     const s = "wm-max";
     await api.putStream(s, {
-      key: ["id"], eventTime: "ts", watermarkDelay: DELAY, partitions: 2, watermarkPolicy: "max", sources: { a: {}, b: {} },
+      key: ["id"],
+      eventTime: "ts",
+      watermarkDelay: DELAY,
+      partitions: 2,
+      watermarkPolicy: "max",
+      sources: { a: {}, b: {} },
     });
 
     const a1 = await api.ingest(s, [row("a1", at(10))], { source: "a" });
@@ -166,14 +171,21 @@ describe("which copy survives", () => {
     expect(counts(o)).toEqual({ input: 3, emitted: 2, duplicates: 1, late: 0, rejected: 0 });
     // Watermark 09:55 now: a copy at 10:00 is not late, and x (expires 10:15) is still remembered.
     expect(counts(await api.ingest(s, [{ id: "x", ts: at(10), copy: 3 }]))).toEqual({ input: 1, emitted: 0, duplicates: 1, late: 0, rejected: 0 });
-    expect(await api.output(s)).toEqual([{ id: "x", ts: at(10, 5), copy: 1 }, { id: "y", ts: at(10), copy: 1 }]);
+    expect(await api.output(s)).toEqual([
+      { id: "x", ts: at(10, 5), copy: 1 },
+      { id: "y", ts: at(10), copy: 1 },
+    ]);
     // The key is remembered with the event time of the copy that was emitted.
     const keys = (await api.allState(s, 2)).flatMap((p) => p.keys).filter((k) => k.key === '["x"]');
     expect(keys).toEqual([{ key: '["x"]', eventTime: at(10, 5), expiresAt: at(10, 15) }]);
 
     const s2 = "key-with-time";
     await api.putStream(s2, { key: ["id", "ts"], eventTime: "ts", watermarkDelay: DELAY, partitions: 2, schema: { ts: "timestamp" } });
-    const o2 = await api.ingest(s2, [{ id: "x", ts: at(10) }, { id: "x", ts: at(10, 1) }, { id: "x", ts: at(10) }]);
+    const o2 = await api.ingest(s2, [
+      { id: "x", ts: at(10) },
+      { id: "x", ts: at(10, 1) },
+      { id: "x", ts: at(10) },
+    ]);
     expect(counts(o2)).toEqual({ input: 3, emitted: 2, duplicates: 1, late: 0, rejected: 0 });
   });
 });

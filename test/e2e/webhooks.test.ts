@@ -39,7 +39,11 @@ interface Provider {
 
 /** The row id of an event: its signed id, or the SHA-256 of the signed body. */
 async function rowIdOf(p: Provider, e: Event): Promise<string> {
-  return p.signsId ? e.id : createHash("sha256").update((await p.delivery(p.secret, e, nowS())).body).digest("hex");
+  return p.signsId
+    ? e.id
+    : createHash("sha256")
+        .update((await p.delivery(p.secret, e, nowS())).body)
+        .digest("hex");
 }
 
 const PROVIDERS: Provider[] = [

@@ -14,7 +14,10 @@ describe("the idempotency window", () => {
     const s = "window";
     await api.putStream(s, { key: ["id"], eventTime: "ts", watermarkDelay: "1 second", partitions: 2, idempotencyWindow: "1 minute" });
     const t0 = Date.now() - 10_000;
-    const rows = [{ id: "A", ts: t0 }, { id: "B", ts: t0 }];
+    const rows = [
+      { id: "A", ts: t0 },
+      { id: "B", ts: t0 },
+    ];
     expect(await api.ingest(s, rows, { batchId: "b1" })).toMatchObject({ emitted: 2, replayed: false });
     expect(await api.ingest(s, rows, { batchId: "b1" })).toMatchObject({ emitted: 2, replayed: true });
     expect((await api.post(s, [{ id: "X", ts: t0 }], { batchId: "b1" })).status).toBe(422);
@@ -23,7 +26,12 @@ describe("the idempotency window", () => {
     expect((await api.stream(s)).bookkeeping).toMatchObject({ batchesRemembered: 2, idempotencyWindow: 60_000 });
 
     // No request needed: the Coordinator's alarm forgets b1 a minute after its commit.
-    const book = await pollUntil(async () => (await api.stream(s)).bookkeeping, (b) => b.batchesRemembered === 1, 120_000, 1_000);
+    const book = await pollUntil(
+      async () => (await api.stream(s)).bookkeeping,
+      (b) => b.batchesRemembered === 1,
+      120_000,
+      1_000,
+    );
     expect(book.bytes).toBeGreaterThan(0);
     const again = await api.ingest(s, rows, { batchId: "b1" });
     expect(again).toMatchObject({ replayed: false, emitted: 0, late: 2 });

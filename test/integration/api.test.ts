@@ -43,7 +43,8 @@ describe("streams", () => {
   it("invalid configs are 400 with an error per field", async () => {
     const p = await expectProblem(
       await call("PUT", "/v1/streams/s2", { key: ["id"], mode: "sometimes", partitions: 0, watermarkDelay: "soon", extra: 1 }),
-      400, /invalid/,
+      400,
+      /invalid/,
     );
     const paths = p.errors.map((e: any) => e.path);
     expect(paths).toEqual(expect.arrayContaining(["mode", "partitions", "watermarkDelay", "(body)"]));
@@ -118,7 +119,8 @@ describe("ingest", () => {
     await expectProblem(await call("POST", "/v1/streams/in3/events", "[]"), 400, /no rows/);
     const p = await expectProblem(
       await call("POST", "/v1/streams/in3/events", `{"id":"A","ts":1}\n{oops\n`, { "content-type": "application/x-ndjson" }),
-      400, /line 2/,
+      400,
+      /line 2/,
     );
     expect(p.errors).toEqual([{ line: 2, error: expect.any(String) }]);
     await expectProblem(await call("POST", "/v1/streams/in3/events", { id: "A", ts: 1 }, { "x-source": "bad source!" }), 400, /X-Source/);
@@ -137,7 +139,11 @@ describe("ingest", () => {
 
   it("a retried batch returns the recorded outcome and writes nothing; another body under its id is 422", async () => {
     await createStream("in5", base);
-    const rows = [{ id: "A", ts: at(10, 0) }, { id: "A", ts: at(10, 0) }, { id: "B", ts: at(10, 3) }];
+    const rows = [
+      { id: "A", ts: at(10, 0) },
+      { id: "A", ts: at(10, 0) },
+      { id: "B", ts: at(10, 3) },
+    ];
     const first = await post("in5", rows, { "idempotency-key": "batch-1" });
     expect(first).toMatchObject({ batchId: "batch-1", source: "default", replayed: false, input: 3, emitted: 2, duplicates: 1 });
     const again = await post("in5", rows, { "idempotency-key": "batch-1" });
@@ -182,16 +188,38 @@ describe("ingest", () => {
     for (let i = 0; i < 5; i++) await post("in7", { id: `k${i}`, ts: at(10, i) });
     expect((await output("in7")).map((r) => r.id)).toEqual(["k0", "k1", "k2", "k3", "k4"]);
     const text = new TextDecoder().decode(await (await call("GET", "/v1/streams/in7/output?after=3")).arrayBuffer());
-    expect(text.trim().split("\n").map((l) => JSON.parse(l).id)).toEqual(["k3", "k4"]);
+    expect(
+      text
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).id),
+    ).toEqual(["k3", "k4"]);
   });
 
   it("progress reports carry Spark's names", async () => {
     await createStream("in8", base);
-    await post("in8", [{ id: "A", ts: at(10, 0) }, { id: "A", ts: at(10, 0) }], { "idempotency-key": "p1" });
+    await post(
+      "in8",
+      [
+        { id: "A", ts: at(10, 0) },
+        { id: "A", ts: at(10, 0) },
+      ],
+      { "idempotency-key": "p1" },
+    );
     const [p] = (await json(call("GET", "/v1/streams/in8/progress"))).progress;
     expect(p).toMatchObject({
-      batchId: "p1", source: "default", input: 2, emitted: 1, duplicates: 1, late: 0, rejected: 0,
-      watermark: 0, watermarkAfter: at(9, 55), numRowsTotal: 1, numRowsUpdated: 1, numRowsRemoved: 0,
+      batchId: "p1",
+      source: "default",
+      input: 2,
+      emitted: 1,
+      duplicates: 1,
+      late: 0,
+      rejected: 0,
+      watermark: 0,
+      watermarkAfter: at(9, 55),
+      numRowsTotal: 1,
+      numRowsUpdated: 1,
+      numRowsRemoved: 0,
     });
     expect(p.stateBytes).toBeGreaterThan(0);
     expect(p.committedAt).toBeGreaterThan(0);

@@ -49,7 +49,14 @@ class Model {
 const MIN = 60_000;
 const ops = fc.array(
   fc.oneof(
-    { weight: 4, arbitrary: fc.record({ kind: fc.constant("apply" as const), watermark: fc.integer({ min: 0, max: 40 * MIN }), rows: fc.array(fc.tuple(fc.constantFrom("A", "B", "C", "D", "E", "F"), fc.integer({ min: 0, max: 40 * MIN })), { maxLength: 12 }) }) },
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        kind: fc.constant("apply" as const),
+        watermark: fc.integer({ min: 0, max: 40 * MIN }),
+        rows: fc.array(fc.tuple(fc.constantFrom("A", "B", "C", "D", "E", "F"), fc.integer({ min: 0, max: 40 * MIN })), { maxLength: 12 }),
+      }),
+    },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant("advance" as const), watermark: fc.integer({ min: 0, max: 40 * MIN }) }) },
   ),
   { maxLength: 14 },
@@ -116,7 +123,10 @@ describe("compact state: size and eviction work", () => {
     for (let b = 0; b < 40; b++) {
       // Each row with its 64-bit content digest, as an id-keyed stream sends it (src/stream/content.ts).
       const rows = Array.from({ length: 1000 }, (_, i) => ({
-        index: i, key: `["evt_${b}_${i}_${(i * 7919) % 10007}"]`, eventTime: t0 + (b * 1000 + i) * 200, digest: contentDigest({ id: `evt_${b}_${i}`, n: i }, []),
+        index: i,
+        key: `["evt_${b}_${i}_${(i * 7919) % 10007}"]`,
+        eventTime: t0 + (b * 1000 + i) * 200,
+        digest: contentDigest({ id: `evt_${b}_${i}`, n: i }, []),
       }));
       last = await applyOne(p, { epoch: "e1", batch: `s\nb${b}`, watermark: 0, settings, rows });
       await p.applyGroup({ epoch: "e1", watermark: 0, entries: [], forget: [`s\nb${b}`] }); // committed: its ledger is dropped
@@ -166,7 +176,10 @@ describe("compact state: size and eviction work", () => {
     let last = { rows: 0, bytes: 0 };
     for (let b = 0; b < 40; b++) {
       const rows = Array.from({ length: 1000 }, (_, i) => ({
-        index: i, key: `["evt_${String(b * 1000 + i).padStart(11, "0")}"]`, eventTime: t0 + (b * 1000 + i) * 200, digest: contentDigest({ id: b * 1000 + i }, []),
+        index: i,
+        key: `["evt_${String(b * 1000 + i).padStart(11, "0")}"]`,
+        eventTime: t0 + (b * 1000 + i) * 200,
+        digest: contentDigest({ id: b * 1000 + i }, []),
       }));
       last = await applyOne(p, { epoch: "e1", batch: `s\nb${b}`, watermark: 0, settings, rows });
       await p.applyGroup({ epoch: "e1", watermark: 0, entries: [], forget: [`s\nb${b}`] });
@@ -177,66 +190,102 @@ describe("compact state: size and eviction work", () => {
     expect((await p.lookup("e1", '["evt_00000012345"]'))[0]).toMatchObject({ batch: "s\nb12", dropped: 0 });
   });
 
-  it.each([false, true])("an apply costs three statements whatever its rows: one read, one upsert, the meta row; a row written per key stored or counted (hashed: %s)", async (hashedKeys) => {
-    const p = env.PARTITION.getByName(`statements-${hashedKeys}/0`) as DurableObjectStub<Partition>;
-    const settings: DedupSettings = { mode: "within-watermark", delay: 3_600_000, hasEventTime: true, hashedKeys };
-    const t0 = Date.UTC(2026, 0, 1);
-    const row = (index: number, id: number, digest = String(id)) => ({ index, key: `["evt_${id}"]`, eventTime: t0 + id, digest });
-    await p.applyGroup({ epoch: "e1", group: "g1", watermark: 0, entries: [{ batch: "s\nb1", settings, rows: rowColumns(Array.from({ length: 50 }, (_, i) => row(i, i))) }] });
-    // Two entries: 40 new keys, 10 copies of b1's keys (one key twice), 5 copies of keys the first entry adds.
-    const first = Array.from({ length: 40 }, (_, i) => row(i, 100 + i));
-    const second = [...Array.from({ length: 10 }, (_, i) => row(i, i === 9 ? 0 : i)), ...Array.from({ length: 5 }, (_, i) => row(10 + i, 100 + i))];
-    const counted = await runInDurableObject(p, (obj) => {
-      const o = obj as unknown as { sql: SqlStorage };
-      const real = o.sql;
-      const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-      o.sql = new Proxy(real, {
-        get: (t, prop) => (prop === "exec" ? (...a: Parameters<SqlStorage["exec"]>) => { const c = t.exec(...a); cursors.push(c); return c; } : Reflect.get(t, prop, t)),
+  it.each([false, true])(
+    "an apply costs three statements whatever its rows: one read, one upsert, the meta row; a row written per key stored or counted (hashed: %s)",
+    async (hashedKeys) => {
+      const p = env.PARTITION.getByName(`statements-${hashedKeys}/0`) as DurableObjectStub<Partition>;
+      const settings: DedupSettings = { mode: "within-watermark", delay: 3_600_000, hasEventTime: true, hashedKeys };
+      const t0 = Date.UTC(2026, 0, 1);
+      const row = (index: number, id: number, digest = String(id)) => ({ index, key: `["evt_${id}"]`, eventTime: t0 + id, digest });
+      await p.applyGroup({
+        epoch: "e1",
+        group: "g1",
+        watermark: 0,
+        entries: [{ batch: "s\nb1", settings, rows: rowColumns(Array.from({ length: 50 }, (_, i) => row(i, i))) }],
       });
-      try {
-        const r = obj.applyGroup({ epoch: "e1", group: "g2", watermark: 0, forget: ["g1"], entries: [{ batch: "s\nb2", settings, rows: rowColumns(first) }, { batch: "s\nb3", settings, rows: rowColumns(second) }] });
-        return { decisions: r.decisions, statements: cursors.length, written: cursors.reduce((n, c) => n + c.rowsWritten, 0) };
-      } finally {
-        o.sql = real;
-      }
-    });
-    expect(counted.decisions).toEqual(["e".repeat(40), "d".repeat(15)]);
-    expect(counted.statements).toBe(3);
-    // 40 keys stored (b2's five copies counted in their own insert), 9 of b1's keys counted, the meta row.
-    expect(counted.written).toBe(40 + 9 + 1);
-    expect((await p.lookup("e1", '["evt_0"]'))[0]).toMatchObject({ batch: "s\nb1", dropped: 2 });
-    expect((await p.lookup("e1", '["evt_104"]'))[0]).toMatchObject({ batch: "s\nb2", dropped: 1 });
-  });
-
-  it.each([false, true])("an apply whose keys are all new reads no key row: the buckets' filters answer (hashed: %s); after a restart they are made again from the buckets and still find every key", async (hashedKeys) => {
-    const p = env.PARTITION.getByName(`filters-${hashedKeys}/0`) as DurableObjectStub<Partition>;
-    const settings: DedupSettings = { mode: "within-watermark", delay: 3_600_000, hasEventTime: true, hashedKeys };
-    const t0 = Date.UTC(2026, 0, 1);
-    // Keys over three hours of event time: about a dozen 15-minute buckets.
-    const row = (index: number, id: number) => ({ index, key: `["evt_${id}"]`, eventTime: t0 + id * 60_000 });
-    await applyOne(p, { epoch: "e1", batch: "s\nb1", watermark: 0, settings, rows: Array.from({ length: 180 }, (_, i) => row(i, i)) });
-    const counted = (rows: ReturnType<typeof row>[], batch: string) =>
-      runInDurableObject(p, (obj) => {
+      // Two entries: 40 new keys, 10 copies of b1's keys (one key twice), 5 copies of keys the first entry adds.
+      const first = Array.from({ length: 40 }, (_, i) => row(i, 100 + i));
+      const second = [...Array.from({ length: 10 }, (_, i) => row(i, i === 9 ? 0 : i)), ...Array.from({ length: 5 }, (_, i) => row(10 + i, 100 + i))];
+      const counted = await runInDurableObject(p, (obj) => {
         const o = obj as unknown as { sql: SqlStorage };
         const real = o.sql;
-        const texts: string[] = [];
-        o.sql = new Proxy(real, { get: (t, prop) => (prop === "exec" ? (q: string, ...a: SqlStorageValue[]) => (texts.push(q), t.exec(q, ...a)) : Reflect.get(t, prop, t)) });
+        const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+        o.sql = new Proxy(real, {
+          get: (t, prop) =>
+            prop === "exec"
+              ? (...a: Parameters<SqlStorage["exec"]>) => {
+                  const c = t.exec(...a);
+                  cursors.push(c);
+                  return c;
+                }
+              : Reflect.get(t, prop, t),
+        });
         try {
-          const r = obj.applyGroup({ epoch: "e1", group: `g-${batch}`, watermark: 0, entries: [{ batch: `s\n${batch}`, settings, rows: rowColumns(rows) }] });
-          return { decisions: r.decisions[0], keyReads: texts.filter((q) => /^\s*SELECT[\s\S]*FROM keys WHERE b IN/.test(q)).length, scans: texts.filter((q) => /FROM keys WHERE b = \?$/.test(q.trim())).length };
+          const r = obj.applyGroup({
+            epoch: "e1",
+            group: "g2",
+            watermark: 0,
+            forget: ["g1"],
+            entries: [
+              { batch: "s\nb2", settings, rows: rowColumns(first) },
+              { batch: "s\nb3", settings, rows: rowColumns(second) },
+            ],
+          });
+          return { decisions: r.decisions, statements: cursors.length, written: cursors.reduce((n, c) => n + c.rowsWritten, 0) };
         } finally {
           o.sql = real;
         }
       });
-    const fresh = await counted(Array.from({ length: 60 }, (_, i) => row(i, 1000 + i)), "b2");
-    expect(fresh).toEqual({ decisions: "e".repeat(60), keyReads: 0, scans: 0 });
-    await evictDurableObject(p);
-    // Made again from a scan of each live bucket; a copy of any stored key, early or late, is still found.
-    const again = await counted([row(0, 0), row(1, 2000), row(2, 179), row(3, 1059), row(4, 90)], "b3");
-    expect(again.decisions).toBe("dedd" + "d");
-    expect(again.keyReads).toBe(1);
-    expect(again.scans).toBeGreaterThan(1);
-  });
+      expect(counted.decisions).toEqual(["e".repeat(40), "d".repeat(15)]);
+      expect(counted.statements).toBe(3);
+      // 40 keys stored (b2's five copies counted in their own insert), 9 of b1's keys counted, the meta row.
+      expect(counted.written).toBe(40 + 9 + 1);
+      expect((await p.lookup("e1", '["evt_0"]'))[0]).toMatchObject({ batch: "s\nb1", dropped: 2 });
+      expect((await p.lookup("e1", '["evt_104"]'))[0]).toMatchObject({ batch: "s\nb2", dropped: 1 });
+    },
+  );
+
+  it.each([false, true])(
+    "an apply whose keys are all new reads no key row: the buckets' filters answer (hashed: %s); after a restart they are made again from the buckets and still find every key",
+    async (hashedKeys) => {
+      const p = env.PARTITION.getByName(`filters-${hashedKeys}/0`) as DurableObjectStub<Partition>;
+      const settings: DedupSettings = { mode: "within-watermark", delay: 3_600_000, hasEventTime: true, hashedKeys };
+      const t0 = Date.UTC(2026, 0, 1);
+      // Keys over three hours of event time: about a dozen 15-minute buckets.
+      const row = (index: number, id: number) => ({ index, key: `["evt_${id}"]`, eventTime: t0 + id * 60_000 });
+      await applyOne(p, { epoch: "e1", batch: "s\nb1", watermark: 0, settings, rows: Array.from({ length: 180 }, (_, i) => row(i, i)) });
+      const counted = (rows: ReturnType<typeof row>[], batch: string) =>
+        runInDurableObject(p, (obj) => {
+          const o = obj as unknown as { sql: SqlStorage };
+          const real = o.sql;
+          const texts: string[] = [];
+          o.sql = new Proxy(real, {
+            get: (t, prop) => (prop === "exec" ? (q: string, ...a: SqlStorageValue[]) => (texts.push(q), t.exec(q, ...a)) : Reflect.get(t, prop, t)),
+          });
+          try {
+            const r = obj.applyGroup({ epoch: "e1", group: `g-${batch}`, watermark: 0, entries: [{ batch: `s\n${batch}`, settings, rows: rowColumns(rows) }] });
+            return {
+              decisions: r.decisions[0],
+              keyReads: texts.filter((q) => /^\s*SELECT[\s\S]*FROM keys WHERE b IN/.test(q)).length,
+              scans: texts.filter((q) => /FROM keys WHERE b = \?$/.test(q.trim())).length,
+            };
+          } finally {
+            o.sql = real;
+          }
+        });
+      const fresh = await counted(
+        Array.from({ length: 60 }, (_, i) => row(i, 1000 + i)),
+        "b2",
+      );
+      expect(fresh).toEqual({ decisions: "e".repeat(60), keyReads: 0, scans: 0 });
+      await evictDurableObject(p);
+      // Made again from a scan of each live bucket; a copy of any stored key, early or late, is still found.
+      const again = await counted([row(0, 0), row(1, 2000), row(2, 179), row(3, 1059), row(4, 90)], "b3");
+      expect(again.decisions).toBe("dedd" + "d");
+      expect(again.keyReads).toBe(1);
+      expect(again.scans).toBeGreaterThan(1);
+    },
+  );
 
   it("evicting reads the keys it forgets, not the state: the watermark's bucket is copied once, then trimmed by expiry", async () => {
     const p = fresh();
@@ -251,7 +300,13 @@ describe("compact state: size and eviction work", () => {
         const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
         o.sql = new Proxy(real, {
           get: (t, prop) =>
-            prop === "exec" ? (...a: Parameters<SqlStorage["exec"]>) => { const c = t.exec(...a); cursors.push(c); return c; } : Reflect.get(t, prop, t),
+            prop === "exec"
+              ? (...a: Parameters<SqlStorage["exec"]>) => {
+                  const c = t.exec(...a);
+                  cursors.push(c);
+                  return c;
+                }
+              : Reflect.get(t, prop, t),
         });
         try {
           const r = obj.advance("e1", wm);
@@ -281,7 +336,13 @@ describe("a stream with stateKeys: hashed", () => {
     const body = { key: ["id"], eventTime: "ts", watermarkDelay: "10 minutes", partitions: 2 };
     await createStream("hashed-keys", { ...body, stateKeys: "hashed" });
     await createStream("text-keys", body);
-    const rows = [{ id: "a", ts: at(10, 0) }, { id: "b", ts: at(10, 1) }, { id: "a", ts: at(10, 2) }, { id: "c", ts: at(10, 30) }, { id: "a", ts: at(10, 3) }];
+    const rows = [
+      { id: "a", ts: at(10, 0) },
+      { id: "b", ts: at(10, 1) },
+      { id: "a", ts: at(10, 2) },
+      { id: "c", ts: at(10, 30) },
+      { id: "a", ts: at(10, 3) },
+    ];
     for (const stream of ["hashed-keys", "text-keys"]) {
       expect(await post(stream, rows.slice(0, 3))).toMatchObject({ emitted: 2, duplicates: 1 });
       expect(await post(stream, rows.slice(3))).toMatchObject({ emitted: 1, duplicates: 1, watermarkAfter: at(10, 20) });
@@ -301,13 +362,22 @@ describe("a stream with stateKeys: hashed", () => {
     // Asked by row: the key's entry from the partition the row routes to, or none.
     const byRow = async (stream: string, row: unknown, partition?: number) =>
       call("GET", `/v1/streams/${stream}/state?row=${encodeURIComponent(JSON.stringify(row))}${partition === undefined ? "" : `&partition=${partition}`}`);
-    for (const [stream, key] of [["text-keys", '["c"]'], ["hashed-keys", hashedC]]) {
+    for (const [stream, key] of [
+      ["text-keys", '["c"]'],
+      ["hashed-keys", hashedC],
+    ]) {
       const found = await client.state(stream, { row: { id: "c", ts: at(10, 30) } });
       // With its receipt (DESIGN §11): c was kept by the second commit; hashed state implies its event time from the expiry.
-      expect(found.keys).toEqual([{
-        key, eventTime: stream === "text-keys" ? at(10, 30) : null, expiresAt: text[0].expiresAt,
-        kept: { batchId: expect.any(String), source: "default", seq: 2, eventTime: at(10, 30) }, dropped: 0, conflicts: 0,
-      }]);
+      expect(found.keys).toEqual([
+        {
+          key,
+          eventTime: stream === "text-keys" ? at(10, 30) : null,
+          expiresAt: text[0].expiresAt,
+          kept: { batchId: expect.any(String), source: "default", seq: 2, eventTime: at(10, 30) },
+          dropped: 0,
+          conflicts: 0,
+        },
+      ]);
       expect((await json<{ keys: unknown[] }>(byRow(stream, { id: "a", ts: at(10, 0) }))).keys).toEqual([]); // expired
       expect((await json<{ keys: unknown[] }>(byRow(stream, { id: "zz", ts: at(10, 30) }))).keys).toEqual([]); // never sent
       const elsewhere = await byRow(stream, { id: "c", ts: at(10, 30) }, 1 - found.partition);

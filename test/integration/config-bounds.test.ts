@@ -53,7 +53,10 @@ describe("the config body is bounded", () => {
     // The review's 5 MB config: one long location string.
     const big = { ...base, mode: "global", table: { format: "iceberg", location: "x".repeat(5 * 1024 * 1024) } };
     const p = await problem(await call("PUT", "/v1/streams/cb-big", big), 413);
-    expect(p).toMatchObject({ type: "https://edge-dedup.dev/problems/body-too-large", detail: `the stream config is larger than ${MAX_CONFIG_BYTES} bytes, the most a config may be` });
+    expect(p).toMatchObject({
+      type: "https://edge-dedup.dev/problems/body-too-large",
+      detail: `the stream config is larger than ${MAX_CONFIG_BYTES} bytes, the most a config may be`,
+    });
     expect((await call("GET", "/v1/streams/cb-big")).status).toBe(404);
     // Just under the cap is read (and judged on its merits).
     const padded = JSON.stringify(base);
@@ -84,7 +87,10 @@ describe("the config body is bounded", () => {
 describe("bounded lists", () => {
   it(`at most ${MAX_SOURCES} declared sources: more is a 400 on create and on update, which keeps the config`, async () => {
     const p = await problem(await call("PUT", "/v1/streams/cb-src", { ...base, sources: named(MAX_SOURCES + 1, {}) }), 400);
-    expect(p).toMatchObject({ detail: "the stream config is invalid", errors: [{ path: "sources", message: `at most ${MAX_SOURCES} sources may be declared` }] });
+    expect(p).toMatchObject({
+      detail: "the stream config is invalid",
+      errors: [{ path: "sources", message: `at most ${MAX_SOURCES} sources may be declared` }],
+    });
     expect((await call("GET", "/v1/streams/cb-src")).status).toBe(404);
     await createStream("cb-src", { ...base, sources: named(MAX_SOURCES, { watermarkDelay: "1 minute" }) });
     await problem(await call("PUT", "/v1/streams/cb-src", { ...base, sources: named(MAX_SOURCES + 1, {}) }), 400);

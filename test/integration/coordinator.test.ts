@@ -79,7 +79,10 @@ describe("Coordinator", () => {
   });
 
   it("min policy: a declared source that never sends holds the watermark at 0; max does not", async () => {
-    for (const [policy, expected] of [["min", 0], ["max", at(9, 55)]] as const) {
+    for (const [policy, expected] of [
+      ["min", 0],
+      ["max", at(9, 55)],
+    ] as const) {
       const { stub } = await stream({ watermarkPolicy: policy, sources: { a: {}, b: {} } });
       await ingest(stub, "a", "1", at(10, 0));
       const d = (await stub.describe())!;
@@ -90,7 +93,11 @@ describe("Coordinator", () => {
 
   it("per-source delays; the global watermark never decreases", async () => {
     const { stub } = await stream({ sources: { a: {}, b: { watermarkDelay: "1 hour" } } });
-    for (const [s, id, t] of [["a", "1", at(12, 0)], ["b", "1", at(12, 0)]] as const) await ingest(stub, s, id, t);
+    for (const [s, id, t] of [
+      ["a", "1", at(12, 0)],
+      ["b", "1", at(12, 0)],
+    ] as const)
+      await ingest(stub, s, id, t);
     expect((await stub.describe())!.watermark).toBe(at(11, 0)); // min(11:55, 11:00)
     await ingest(stub, "b", "2", at(11, 30)); // older data does not move b back
     expect((await stub.describe())!.watermark).toBe(at(11, 0));

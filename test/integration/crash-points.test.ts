@@ -15,21 +15,31 @@ import { at, call, committedRecords, createStream, json, output, post } from "./
  */
 async function records(name: string, partitions: number) {
   const coordinator = await runInDurableObject(env.COORDINATOR.getByName(name), (_c, state) => ({
-    begun: state.storage.sql.exec<{ members: string }>("SELECT members FROM begun").toArray().map((r) => (JSON.parse(r.members) as string[][]).map((m) => m[1])),
+    begun: state.storage.sql
+      .exec<{ members: string }>("SELECT members FROM begun")
+      .toArray()
+      .map((r) => (JSON.parse(r.members) as string[][]).map((m) => m[1])),
     committed: committedRecords(state.storage.sql).map((r) => r.batch_id),
     // commit records: a small micro-batch's rides in its outbox row until the flush (src/output/outbox.ts)
-    groups: state.storage.sql.exec<{ n: number }>("SELECT (SELECT count(*) FROM groups) + (SELECT count(*) FROM outbox WHERE members IS NOT NULL) AS n").one().n,
+    groups: state.storage.sql.exec<{ n: number }>("SELECT (SELECT count(*) FROM groups) + (SELECT count(*) FROM outbox WHERE members IS NOT NULL) AS n").one()
+      .n,
   }));
   const entries = [];
   for (let p = 0; p < partitions; p++) {
-    entries.push(...(await runInDurableObject(env.PARTITION.getByName(`${name}/${p}`), (_p, state) => {
-      // Small entries ride in the meta row (pending), others are rows of the ledger table.
-      const pending = state.storage.sql.exec<{ pending: string | null }>("SELECT pending FROM meta").toArray()[0]?.pending;
-      const rows = state.storage.sql.exec<{ batch: string; decisions: string }>("SELECT batch, decisions FROM ledger").toArray()
-        .map((r) => [r.batch, JSON.parse(r.decisions)] as [string, string[][]]);
-      const inMeta = Object.entries(pending ? (JSON.parse(pending) as Record<string, [number, string[][]]>) : {}).map(([id, [, d]]) => [id, d] as [string, string[][]]);
-      return [...inMeta, ...rows].map(([id, d]) => ({ p, entry: id.startsWith("g-") ? "group" : id, batches: d.map((x) => x[0]) }));
-    })));
+    entries.push(
+      ...(await runInDurableObject(env.PARTITION.getByName(`${name}/${p}`), (_p, state) => {
+        // Small entries ride in the meta row (pending), others are rows of the ledger table.
+        const pending = state.storage.sql.exec<{ pending: string | null }>("SELECT pending FROM meta").toArray()[0]?.pending;
+        const rows = state.storage.sql
+          .exec<{ batch: string; decisions: string }>("SELECT batch, decisions FROM ledger")
+          .toArray()
+          .map((r) => [r.batch, JSON.parse(r.decisions)] as [string, string[][]]);
+        const inMeta = Object.entries(pending ? (JSON.parse(pending) as Record<string, [number, string[][]]>) : {}).map(
+          ([id, [, d]]) => [id, d] as [string, string[][]],
+        );
+        return [...inMeta, ...rows].map(([id, d]) => ({ p, entry: id.startsWith("g-") ? "group" : id, batches: d.map((x) => x[0]) }));
+      })),
+    );
   }
   return { ...coordinator, entries };
 }
@@ -82,11 +92,19 @@ describe.each(FAULT_POINTS)("crash %s", (point) => {
 
 it("a batch retried after other batches moved on keeps its decisions", async () => {
   await createStream("crash-late", { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 });
-  const batch = [{ id: "A", ts: at(10, 0) }, { id: "B", ts: at(10, 0) }];
+  const batch = [
+    { id: "A", ts: at(10, 0) },
+    { id: "B", ts: at(10, 0) },
+  ];
   const crashed = await call("POST", "/v1/streams/crash-late/events", batch, { "idempotency-key": "slow", "x-test-fault": "after-marker" });
   expect(crashed.status).toBe(500);
   // Meanwhile a copy of A arrives in another batch, and the watermark moves far past 10:00.
-  expect(await post("crash-late", [{ id: "A", ts: at(10, 1) }, { id: "C", ts: at(12, 0) }])).toMatchObject({ emitted: 1, duplicates: 1 });
+  expect(
+    await post("crash-late", [
+      { id: "A", ts: at(10, 1) },
+      { id: "C", ts: at(12, 0) },
+    ]),
+  ).toMatchObject({ emitted: 1, duplicates: 1 });
   // The retry is judged as it was first judged: A and B emitted (not late, not duplicates of themselves).
   const retry = await post("crash-late", batch, { "idempotency-key": "slow" });
   expect(retry).toMatchObject({ emitted: 2, duplicates: 0, late: 0, watermark: 0 });
@@ -97,7 +115,10 @@ it("a Coordinator that restarts with a micro-batch begun judges its retry by the
   const name = "crash-restart";
   await createStream(name, { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 });
   await post(name, [{ id: "A", ts: at(10, 0) }], { "idempotency-key": "b0" });
-  const batch = [{ id: "B", ts: at(10, 0) }, { id: "C", ts: at(10, 1) }];
+  const batch = [
+    { id: "B", ts: at(10, 0) },
+    { id: "C", ts: at(10, 1) },
+  ];
   const crashed = await call("POST", `/v1/streams/${name}/events`, batch, { "idempotency-key": "b1", "x-test-fault": "after-decide" });
   expect(crashed.status).toBe(500);
   const stub = env.COORDINATOR.getByName(name);
@@ -121,9 +142,18 @@ it("the same when the micro-batch was begun by the commit before it (its begin r
   const name = "crash-restart-next";
   await createStream(name, { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 });
   await post(name, [{ id: "A", ts: at(10, 0) }], { "idempotency-key": "b0" });
-  const request = (batchId: string, rows: unknown[]): IngestRequest =>
-    ({ sourceHeader: null, batchId, auth: { kind: "admin" }, rows, identity: `identity-of-${batchId}`, bytes: 60 });
-  const batch = [{ id: "B", ts: at(10, 0) }, { id: "C", ts: at(10, 1) }];
+  const request = (batchId: string, rows: unknown[]): IngestRequest => ({
+    sourceHeader: null,
+    batchId,
+    auth: { kind: "admin" },
+    rows,
+    identity: `identity-of-${batchId}`,
+    bytes: 60,
+  });
+  const batch = [
+    { id: "B", ts: at(10, 0) },
+    { id: "C", ts: at(10, 1) },
+  ];
   const stub = env.COORDINATOR.getByName(name);
   const begun = await runInDurableObject(stub, async (c, state) => {
     armFault(batchFaultKey(name, "b2"), "after-decide");

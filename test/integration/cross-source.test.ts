@@ -6,13 +6,25 @@
 import { describe, expect, it } from "vitest";
 import { at, call, createStream, post } from "./helpers";
 
-const lane = async (stream: string, name: string) => (await (await call("GET", `/v1/streams/${stream}/${name}`)).text()).trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
+const lane = async (stream: string, name: string) =>
+  (await (await call("GET", `/v1/streams/${stream}/${name}`)).text())
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 
 describe("a conflict against another source's kept copy", () => {
   it("is refused without naming that source, its batch or its commit; the lane names them for the admin", async () => {
     await createStream("xsrc", { key: ["id"], eventTime: "ts", watermarkDelay: "10 minutes", onConflict: "reject" });
     await post("xsrc", [{ id: "A", ts: at(10, 0), amount: 10 }], { "idempotency-key": "secret-batch-of-shop", "x-source": "shop" });
-    const r = await post("xsrc", [{ id: "A", ts: at(10, 0), amount: 99 }, { id: "A", ts: at(10, 0), amount: 98 }], { "idempotency-key": "o1", "x-source": "other" });
+    const r = await post(
+      "xsrc",
+      [
+        { id: "A", ts: at(10, 0), amount: 99 },
+        { id: "A", ts: at(10, 0), amount: 98 },
+      ],
+      { "idempotency-key": "o1", "x-source": "other" },
+    );
     expect(r.rejected).toEqual([
       { index: 0, error: "conflict: its content differs from the kept copy of its key (kept from another source)" },
       { index: 1, error: "conflict: its content differs from the kept copy of its key (kept from another source)" },
@@ -24,6 +36,8 @@ describe("a conflict against another source's kept copy", () => {
     ]);
     // Its own source's kept copy is still named, with its commit.
     const own = await post("xsrc", [{ id: "A", ts: at(10, 0), amount: 11 }], { "idempotency-key": "s2", "x-source": "shop" });
-    expect(own.rejected).toEqual([{ index: 0, error: 'conflict: its content differs from the kept copy of its key (batch "secret-batch-of-shop" from source "shop", commit 1)' }]);
+    expect(own.rejected).toEqual([
+      { index: 0, error: 'conflict: its content differs from the kept copy of its key (batch "secret-batch-of-shop" from source "shop", commit 1)' },
+    ]);
   });
 });

@@ -14,7 +14,6 @@ const helper = (env as unknown as { DELIVERY_HELPER: Fetcher }).DELIVERY_HELPER;
 const T = Date.UTC(2026, 0, 1);
 const base = { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 2 };
 
-
 interface RpcAnswer {
   ok: boolean;
   value?: any;
@@ -112,7 +111,15 @@ describe("a queue destination and a row no queue message can hold", () => {
   it("puts that row in the dead lane at once and sends its neighbours", async () => {
     await createStream("d-big", base);
     expect((await call("PUT", D("d-big", "q"), { type: "queue", binding: "DELIVERIES" })).status).toBe(201);
-    await post("d-big", [{ id: 1, ts: T }, { id: 2, ts: T, blob: "x".repeat(130 * 1024) }, { id: 3, ts: T }], { "idempotency-key": "big" });
+    await post(
+      "d-big",
+      [
+        { id: 1, ts: T },
+        { id: 2, ts: T, blob: "x".repeat(130 * 1024) },
+        { id: 3, ts: T },
+      ],
+      { "idempotency-key": "big" },
+    );
     const dead = await until("the dead lane", async () => {
       const page = deadLaneSchema.parse(await json(call("GET", `${D("d-big", "q")}/dead`)));
       return page.rows.length === 1 ? page : null;
@@ -124,7 +131,14 @@ describe("a queue destination and a row no queue message can hold", () => {
     });
     expect(received.map((m) => m.body.id).sort()).toEqual(["d-big.1.0", "d-big.1.2"]);
     // Beyond what any destination sends (512 KB): a stand-in in the dead lane, never attempted.
-    await post("d-big", [{ id: 4, ts: T, blob: "y".repeat(600 * 1024) }, { id: 5, ts: T }], { "idempotency-key": "huge" });
+    await post(
+      "d-big",
+      [
+        { id: 4, ts: T, blob: "y".repeat(600 * 1024) },
+        { id: 5, ts: T },
+      ],
+      { "idempotency-key": "huge" },
+    );
     const both = await until("the huge row's stand-in", async () => {
       const page = deadLaneSchema.parse(await json(call("GET", `${D("d-big", "q")}/dead`)));
       return page.rows.length === 2 ? page : null;
@@ -141,8 +155,18 @@ describe("an http destination nobody answers", () => {
   it("retries, puts rows in the dead lane after retryFor, and replay sends them again under the same ids", async () => {
     await createStream("d-dead", base);
     // Port 1 refuses connections: every attempt fails.
-    expect((await call("PUT", D("d-dead", "h"), { type: "http", url: "http://127.0.0.1:1/hook", retryFor: "2 seconds", timeout: "1 second" })).status).toBe(201);
-    await post("d-dead", [{ id: 1, ts: T }, { id: 2, ts: T }, { id: 1, ts: T }], { "idempotency-key": "one" });
+    expect((await call("PUT", D("d-dead", "h"), { type: "http", url: "http://127.0.0.1:1/hook", retryFor: "2 seconds", timeout: "1 second" })).status).toBe(
+      201,
+    );
+    await post(
+      "d-dead",
+      [
+        { id: 1, ts: T },
+        { id: 2, ts: T },
+        { id: 1, ts: T },
+      ],
+      { "idempotency-key": "one" },
+    );
     const failing = await until("a failure", async () => {
       const s = destinationSchema.parse(await json(call("GET", D("d-dead", "h"))));
       return s.failing ? s : null;
@@ -154,7 +178,10 @@ describe("an http destination nobody answers", () => {
       return page.rows.length === 2 ? page : null;
     });
     expect(dead.rows.map((r) => r.id)).toEqual(["d-dead.1.0", "d-dead.1.1"]);
-    expect(dead.rows.map((r) => r.row)).toEqual([{ id: 1, ts: T }, { id: 2, ts: T }]);
+    expect(dead.rows.map((r) => r.row)).toEqual([
+      { id: 1, ts: T },
+      { id: 2, ts: T },
+    ]);
     expect(dead.rows[0].attempts).toBeGreaterThan(1);
     const s = destinationSchema.parse(await json(call("GET", D("d-dead", "h"))));
     expect(s).toMatchObject({ deliveredSeq: 1, pending: 0, dead: 2 });
@@ -180,7 +207,15 @@ describe("Workers RPC (EdgeDedup) from another Worker", () => {
     const again = await rpc("ingest", "d-rpc", rows, { source: "app", batchId: "k1" });
     expect(again.ok).toBe(true);
     expect(again.value).toEqual({ ...http, replayed: true });
-    const fresh = await rpc("ingest", "d-rpc", [{ id: 3, ts: T }, { id: 2, ts: T }], { source: "app", batchId: "k2" });
+    const fresh = await rpc(
+      "ingest",
+      "d-rpc",
+      [
+        { id: 3, ts: T },
+        { id: 2, ts: T },
+      ],
+      { source: "app", batchId: "k2" },
+    );
     expect(fresh.value).toMatchObject({ batchId: "k2", source: "app", replayed: false, input: 2, emitted: 1, duplicates: 1 });
     expect((await output("d-rpc")).map((r) => r.id)).toEqual([1, 2, 3]);
     const generated = await rpc("ingest", "d-rpc", { id: 4, ts: T });
@@ -204,7 +239,12 @@ describe("Workers RPC (EdgeDedup) from another Worker", () => {
     await rpc("ingest", "d-rpc-refused", [{ id: 1, ts: T }], { batchId: "r1" });
     const cases: [unknown[], number, string, RegExp][] = [
       [["nope", [{ id: 1 }]], 404, "missing", /^stream "nope" does not exist; create it with PUT \/v1\/streams\/nope$/],
-      [["d-rpc-refused", [{ id: 2, ts: T }], { batchId: "r1" }], 422, "conflict", /^batch id "r1" from source "default" was already used with a different body$/],
+      [
+        ["d-rpc-refused", [{ id: 2, ts: T }], { batchId: "r1" }],
+        422,
+        "conflict",
+        /^batch id "r1" from source "default" was already used with a different body$/,
+      ],
       [["d-rpc-refused", "not rows"], 400, "invalid", /./],
       [["bad/name", []], 400, "invalid", /^stream name "bad\/name" is invalid$/],
     ];
@@ -218,7 +258,10 @@ describe("Workers RPC (EdgeDedup) from another Worker", () => {
     expect((await rpc("describe", "bad/name")).message).toBe('400 invalid: stream name "bad/name" is invalid');
     const fine = await rpc("tryIngest", "d-rpc-refused", [{ id: 3, ts: T }], { batchId: "r2" });
     expect(fine.value).toMatchObject({ ok: true, outcome: { batchId: "r2", replayed: false, emitted: 1 } });
-    expect((await rpc("tryIngest", "d-rpc-refused", [{ id: 3, ts: T }], { batchId: "r2" })).value).toEqual({ ok: true, outcome: { ...fine.value.outcome, replayed: true } });
+    expect((await rpc("tryIngest", "d-rpc-refused", [{ id: 3, ts: T }], { batchId: "r2" })).value).toEqual({
+      ok: true,
+      outcome: { ...fine.value.outcome, replayed: true },
+    });
   });
 });
 
@@ -226,12 +269,21 @@ describe("past the idempotency window", () => {
   it("a replay re-sends commits the ledger has forgotten, read from the committed manifest", async () => {
     await createStream("d-win", { ...base, watermarkDelay: "1 minute", idempotencyWindow: "1 minute" });
     expect((await call("PUT", D("d-win", "q"), { type: "queue", binding: "DELIVERIES" })).status).toBe(201);
-    await post("d-win", [{ id: 1, ts: T }, { id: 2, ts: T }], { "idempotency-key": "w1" });
+    await post(
+      "d-win",
+      [
+        { id: 1, ts: T },
+        { id: 2, ts: T },
+      ],
+      { "idempotency-key": "w1" },
+    );
     await post("d-win", [{ id: 3, ts: T + 600_000 }], { "idempotency-key": "w2" });
     await post("d-win", [{ id: 4, ts: T + 1_200_000 }], { "idempotency-key": "w3" }); // the watermark passes w1 and w2
     // The consumer keeps each message by its id, with how many times it arrived.
     const received = async () =>
-      Object.fromEntries((await (await helper.fetch("http://helper/received?prefix=d-win.")).json<any[]>()).map((m) => [m.body.id as string, m.arrivals as number]));
+      Object.fromEntries(
+        (await (await helper.fetch("http://helper/received?prefix=d-win.")).json<any[]>()).map((m) => [m.body.id as string, m.arrivals as number]),
+      );
     const ids = ["d-win.1.0", "d-win.1.1", "d-win.2.0", "d-win.3.0"];
     await until("the first deliveries", async () => (Object.keys(await received()).length >= 4 ? true : null));
     expect(await received()).toEqual(Object.fromEntries(ids.map((id) => [id, 1])));

@@ -103,8 +103,10 @@ describe("signing secrets per destination", () => {
       expect(shown[0].expiresAt).toBeNull();
       for (const old of shown.slice(1)) expect(old.expiresAt).toBeGreaterThan(Date.now());
     }
-    const stored = await runInDurableObject(env.DESTINATION.getByName("dl-rot/h"), (_o, state) =>
-      JSON.parse(state.storage.sql.exec<{ secrets: string }>("SELECT secrets FROM dest").one().secrets) as { id: string }[]);
+    const stored = await runInDurableObject(
+      env.DESTINATION.getByName("dl-rot/h"),
+      (_o, state) => JSON.parse(state.storage.sql.exec<{ secrets: string }>("SELECT secrets FROM dest").one().secrets) as { id: string }[],
+    );
     expect(stored.map((x) => x.id)).toEqual(ids.slice(0, 3));
   });
 });

@@ -13,7 +13,6 @@ import { deadLaneSchema, destinationSchema } from "../../src/delivery/schemas";
 const T = Date.UTC(2026, 0, 1);
 const base = { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 1 };
 
-
 it("PUT refuses trailing-dot, internal and IPv4-embedding IPv6 hosts with a 400 that says why, and stores the normal form", async () => {
   await createStream("du-put", base);
   for (const [url, why] of [
@@ -48,7 +47,14 @@ it("a stored URL the current rules refuse is not fetched: its rows fail with a c
   await runInDurableObject(env.DESTINATION.getByName("du-send/h"), (_o, state) => {
     state.storage.sql.exec("UPDATE dest SET config = json_set(config, '$.url', ?) WHERE id = 1", "https://[64:ff9b::a9fe:a9fe]/latest/meta-data/");
   });
-  await post("du-send", [{ id: 1, ts: T }, { id: 2, ts: T }], { "idempotency-key": "s1" });
+  await post(
+    "du-send",
+    [
+      { id: 1, ts: T },
+      { id: 2, ts: T },
+    ],
+    { "idempotency-key": "s1" },
+  );
   const failing = await until("a failure", async () => {
     const s = destinationSchema.parse(await json(call("GET", D("du-send", "h"))));
     return s.failing && s.lastError ? s : null;

@@ -25,7 +25,10 @@ it("a committed batch replays even after the limits were lowered", async () => {
 
 it("a batch resumed after a crash is planned with the config of its first attempt", async () => {
   await createStream("cfg-resume", base);
-  const rows = [{ id: "A", ts: at(10, 0), n: "x" }, { id: "B", ts: at(10, 0), n: 2 }];
+  const rows = [
+    { id: "A", ts: at(10, 0), n: "x" },
+    { id: "B", ts: at(10, 0), n: 2 },
+  ];
   const crashed = await call("POST", "/v1/streams/cfg-resume/events", rows, { "idempotency-key": "b", "x-test-fault": "after-data" });
   expect(crashed.status).toBe(500);
   // The schema changes in between: `n` must now be an int, which A's "x" is not.

@@ -116,10 +116,19 @@ describe("a v2 signature is bound to what the request does", () => {
   it("the timestamp window holds on both sides of both edges", async () => {
     await setup("h-window");
     const body = row("A");
-    for (const [offset, status] of [[-305, 401], [-295, 200], [295, 200], [305, 401]] as const) {
+    for (const [offset, status] of [
+      [-305, 401],
+      [-295, 200],
+      [295, 200],
+      [305, 401],
+    ] as const) {
       const t = nowS() + offset;
       const id = `w${offset}`;
-      const r = await ingestAs("h-window", body, { "x-source": "hooks", "idempotency-key": id, "x-signature": await sign("h-window", body, id, "application/json", "hooks", t) });
+      const r = await ingestAs("h-window", body, {
+        "x-source": "hooks",
+        "idempotency-key": id,
+        "x-signature": await sign("h-window", body, id, "application/json", "hooks", t),
+      });
       expect(r.status, `offset ${offset}`).toBe(status);
     }
   });
@@ -158,7 +167,10 @@ describe("stored records stay bounded", () => {
     expect(r.emitted + r.duplicates + r.late + r.rejectedCount).toBe(r.input);
     const size = await runInDurableObject(env.COORDINATOR.getByName("h-rej"), (_o, state) =>
       // in its commit record, or kept apart in `batches` when large (src/coordinator/ledger.ts)
-      Math.max(...committedRecords(state.storage.sql).map((r) => r.report?.length ?? 0), state.storage.sql.exec<{ n: number }>("SELECT max(length(report)) AS n FROM batches").one().n),
+      Math.max(
+        ...committedRecords(state.storage.sql).map((r) => r.report?.length ?? 0),
+        state.storage.sql.exec<{ n: number }>("SELECT max(length(report)) AS n FROM batches").one().n,
+      ),
     );
     expect(size).toBeLessThan(16_000);
     expect((await json(call("GET", "/v1/streams/h-rej/progress"))).progress[0].rejected).toBe(20_000);
@@ -239,7 +251,10 @@ describe("credentials", () => {
     const secret = "rotating-signing-secret-0123456789";
     await credential("h-rot", "hooks", { type: "hmac", secret });
     const material = () =>
-      runInDurableObject(env.COORDINATOR.getByName("h-rot"), (_o, s) => s.storage.sql.exec<{ material: string }>("SELECT material FROM credentials").one().material);
+      runInDurableObject(
+        env.COORDINATOR.getByName("h-rot"),
+        (_o, s) => s.storage.sql.exec<{ material: string }>("SELECT material FROM credentials").one().material,
+      );
     const before = await material();
     const next = "the-next-credentials-key-0123456789abcdef";
     const send = async (id: string, keys: Record<string, string>) => {
@@ -302,7 +317,14 @@ describe("what sources of one stream can do to each other", () => {
     await createStream("h-caps", config);
     await post("h-caps", [{ id: "o2", ts: at(10, 0) }], { "x-source": "own" });
     expect((await json(call("GET", "/v1/streams/h-caps"))).watermark).toBe(at(9, 50));
-    const pushed = await post("h-caps", [{ id: "p2", ts: at(11, 1) }, { id: "p3", ts: at(10, 59) }], { "x-source": "partner" });
+    const pushed = await post(
+      "h-caps",
+      [
+        { id: "p2", ts: at(11, 1) },
+        { id: "p3", ts: at(10, 59) },
+      ],
+      { "x-source": "partner" },
+    );
     expect(pushed).toMatchObject({ emitted: 1, rejected: [{ index: 0, error: expect.stringMatching(/ahead of the watermark/) }] });
     expect((await json(call("GET", "/v1/streams/h-caps"))).watermark).toBe(at(10, 49));
   });

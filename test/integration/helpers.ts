@@ -101,7 +101,9 @@ export type CommittedIdRecord = {
  * a `batches` row each.
  */
 export function committedRecords(sql: SqlStorage): CommittedIdRecord[] {
-  const records = ["groups", "outbox WHERE members IS NOT NULL", "outbox_sealed WHERE members IS NOT NULL"].map((t) => `SELECT first_seq, members FROM ${t}`).join(" UNION ALL ");
+  const records = ["groups", "outbox WHERE members IS NOT NULL", "outbox_sealed WHERE members IS NOT NULL"]
+    .map((t) => `SELECT first_seq, members FROM ${t}`)
+    .join(" UNION ALL ");
   return sql
     .exec<CommittedIdRecord>(
       `SELECT json_extract(m.value, '$[0]') AS source, json_extract(m.value, '$[1]') AS batch_id, json_extract(m.value, '$[5]') AS body_hash,
@@ -137,7 +139,10 @@ export async function addCredential(stream: string, source: string, body: Record
 /** A provider's delivery to a source's webhook endpoint, through the Worker. */
 export function deliverWebhook(stream: string, source: string, body: string | ReadableStream, headers: Record<string, string>): Promise<Response> {
   return exports.default.fetch(`http://edge-dedup.test/v1/streams/${stream}/sources/${source}/webhook`, {
-    method: "POST", headers: { "content-type": "application/json", ...headers }, body, ...(typeof body === "string" ? {} : { duplex: "half" }),
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body,
+    ...(typeof body === "string" ? {} : { duplex: "half" }),
   } as RequestInit);
 }
 

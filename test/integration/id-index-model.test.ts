@@ -14,11 +14,7 @@ import { CommittedIds, type IdLocation } from "../../src/coordinator/id-index";
 import { createStream } from "./helpers";
 
 const SLICE = 8;
-type Op =
-  | { kind: "commit"; ids: number[] }
-  | { kind: "prune"; fraction: number }
-  | { kind: "restart" }
-  | { kind: "rollback"; ids: number[] };
+type Op = { kind: "commit"; ids: number[] } | { kind: "prune"; fraction: number } | { kind: "restart" } | { kind: "rollback"; ids: number[] };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ kind: fc.constant("commit" as const), ids: fc.array(fc.nat(60), { minLength: 1, maxLength: 12 }) }) },
@@ -58,7 +54,8 @@ it("finds every remembered id at its commit number, across prunes, restarts and 
               state.storage.transactionSync(() => {
                 ids.add(keys.map((k, i) => [k, lastSeq + 1 + i]));
                 throw new Error("the commit rolled back");
-              })).toThrow(/rolled back/);
+              }),
+            ).toThrow(/rolled back/);
             ids.forget(); // as the Coordinator does after a rollback
           } else if (o.kind === "prune") {
             const upTo = prunedUpTo + Math.floor((lastSeq - prunedUpTo) * o.fraction);

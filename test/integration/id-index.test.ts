@@ -13,8 +13,14 @@ import { BITS_PER_ID, SLICE_IDS } from "../../src/coordinator/id-index";
 import type { IngestRequest } from "../../src/coordinator/protocol";
 import { ageCommits, at, call, committedRecords, createStream, json } from "./helpers";
 
-const request = (batchId: string, id: string, identity = `body-of-${batchId}`): IngestRequest =>
-  ({ sourceHeader: "s", batchId, auth: { kind: "admin" }, rows: [{ id, ts: at(10, 0) }], identity, bytes: 30 });
+const request = (batchId: string, id: string, identity = `body-of-${batchId}`): IngestRequest => ({
+  sourceHeader: "s",
+  batchId,
+  auth: { kind: "admin" },
+  rows: [{ id, ts: at(10, 0) }],
+  identity,
+  bytes: 30,
+});
 
 /** `n` batches of one row each, in one call (so in one or a few micro-batches). */
 type Stub = ReturnType<typeof env.COORDINATOR.getByName>;
@@ -25,8 +31,11 @@ async function ingestAll(stub: Stub, n: number, from = 0): Promise<void> {
 }
 
 const slices = (stub: Stub) =>
-  runInDurableObject(stub, (_c, state) => state.storage.sql.exec<{ first: number; last: number; n: number; bytes: number | null }>(
-    "SELECT first, last, n, length(bits) AS bytes FROM id_slices ORDER BY last").toArray());
+  runInDurableObject(stub, (_c, state) =>
+    state.storage.sql
+      .exec<{ first: number; last: number; n: number; bytes: number | null }>("SELECT first, last, n, length(bits) AS bytes FROM id_slices ORDER BY last")
+      .toArray(),
+  );
 
 describe("committed batch ids without a row each", () => {
   it("a full slice becomes one filter row; every id in it replays, before and after a restart; a new id is new", async () => {
@@ -55,7 +64,10 @@ describe("committed batch ids without a row each", () => {
     // Flushed, the commit records move to `groups` rows (each under 1 MiB); restarted, the filters and the ids since the last slice are read again.
     const rowsBytes = await runInDurableObject(stub, async (c, state) => {
       await c.flush();
-      return state.storage.sql.exec<{ n: number }>("SELECT length(members) AS n FROM groups").toArray().map((r) => r.n);
+      return state.storage.sql
+        .exec<{ n: number }>("SELECT length(members) AS n FROM groups")
+        .toArray()
+        .map((r) => r.n);
     });
     expect(rowsBytes.length).toBeGreaterThan(0);
     for (const b of rowsBytes) expect(b).toBeLessThanOrEqual(1024 * 1024);
@@ -97,7 +109,8 @@ describe("committed batch ids without a row each", () => {
     await createStream(name, { key: ["id"], mode: "global", partitions: 2, idempotencyWindow: "1 minute" });
     const stub = env.COORDINATOR.getByName(name);
     await runInDurableObject(stub, (c) =>
-      c.ingestMany(Array.from({ length: SLICE_IDS }, (_, i) => ({ ...request(`b${i}`, `k${i}`), rows: [{ id: `k${i}` }] }))));
+      c.ingestMany(Array.from({ length: SLICE_IDS }, (_, i) => ({ ...request(`b${i}`, `k${i}`), rows: [{ id: `k${i}` }] }))),
+    );
     await runInDurableObject(stub, (c) => c.ingestMany([{ ...request("newest", "kn"), rows: [{ id: "kn" }] }]));
     expect(await slices(stub)).toHaveLength(1);
     await ageCommits(name, 120_000);
@@ -105,7 +118,10 @@ describe("committed batch ids without a row each", () => {
     expect(await slices(stub)).toEqual([]);
     expect((await json(call("GET", `/v1/streams/${name}`))).bookkeeping.batchesRemembered).toBe(1);
     // Forgotten: judged afresh, a duplicate of its own key (global mode remembers keys forever): no output added.
-    expect(await stub.ingest({ ...request("b7", "k7"), rows: [{ id: "k7" }] })).toMatchObject({ kind: "done", outcome: { replayed: false, emitted: 0, duplicates: 1 } });
+    expect(await stub.ingest({ ...request("b7", "k7"), rows: [{ id: "k7" }] })).toMatchObject({
+      kind: "done",
+      outcome: { replayed: false, emitted: 0, duplicates: 1 },
+    });
     expect(await stub.ingest({ ...request("newest", "kn"), rows: [{ id: "kn" }] })).toMatchObject({ kind: "replay", outcome: { replayed: true } });
   });
 
@@ -118,7 +134,10 @@ describe("committed batch ids without a row each", () => {
     expect(first).toMatchObject({ kind: "done", outcome: { emitted: 30 } });
     const stored = await runInDurableObject(stub, (_c, state) => ({
       inline: committedRecords(state.storage.sql).map((r) => r.report),
-      apart: state.storage.sql.exec<{ batch_id: string }>("SELECT batch_id FROM batches").toArray().map((r) => r.batch_id),
+      apart: state.storage.sql
+        .exec<{ batch_id: string }>("SELECT batch_id FROM batches")
+        .toArray()
+        .map((r) => r.batch_id),
     }));
     expect(stored).toEqual({ inline: [null], apart: ["big"] });
     const again = await stub.ingest({ ...request("big", "x"), rows });

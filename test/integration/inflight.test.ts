@@ -15,7 +15,10 @@ const request = (batchId: string): IngestRequest => ({
   sourceHeader: null,
   batchId,
   auth: { kind: "admin" },
-  rows: [{ id: "A", ts: at(10, 0) }, { id: "B", ts: at(10, 0) }],
+  rows: [
+    { id: "A", ts: at(10, 0) },
+    { id: "B", ts: at(10, 0) },
+  ],
   identity: `identity-of-${batchId}`,
   bytes: 60,
 });

@@ -13,7 +13,6 @@ import { rpcOutcome } from "../../src/rpc/entrypoint";
 import type { ResultKind, SubmitResult } from "../../src/ingest/result";
 import { EVERY, outcome } from "../support/ingest-results";
 
-
 /** What a mapper answers: the outcome it returns, or what it throws (an HttpError as status/slug/detail/headers). */
 function answer(map: () => unknown): unknown {
   try {
@@ -47,15 +46,23 @@ describe("the ingest result's Worker-side mappers", () => {
       failed: { error: "Error: the micro-batch failed" },
     });
     // Retry-After is whole seconds, at least one.
-    expect(answer(() => httpOutcome({ ...EVERY.busy, retryAfterMs: 10 } as SubmitResult, { auth: { kind: "admin" }, sourceHeader: null }))).toMatchObject({ headers: { "retry-after": "1" } });
+    expect(answer(() => httpOutcome({ ...EVERY.busy, retryAfterMs: 10 } as SubmitResult, { auth: { kind: "admin" }, sourceHeader: null }))).toMatchObject({
+      headers: { "retry-after": "1" },
+    });
   });
 
   it("HTTP: a signed caller refused by the Coordinator's admission gets the 401 of a bad signature, naming its source", () => {
     const signed = { auth: { kind: "hmac", credentialId: "c" } as const, sourceHeader: "orders" };
     for (const r of [EVERY.unauthorized, EVERY.forbidden]) {
-      expect(answer(() => httpOutcome(r, signed))).toMatchObject({ status: 401, slug: "unauthorized", detail: expect.stringContaining('signing secret of source "orders"') });
+      expect(answer(() => httpOutcome(r, signed))).toMatchObject({
+        status: 401,
+        slug: "unauthorized",
+        detail: expect.stringContaining('signing secret of source "orders"'),
+      });
     }
-    expect(answer(() => httpOutcome(EVERY.forbidden, { ...signed, sourceHeader: null }))).toMatchObject({ detail: expect.stringContaining('source "default"') });
+    expect(answer(() => httpOutcome(EVERY.forbidden, { ...signed, sourceHeader: null }))).toMatchObject({
+      detail: expect.stringContaining('source "default"'),
+    });
     expect(answer(() => httpOutcome(EVERY.conflict, signed))).toMatchObject({ status: 422 });
   });
 

@@ -48,7 +48,9 @@ describe("queue messages", () => {
     const r = await deliver([msg("cycle", { stream: "qcycle", rows: [row] }), msg("ok", { stream: "qcycle", rows: [{ id: 2 }] })]);
     expect(r.result.retryMessages).toEqual([]);
     // Refused by the hashing, or by the depth check where the harness hands the cycle over as ever-new objects.
-    expect(r.sent.map((s) => s.reason)).toEqual([expect.stringMatching(/^the (rows are not JSON data|body nests arrays and objects more than 64 levels deep)/)]);
+    expect(r.sent.map((s) => s.reason)).toEqual([
+      expect.stringMatching(/^the (rows are not JSON data|body nests arrays and objects more than 64 levels deep)/),
+    ]);
     expect((await output("qcycle")).map((x) => x.id)).toEqual([2]);
   });
 
@@ -99,7 +101,10 @@ describe("file runs", () => {
     expect(v).toMatchObject({ status: "done", files: { done: 3, failed: 0 } });
     expect(JSON.stringify(v)).not.toContain("sk_live");
     expect((await output("fdeep")).map((row) => row.id).sort()).toEqual([1, 4, 5]);
-    const rejected = (await (await call("GET", "/v1/streams/fdeep/rejected")).text()).trim().split("\n").map((l) => JSON.parse(l));
+    const rejected = (await (await call("GET", "/v1/streams/fdeep/rejected")).text())
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(rejected.map((r: any) => r.reason).sort()).toEqual([expect.stringMatching(/line 1\b/), expect.stringMatching(/line 2\b/)]);
     expect(JSON.stringify(rejected)).not.toContain("sk_live");
   });

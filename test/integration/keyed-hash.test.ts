@@ -19,14 +19,26 @@ const hashed: DedupSettings = { mode: "within-watermark", delay: 3_600_000, hasE
 const meta = (stub: DurableObjectStub<Partition>) =>
   runInDurableObject(stub, (_p, state) => ({
     ...state.storage.sql.exec<{ hashed: number; hash_key: string | null }>("SELECT hashed, hash_key FROM meta").one(),
-    keys: state.storage.sql.exec<{ k: string }>("SELECT CAST(k AS TEXT) AS k FROM keys ORDER BY k").toArray().map((r) => r.k),
+    keys: state.storage.sql
+      .exec<{ k: string }>("SELECT CAST(k AS TEXT) AS k FROM keys ORDER BY k")
+      .toArray()
+      .map((r) => r.k),
   }));
 
 it("a new hashed partition draws its own secret and stores SipHash-2-4 under it, not the unkeyed hash", async () => {
   const [p, q] = ["keyed-new/0", "keyed-new/1"].map((n) => env.PARTITION.getByName(n) as DurableObjectStub<Partition>);
   const t0 = Date.UTC(2026, 0, 1);
   for (const stub of [p, q]) {
-    const r = await applyOne(stub, { epoch: "e1", batch: "s\nb1", watermark: 0, settings: hashed, rows: [{ index: 0, key: "A", eventTime: t0 }, { index: 1, key: "A", eventTime: t0 }] });
+    const r = await applyOne(stub, {
+      epoch: "e1",
+      batch: "s\nb1",
+      watermark: 0,
+      settings: hashed,
+      rows: [
+        { index: 0, key: "A", eventTime: t0 },
+        { index: 1, key: "A", eventTime: t0 },
+      ],
+    });
     expect(r.decisions).toBe("ed");
   }
   const [mp, mq] = [await meta(p), await meta(q)];
@@ -37,7 +49,9 @@ it("a new hashed partition draws its own secret and stores SipHash-2-4 under it,
   expect(mp.keys).not.toEqual([keyHash64("A")]);
   // The secret is storage, not memory: after a restart the same key is still found.
   await evictDurableObject(p);
-  expect((await applyOne(p, { epoch: "e1", batch: "s\nb2", watermark: 0, settings: hashed, rows: [{ index: 0, key: "A", eventTime: t0 }] })).decisions).toBe("d");
+  expect((await applyOne(p, { epoch: "e1", batch: "s\nb2", watermark: 0, settings: hashed, rows: [{ index: 0, key: "A", eventTime: t0 }] })).decisions).toBe(
+    "d",
+  );
   expect(await p.describe("e1")).not.toHaveProperty("unkeyedHash");
 });
 
@@ -51,12 +65,31 @@ it("a hashed partition of version 7 keeps its unkeyed hash after the upgrade, fi
     const row = state.storage.sql.exec<{ b: number; e: number; t: number }>("SELECT b, e, t FROM keys").one();
     const m = state.storage.sql.exec<{ width: number; base: number; watermark: number }>("SELECT width, base, watermark FROM meta").one();
     await state.storage.deleteAll();
-    migrate(state.storage.sql, PARTITION_MIGRATIONS.filter((x) => x.version <= 7), (fn) => state.storage.transactionSync(fn));
-    state.storage.sql.exec("INSERT INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, base) VALUES (1, 'e1', ?, 1, ?, ?, 1, ?)", m.watermark, t0 + 3_600_000, m.width, m.base);
+    migrate(
+      state.storage.sql,
+      PARTITION_MIGRATIONS.filter((x) => x.version <= 7),
+      (fn) => state.storage.transactionSync(fn),
+    );
+    state.storage.sql.exec(
+      "INSERT INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, base) VALUES (1, 'e1', ?, 1, ?, ?, 1, ?)",
+      m.watermark,
+      t0 + 3_600_000,
+      m.width,
+      m.base,
+    );
     state.storage.sql.exec(`INSERT INTO keys (b, k, t, e, d) VALUES (?, ${keyHash64("A")}, ?, ?, NULL)`, row.b, row.t, row.e);
   });
   await evictDurableObject(stub);
-  const r = await applyOne(stub, { epoch: "e1", batch: "s\nb2", watermark: 0, settings: hashed, rows: [{ index: 0, key: "A", eventTime: t0 }, { index: 1, key: "B", eventTime: t0 }] });
+  const r = await applyOne(stub, {
+    epoch: "e1",
+    batch: "s\nb2",
+    watermark: 0,
+    settings: hashed,
+    rows: [
+      { index: 0, key: "A", eventTime: t0 },
+      { index: 1, key: "B", eventTime: t0 },
+    ],
+  });
   expect(r.decisions).toBe("de");
   const m = await meta(stub);
   expect(m).toMatchObject({ hashed: 1, hash_key: null });
@@ -82,7 +115,9 @@ it("a hashed stream's health warns while a partition keeps the unkeyed hash, and
   await evictDurableObject(stub);
   const old = await health("keyed-health-old");
   expect(old.status).toBe("warn");
-  expect(old.reasons).toEqual([expect.objectContaining({ code: "unkeyed-key-hash", severity: "warn", detail: expect.stringMatching(/^1 partition\(s\) store keys by the unkeyed/) })]);
+  expect(old.reasons).toEqual([
+    expect.objectContaining({ code: "unkeyed-key-hash", severity: "warn", detail: expect.stringMatching(/^1 partition\(s\) store keys by the unkeyed/) }),
+  ]);
   expect(old.state).toMatchObject({ unkeyedHashPartitions: 1 });
   expect((await json(call("GET", "/v1/streams/keyed-health-old"))).state).toMatchObject({ rows: 1, unkeyedHashPartitions: 1 });
   // And it still dedups by that hash.

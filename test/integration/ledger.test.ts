@@ -32,8 +32,16 @@ function counting(sql: SqlStorage): { sql: SqlStorage; statements: () => number 
 
 function outcomeOf(source: string, batchId: string): BatchOutcome {
   return {
-    batchId, source, replayed: false, watermark: 100, watermarkAfter: 200,
-    input: 3, emitted: 1, duplicates: 1, late: 0, rejected: [{ index: 2, error: "n: not an int" }],
+    batchId,
+    source,
+    replayed: false,
+    watermark: 100,
+    watermarkAfter: 200,
+    input: 3,
+    emitted: 1,
+    duplicates: 1,
+    late: 0,
+    rejected: [{ index: 2, error: "n: not an int" }],
   };
 }
 
@@ -43,7 +51,7 @@ describe("the batch ledger", () => {
     await runInDurableObject(env.COORDINATOR.getByName("ledger1"), async (_c, state) => {
       const { sql, statements } = counting(state.storage.sql);
       const ledger = new BatchLedger(sql, new Outbox(sql));
-      const step = <T,>(fn: () => T): [T, number] => {
+      const step = <T>(fn: () => T): [T, number] => {
         const before = statements();
         const out = fn();
         return [out, statements() - before];
@@ -56,12 +64,21 @@ describe("the batch ledger", () => {
       expect(step(() => ledger.lastSeq())).toEqual([0, 1]);
       const member = { source: "s", batchId: "b1", identity: "json:abc", watermark: 100, begunAt: 1_000, configVersion: 1 };
       expect(step(() => ledger.begin("g1", [member], 1_000))[1]).toBe(1);
-      expect(step(() => ledger.row("s", "b1"))).toEqual([{ body_hash: "json:abc", watermark: 100, begun_at: 1_000, config_version: 1, seq: null, report: null, begun: "g1" }, 1]);
+      expect(step(() => ledger.row("s", "b1"))).toEqual([
+        { body_hash: "json:abc", watermark: 100, begun_at: 1_000, config_version: 1, seq: null, report: null, begun: "g1" },
+        1,
+      ]);
       expect(ledger.known("s", "b1")).toBe(true);
 
       const outcome = outcomeOf("s", "b1");
       const report = progressOf(outcome, {
-        commitSeq: 1, committedAt: 2_000, durationMs: 5, numRowsTotal: 1, numRowsUpdated: 1, numRowsRemoved: 0, stateBytes: 40,
+        commitSeq: 1,
+        committedAt: 2_000,
+        durationMs: 5,
+        numRowsTotal: 1,
+        numRowsUpdated: 1,
+        numRowsRemoved: 0,
+        stateBytes: 40,
       });
       const objects = { data: "streams/ledger1/data/x.ndjson#0+10", late: null, rejected: "streams/ledger1/rejected/x.ndjson#0+30" };
       // The group's row (each id's record in it), its begin record dropped: two statements for the whole group.
@@ -96,9 +113,17 @@ describe("the batch ledger", () => {
         const outcome = outcomeOf("s", `b${seq}`);
         ledger.begin(`g${seq}`, [{ source: "s", batchId: `b${seq}`, identity: `h${seq}`, watermark: 100, begunAt: seq, configVersion: 1 }], seq);
         const report = progressOf(outcome, {
-          commitSeq: seq, committedAt: 2_000 + seq, durationMs: 1, numRowsTotal: seq, numRowsUpdated: 1, numRowsRemoved: 0, stateBytes: 40,
+          commitSeq: seq,
+          committedAt: 2_000 + seq,
+          durationMs: 1,
+          numRowsTotal: seq,
+          numRowsUpdated: 1,
+          numRowsRemoved: 0,
+          stateBytes: 40,
         });
-        ledger.commit(`g${seq}`, seq, 2_000 + seq, null, [{ source: "s", batchId: `b${seq}`, identity: `h${seq}`, objects: { data: null, late: null, rejected: null }, outcome, report }]);
+        ledger.commit(`g${seq}`, seq, 2_000 + seq, null, [
+          { source: "s", batchId: `b${seq}`, identity: `h${seq}`, objects: { data: null, late: null, rejected: null }, outcome, report },
+        ]);
         return report;
       });
       expect(ledger.progress(2)).toEqual(reports.slice(1));
@@ -134,12 +159,24 @@ describe("rows written (what SQLite bills)", () => {
       });
       const ledger = new BatchLedger(sql, new Outbox(sql));
       const ids = ["b1", "b2", "b3"];
-      ledger.begin("g1", ids.map((batchId) => ({ source: "s", batchId, identity: `h-${batchId}`, watermark: 0, begunAt: 1, configVersion: 1 })), 1);
+      ledger.begin(
+        "g1",
+        ids.map((batchId) => ({ source: "s", batchId, identity: `h-${batchId}`, watermark: 0, begunAt: 1, configVersion: 1 })),
+        1,
+      );
       expect(written).toBe(1);
       written = 0;
       const members = ids.map((batchId, i) => {
         const outcome = outcomeOf("s", batchId);
-        const report = progressOf(outcome, { commitSeq: i + 1, committedAt: 2, durationMs: 1, numRowsTotal: 1, numRowsUpdated: 1, numRowsRemoved: 0, stateBytes: 1 });
+        const report = progressOf(outcome, {
+          commitSeq: i + 1,
+          committedAt: 2,
+          durationMs: 1,
+          numRowsTotal: 1,
+          numRowsUpdated: 1,
+          numRowsRemoved: 0,
+          stateBytes: 1,
+        });
         return { source: "s", batchId, identity: `h-${batchId}`, objects: { data: null, late: null, rejected: null }, outcome, report };
       });
       ledger.commit("g1", 1, 2, null, members);

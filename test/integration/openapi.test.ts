@@ -21,8 +21,22 @@ import type * as streams from "../../src/api/routes/streams";
 import type * as table from "../../src/api/routes/table";
 import type { Client } from "../../src/client";
 import {
-  adviceSchema, publicationSchema, credentialCreatedSchema, credentialListSchema, healthSchema, healthzSchema, outcomeSchema, problemSchema, progressSchema, putStreamResultSchema,
-  runSchema, runStartedSchema, statePageSchema, streamInfoSchema, streamListSchema, tableSnapshotSchema,
+  adviceSchema,
+  publicationSchema,
+  credentialCreatedSchema,
+  credentialListSchema,
+  healthSchema,
+  healthzSchema,
+  outcomeSchema,
+  problemSchema,
+  progressSchema,
+  putStreamResultSchema,
+  runSchema,
+  runStartedSchema,
+  statePageSchema,
+  streamInfoSchema,
+  streamListSchema,
+  tableSnapshotSchema,
 } from "../../src/api/openapi";
 import { at, call, client, createStream, json, post } from "./helpers";
 
@@ -40,7 +54,9 @@ describe("the OpenAPI document", () => {
     const served = app.routes
       .filter((rt) => ["GET", "POST", "PUT", "DELETE"].includes(rt.method) && !rt.path.startsWith("/__"))
       .map((rt) => `${rt.method.toLowerCase()} ${rt.path.replace(/:(\w+)/g, "{$1}")}`);
-    const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`));
+    const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) =>
+      Object.keys(ops).map((m) => `${m} ${path}`),
+    );
     const declared = ROUTES.map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, "{$1}")}`);
     expect(new Set(served).size).toBeGreaterThan(15);
     // A route served without a declaration in src/api/routes (an app.get() of its own, say) fails here.
@@ -72,11 +88,28 @@ describe("the OpenAPI document", () => {
   });
 
   it("publishes the shape of every other JSON answer, as real answers have it", async () => {
-    const put = await client.putStream("oa2", { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2, table: { format: "iceberg" }, sources: { a: {} } });
+    const put = await client.putStream("oa2", {
+      key: ["id"],
+      eventTime: "ts",
+      watermarkDelay: "5 minutes",
+      partitions: 2,
+      table: { format: "iceberg" },
+      sources: { a: {} },
+    });
     expect(put.status).toBe(201);
     holds(putStreamResultSchema, put.result);
-    holds(putStreamResultSchema, (await client.putStream("oa2", { key: ["id"], eventTime: "ts", watermarkDelay: "6 minutes", partitions: 2, table: { format: "iceberg" } })).result);
-    await post("oa2", [{ id: "A", ts: at(10, 0) }, { id: "B", ts: at(10, 1) }], { "x-source": "a" });
+    holds(
+      putStreamResultSchema,
+      (await client.putStream("oa2", { key: ["id"], eventTime: "ts", watermarkDelay: "6 minutes", partitions: 2, table: { format: "iceberg" } })).result,
+    );
+    await post(
+      "oa2",
+      [
+        { id: "A", ts: at(10, 0) },
+        { id: "B", ts: at(10, 1) },
+      ],
+      { "x-source": "a" },
+    );
     holds(streamInfoSchema, await client.getStream("oa2"));
     const list = await client.listStreams({ limit: 1 });
     expect(list.streams).toHaveLength(1);
@@ -160,7 +193,9 @@ describe("the OpenAPI document", () => {
     expectTypeOf<Pick<Options<"output">, "after">>().toEqualTypeOf<QueryOf<typeof output.output>>();
     // The state reader's by-partition form: its query, with the partition that the by-row form may leave out.
     type Flat<T> = { [K in keyof T]: T[K] };
-    expectTypeOf<Exclude<Options<"state">, { row: unknown }>>().toEqualTypeOf<Flat<Omit<QueryOf<typeof state.state>, "row" | "partition" | "provider"> & { partition: number }>>();
+    expectTypeOf<Exclude<Options<"state">, { row: unknown }>>().toEqualTypeOf<
+      Flat<Omit<QueryOf<typeof state.state>, "row" | "partition" | "provider"> & { partition: number }>
+    >();
     // …and its by-row form: the row, and the provider whose webhook it came through.
     expectTypeOf<Extract<Options<"state">, { row: unknown }>["provider"]>().toEqualTypeOf<QueryOf<typeof state.state>["provider"]>();
   });

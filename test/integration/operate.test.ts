@@ -27,14 +27,19 @@ async function metricsOf(stream: string) {
   expect(r.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
   const samples = parseMetrics(await r.text()).filter((s) => s.labels.stream === stream);
   const get = (name: string, labels: Record<string, string> = {}) =>
-    samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v) && (labels.source !== undefined || !("source" in s.labels)))?.value;
+    samples.find(
+      (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v) && (labels.source !== undefined || !("source" in s.labels)),
+    )?.value;
   return { samples, get };
 }
 
 describe("GET /v1/streams", () => {
   it("lists registered streams by name, a page at a time, with watermark and state; deleted ones leave", async () => {
     for (const n of ["op-l-a", "op-l-b", "op-l-c"]) await createStream(n, base);
-    await post("op-l-b", [{ id: "x", ts: at(10, 0) }, { id: "y", ts: at(10, 1) }]);
+    await post("op-l-b", [
+      { id: "x", ts: at(10, 0) },
+      { id: "y", ts: at(10, 1) },
+    ]);
     const page1 = await json(call("GET", "/v1/streams?after=op-l-&limit=2"));
     expect(page1.streams.map((s: any) => s.name)).toEqual(["op-l-a", "op-l-b"]);
     expect(page1.next).toBe("op-l-b");
@@ -91,7 +96,10 @@ describe("GET /v1/streams/{stream}/health", () => {
   it("reports the late and rejected rates of recent batches", async () => {
     await createStream("op-h-late", base);
     await post("op-h-late", [{ id: "a", ts: at(12, 0) }]);
-    await post("op-h-late", Array.from({ length: 30 }, (_, i) => ({ id: `old${i}`, ts: at(10, 0) })));
+    await post(
+      "op-h-late",
+      Array.from({ length: 30 }, (_, i) => ({ id: `old${i}`, ts: at(10, 0) })),
+    );
     const h = await json(call("GET", "/v1/streams/op-h-late/health"));
     expect(h.reasons).toEqual([expect.objectContaining({ code: "late-rate", severity: "critical" })]);
     expect(h.window).toMatchObject({ rows: 31, late: 30 });
@@ -116,7 +124,14 @@ describe("idle sources", () => {
     expect(health).toMatchObject({ heldBackBy: null, idleSources: ["slow"] });
 
     // slow returns: judged by the watermark in force, its old row is late (counted, in the late lane).
-    const back = await post(name, [{ id: "s2", ts: at(10, 5) }, { id: "s3", ts: at(11, 30) }], { "x-source": "slow" });
+    const back = await post(
+      name,
+      [
+        { id: "s2", ts: at(10, 5) },
+        { id: "s3", ts: at(11, 30) },
+      ],
+      { "x-source": "slow" },
+    );
     expect(back).toMatchObject({ watermark: at(10, 55), late: 1, emitted: 1, watermarkAfter: at(10, 55) });
     const late = new TextDecoder().decode(await (await call("GET", `/v1/streams/${name}/late`)).arrayBuffer());
     expect(late).toContain('"id":"s2"');
@@ -143,7 +158,15 @@ describe("GET /metrics", () => {
   it("counts rows by source and outcome, batches, durations; gauges for watermark and state; survives eviction", async () => {
     const name = "op-m";
     await createStream(name, base);
-    await post(name, [{ id: "a", ts: at(10, 0) }, { id: "a", ts: at(10, 0) }, { id: "b", ts: at(10, 1) }], { "x-source": "web" });
+    await post(
+      name,
+      [
+        { id: "a", ts: at(10, 0) },
+        { id: "a", ts: at(10, 0) },
+        { id: "b", ts: at(10, 1) },
+      ],
+      { "x-source": "web" },
+    );
     await post(name, [{ id: "c", ts: at(9, 0) }, { id: "d" }, { id: "e", ts: at(10, 2) }], { "x-source": "app" });
     expect((await call("GET", "/metrics", undefined, { authorization: "" })).status).toBe(401);
     const check = async () => {
@@ -171,8 +194,24 @@ describe("GET /metrics", () => {
     };
     await check();
     // A replayed batch adds nothing.
-    await post(name, [{ id: "a", ts: at(10, 0) }, { id: "a", ts: at(10, 0) }, { id: "b", ts: at(10, 1) }], { "x-source": "web", "idempotency-key": "same" });
-    await post(name, [{ id: "a", ts: at(10, 0) }, { id: "a", ts: at(10, 0) }, { id: "b", ts: at(10, 1) }], { "x-source": "web", "idempotency-key": "same" });
+    await post(
+      name,
+      [
+        { id: "a", ts: at(10, 0) },
+        { id: "a", ts: at(10, 0) },
+        { id: "b", ts: at(10, 1) },
+      ],
+      { "x-source": "web", "idempotency-key": "same" },
+    );
+    await post(
+      name,
+      [
+        { id: "a", ts: at(10, 0) },
+        { id: "a", ts: at(10, 0) },
+        { id: "b", ts: at(10, 1) },
+      ],
+      { "x-source": "web", "idempotency-key": "same" },
+    );
     const { get } = await metricsOf(name);
     expect(get("edge_dedup_batches_total")).toBe(3);
     expect(get("edge_dedup_rows_total", { source: "web", outcome: "duplicate" })).toBe(4);
@@ -187,11 +226,20 @@ describe("the commit log", () => {
     const lines: string[] = [];
     const spy = vi.spyOn(console, "log").mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
     try {
-      await post("logged", [{ id: "a", ts: at(10, 0) }, { id: "a", ts: at(10, 0) }, { id: "b", ts: at(9, 0) }]);
+      await post("logged", [
+        { id: "a", ts: at(10, 0) },
+        { id: "a", ts: at(10, 0) },
+        { id: "b", ts: at(9, 0) },
+      ]);
     } finally {
       spy.mockRestore();
     }
-    const mine = lines.filter((l) => l.startsWith("{")).map((l) => JSON.parse(l)).filter((l) => l.stream === "logged");
-    expect(mine).toEqual([expect.objectContaining({ stream: "logged", batches: 1, emitted: 2, duplicates: 1, late: 0, rejected: 0, watermarkAfter: at(9, 55) })]);
+    const mine = lines
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.stream === "logged");
+    expect(mine).toEqual([
+      expect.objectContaining({ stream: "logged", batches: 1, emitted: 2, duplicates: 1, late: 0, rejected: 0, watermarkAfter: at(9, 55) }),
+    ]);
   });
 });

@@ -17,18 +17,38 @@ async function objects(stream: string): Promise<string[]> {
 }
 async function lanes(stream: string) {
   const text = async (path: string) => (await call("GET", `/v1/streams/${stream}/${path}`)).text();
-  return { output: await text("output"), late: await text("late"), rejected: await text("rejected"), conflicts: await text("conflicts"), after2: await text("output?after=2") };
+  return {
+    output: await text("output"),
+    late: await text("late"),
+    rejected: await text("rejected"),
+    conflicts: await text("conflicts"),
+    after2: await text("output?after=2"),
+  };
 }
 
 describe("the outbox", () => {
   it("small batches write no objects until a flush; readers see the same rows before and after", async () => {
     await createStream("ob1", base);
-    await post("ob1", [{ id: "A", ts: at(10, 0) }, { id: "B", ts: at(10, 0), n: "x" }]);
-    await post("ob1", [{ id: "C", ts: at(11, 0) }, { id: "A", ts: at(10, 1), n: 7 }]);
-    await post("ob1", [{ id: "D", ts: at(10, 0) }, { id: "E", ts: at(11, 2) }]); // D is late (wm 10:55)
+    await post("ob1", [
+      { id: "A", ts: at(10, 0) },
+      { id: "B", ts: at(10, 0), n: "x" },
+    ]);
+    await post("ob1", [
+      { id: "C", ts: at(11, 0) },
+      { id: "A", ts: at(10, 1), n: 7 },
+    ]);
+    await post("ob1", [
+      { id: "D", ts: at(10, 0) },
+      { id: "E", ts: at(11, 2) },
+    ]); // D is late (wm 10:55)
     expect(await objects("ob1")).toEqual([]);
     const before = await lanes("ob1");
-    expect(before.output.trim().split("\n").map((l) => JSON.parse(l).id)).toEqual(["A", "C", "E"]);
+    expect(
+      before.output
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).id),
+    ).toEqual(["A", "C", "E"]);
     expect(before.late).toMatch(/"D"/);
     expect(before.rejected).toMatch(/n: not an int/);
 
@@ -52,7 +72,7 @@ describe("the outbox", () => {
       const outbox = new Outbox(state.storage.sql);
       let calls = 0;
       // The plan is recorded, the objects are written, then the process dies.
-      const dying = <T,>(fn: () => T): T => {
+      const dying = <T>(fn: () => T): T => {
         if (++calls === 2) throw new Error("crash before recording the flush");
         return state.storage.transactionSync(fn);
       };

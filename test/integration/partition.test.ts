@@ -18,21 +18,41 @@ function req(batch: string, rows: [key: string, t: number][], watermark = 0, set
 }
 
 describe("Partition", () => {
-  for (const [layout, settings] of [["text", within], ["hashed (the kept time from the expiry)", { ...within, hashedKeys: true }]] as const) {
+  for (const [layout, settings] of [
+    ["text", within],
+    ["hashed (the kept time from the expiry)", { ...within, hashedKeys: true }],
+  ] as const) {
     it(`reports each duplicate's event-time gap to the copy kept: stored before, earlier in the batch, in an earlier entry; ${layout} keys`, async () => {
       const p = fresh();
       await applyOne(p, req("s\nb0", [["A", 1000]], 0, settings));
-      const rows = (batch: string, list: [string, number | null][]) => ({ batch, settings, resumed: false, rows: rowColumns(list.map(([key, eventTime], index) => ({ index, key, eventTime }))) });
+      const rows = (batch: string, list: [string, number | null][]) => ({
+        batch,
+        settings,
+        resumed: false,
+        rows: rowColumns(list.map(([key, eventTime], index) => ({ index, key, eventTime }))),
+      });
       const r = await p.applyGroup({
         epoch: "e1",
         watermark: 0,
         entries: [
-          rows("s\nb1", [["A", 1300], ["B", 2000], ["B", 1900], ["C", 500]]),
-          rows("t\nb2", [["C", 520], ["A", 1000], ["D", 3000]]),
+          rows("s\nb1", [
+            ["A", 1300],
+            ["B", 2000],
+            ["B", 1900],
+            ["C", 500],
+          ]),
+          rows("t\nb2", [
+            ["C", 520],
+            ["A", 1000],
+            ["D", 3000],
+          ]),
         ],
       });
       expect(r.decisions).toEqual(["dede", "dde"]);
-      expect(r.gaps).toEqual([[300, 100], [20, 0]]);
+      expect(r.gaps).toEqual([
+        [300, 100],
+        [20, 0],
+      ]);
       // No duplicates, no gaps (and no extra statement: duplicateGaps returns before its SELECT).
       expect((await p.applyGroup({ epoch: "e1", watermark: 0, entries: [rows("s\nb3", [["E", 10]])] })).gaps).toEqual([[]]);
     });
@@ -62,27 +82,70 @@ describe("Partition", () => {
 
   it("decides first copy wins, late rows, and counts state", async () => {
     const p = fresh();
-    const r = await applyOne(p, req("s\nb1", [["A", 1000], ["B", 1000], ["A", 1001], ["C", 400]], 500));
+    const r = await applyOne(
+      p,
+      req(
+        "s\nb1",
+        [
+          ["A", 1000],
+          ["B", 1000],
+          ["A", 1001],
+          ["C", 400],
+        ],
+        500,
+      ),
+    );
     expect(r.decisions).toBe("eedl");
     expect(r).toMatchObject({ replayed: false, inserted: 2, removed: 0, rows: 2, watermark: 500 });
   });
 
   it("replays a batch's recorded decisions instead of judging it a duplicate of itself", async () => {
     const p = fresh();
-    const first = await applyOne(p, req("s\nb1", [["A", 1000], ["B", 1000], ["A", 1000]]));
+    const first = await applyOne(
+      p,
+      req("s\nb1", [
+        ["A", 1000],
+        ["B", 1000],
+        ["A", 1000],
+      ]),
+    );
     expect(first.decisions).toBe("eed");
-    const again = await applyOne(p, req("s\nb1", [["A", 1000], ["B", 1000], ["A", 1000]]));
+    const again = await applyOne(
+      p,
+      req("s\nb1", [
+        ["A", 1000],
+        ["B", 1000],
+        ["A", 1000],
+      ]),
+    );
     expect(again).toMatchObject({ decisions: "eed", replayed: true, inserted: 0, rows: 2 });
     // Another batch with the same keys is a duplicate, as it should be.
     expect((await applyOne(p, req("s\nb2", [["A", 1000]]))).decisions).toBe("d");
     // The ledger survives the object being evicted from memory.
     await evictDurableObject(p);
-    expect((await applyOne(p, req("s\nb1", [["A", 1000], ["B", 1000], ["A", 1000]]))).decisions).toBe("eed");
+    expect(
+      (
+        await applyOne(
+          p,
+          req("s\nb1", [
+            ["A", 1000],
+            ["B", 1000],
+            ["A", 1000],
+          ]),
+        )
+      ).decisions,
+    ).toBe("eed");
   });
 
   it("a retried batch keeps its earlier decisions and judges only rows new to this partition", async () => {
     const p = fresh();
-    const part: OneBatch = { ...req("s\nb1", []), rows: [{ index: 0, key: "A", eventTime: 1000 }, { index: 2, key: "B", eventTime: 1000 }] };
+    const part: OneBatch = {
+      ...req("s\nb1", []),
+      rows: [
+        { index: 0, key: "A", eventTime: 1000 },
+        { index: 2, key: "B", eventTime: 1000 },
+      ],
+    };
     expect((await applyOne(p, part)).decisions).toBe("ee");
     const whole: OneBatch = {
       ...part,
@@ -96,7 +159,18 @@ describe("Partition", () => {
   it("keeps the highest watermark it was given and judges with max(partition, batch)", async () => {
     const p = fresh();
     await p.advance("e1", 1000);
-    const r = await applyOne(p, req("s\nb1", [["A", 900], ["B", 1000], ["C", 1001]], 200));
+    const r = await applyOne(
+      p,
+      req(
+        "s\nb1",
+        [
+          ["A", 900],
+          ["B", 1000],
+          ["C", 1001],
+        ],
+        200,
+      ),
+    );
     expect(r.decisions).toBe("lle");
     expect(r.watermark).toBe(1000);
     expect((await p.advance("e1", 10)).watermark).toBe(1000);
@@ -105,7 +179,13 @@ describe("Partition", () => {
 
   it("evicts within-watermark keys when wm >= T_first + delay (equality evicts)", async () => {
     const p = fresh();
-    await applyOne(p, req("s\nb1", [["A", 1000], ["B", 1050]]));
+    await applyOne(
+      p,
+      req("s\nb1", [
+        ["A", 1000],
+        ["B", 1050],
+      ]),
+    );
     expect(await p.list("e1", "", 10)).toEqual([
       { key: "A", eventTime: 1000, expiresAt: 1100 },
       { key: "B", eventTime: 1050, expiresAt: 1150 },
@@ -113,12 +193,42 @@ describe("Partition", () => {
     expect(await p.advance("e1", 1099)).toMatchObject({ removed: 0, rows: 2 });
     expect(await p.advance("e1", 1100)).toMatchObject({ removed: 1, rows: 1 });
     // A is forgotten: a later copy (not late) is emitted again; B is still remembered.
-    expect((await applyOne(p, req("s\nb2", [["A", 1200], ["B", 1201]], 1100))).decisions).toBe("ed");
+    expect(
+      (
+        await applyOne(
+          p,
+          req(
+            "s\nb2",
+            [
+              ["A", 1200],
+              ["B", 1201],
+            ],
+            1100,
+          ),
+        )
+      ).decisions,
+    ).toBe("ed");
   });
 
   it("event-time-key state is keyed by key and T and expires at T", async () => {
     const p = fresh();
-    expect((await applyOne(p, req("s\nb1", [["A", 1000], ["A", 1001], ["A", 1000]], 0, etk))).decisions).toBe("eed");
+    expect(
+      (
+        await applyOne(
+          p,
+          req(
+            "s\nb1",
+            [
+              ["A", 1000],
+              ["A", 1001],
+              ["A", 1000],
+            ],
+            0,
+            etk,
+          ),
+        )
+      ).decisions,
+    ).toBe("eed");
     expect(await p.advance("e1", 1000)).toMatchObject({ removed: 1, rows: 1 });
   });
 

@@ -40,7 +40,11 @@ describe("the partition book", () => {
     const alarmIn = () => runInDurableObject(stub, async (_c, state) => ((await state.storage.getAlarm()) ?? Infinity) - Date.now());
     const clear = () => runInDurableObject(stub, (_c, state) => state.storage.deleteAlarm());
     // Keys at 10:00 expire at 10:05; the watermark moves to 09:56 and then 10:00: nothing is due.
-    await post("pbook-alarm", [{ id: "a", ts: at(10, 0) }, { id: "b", ts: at(10, 0) }, { id: "c", ts: at(10, 1) }]);
+    await post("pbook-alarm", [
+      { id: "a", ts: at(10, 0) },
+      { id: "b", ts: at(10, 0) },
+      { id: "c", ts: at(10, 1) },
+    ]);
     await clear();
     await post("pbook-alarm", [{ id: "d", ts: at(10, 5) }]);
     expect(await alarmIn()).toBeGreaterThan(1_000); // the outbox's flush, not the fan-out's 200 ms
@@ -66,7 +70,10 @@ describe("the partition book", () => {
 
   it("a deleted stream's forget-lists go with it: the new incarnation's partitions never held those ledgers", async () => {
     await createStream("pbook3", base);
-    await post("pbook3", [{ id: "a", ts: at(10, 0) }, { id: "b", ts: at(10, 0) }]);
+    await post("pbook3", [
+      { id: "a", ts: at(10, 0) },
+      { id: "b", ts: at(10, 0) },
+    ]);
     const stub = env.COORDINATOR.getByName("pbook3");
     const pending = () =>
       runInDurableObject(stub, (c) => {

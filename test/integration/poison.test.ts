@@ -38,7 +38,12 @@ function poisoned(kind: Poison, id: string): Record<string, unknown> {
       return { ...row, v };
     }
     case "getter":
-      return Object.defineProperty(row, "boom", { enumerable: true, get: () => { throw new Error("a getter that throws"); } });
+      return Object.defineProperty(row, "boom", {
+        enumerable: true,
+        get: () => {
+          throw new Error("a getter that throws");
+        },
+      });
   }
 }
 
@@ -64,9 +69,16 @@ describe("poisoned rows and members", () => {
           // Poison rows stand among the healthy ones, at positions the plan's order gives.
           const rows: Record<string, unknown>[] = [];
           const kinds: (Poison | null)[] = [];
-          for (let i = 0; i < plan.healthy; i++) (rows.push({ id: `m${m}-h${i}`, ts: at(10, 0), v: i }), kinds.push(null));
+          for (let i = 0; i < plan.healthy; i++) rows.push({ id: `m${m}-h${i}`, ts: at(10, 0), v: i }), kinds.push(null);
           plan.poison.forEach((kind, j) => (rows.splice(j * 2, 0, poisoned(kind, `m${m}-p${j}`)), kinds.splice(j * 2, 0, kind)));
-          const request: IngestRequest = { sourceHeader: null, batchId: `b${m}`, auth: { kind: "admin" }, rows, identity: `identity-of-${name}-${m}`, bytes: 100 };
+          const request: IngestRequest = {
+            sourceHeader: null,
+            batchId: `b${m}`,
+            auth: { kind: "admin" },
+            rows,
+            identity: `identity-of-${name}-${m}`,
+            bytes: 100,
+          };
           return { request, kinds, fails: kinds.includes("getter") };
         });
         const answers = await runInDurableObject(env.COORDINATOR.getByName(name), (c) => c.ingestMany(members.map((x) => x.request)));
@@ -95,7 +107,11 @@ describe("poisoned rows and members", () => {
   it("1e999 in a row over HTTP is that row's rejection with a reason, its batch-mates emitted", async () => {
     await createStream("poison-http", { key: ["id"], eventTime: "ts", watermarkDelay: "10 minutes" });
     const ts = at(10, 0);
-    const r = await call("POST", "/v1/streams/poison-http/events", `[{"id":"a","ts":${ts},"amount":1e999},{"id":"b","ts":${ts},"p":{"x":[1,-1e999]}},{"id":"c","ts":${ts}}]`);
+    const r = await call(
+      "POST",
+      "/v1/streams/poison-http/events",
+      `[{"id":"a","ts":${ts},"amount":1e999},{"id":"b","ts":${ts},"p":{"x":[1,-1e999]}},{"id":"c","ts":${ts}}]`,
+    );
     expect(r.status).toBe(200);
     expect(await r.json()).toMatchObject({
       emitted: 1,
@@ -111,7 +127,11 @@ describe("poisoned rows and members", () => {
     await createStream("poison-bigkey", { key: ["id"], eventTime: "ts", watermarkDelay: "10 minutes" });
     const ts = at(10, 0);
     const r = await post("poison-bigkey", `[{"id":12345678901234567890,"ts":${ts}},{"id":12345678901234567891,"ts":${ts}},{"id":9007199254740991,"ts":${ts}}]`);
-    expect(r).toMatchObject({ emitted: 1, duplicates: 0, rejected: [{ index: 0, error: expect.stringMatching(/^id: a key integer must be within/) }, { index: 1 }] });
+    expect(r).toMatchObject({
+      emitted: 1,
+      duplicates: 0,
+      rejected: [{ index: 0, error: expect.stringMatching(/^id: a key integer must be within/) }, { index: 1 }],
+    });
   });
 
   it("a queue message with 1e999 in a row commits with that row rejected, and its batch-mates commit too (none retried or dead-lettered)", async () => {

@@ -43,7 +43,11 @@ async function tableIds(stream: string): Promise<string[]> {
 describe("the committed manifest", () => {
   it("lists what is committed and flushed, in commit order, nothing else", async () => {
     await createStream("pm", base);
-    for (let i = 0; i < 4; i++) await post("pm", [{ id: `k${i}`, ts: at(10, i) }, { id: `k${i}`, ts: at(10, i) }]);
+    for (let i = 0; i < 4; i++)
+      await post("pm", [
+        { id: `k${i}`, ts: at(10, i) },
+        { id: `k${i}`, ts: at(10, i) },
+      ]);
     const stub = env.COORDINATOR.getByName("pm");
     await runDurableObjectAlarm(stub); // nothing flushed yet (young outbox): nothing listed
     expect(await manifestText("pm")).toBe("");
@@ -53,7 +57,10 @@ describe("the committed manifest", () => {
     expect(await manifestText("pm")).toBe(output);
     expect(output.trim().split("\n")).toHaveLength(4);
     // A large batch writes its objects at once: listed by the next alarm.
-    await post("pm", Array.from({ length: 2_500 }, (_, i) => ({ id: `big${i}`, ts: at(10, 9), pad: "z".repeat(100) })));
+    await post(
+      "pm",
+      Array.from({ length: 2_500 }, (_, i) => ({ id: `big${i}`, ts: at(10, 9), pad: "z".repeat(100) })),
+    );
     await runDurableObjectAlarm(stub);
     expect(await manifestText("pm")).toBe(await (await call("GET", "/v1/streams/pm/output")).text());
   });
@@ -63,7 +70,11 @@ describe("the Iceberg table", () => {
   it("holds every committed row once; a repeated alarm appends nothing", async () => {
     await createStream("pt", { ...base, table: { format: "iceberg" } });
     expect((await call("GET", "/v1/streams/pt/table")).status).toBe(404);
-    await post("pt", [{ id: "a", ts: at(10, 0), n: 1 }, { id: "b", ts: at(10, 1) }, { id: "a", ts: at(10, 2) }]);
+    await post("pt", [
+      { id: "a", ts: at(10, 0), n: 1 },
+      { id: "b", ts: at(10, 1) },
+      { id: "a", ts: at(10, 2) },
+    ]);
     await post("pt", [{ id: "c", ts: at(10, 3), extra: { x: 1 } }]);
     const stub = env.COORDINATOR.getByName("pt");
     await runDurableObjectAlarm(stub);
@@ -73,7 +84,10 @@ describe("the Iceberg table", () => {
     await runDurableObjectAlarm(stub);
     expect((await json(call("GET", "/v1/streams/pt/table"))).snapshot["snapshot-id"]).toBe(first.snapshot["snapshot-id"]);
 
-    await post("pt", [{ id: "d", ts: at(10, 4) }, { id: "b", ts: at(10, 5) }]);
+    await post("pt", [
+      { id: "d", ts: at(10, 4) },
+      { id: "b", ts: at(10, 5) },
+    ]);
     await runDurableObjectAlarm(stub);
     const second = await json(call("GET", "/v1/streams/pt/table"));
     expect(second.snapshot.summary).toMatchObject({ "total-records": "4", "edge-dedup.commit-seq": "3" });

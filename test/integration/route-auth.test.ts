@@ -42,7 +42,13 @@ const unauthenticated = (r: Route) =>
   fc.record({
     names: fc.array(name, { minLength: 3, maxLength: 3 }),
     // A token that is no one's is refused too, where it can be judged without a stream: admin routes and webhooks.
-    authorization: r.auth === "ingest" ? noCredential : fc.oneof(noCredential, fc.stringMatching(/^[\x21-\x7e]{1,40}$/).map((t) => `Bearer ${t}`)),
+    authorization:
+      r.auth === "ingest"
+        ? noCredential
+        : fc.oneof(
+            noCredential,
+            fc.stringMatching(/^[\x21-\x7e]{1,40}$/).map((t) => `Bearer ${t}`),
+          ),
     source: fc.option(fc.oneof(fc.constantFrom("main", "hooks"), ascii), { nil: undefined }),
     batchId: fc.option(ascii, { nil: undefined }),
     contentType: fc.constantFrom("application/json", "application/x-ndjson", "text/plain"),
@@ -57,7 +63,11 @@ function url(r: Route, names: string[]): string {
 
 describe("the route table's auth", () => {
   it("marks public exactly liveness, the contract and the dashboard's page", () => {
-    expect(ROUTES.filter((r) => r.auth === "public").map((r) => `${r.method} ${r.path}`).sort()).toEqual(PUBLIC);
+    expect(
+      ROUTES.filter((r) => r.auth === "public")
+        .map((r) => `${r.method} ${r.path}`)
+        .sort(),
+    ).toEqual(PUBLIC);
     expect(guarded.length).toBeGreaterThan(15);
   });
 

@@ -50,7 +50,10 @@ describe("source tokens", () => {
     expect(listed.credentials.map((c: any) => c.id)).toEqual([old.id, next.id]);
     for (const c of listed.credentials) expect(Object.keys(c).sort()).toEqual(["createdAt", "id", "label", "source", "type"]);
     const stored = await runInDurableObject(env.COORDINATOR.getByName("sec3"), (_o, state) =>
-      state.storage.sql.exec<{ material: string }>("SELECT material FROM credentials ORDER BY created_at, id").toArray().map((r) => r.material),
+      state.storage.sql
+        .exec<{ material: string }>("SELECT material FROM credentials ORDER BY created_at, id")
+        .toArray()
+        .map((r) => r.material),
     );
     expect(stored).toEqual([await hashToken(old.secret), await hashToken(next.secret)]);
 
@@ -70,8 +73,9 @@ describe("HMAC signatures", () => {
     const secret = "whsec_test_secret_of_enough_length";
     const cred = await credential("sig", "hooks", { type: "hmac", secret });
     expect(cred.secret).toBe(secret);
-    const stored = await runInDurableObject(env.COORDINATOR.getByName("sig"), (_o, state) =>
-      state.storage.sql.exec<{ material: string }>("SELECT material FROM credentials").one().material,
+    const stored = await runInDurableObject(
+      env.COORDINATOR.getByName("sig"),
+      (_o, state) => state.storage.sql.exec<{ material: string }>("SELECT material FROM credentials").one().material,
     );
     expect(stored).not.toContain(secret);
     expect(atob(stored)).not.toContain(secret);
@@ -115,8 +119,9 @@ describe("hardening", () => {
     expect((await ingestAs("ghost", row("A"), { authorization: "Bearer made-up" })).status).toBe(403);
     const now = Math.floor(Date.now() / 1000);
     expect((await ingestAs("ghost", row("A"), { "x-signature": await signBody("whatever-secret-of-length", row("A"), now) })).status).toBe(401);
-    const tables = await runInDurableObject(env.COORDINATOR.getByName("ghost"), (_o, state) =>
-      state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").one().n,
+    const tables = await runInDurableObject(
+      env.COORDINATOR.getByName("ghost"),
+      (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").one().n,
     );
     expect(tables).toBe(0);
   });
@@ -212,7 +217,9 @@ describe("issue 14", () => {
       const r = await call("POST", "/v1/streams/quote/events", body, type ? { "content-type": type } : {});
       expect(r.status, body).toBe(400);
       const text = await r.text();
-      expect(text, body).toMatch(/not valid JSON \((an unexpected character|a syntax error at|an unterminated string at|more text after the value at|the text ends)/);
+      expect(text, body).toMatch(
+        /not valid JSON \((an unexpected character|a syntax error at|an unterminated string at|more text after the value at|the text ends)/,
+      );
       expect(text, body).not.toContain("sk_live");
     }
     const line = await call("POST", "/v1/streams/quote/events", `{"id":"A"}\n{"id":"B", }`, { "content-type": "application/x-ndjson" });

@@ -72,9 +72,16 @@ describe("file runs", () => {
     const id = await startRun("runs1", { prefix: "in/runs1/" });
     const v = await drive("runs1", id);
     expect(v).toMatchObject({
-      id, status: "done", source: "files", listed: true,
+      id,
+      status: "done",
+      source: "files",
+      listed: true,
       files: { done: 26, left: 0, skipped: 0, failed: 0, replayed: 0 },
-      input: 76, emitted: expected.size, duplicates: 75 - expected.size, late: 0, rejected: 1,
+      input: 76,
+      emitted: expected.size,
+      duplicates: 75 - expected.size,
+      late: 0,
+      rejected: 1,
     });
     expect(v.errors).toEqual([]);
     expect(v.finishedAt).toBeGreaterThanOrEqual(v.startedAt);
@@ -102,7 +109,10 @@ describe("file runs", () => {
     let evictions = 0;
     const v = await drive("runs2", id, async () => {
       // The Runner loses its memory between alarms (as after a crash or a deploy); its storage stays.
-      await evictDurableObject(env.RUNNER.getByName("runs2")).then(() => evictions++, () => undefined);
+      await evictDurableObject(env.RUNNER.getByName("runs2")).then(
+        () => evictions++,
+        () => undefined,
+      );
     });
     expect(evictions).toBeGreaterThan(0);
     expect(v).toMatchObject({ status: "done", files: { done: 45, left: 0, failed: 0, replayed: 1 }, input: 135, emitted: expected.size });
@@ -131,7 +141,8 @@ describe("file runs", () => {
     const again = await env.INPUT.put("in/runs4/a.json", JSON.stringify([row(1)]));
     expect(again!.etag).toBe(a!.etag);
     const md5 = [...new Uint8Array(await crypto.subtle.digest("MD5", new TextEncoder().encode(JSON.stringify([row(1)]))))]
-      .map((b) => b.toString(16).padStart(2, "0")).join("");
+      .map((b) => b.toString(16).padStart(2, "0"))
+      .join("");
     expect(a!.etag).toBe(md5);
     expect(await drive("runs4", await startRun("runs4", { prefix: "in/runs4/" }))).toMatchObject({ files: { done: 1 }, emitted: 1 });
     await env.INPUT.put("in/runs4/a.json", JSON.stringify([row(1)]));
@@ -166,7 +177,14 @@ describe("file runs", () => {
     expect((await call("POST", "/v1/streams/runs5/runs", { prefix: "x" }, { authorization: "Bearer wrong" })).status).toBe(403);
     expect((await call("GET", "/v1/streams/nope/publication")).status).toBe(404);
     expect((await call("GET", "/v1/streams/runs5/publication", undefined, { authorization: "Bearer wrong" })).status).toBe(403);
-    expect(await json(call("GET", "/v1/streams/runs5/publication"))).toEqual({ stream: "runs5", committed: 0, output: 0, manifest: 0, table: null, snapshot: null });
+    expect(await json(call("GET", "/v1/streams/runs5/publication"))).toEqual({
+      stream: "runs5",
+      committed: 0,
+      output: 0,
+      manifest: 0,
+      table: null,
+      snapshot: null,
+    });
     expect((await call("POST", "/v1/streams/runs5/publication")).status).toBe(405);
   });
 });
@@ -193,14 +211,17 @@ describe("file runs read files as Spark's JSON source does", () => {
     expect(await ids("spark1")).toEqual([1, 2, 3, 4, 5, 7, 8, 9]);
     // The rejected lane names the line (2: its index is 1) and keeps none of its bytes.
     const rejected = await (await call("GET", "/v1/streams/spark1/rejected")).text();
-    const lane = rejected.trim().split("\n").map((l) => JSON.parse(l));
+    const lane = rejected
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lane).toHaveLength(1);
     expect(lane[0]).toMatchObject({ index: 1, reason: "line 2 is not valid JSON" });
     expect(rejected).not.toContain("secret-bytes");
     expect(v.publication).toMatchObject({ commitSeq: 5, manifest: 5, table: null, snapshot: null });
   });
 
-  it('multiLine: true reads each .json whole (a JSON Lines file fails); false reads lines only; a declared source may set it', async () => {
+  it("multiLine: true reads each .json whole (a JSON Lines file fails); false reads lines only; a declared source may set it", async () => {
     await createStream("spark2", { ...base, sources: { docs: { multiLine: true } } });
     await env.INPUT.put("in/spark2/a.json", lines([row(1), row(2)]));
     await env.INPUT.put("in/spark2/b.json", JSON.stringify([row(3)], null, 2));
@@ -226,7 +247,10 @@ describe("file runs read files as Spark's JSON source does", () => {
     };
     await createStream("spark3", timed);
     await put("in/spark3/");
-    const v = await drive("spark3", await startRun("spark3", { prefix: "in/spark3/", maxFilesPerTrigger: 4, cleanSource: "archive", sourceArchiveDir: "done/" }));
+    const v = await drive(
+      "spark3",
+      await startRun("spark3", { prefix: "in/spark3/", maxFilesPerTrigger: 4, cleanSource: "archive", sourceArchiveDir: "done/" }),
+    );
     expect(v).toMatchObject({ status: "done", files: { done: 4 }, emitted: 4 });
     const grouped = (await json(call("GET", "/v1/streams/spark3/progress?limit=10"))).progress as { watermark: number }[];
     expect(new Set(grouped.map((p) => p.watermark)).size).toBe(1);
@@ -251,7 +275,8 @@ describe("file runs read files as Spark's JSON source does", () => {
       { prefix: "in/", sourceArchiveDir: "done/" },
       { prefix: "in/", maxFilesPerTrigger: 0 },
       { prefix: "in/", multiLine: "yes" },
-    ]) expect((await call("POST", "/v1/streams/spark4/runs", bad)).status, JSON.stringify(bad)).toBe(400);
+    ])
+      expect((await call("POST", "/v1/streams/spark4/runs", bad)).status, JSON.stringify(bad)).toBe(400);
   });
 
   it("a run with a table is done only once the table's current snapshot holds what it ingested", async () => {
@@ -265,7 +290,11 @@ describe("file runs read files as Spark's JSON source does", () => {
     const waiting = await view("spark5", id);
     if (waiting.status === "running") expect(waiting.publication).toMatchObject({ commitSeq: 2, snapshot: null });
     const v = await drive("spark5", id);
-    expect(v).toMatchObject({ status: "done", emitted: 3, publication: { commitSeq: 2, manifest: 2, table: 2, snapshot: { "total-records": 3, "commit-seq": 2 } } });
+    expect(v).toMatchObject({
+      status: "done",
+      emitted: 3,
+      publication: { commitSeq: 2, manifest: 2, table: 2, snapshot: { "total-records": 3, "commit-seq": 2 } },
+    });
     const table = await json(call("GET", "/v1/streams/spark5/table"));
     expect(table.snapshot["snapshot-id"]).toBe(v.publication.snapshot["snapshot-id"]);
     expect(table.snapshot.summary["total-records"]).toBe("3");
@@ -284,7 +313,11 @@ describe("a Runner from before run options and publication", () => {
     expect(await view("old1", "run_old")).toMatchObject({ status: "done", options: {}, publication: null });
     await env.INPUT.put("in/old1/a.json", lines([row(1), row(1)]));
     expect(await drive("old1", await startRun("old1", { prefix: "in/old1/", maxFilesPerTrigger: 2 }))).toMatchObject({
-      status: "done", options: { maxFilesPerTrigger: 2 }, emitted: 1, duplicates: 1, publication: { commitSeq: 1 },
+      status: "done",
+      options: { maxFilesPerTrigger: 2 },
+      emitted: 1,
+      duplicates: 1,
+      publication: { commitSeq: 1 },
     });
   });
 });
@@ -298,10 +331,21 @@ describe("queue consumer", () => {
     const m1 = { stream: "q1", source: "app", rows: [row(1), row(2)] };
     const m2 = { stream: "q1", source: "app", batchId: "order-7", rows: [row(2), row(3)] };
     const put = await env.INPUT.put("streams-in/q1/2026/a.ndjson", [row(3), row(4)].map((r) => JSON.stringify(r)).join("\n"));
-    const note = { account: "a", action: "PutObject", bucket: "edge-dedup-input", object: { key: "streams-in/q1/2026/a.ndjson", size: 10, eTag: put!.etag }, eventTime: "2026-01-01T00:00:00Z" };
+    const note = {
+      account: "a",
+      action: "PutObject",
+      bucket: "edge-dedup-input",
+      object: { key: "streams-in/q1/2026/a.ndjson", size: 10, eTag: put!.etag },
+      eventTime: "2026-01-01T00:00:00Z",
+    };
     const first = await deliver([
-      msg("a", m1), msg("a-again", m1, 2), msg("b", m2), msg("n", note),
-      msg("p1", { stream: "nope", rows: [row(9)] }), msg("p2", { rows: "x" }), msg("p3", "not json"),
+      msg("a", m1),
+      msg("a-again", m1, 2),
+      msg("b", m2),
+      msg("n", note),
+      msg("p1", { stream: "nope", rows: [row(9)] }),
+      msg("p2", { rows: "x" }),
+      msg("p3", "not json"),
       msg("del", { ...note, action: "DeleteObject" }),
     ]);
     expect(first.result.retryMessages).toEqual([]);
@@ -331,7 +375,16 @@ describe("queue consumer", () => {
 
   it("retries with a delay when the stream's micro-batch fails", async () => {
     await createStream("q2", base);
-    const broken = { ...env, COORDINATOR: { getByName: () => ({ ingestMany: async () => { throw new Error("overloaded"); } }) } } as unknown as typeof env;
+    const broken = {
+      ...env,
+      COORDINATOR: {
+        getByName: () => ({
+          ingestMany: async () => {
+            throw new Error("overloaded");
+          },
+        }),
+      },
+    } as unknown as typeof env;
     const batch = createMessageBatch("edge-dedup-events", [msg("r", { stream: "q2", rows: [row(1)] }, 3)]);
     const delays: (number | undefined)[] = [];
     const m = batch.messages[0];

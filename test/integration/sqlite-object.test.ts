@@ -18,7 +18,10 @@ const latest = (ms: readonly { version: number }[]) => Math.max(...ms.map((m) =>
 
 /** The object's own tables, and the version its storage records (null: no _schema table). */
 function stored(state: DurableObjectState): { tables: string[]; version: number | null } {
-  const names = state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").toArray().map((t) => t.name);
+  const names = state.storage.sql
+    .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+    .toArray()
+    .map((t) => t.name);
   const version = names.includes("_schema") ? state.storage.sql.exec<{ version: number }>("SELECT version FROM _schema").one().version : null;
   return { tables: names.filter((n) => !n.startsWith("_") && !n.startsWith("sqlite")), version };
 }
@@ -33,7 +36,10 @@ it("a Registry written before versions keeps its streams and records version 1",
     `);
   });
   await evictDurableObject(stub);
-  expect(await stub.list("", 10)).toEqual([{ name: "a", registeredAt: 1 }, { name: "b", registeredAt: 2 }]);
+  expect(await stub.list("", 10)).toEqual([
+    { name: "a", registeredAt: 1 },
+    { name: "b", registeredAt: 2 },
+  ]);
   await stub.add("c");
   expect((await stub.list("b", 10)).map((s) => s.name)).toEqual(["c"]);
   expect(await runInDurableObject(stub, (_r, state) => stored(state))).toEqual({ tables: ["streams"], version: latest(REGISTRY_MIGRATIONS) });
@@ -51,7 +57,10 @@ it("a Runner leaves no storage until a run or a record exists, then records its 
   expect(await stub.view("run_old")).toMatchObject({ id: "run_old", status: "done", options: {}, publication: null });
   const after = await runInDurableObject(stub, (_r, state) => ({
     ...stored(state),
-    columns: state.storage.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('runs')").toArray().map((c) => c.name),
+    columns: state.storage.sql
+      .exec<{ name: string }>("SELECT name FROM pragma_table_info('runs')")
+      .toArray()
+      .map((c) => c.name),
   }));
   expect(after).toMatchObject({ tables: ["done_files", "meta", "run_files", "runs"], version: latest(RUNNER_MIGRATIONS) });
   expect(after.columns).toEqual(expect.arrayContaining(["options", "publication"]));

@@ -14,7 +14,11 @@ import { createStream } from "./helpers";
 it("a record carries every change of the rooms, and the current figures as they are when none changed", async () => {
   await createStream("state-book", { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 });
   await runInDurableObject(env.COORDINATOR.getByName("state-book"), (_c, state) => {
-    const book = new StateBook(state.storage.sql, () => [], () => undefined);
+    const book = new StateBook(
+      state.storage.sql,
+      () => [],
+      () => undefined,
+    );
     const base = book.current();
     const begun = { id: "g1", at: 1, members: [] };
 
@@ -33,7 +37,11 @@ it("a record carries every change of the rooms, and the current figures as they 
     const r3 = book.save(book.next({ begun: null }));
     expect(r3.partitions).toEqual([[1, 5, 4096, 7, 9]]);
     expect(r3.counters).toEqual([["rows", "s", 3]]);
-    book.figures.observe(new Map(), { source: "s", counts: { input: 2, emitted: 1, duplicates: 1, late: 0, rejected: [] }, seen: { times: [10, 20], gaps: [10] } }, null);
+    book.figures.observe(
+      new Map(),
+      { source: "s", counts: { input: 2, emitted: 1, duplicates: 1, late: 0, rejected: [] }, seen: { times: [10, 20], gaps: [10] } },
+      null,
+    );
     const r4 = book.save(book.next({}));
     expect(r4.advice.map(([s]) => s)).toEqual(["s"]);
     expect(r4.advice).not.toEqual(r3.advice);
@@ -41,7 +49,11 @@ it("a record carries every change of the rooms, and the current figures as they 
     // Unchanged again: the same figures; and a book that reads the row back has what was written.
     const r5 = book.save(book.next({ begun }));
     expect(r5.advice).toBe(r4.advice);
-    const again = new StateBook(state.storage.sql, () => [], () => undefined);
+    const again = new StateBook(
+      state.storage.sql,
+      () => [],
+      () => undefined,
+    );
     expect(again.current()).toEqual(JSON.parse(JSON.stringify(r5)));
     expect(again.counters.all()).toEqual([{ name: "rows", source: "s", n: 3 }]);
   });

@@ -11,7 +11,9 @@ const record: fc.Arbitrary<StoredState> = fc.record({
   advice: fc.array(fc.tuple(fc.string(), fc.jsonValue())) as unknown as fc.Arbitrary<StoredState["advice"]>,
   partitions: fc.array(fc.tuple(fc.nat(), fc.nat(), fc.nat(), fc.integer(), fc.option(fc.integer()))),
   counters: fc.array(fc.tuple(fc.string(), fc.string(), fc.integer())),
-  begun: fc.option(fc.record({ id: fc.string(), at: fc.integer(), members: fc.array(fc.tuple(fc.string(), fc.string(), fc.string(), fc.integer(), fc.integer(), fc.nat())) })),
+  begun: fc.option(
+    fc.record({ id: fc.string(), at: fc.integer(), members: fc.array(fc.tuple(fc.string(), fc.string(), fc.string(), fc.integer(), fc.integer(), fc.nat())) }),
+  ),
 });
 
 test("parses to what JSON.stringify's text parses to, for any record, and again for the next record that reuses its figures", () => {

@@ -31,8 +31,11 @@ describe("state?row=: every bad row is a 400, and nothing changes", () => {
     const before = await json(call("GET", "/v1/streams/sr-bad"));
     const notJson = await problem(await byRow("sr-bad", '{"id": "sk_live_abc"'), /^row is not valid JSON \(/);
     expect(JSON.stringify(notJson)).not.toContain("sk_live");
-    await problem(await byRow("sr-bad", `${"[".repeat(5000)}${"]".repeat(5000)}`), "row nests arrays and objects more than 64 levels deep; at most 64 are accepted");
-    await problem(await byRow("sr-bad", `{"id": "a", "x": ${"{\"y\":".repeat(5000)}1${"}".repeat(5000)}}`), /^row nests arrays and objects more than 64/);
+    await problem(
+      await byRow("sr-bad", `${"[".repeat(5000)}${"]".repeat(5000)}`),
+      "row nests arrays and objects more than 64 levels deep; at most 64 are accepted",
+    );
+    await problem(await byRow("sr-bad", `{"id": "a", "x": ${'{"y":'.repeat(5000)}1${"}".repeat(5000)}}`), /^row nests arrays and objects more than 64/);
     for (const text of ["[]", "42", '"a"', "null"]) await problem(await byRow("sr-bad", text), /^row must be a JSON object/);
     await problem(await byRow("sr-bad", '{"id": 1e999}'), "row has no state key: id: a key value must be a finite number");
     await problem(await byRow("sr-bad", '{"id": -1e999}'), "row has no state key: id: a key value must be a finite number");
@@ -47,7 +50,14 @@ describe("state?row=: every bad row is a 400, and nothing changes", () => {
 describe("state?row=: the key alone where the mode keys by it alone", () => {
   it("within-watermark: no event time needed; fields outside the key (1e999, a bad time) are not judged", async () => {
     await createStream("sr-ww", { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 4 });
-    await post("sr-ww", [{ id: "a", ts: at(10, 0) }, { id: "b", ts: at(10, 1) }], { "x-source": "pos" });
+    await post(
+      "sr-ww",
+      [
+        { id: "a", ts: at(10, 0) },
+        { id: "b", ts: at(10, 1) },
+      ],
+      { "x-source": "pos" },
+    );
     const a = await keysOf(await byRow("sr-ww", '{"id": "a"}'));
     expect(a).toEqual([expect.objectContaining({ key: '["a"]', kept: expect.objectContaining({ source: "pos", seq: 1 }) })]);
     expect(await keysOf(await byRow("sr-ww", '{"id": "a", "amount": 1e999, "ts": "not a time"}'))).toEqual(a);

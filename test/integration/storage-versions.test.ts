@@ -30,11 +30,23 @@ it("a partition written by the previous layout is migrated on first use and keep
     `);
   });
   await evictDurableObject(stub); // the next call constructs it again, on that storage
-  const r = await applyOne(stub, { epoch: "e1", batch: "s\nb1", watermark: 0, settings: within, rows: [{ index: 0, key: "A", eventTime: 1010 }, { index: 1, key: "C", eventTime: 1020 }] });
+  const r = await applyOne(stub, {
+    epoch: "e1",
+    batch: "s\nb1",
+    watermark: 0,
+    settings: within,
+    rows: [
+      { index: 0, key: "A", eventTime: 1010 },
+      { index: 1, key: "C", eventTime: 1020 },
+    ],
+  });
   expect(r).toMatchObject({ decisions: "de", rows: 3, nextExpiry: 1100 });
   const after = await runInDurableObject(stub, (_p, state) => ({
     version: state.storage.sql.exec<{ version: number }>("SELECT version FROM _schema").one().version,
-    columns: state.storage.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray().map((c) => c.name),
+    columns: state.storage.sql
+      .exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')")
+      .toArray()
+      .map((c) => c.name),
   }));
   expect(after.version).toBe(Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)));
   expect(after.columns).toContain("next_expiry");
@@ -44,9 +56,30 @@ it("a partition written by the previous layout is migrated on first use and keep
 
 it("a stream written by the previous layout is migrated on first use: its ledger replays, new batches go on", async () => {
   const stub = env.COORDINATOR.getByName("versions-stream");
-  const config = { key: ["id"], eventTime: "ts", mode: "within-watermark", watermarkDelay: 300_000, partitions: 2, watermarkPolicy: "min",
-    schema: {}, sources: {}, maxEventTimeSkew: 86_400_000, limits: { maxBodyBytes: 10_485_760, maxRows: 10_000 } };
-  const outcome = { batchId: "old-1", source: "default", replayed: false, watermark: 0, watermarkAfter: 0, input: 1, emitted: 0, duplicates: 1, late: 0, rejected: [] };
+  const config = {
+    key: ["id"],
+    eventTime: "ts",
+    mode: "within-watermark",
+    watermarkDelay: 300_000,
+    partitions: 2,
+    watermarkPolicy: "min",
+    schema: {},
+    sources: {},
+    maxEventTimeSkew: 86_400_000,
+    limits: { maxBodyBytes: 10_485_760, maxRows: 10_000 },
+  };
+  const outcome = {
+    batchId: "old-1",
+    source: "default",
+    replayed: false,
+    watermark: 0,
+    watermarkAfter: 0,
+    input: 1,
+    emitted: 0,
+    duplicates: 1,
+    late: 0,
+    rejected: [],
+  };
   await runInDurableObject(stub, async (_c, state) => {
     await state.storage.deleteAll();
     // The first layout, as a release before versions wrote it: no outbox, no partitions.next_expiry, no _schema.
@@ -67,15 +100,20 @@ it("a stream written by the previous layout is migrated on first use: its ledger
     state.storage.sql.exec("INSERT INTO configs VALUES (1, ?)", JSON.stringify(config));
     state.storage.sql.exec("INSERT INTO partitions VALUES (0, 1, 4096, 0)");
     // A committed batch of the old layout (its output objects don't matter here: it emitted nothing).
-    const hash = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode('[{"id":"A","ts":1704103200000}]'))),
-      (b) => b.toString(16).padStart(2, "0")).join("");
+    const hash = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode('[{"id":"A","ts":1704103200000}]'))), (b) =>
+      b.toString(16).padStart(2, "0"),
+    ).join("");
     state.storage.sql.exec(
       "INSERT INTO batches (source, batch_id, body_hash, watermark, begun_at, config_version, seq, report) VALUES ('default', 'old-1', ?, 0, 1, 1, 1, ?)",
-      hash, JSON.stringify({ outcome, progress: {} }),
+      hash,
+      JSON.stringify({ outcome, progress: {} }),
     );
   });
   await evictDurableObject(stub);
-  const replay = await call("POST", "/v1/streams/versions-stream/events", '[{"id":"A","ts":1704103200000}]', { "idempotency-key": "old-1", "content-type": "application/json" });
+  const replay = await call("POST", "/v1/streams/versions-stream/events", '[{"id":"A","ts":1704103200000}]', {
+    "idempotency-key": "old-1",
+    "content-type": "application/json",
+  });
   expect(await replay.json()).toEqual({ ...outcome, replayed: true });
   expect(await post("versions-stream", { id: "B", ts: at(10, 0) })).toMatchObject({ emitted: 1 });
   expect((await (await call("GET", "/v1/streams/versions-stream/output")).text()).trim()).toBe(JSON.stringify({ id: "B", ts: at(10, 0) }));
@@ -92,8 +130,8 @@ it("a stream written by the per-request ledger (version 4) upgrades in place: re
   const first = await post(name, rows, { "idempotency-key": "v4-1" });
   const stub = env.COORDINATOR.getByName(name);
   const epoch = (await json(call("GET", `/v1/streams/${name}`))).epoch as string;
-  const hashOf = async (body: string) => Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body))),
-    (b) => b.toString(16).padStart(2, "0")).join("");
+  const hashOf = async (body: string) =>
+    Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(body))), (b) => b.toString(16).padStart(2, "0")).join("");
   // Rewrite its ledger as version 4 kept it: one row per batch id (this commit), plus a batch begun and never committed.
   const pending = [{ id: "P", ts: at(10, 1) }];
   await runInDurableObject(stub, async (c, state) => {
@@ -108,10 +146,21 @@ it("a stream written by the per-request ledger (version 4) upgrades in place: re
         rejected_key TEXT, report TEXT, PRIMARY KEY (source, batch_id)) WITHOUT ROWID;
       CREATE UNIQUE INDEX batches_by_seq ON batches (seq) WHERE seq IS NOT NULL;
       UPDATE _schema SET version = 4;`);
-    sql.exec("INSERT INTO batches VALUES (?, ?, ?, 0, ?, 1, ?, ?, NULL, NULL, ?)", committed.source, committed.batch_id, committed.body_hash,
-      group.committed_at, committed.seq, data, committed.report);
-    sql.exec("INSERT INTO batches (source, batch_id, body_hash, watermark, begun_at, config_version) VALUES ('default', 'v4-2', ?, 0, ?, 1)",
-      await hashOf(JSON.stringify(pending)), Date.now());
+    sql.exec(
+      "INSERT INTO batches VALUES (?, ?, ?, 0, ?, 1, ?, ?, NULL, NULL, ?)",
+      committed.source,
+      committed.batch_id,
+      committed.body_hash,
+      group.committed_at,
+      committed.seq,
+      data,
+      committed.report,
+    );
+    sql.exec(
+      "INSERT INTO batches (source, batch_id, body_hash, watermark, begun_at, config_version) VALUES ('default', 'v4-2', ?, 0, ?, 1)",
+      await hashOf(JSON.stringify(pending)),
+      Date.now(),
+    );
   });
   // Its partition's decision for the begun batch, in partition version 3's layout: P was judged emitted (and stored) before the crash.
   const partition = env.PARTITION.getByName(`${name}/0`);
@@ -131,7 +180,11 @@ it("a stream written by the per-request ledger (version 4) upgrades in place: re
   expect(await post(name, [{ id: "B", ts: at(10, 2) }], { "idempotency-key": "v4-3" })).toMatchObject({ emitted: 1 });
   expect((await output(name)).map((r) => r.id)).toEqual(["A", "P", "B"]);
   const progress = (await json(call("GET", `/v1/streams/${name}/progress`))).progress;
-  expect(progress.map((p: { batchId: string; commitSeq: number }) => [p.batchId, p.commitSeq])).toEqual([["v4-1", 1], ["v4-2", 2], ["v4-3", 3]]);
+  expect(progress.map((p: { batchId: string; commitSeq: number }) => [p.batchId, p.commitSeq])).toEqual([
+    ["v4-1", 1],
+    ["v4-2", 2],
+    ["v4-3", 3],
+  ]);
   const after = await runInDurableObject(stub, (_c, state) => ({
     version: state.storage.sql.exec<{ version: number }>("SELECT version FROM _schema").one().version,
     begun: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM begun").one().n,
@@ -149,7 +202,11 @@ it("a stream written by the per-request ledger (version 4) upgrades in place: re
 async function layoutAt(stub: DurableObjectStub<Partition>, version: number, fill: (sql: SqlStorage) => void): Promise<void> {
   await runInDurableObject(stub, async (_p, state) => {
     await state.storage.deleteAll();
-    migrate(state.storage.sql, PARTITION_MIGRATIONS.filter((m) => m.version <= version), (fn) => state.storage.transactionSync(fn));
+    migrate(
+      state.storage.sql,
+      PARTITION_MIGRATIONS.filter((m) => m.version <= version),
+      (fn) => state.storage.transactionSync(fn),
+    );
     fill(state.storage.sql);
   });
   await evictDurableObject(stub); // the next call constructs it again, on that storage
@@ -158,8 +215,14 @@ async function layoutAt(stub: DurableObjectStub<Partition>, version: number, fil
 const schemaOf = (stub: DurableObjectStub<Partition>) =>
   runInDurableObject(stub, (_p, state) => ({
     version: state.storage.sql.exec<{ version: number }>("SELECT version FROM _schema").one().version,
-    receipts: state.storage.sql.exec<{ dropped: number; conflicts: number }>("SELECT dropped, conflicts FROM receipts").toArray().map((r) => [r.dropped, r.conflicts]),
-    tables: state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE name LIKE 'kept%' ORDER BY name").toArray().map((r) => r.name),
+    receipts: state.storage.sql
+      .exec<{ dropped: number; conflicts: number }>("SELECT dropped, conflicts FROM receipts")
+      .toArray()
+      .map((r) => [r.dropped, r.conflicts]),
+    tables: state.storage.sql
+      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE name LIKE 'kept%' ORDER BY name")
+      .toArray()
+      .map((r) => r.name),
   }));
 
 it("a hashed partition of version 5 (dropped counts in receipts rows) upgrades: the counts move into its keys' rows, unchanged", async () => {
@@ -170,15 +233,28 @@ it("a hashed partition of version 5 (dropped counts in receipts rows) upgrades: 
   const row = (index: number, key: string, digest: string) => ({ index, key, eventTime: t0 + index, digest });
   // As version 5 wrote b1 = [A, B, C] then b2 = [A, A, B, B'] (B' another content): b and e absolute, t the batch's number, every count in a receipts row.
   await layoutAt(stub, 5, (sql) => {
-    sql.exec("INSERT INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending) VALUES (1, 'e1', 0, 3, ?, ?, 1, NULL, NULL)", t0 + 3_600_000, width);
+    sql.exec(
+      "INSERT INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending) VALUES (1, 'e1', 0, 3, ?, ?, 1, NULL, NULL)",
+      t0 + 3_600_000,
+      width,
+    );
     const keys = ["A", "B", "C"].map((k, i) => `[${Math.floor((t0 + i + 3_600_000) / width)},${keyHash64(k)},1,${t0 + i + 3_600_000},${i + 1}]`);
-    sql.exec("INSERT INTO keys (b, k, t, e, d) SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4 FROM json_each(?)", `[${keys.join(",")}]`);
+    sql.exec(
+      "INSERT INTO keys (b, k, t, e, d) SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4 FROM json_each(?)",
+      `[${keys.join(",")}]`,
+    );
     sql.exec("INSERT INTO kept_batches (n, batch, until) VALUES (1, 's' || char(10) || 'b1', ?)", t0 + 2 + 3_600_000);
-    sql.exec("INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT b, k, NULL, CASE WHEN d = 1 THEN 2 ELSE 2 END, CASE WHEN d = 2 THEN 1 ELSE 0 END FROM keys WHERE d IN (1, 2)");
+    sql.exec(
+      "INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT b, k, NULL, CASE WHEN d = 1 THEN 2 ELSE 2 END, CASE WHEN d = 2 THEN 1 ELSE 0 END FROM keys WHERE d IN (1, 2)",
+    );
   });
   const receipts = () => Promise.all(["A", "B", "C"].map(async (k) => (await stub.lookup("e1", k))[0]));
   const after = await receipts();
-  expect(after.map((r) => [r.batch, r.dropped, r.conflicts, r.expiresAt])).toEqual([["s\nb1", 2, 0, t0 + 3_600_000], ["s\nb1", 2, 1, t0 + 3_600_001], ["s\nb1", 0, 0, t0 + 3_600_002]]);
+  expect(after.map((r) => [r.batch, r.dropped, r.conflicts, r.expiresAt])).toEqual([
+    ["s\nb1", 2, 0, t0 + 3_600_000],
+    ["s\nb1", 2, 1, t0 + 3_600_001],
+    ["s\nb1", 0, 0, t0 + 3_600_002],
+  ]);
   expect(await schemaOf(stub)).toEqual({ version: Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)), receipts: [[0, 1]], tables: ["kept_names"] });
   // And it goes on: one more duplicate of A, a conflict of B, a new key D named by the new batch (numbers go on after b1's).
   const r = await applyOne(stub, { epoch: "e1", batch: "s\nb3", watermark: 0, settings: hashed, rows: [row(0, "A", "1"), row(1, "B", "7"), row(3, "D", "4")] });
@@ -200,19 +276,60 @@ it("a text partition of version 6 (batches named by their range of expiries or a
   // As version 6 kept them: b1 kept A, B (expiries [e0, e1], named by range); b2 kept C, whose expiry lies inside b1's range, so a receipts row names it;
   // b3 kept D (range [e5, e5]). A has two duplicates and a conflict counted in its receipts row.
   await layoutAt(stub, 6, (sql) => {
-    sql.exec("INSERT INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending) VALUES (1, 'e1', 0, 4, ?, ?, 0, NULL, NULL)", e(0), width);
-    for (const [k, i] of [["A", 0], ["B", 2], ["C", 1], ["D", 5]] as const) sql.exec("INSERT INTO keys (b, k, t, e, d) VALUES (?, ?, ?, ?, ?)", Math.floor(e(i) / width), k, t0 + i, e(i), i + 10);
+    sql.exec(
+      "INSERT INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending) VALUES (1, 'e1', 0, 4, ?, ?, 0, NULL, NULL)",
+      e(0),
+      width,
+    );
+    for (const [k, i] of [
+      ["A", 0],
+      ["B", 2],
+      ["C", 1],
+      ["D", 5],
+    ] as const)
+      sql.exec("INSERT INTO keys (b, k, t, e, d) VALUES (?, ?, ?, ?, ?)", Math.floor(e(i) / width), k, t0 + i, e(i), i + 10);
     sql.exec("CREATE INDEX IF NOT EXISTS kept_batches_by_hi ON kept_batches (hi) WHERE hi IS NOT NULL");
-    sql.exec("INSERT INTO kept_batches (n, batch, until, lo, hi) VALUES (1, 's' || char(10) || 'b1', ?, ?, ?), (2, 's' || char(10) || 'b2', ?, NULL, NULL), (3, 's' || char(10) || 'b3', ?, ?, ?)", e(2), e(0), e(2), e(1), e(5), e(5), e(5));
-    sql.exec("INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT b, k, CASE k WHEN 'C' THEN 2 END, CASE k WHEN 'A' THEN 2 ELSE 0 END, CASE k WHEN 'A' THEN 1 ELSE 0 END FROM keys WHERE k IN ('A', 'C')");
+    sql.exec(
+      "INSERT INTO kept_batches (n, batch, until, lo, hi) VALUES (1, 's' || char(10) || 'b1', ?, ?, ?), (2, 's' || char(10) || 'b2', ?, NULL, NULL), (3, 's' || char(10) || 'b3', ?, ?, ?)",
+      e(2),
+      e(0),
+      e(2),
+      e(1),
+      e(5),
+      e(5),
+      e(5),
+    );
+    sql.exec(
+      "INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT b, k, CASE k WHEN 'C' THEN 2 END, CASE k WHEN 'A' THEN 2 ELSE 0 END, CASE k WHEN 'A' THEN 1 ELSE 0 END FROM keys WHERE k IN ('A', 'C')",
+    );
   });
-  const expected = [["A", "s\nb1", 2, 1], ["B", "s\nb1", 0, 0], ["C", "s\nb2", 0, 0], ["D", "s\nb3", 0, 0]];
-  const receipts = async () => (await Promise.all(["A", "B", "C", "D"].map(async (k) => (await stub.lookup("e1", k))[0]))).map((r) => [r.key, r.batch, r.dropped, r.conflicts]);
+  const expected = [
+    ["A", "s\nb1", 2, 1],
+    ["B", "s\nb1", 0, 0],
+    ["C", "s\nb2", 0, 0],
+    ["D", "s\nb3", 0, 0],
+  ];
+  const receipts = async () =>
+    (await Promise.all(["A", "B", "C", "D"].map(async (k) => (await stub.lookup("e1", k))[0]))).map((r) => [r.key, r.batch, r.dropped, r.conflicts]);
   expect(await receipts()).toEqual(expected);
   expect(await schemaOf(stub)).toEqual({ version: Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)), receipts: [[0, 1]], tables: ["kept_names"] });
-  expect((await stub.list("e1", "", 10)).map((x) => [x.key, x.eventTime, x.expiresAt])).toEqual([["A", t0, e(0)], ["B", t0 + 2, e(2)], ["C", t0 + 1, e(1)], ["D", t0 + 5, e(5)]]);
+  expect((await stub.list("e1", "", 10)).map((x) => [x.key, x.eventTime, x.expiresAt])).toEqual([
+    ["A", t0, e(0)],
+    ["B", t0 + 2, e(2)],
+    ["C", t0 + 1, e(1)],
+    ["D", t0 + 5, e(5)],
+  ]);
   // New batches are named after the old ones; drops count on in the key's row.
-  const r = await applyOne(stub, { epoch: "e1", batch: "s\nb4", watermark: 0, settings, rows: [{ index: 0, key: "E", eventTime: t0 + 7 }, { index: 1, key: "B", eventTime: t0 + 8 }] });
+  const r = await applyOne(stub, {
+    epoch: "e1",
+    batch: "s\nb4",
+    watermark: 0,
+    settings,
+    rows: [
+      { index: 0, key: "E", eventTime: t0 + 7 },
+      { index: 1, key: "B", eventTime: t0 + 8 },
+    ],
+  });
   expect(r).toMatchObject({ decisions: "ed", rows: 5, gaps: [[6]] });
   expect(await receipts()).toEqual([expected[0], ["B", "s\nb1", 1, 0], expected[2], expected[3]]);
   expect((await stub.lookup("e1", "E"))[0]).toMatchObject({ batch: "s\nb4", eventTime: t0 + 7, expiresAt: t0 + 7 + 3_600_000 });
@@ -228,16 +345,37 @@ it("a hashed global partition of version 6 (every key named by a receipts row) u
   // As version 6 kept them: no expiry, t the event time (null), each key's batch number and drop count in its receipts row.
   await layoutAt(stub, 6, (sql) => {
     sql.exec("INSERT INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending) VALUES (1, 'e1', 0, 2, NULL, 0, 1, NULL, NULL)");
-    sql.exec("INSERT INTO keys (b, k, t, e, d) SELECT 0, value ->> 0, NULL, NULL, value ->> 1 FROM json_each(?)", `[[${keyHash64("A")},5],[${keyHash64("B")},6]]`);
+    sql.exec(
+      "INSERT INTO keys (b, k, t, e, d) SELECT 0, value ->> 0, NULL, NULL, value ->> 1 FROM json_each(?)",
+      `[[${keyHash64("A")},5],[${keyHash64("B")},6]]`,
+    );
     sql.exec("INSERT INTO kept_batches (n, batch, until) VALUES (1, 's' || char(10) || 'g1', NULL), (2, 's' || char(10) || 'g2', NULL)");
-    sql.exec("INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT 0, k, CASE WHEN d = 5 THEN 1 ELSE 2 END, CASE WHEN d = 5 THEN 3 ELSE 0 END, CASE WHEN d = 5 THEN 1 ELSE 0 END FROM keys");
+    sql.exec(
+      "INSERT INTO receipts (b, k, n, dropped, conflicts) SELECT 0, k, CASE WHEN d = 5 THEN 1 ELSE 2 END, CASE WHEN d = 5 THEN 3 ELSE 0 END, CASE WHEN d = 5 THEN 1 ELSE 0 END FROM keys",
+    );
   });
-  const receipts = async () => (await Promise.all(["A", "B"].map(async (k) => (await stub.lookup("e1", k))[0]))).map((r) => [r.batch, r.dropped, r.conflicts, r.expiresAt]);
-  expect(await receipts()).toEqual([["s\ng1", 3, 1, null], ["s\ng2", 0, 0, null]]);
+  const receipts = async () =>
+    (await Promise.all(["A", "B"].map(async (k) => (await stub.lookup("e1", k))[0]))).map((r) => [r.batch, r.dropped, r.conflicts, r.expiresAt]);
+  expect(await receipts()).toEqual([
+    ["s\ng1", 3, 1, null],
+    ["s\ng2", 0, 0, null],
+  ]);
   expect(await schemaOf(stub)).toEqual({ version: Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)), receipts: [[0, 1]], tables: ["kept_names"] });
-  const r = await applyOne(stub, { epoch: "e1", batch: "s\ng3", watermark: 0, settings, rows: [{ index: 0, key: "B", eventTime: null }, { index: 1, key: "C", eventTime: null }] });
+  const r = await applyOne(stub, {
+    epoch: "e1",
+    batch: "s\ng3",
+    watermark: 0,
+    settings,
+    rows: [
+      { index: 0, key: "B", eventTime: null },
+      { index: 1, key: "C", eventTime: null },
+    ],
+  });
   expect(r).toMatchObject({ decisions: "de", rows: 3 });
-  expect(await receipts()).toEqual([["s\ng1", 3, 1, null], ["s\ng2", 1, 0, null]]);
+  expect(await receipts()).toEqual([
+    ["s\ng1", 3, 1, null],
+    ["s\ng2", 1, 0, null],
+  ]);
   expect((await stub.lookup("e1", "C"))[0]).toMatchObject({ batch: "s\ng3", dropped: 0 });
 });
 
@@ -245,7 +383,14 @@ it("a stream written by version 8 (a row each for sources, advice, counters, par
   const name = "versions-v8";
   await client.putStream(name, { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 1 });
   const b1 = await post(name, [{ id: "A", ts: at(10, 0) }], { "idempotency-key": "v8-1" });
-  await post(name, [{ id: "B", ts: at(10, 1) }, { id: "A", ts: at(10, 1) }], { "idempotency-key": "v8-2", "x-source": "other" });
+  await post(
+    name,
+    [
+      { id: "B", ts: at(10, 1) },
+      { id: "A", ts: at(10, 1) },
+    ],
+    { "idempotency-key": "v8-2", "x-source": "other" },
+  );
   const stub = env.COORDINATOR.getByName(name);
   await runInDurableObject(stub, (c) => c.flush());
   await post(name, [{ id: "C", ts: at(10, 2) }], { "idempotency-key": "v8-3" });
@@ -264,9 +409,14 @@ it("a stream written by version 8 (a row each for sources, advice, counters, par
     const chunk = sql.exec<{ keys: string; offsets: string }>("SELECT keys, offsets FROM outbox_chunks").one();
     const keys = JSON.parse(chunk.keys) as Record<string, string>;
     // Version 8's commit index: a row per micro-batch (these have one member each), none in the outbox.
-    const groups = sql.exec<{ seq: number; committed_at: number; max_t: number | null; members: string }>(
-      "SELECT seq, committed_at, max_t, members FROM groups UNION ALL SELECT seq, committed_at, max_t, members FROM outbox ORDER BY seq").toArray()
-      .flatMap((g) => (JSON.parse(g.members) as unknown[]).map((m, i) => ({ ...g, seq: g.seq - (JSON.parse(g.members).length - 1) + i, members: JSON.stringify([m]) })));
+    const groups = sql
+      .exec<{ seq: number; committed_at: number; max_t: number | null; members: string }>(
+        "SELECT seq, committed_at, max_t, members FROM groups UNION ALL SELECT seq, committed_at, max_t, members FROM outbox ORDER BY seq",
+      )
+      .toArray()
+      .flatMap((g) =>
+        (JSON.parse(g.members) as unknown[]).map((m, i) => ({ ...g, seq: g.seq - (JSON.parse(g.members).length - 1) + i, members: JSON.stringify([m]) })),
+      );
     const lengths = groups.map((g) => JSON.parse(g.members)[0][2] as string);
     // Version 8 kept each committed id's record as a row of batches, and a member of a commit record as its lanes alone.
     const ids = committedRecords(sql);
@@ -286,7 +436,8 @@ it("a stream written by version 8 (a row each for sources, advice, counters, par
       sql.exec("INSERT INTO outbox_flushed (id, data) VALUES (?, ?)", id, `${keys.data}#${offsets[0]}+${length}`);
     }
     for (const g of groups) sql.exec("INSERT INTO groups VALUES (?, ?, ?, ?, ?)", g.seq, g.seq, g.committed_at, g.max_t, g.members);
-    for (const r of ids) sql.exec("INSERT INTO batches (source, batch_id, body_hash, seq, report) VALUES (?, ?, ?, ?, ?)", r.source, r.batch_id, r.body_hash, r.seq, r.report);
+    for (const r of ids)
+      sql.exec("INSERT INTO batches (source, batch_id, body_hash, seq, report) VALUES (?, ?, ?, ?, ?)", r.source, r.batch_id, r.body_hash, r.seq, r.report);
     sql.exec("INSERT INTO outbox (id, at, data, late, rejected, batches) VALUES (?, ?, ?, x'', x'', ?)", waiting.id, waiting.at, waiting.data, waiting.batches);
     for (const [n, t, last] of record.sources) sql.exec("INSERT INTO sources VALUES (?, ?, ?)", n, t, last);
     for (const [s, f] of record.advice) sql.exec("INSERT INTO advice VALUES (?, ?)", s, JSON.stringify(f));
@@ -297,38 +448,64 @@ it("a stream written by version 8 (a row each for sources, advice, counters, par
   await evictDurableObject(stub);
 
   // Everything reads back as it was: the stream, its output (flushed and waiting), the advisor, the counters.
-  expect(await json(call("GET", `/v1/streams/${name}`))).toEqual({ ...before.stream, bookkeeping: { ...before.stream.bookkeeping, bytes: expect.any(Number) } });
+  expect(await json(call("GET", `/v1/streams/${name}`))).toEqual({
+    ...before.stream,
+    bookkeeping: { ...before.stream.bookkeeping, bytes: expect.any(Number) },
+  });
   expect(await output(name)).toEqual(before.output);
   expect(await json(call("GET", `/v1/streams/${name}/advice`))).toEqual(before.advice);
   const metrics = (await (await call("GET", "/metrics")).text()).split("\n").filter((l) => l.includes(`stream="${name}"`) && !l.includes("bookkeeping"));
   expect(metrics).toEqual(before.metrics);
   expect(await post(name, [{ id: "A", ts: at(10, 0) }], { "idempotency-key": "v8-1" })).toEqual({ ...b1, replayed: true });
   // New commits go on: their outbox entries are numbered above every id the old outbox gave, then flushed with the old one.
-  expect(await post(name, [{ id: "D", ts: at(10, 3) }, { id: "C", ts: at(10, 3) }], { "idempotency-key": "v8-4" })).toMatchObject({ emitted: 1, duplicates: 1 });
+  expect(
+    await post(
+      name,
+      [
+        { id: "D", ts: at(10, 3) },
+        { id: "C", ts: at(10, 3) },
+      ],
+      { "idempotency-key": "v8-4" },
+    ),
+  ).toMatchObject({ emitted: 1, duplicates: 1 });
   const ids = await runInDurableObject(stub, (_c, state) => ({
     version: state.storage.sql.exec<{ version: number }>("SELECT version FROM _schema").one().version,
-    sealed: state.storage.sql.exec<{ id: number }>("SELECT id FROM outbox_sealed").toArray().map((r) => r.id),
-    waiting: state.storage.sql.exec<{ id: number }>("SELECT id FROM outbox").toArray().map((r) => r.id),
+    sealed: state.storage.sql
+      .exec<{ id: number }>("SELECT id FROM outbox_sealed")
+      .toArray()
+      .map((r) => r.id),
+    waiting: state.storage.sql
+      .exec<{ id: number }>("SELECT id FROM outbox")
+      .toArray()
+      .map((r) => r.id),
     old: state.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE name IN ('sources', 'advice', 'counters', 'partition_figures')").toArray().length,
   }));
   expect(ids).toEqual({ version: Math.max(...COORDINATOR_MIGRATIONS.map((m) => m.version)), sealed: [3], waiting: [3 + 4], old: 0 });
   expect((await output(name)).map((r) => r.id)).toEqual(["A", "B", "C", "D"]);
   expect(await runInDurableObject(stub, (c) => c.flush())).toBe(2);
   expect((await output(name)).map((r) => r.id)).toEqual(["A", "B", "C", "D"]);
-  expect((await json(call("GET", `/v1/streams/${name}/progress`))).progress.map((p: { batchId: string }) => p.batchId)).toEqual(["v8-1", "v8-2", "v8-3", "v8-4"]);
+  expect((await json(call("GET", `/v1/streams/${name}/progress`))).progress.map((p: { batchId: string }) => p.batchId)).toEqual([
+    "v8-1",
+    "v8-2",
+    "v8-3",
+    "v8-4",
+  ]);
 });
 
 it("a new partition gets at once the layout the migrations build step by step (tables, columns, keys, indexes)", async () => {
   const shape = (stub: DurableObjectStub<Partition>) =>
     runInDurableObject(stub, (_p, state) => {
       const sql = state.storage.sql;
-      const tables = sql.exec<{ name: string; type: string }>("SELECT name, type FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' ORDER BY name").toArray();
+      const tables = sql
+        .exec<{ name: string; type: string }>("SELECT name, type FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' ORDER BY name")
+        .toArray();
       return {
         version: sql.exec<{ version: number }>("SELECT version FROM _schema").one().version,
         tables: tables.map((t) => ({
           ...t,
           columns: t.type === "table" ? sql.exec(`SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_info('${t.name}')`).toArray() : null,
-          withoutRowid: t.type === "table" ? /WITHOUT ROWID/i.test(sql.exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE name = ?", t.name).one().sql) : null,
+          withoutRowid:
+            t.type === "table" ? /WITHOUT ROWID/i.test(sql.exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE name = ?", t.name).one().sql) : null,
         })),
       };
     });
@@ -340,7 +517,16 @@ it("a new partition gets at once the layout the migrations build step by step (t
   expect(want.tables.map((t) => t.name)).toEqual(["_schema", "front", "kept_names", "keys", "ledger", "meta", "receipts"]);
   expect(await shape(fresh)).toEqual(want);
   // And it works as one: a batch stored, found, listed.
-  const r = await applyOne(fresh, { epoch: "e1", batch: "s\nb1", watermark: 0, settings: within, rows: [{ index: 0, key: "A", eventTime: 1000 }, { index: 1, key: "A", eventTime: 1001 }] });
+  const r = await applyOne(fresh, {
+    epoch: "e1",
+    batch: "s\nb1",
+    watermark: 0,
+    settings: within,
+    rows: [
+      { index: 0, key: "A", eventTime: 1000 },
+      { index: 1, key: "A", eventTime: 1001 },
+    ],
+  });
   expect(r).toMatchObject({ decisions: "ed", rows: 1 });
   expect((await fresh.lookup("e1", "A"))[0]).toMatchObject({ batch: "s\nb1", dropped: 1, expiresAt: 1100, eventTime: 1000 });
 });

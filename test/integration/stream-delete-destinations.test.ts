@@ -17,13 +17,14 @@ const helper = (env as unknown as { DELIVERY_HELPER: Fetcher }).DELIVERY_HELPER;
 const T = Date.UTC(2026, 0, 1);
 const base = { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 2 };
 
-
-const received = async (prefix: string) => (await (await helper.fetch(`http://helper/received?prefix=${encodeURIComponent(prefix)}`)).json<any[]>());
+const received = async (prefix: string) => await (await helper.fetch(`http://helper/received?prefix=${encodeURIComponent(prefix)}`)).json<any[]>();
 
 /** What a Destination object holds, all tables. */
 async function stored(name: string): Promise<Record<string, number>> {
   return runInDurableObject(env.DESTINATION.getByName(name), (_o, state) =>
-    Object.fromEntries(["dest", "pending", "dead", "marks", "members"].map((t) => [t, state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${t}`).one().n])),
+    Object.fromEntries(
+      ["dest", "pending", "dead", "marks", "members"].map((t) => [t, state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${t}`).one().n]),
+    ),
   );
 }
 
@@ -32,7 +33,18 @@ async function incarnation(stream: string) {
   await createStream(stream, base);
   expect((await call("PUT", D(stream, "q"), { type: "queue", binding: "DELIVERIES" })).status).toBe(201);
   expect((await call("PUT", D(stream, "h"), { type: "http", url: "http://127.0.0.1:1/hook", retryFor: "1 second", timeout: "1 second" })).status).toBe(201);
-  expect((await post(stream, [{ id: 1, ts: T }, { id: 2, ts: T }], { "idempotency-key": "b1" })).emitted).toBe(2);
+  expect(
+    (
+      await post(
+        stream,
+        [
+          { id: 1, ts: T },
+          { id: 2, ts: T },
+        ],
+        { "idempotency-key": "b1" },
+      )
+    ).emitted,
+  ).toBe(2);
   expect((await post(stream, [{ id: 3, ts: T }], { "idempotency-key": "b2" })).emitted).toBe(1);
   const dead = await until("the http destination's dead lane", async () => {
     const page = deadLaneSchema.parse(await json(call("GET", `${D(stream, "h")}/dead`)));

@@ -43,7 +43,11 @@ describe("rows the table cannot take", () => {
     ]);
     await tick();
     // The next request counts the columns the first one committed (x, y): two more fit, a third does not.
-    const second = await post("tb1", [{ id: "g", ts: at(10, 1), z: 1, w: 2 }, { id: "h", ts: at(10, 1), v: 1 }, { id: "i", ts: at(10, 1), x: 3 }]);
+    const second = await post("tb1", [
+      { id: "g", ts: at(10, 1), z: 1, w: 2 },
+      { id: "h", ts: at(10, 1), v: 1 },
+      { id: "i", ts: at(10, 1), x: 3 },
+    ]);
     expect(second).toMatchObject({ input: 3, emitted: 2 });
     expect(second.rejected).toEqual([{ index: 1, error: 'adds 1 new column ("v") to a table of 6; at most 6 ("table.maxColumns")' }]);
     expect((await output("tb1")).map((r) => r.id)).toEqual(["a", "g", "i"]);
@@ -102,7 +106,9 @@ describe("the column cap across batches", () => {
     expect(await post(name, crashed, { "idempotency-key": "x1" })).toMatchObject({ emitted: 1, duplicates: 0, rejected: [] });
     expect((await output(name)).map((r) => r.id)).toEqual(["y", "x"]);
     // A new batch is judged by the columns known now.
-    expect((await post(name, [{ id: "z", ts: at(10, 2), s: 1 }])).rejected).toEqual([{ index: 0, error: 'adds 1 new column ("s") to a table of 5; at most 4 ("table.maxColumns")' }]);
+    expect((await post(name, [{ id: "z", ts: at(10, 2), s: 1 }])).rejected).toEqual([
+      { index: 0, error: 'adds 1 new column ("s") to a table of 5; at most 4 ("table.maxColumns")' },
+    ]);
     // The table itself never goes past the cap: the field that does not fit is left out, and counted.
     await runDurableObjectAlarm(env.COORDINATOR.getByName(name));
     expect(await tableColumns(name)).toEqual(["id", "ts", "q", "r"]);

@@ -24,7 +24,12 @@ async function tableRows(stream: string) {
 it("appends exactly once, compacts, and reads back from R2", async () => {
   const store = r2Store(env.SINK);
   const append = (commitSeq: number, rows: Record<string, unknown>[]) => appendToTable(store, { stream: "wt", schema, rows, commitSeq, now: T0 + commitSeq });
-  expect(await append(1, [{ id: "a", n: 1, at: T0 }, { id: "b", n: 2, at: "2026-01-01T00:00:01Z", tag: "x" }])).toMatchObject({
+  expect(
+    await append(1, [
+      { id: "a", n: 1, at: T0 },
+      { id: "b", n: 2, at: "2026-01-01T00:00:01Z", tag: "x" },
+    ]),
+  ).toMatchObject({
     skipped: false,
     sequenceNumber: 1,
     metadataLocation: "r2://edge-dedup-output/tables/wt/metadata/v1.metadata.json",

@@ -15,8 +15,18 @@ const config = { key: ["id"], eventTime: "time", watermarkDelay: "1 hour", parti
 const nowS = () => Math.floor(Date.now() / 1000);
 let seq = 0;
 const event = (extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ id: `evt_vis_${++seq}`, object: "event", created: nowS() - 60, type: "charge.succeeded", data: { object: { amount: 100 } }, pending_webhooks: 1, ...extra });
-const signed = async (body: string, secret = SECRET, t = nowS()) => ({ "stripe-signature": await stripe.webhooks.generateTestHeaderStringAsync({ payload: body, secret, timestamp: t }) });
+  JSON.stringify({
+    id: `evt_vis_${++seq}`,
+    object: "event",
+    created: nowS() - 60,
+    type: "charge.succeeded",
+    data: { object: { amount: 100 } },
+    pending_webhooks: 1,
+    ...extra,
+  });
+const signed = async (body: string, secret = SECRET, t = nowS()) => ({
+  "stripe-signature": await stripe.webhooks.generateTestHeaderStringAsync({ payload: body, secret, timestamp: t }),
+});
 
 describe("a webhook body cap of its own", () => {
   it("1 MiB by default, refused before the signature is checked and without reading on; a source may raise it", async () => {
@@ -27,7 +37,7 @@ describe("a webhook body cap of its own", () => {
     const r = await deliverWebhook("wv-cap", "main", large, await signed(large));
     expect(r.status).toBe(413);
     expect((await r.json<any>()).detail).toBe(
-      'the delivery\'s body is larger than 1048576 bytes; source "main" reads at most 1048576 before checking a webhook signature (sources.main.maxWebhookBytes, default 1 MiB, never above the stream\'s limits.maxBodyBytes)',
+      "the delivery's body is larger than 1048576 bytes; source \"main\" reads at most 1048576 before checking a webhook signature (sources.main.maxWebhookBytes, default 1 MiB, never above the stream's limits.maxBodyBytes)",
     );
     expect((await deliverWebhook("wv-cap", "big", large, await signed(large))).status).toBe(200);
     // A body of unknown length is cut off at the cap: not read to the stream's 10 MiB.
@@ -66,7 +76,13 @@ describe("what a webhook source absorbed and refused", () => {
     expect(metrics).not.toContain('stream="wv-nope"');
     const health = await json(call("GET", "/v1/streams/wv-count/health"));
     expect(health.webhooks).toEqual({ main: expected });
-    expect(health.reasons).toEqual([expect.objectContaining({ code: "webhook-refusals", severity: "warn", detail: expect.stringMatching(/^source main: 8 webhook deliveries were refused by their signature \(6 bad-signature, /) })]);
+    expect(health.reasons).toEqual([
+      expect.objectContaining({
+        code: "webhook-refusals",
+        severity: "warn",
+        detail: expect.stringMatching(/^source main: 8 webhook deliveries were refused by their signature \(6 bad-signature, /),
+      }),
+    ]);
     expect((await call("GET", "/v1/streams/wv-nope")).status).toBe(404);
   });
 });
@@ -81,9 +97,16 @@ describe("the delay advisor and a provider's retries", () => {
     }
     await post("wv-advice", [{ id: "x", time: Date.now() - 60_000 }], { "x-source": "app" });
     const advice = await json(call("GET", "/v1/streams/wv-advice/advice"));
-    expect(advice.sources.stripe.recommendation).toMatchObject({ watermarkDelay: "3 days", delayMs: 3 * 86_400_000, floor: { ms: 3 * 86_400_000, reason: expect.stringMatching(/^Stripe retries a failed delivery for up to 3 days/) } });
+    expect(advice.sources.stripe.recommendation).toMatchObject({
+      watermarkDelay: "3 days",
+      delayMs: 3 * 86_400_000,
+      floor: { ms: 3 * 86_400_000, reason: expect.stringMatching(/^Stripe retries a failed delivery for up to 3 days/) },
+    });
     // The stream's delay serves the Stripe source too: it gets the floor; a source of the producer's own does not.
-    expect(advice.overall.recommendation).toMatchObject({ delayMs: 3 * 86_400_000, floor: { reason: expect.stringMatching(/^source stripe: Stripe retries/) } });
+    expect(advice.overall.recommendation).toMatchObject({
+      delayMs: 3 * 86_400_000,
+      floor: { reason: expect.stringMatching(/^source stripe: Stripe retries/) },
+    });
     expect(advice.sources.app.recommendation.floor).toBeUndefined();
     expect(advice.sources.app.recommendation.delayMs).toBeLessThan(86_400_000);
   });

@@ -191,29 +191,34 @@ describe.each(CASES)("$type webhooks", (p) => {
     expect((await output(stream)).some((row) => row.id === e.id || row.deliveryId === e.id)).toBe(false);
   });
 
-  it(p.timestamped ? "a stale signature is refused on both sides of now (300 s)" : "no signed timestamp: an old signature still verifies, and the body's hash makes it a replay", async () => {
-    await setUp();
-    if (!p.timestamped) {
-      // GitHub and Shopify sign no time: a captured delivery verifies whenever it is re-sent,
-      // so what protects the stream is its batch id, derived from the signed body.
+  it(
+    p.timestamped
+      ? "a stale signature is refused on both sides of now (300 s)"
+      : "no signed timestamp: an old signature still verifies, and the body's hash makes it a replay",
+    async () => {
+      await setUp();
+      if (!p.timestamped) {
+        // GitHub and Shopify sign no time: a captured delivery verifies whenever it is re-sent,
+        // so what protects the stream is its batch id, derived from the signed body.
+        const e = event();
+        const body = p.body(e);
+        const signature = await p.sign(A, body, e, nowS() - 3600);
+        expect(await (await deliver(stream, "main", body, signature)).json()).toMatchObject({ replayed: false, emitted: 1 });
+        expect(await (await deliver(stream, "main", body, signature)).json()).toMatchObject({ replayed: true, emitted: 1 });
+        expect((await output(stream)).filter((row) => row.id === e.id || row.deliveryId === e.id)).toHaveLength(1);
+        return;
+      }
       const e = event();
       const body = p.body(e);
-      const signature = await p.sign(A, body, e, nowS() - 3600);
-      expect(await (await deliver(stream, "main", body, signature)).json()).toMatchObject({ replayed: false, emitted: 1 });
-      expect(await (await deliver(stream, "main", body, signature)).json()).toMatchObject({ replayed: true, emitted: 1 });
-      expect((await output(stream)).filter((row) => row.id === e.id || row.deliveryId === e.id)).toHaveLength(1);
-      return;
-    }
-    const e = event();
-    const body = p.body(e);
-    const old = await deliver(stream, "main", body, await p.sign(A, body, e, nowS() - 301));
-    expect(old.status).toBe(401);
-    expect((await old.json<any>()).detail).toMatch(/s old; at most 300 s/);
-    const ahead = await deliver(stream, "main", body, await p.sign(A, body, e, nowS() + 301));
-    expect(ahead.status).toBe(401);
-    expect((await ahead.json<any>()).detail).toMatch(/in the future; at most 300 s/);
-    expect((await deliver(stream, "main", body, await p.sign(A, body, e, nowS() - 290))).status).toBe(200);
-  });
+      const old = await deliver(stream, "main", body, await p.sign(A, body, e, nowS() - 301));
+      expect(old.status).toBe(401);
+      expect((await old.json<any>()).detail).toMatch(/s old; at most 300 s/);
+      const ahead = await deliver(stream, "main", body, await p.sign(A, body, e, nowS() + 301));
+      expect(ahead.status).toBe(401);
+      expect((await ahead.json<any>()).detail).toMatch(/in the future; at most 300 s/);
+      expect((await deliver(stream, "main", body, await p.sign(A, body, e, nowS() - 290))).status).toBe(200);
+    },
+  );
 
   it("rotation: two live secrets both verify; a deleted one stops working", async () => {
     const s = `${stream}-rot`;
@@ -222,10 +227,16 @@ describe.each(CASES)("$type webhooks", (p) => {
     const next = await credential(s, "main", { type: p.type, secret: B });
     expect(next).toMatchObject({ type: p.type, secret: B });
     const listed = await json(call("GET", `/v1/streams/${s}/sources/main/credentials`));
-    expect(listed.credentials.map((c: any) => [c.id, c.type])).toEqual([[old.id, p.type], [next.id, p.type]]);
+    expect(listed.credentials.map((c: any) => [c.id, c.type])).toEqual([
+      [old.id, p.type],
+      [next.id, p.type],
+    ]);
     for (const c of listed.credentials) expect(c).not.toHaveProperty("secret");
     const stored = await runInDurableObject(env.COORDINATOR.getByName(s), (_o, state) =>
-      state.storage.sql.exec<{ material: string }>("SELECT material FROM credentials").toArray().map((r) => r.material),
+      state.storage.sql
+        .exec<{ material: string }>("SELECT material FROM credentials")
+        .toArray()
+        .map((r) => r.material),
     );
     for (const m of stored) expect(`${m} ${atob(m)}`).not.toContain(A.slice(6));
 
@@ -242,7 +253,10 @@ describe.each(CASES)("$type webhooks", (p) => {
     // isolate's admission cache still holds it (issue 14: it was a 403 "the token is not valid" then).
     const revoked = await deliver(s, "main", body, await p.sign(A, body, e, nowS()));
     expect(revoked.status).toBe(401);
-    expect(await revoked.json()).toMatchObject({ type: "https://edge-dedup.dev/problems/invalid-webhook-signature", detail: expect.stringMatching(/does not match any webhook signing secret of source "main"/) });
+    expect(await revoked.json()).toMatchObject({
+      type: "https://edge-dedup.dev/problems/invalid-webhook-signature",
+      detail: expect.stringMatching(/does not match any webhook signing secret of source "main"/),
+    });
     expect((await deliver(s, "main", body, await p.sign(B, body, e, nowS()))).status).toBe(200);
   });
 
@@ -423,7 +437,11 @@ describe.each(CASES.filter((c) => !c.signsId))("$type: a captured delivery re-se
       ...(p.type === "shopify"
         ? [
             { "x-shopify-event-id": "forged-2", "x-shopify-triggered-at": new Date(Date.now() + 23 * 3600_000).toISOString() },
-            { "x-shopify-event-id": "forged-3", "x-shopify-webhook-id": "forged-3", "x-shopify-triggered-at": new Date(Date.now() - 3 * 3600_000).toISOString() },
+            {
+              "x-shopify-event-id": "forged-3",
+              "x-shopify-webhook-id": "forged-3",
+              "x-shopify-triggered-at": new Date(Date.now() - 3 * 3600_000).toISOString(),
+            },
           ]
         : []),
     ];
@@ -476,7 +494,11 @@ describe("webhook payloads: depth and error texts", () => {
 
   it("a payload nested 20,000 deep is a 400 problem, not a 500; 64 deep is accepted", async () => {
     await setUp("wh-deep");
-    for (const [depth, status] of [[20_000, 400], [65, 400], [64, 200]] as const) {
+    for (const [depth, status] of [
+      [20_000, 400],
+      [65, 400],
+      [64, 200],
+    ] as const) {
       const body = `${"[".repeat(depth - 1)}`.replace(/^/, '{"a":') + "]".repeat(depth - 1) + "}";
       const e = event();
       const r = await deliver("wh-deep", "main", body, await p.sign(secret, body, e, nowS()));
@@ -513,7 +535,11 @@ describe.each(CASES)("$type: a redelivery judged afresh", (p) => {
       await credential(stream, "main", { type: p.type, secret: A });
       await credential(stream, "mirror", { type: p.type, secret: B });
     })());
-  const conflicts = async () => (await (await call("GET", `/v1/streams/${stream}/conflicts`)).text()).split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  const conflicts = async () =>
+    (await (await call("GET", `/v1/streams/${stream}/conflicts`)).text())
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
 
   it("with what its redeliveries change changed (Stripe's pending_webhooks, GitHub's and Shopify's unsigned headers, the attempt time) is a duplicate", async () => {
     await setUp();
@@ -542,7 +568,12 @@ describe.each(CASES)("$type: a redelivery judged afresh", (p) => {
     const r = await deliver(stream, "mirror", changed, await p.sign(B, changed, e, nowS()));
     expect(await r.json()).toMatchObject({ emitted: 0, duplicates: 1, conflicts: 1 });
     expect((await conflicts()).filter((c) => c.row.id === e.id)).toEqual([
-      expect.objectContaining({ source: "mirror", verdict: "dropped", kept: expect.objectContaining({ source: "main" }), row: expect.objectContaining({ id: e.id, payload: JSON.parse(changed) }) }),
+      expect.objectContaining({
+        source: "mirror",
+        verdict: "dropped",
+        kept: expect.objectContaining({ source: "main" }),
+        row: expect.objectContaining({ id: e.id, payload: JSON.parse(changed) }),
+      }),
     ]);
   });
 });
@@ -580,7 +611,11 @@ describe.each(CASES)("$type: a content-keyed stream", (p) => {
     expect(kept).toHaveLength(1);
     // Asked by the row as it was written: keyed as its provider's rows are, it is remembered; keyed as a plain row, it is another key.
     const ask = async (provider?: string) =>
-      (await json<{ keys: unknown[] }>(call("GET", `/v1/streams/${stream}/state?row=${encodeURIComponent(JSON.stringify(kept[0]))}${provider ? `&provider=${provider}` : ""}`))).keys;
+      (
+        await json<{ keys: unknown[] }>(
+          call("GET", `/v1/streams/${stream}/state?row=${encodeURIComponent(JSON.stringify(kept[0]))}${provider ? `&provider=${provider}` : ""}`),
+        )
+      ).keys;
     expect(await ask(p.type)).toHaveLength(1);
     expect(await ask()).toEqual([]);
     // A provider it doesn't know, or one without a row, is a 400.

@@ -37,17 +37,51 @@ describe("the idempotency window", () => {
 
   it("within it a retry replays and another body is a 422; after it the id is forgotten and its retry adds nothing", async () => {
     await createStream("w1", { ...base, idempotencyWindow: "1 minute" });
-    const first = await post("w1", [{ id: "A", ts: at(10, 0) }, { id: "B", ts: at(10, 0) }], { "idempotency-key": "b1" });
+    const first = await post(
+      "w1",
+      [
+        { id: "A", ts: at(10, 0) },
+        { id: "B", ts: at(10, 0) },
+      ],
+      { "idempotency-key": "b1" },
+    );
     expect(first).toMatchObject({ emitted: 2, replayed: false });
-    expect(await post("w1", [{ id: "A", ts: at(10, 0) }, { id: "B", ts: at(10, 0) }], { "idempotency-key": "b1" })).toMatchObject({ emitted: 2, replayed: true });
+    expect(
+      await post(
+        "w1",
+        [
+          { id: "A", ts: at(10, 0) },
+          { id: "B", ts: at(10, 0) },
+        ],
+        { "idempotency-key": "b1" },
+      ),
+    ).toMatchObject({ emitted: 2, replayed: true });
     const other = await call("POST", "/v1/streams/w1/events", [{ id: "C", ts: at(10, 0) }], { "idempotency-key": "b1" });
     expect(other.status).toBe(422);
     expect(await bookkeeping("w1")).toMatchObject({ batchesRemembered: 1, idempotencyWindow: 60_000 });
 
     // Past the window, but the watermark has not passed b1's event times: kept (within-watermark needs that).
-    expect(await post("w1", [{ id: "D", ts: at(10, 0) + 30_000 }, { id: "L", ts: at(9, 0) }], { "idempotency-key": "b2" })).toMatchObject({ emitted: 1, late: 1 });
+    expect(
+      await post(
+        "w1",
+        [
+          { id: "D", ts: at(10, 0) + 30_000 },
+          { id: "L", ts: at(9, 0) },
+        ],
+        { "idempotency-key": "b2" },
+      ),
+    ).toMatchObject({ emitted: 1, late: 1 });
     await age("w1", 120_000);
-    expect(await post("w1", [{ id: "A", ts: at(10, 0) }, { id: "B", ts: at(10, 0) }], { "idempotency-key": "b1" })).toMatchObject({ replayed: true });
+    expect(
+      await post(
+        "w1",
+        [
+          { id: "A", ts: at(10, 0) },
+          { id: "B", ts: at(10, 0) },
+        ],
+        { "idempotency-key": "b1" },
+      ),
+    ).toMatchObject({ replayed: true });
 
     // The watermark passes them (10:02 − 1 minute): b1 and b2 are forgotten; the newest group stays (it holds the last commit number).
     await post("w1", [{ id: "E", ts: at(10, 2) }], { "idempotency-key": "b3" });
@@ -57,17 +91,32 @@ describe("the idempotency window", () => {
     expect(book.bytes).toBeGreaterThan(0);
 
     // Judged afresh: every row is late now, nothing is added; another body under the old id is a new batch.
-    const again = await post("w1", [{ id: "A", ts: at(10, 0) }, { id: "B", ts: at(10, 0) }], { "idempotency-key": "b1" });
+    const again = await post(
+      "w1",
+      [
+        { id: "A", ts: at(10, 0) },
+        { id: "B", ts: at(10, 0) },
+      ],
+      { "idempotency-key": "b1" },
+    );
     expect(again).toMatchObject({ replayed: false, emitted: 0, late: 2 });
     const reused = await post("w1", [{ id: "F", ts: at(10, 3) }], { "idempotency-key": "b2" });
     expect(reused).toMatchObject({ replayed: false, emitted: 1 });
     // The lanes of forgotten commits are read from the committed manifest.
     expect((await output("w1")).map((r) => r.id)).toEqual(["A", "B", "D", "E", "F"]);
-    const late = (await (await call("GET", "/v1/streams/w1/late")).text()).trim().split("\n").map((l) => JSON.parse(l).row.id);
+    const late = (await (await call("GET", "/v1/streams/w1/late")).text())
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l).row.id);
     expect(late).toEqual(["L", "A", "B"]);
     const tail = await call("GET", "/v1/streams/w1/output?after=2");
     expect(tail.headers.get("x-commit-seq")).toBe("5");
-    expect((await tail.text()).trim().split("\n").map((l) => JSON.parse(l).id)).toEqual(["E", "F"]);
+    expect(
+      (await tail.text())
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).id),
+    ).toEqual(["E", "F"]);
     // Progress lists what is remembered; commit numbers go on.
     const progress = (await json(call("GET", "/v1/streams/w1/progress"))).progress;
     expect(progress.map((p: { batchId: string }) => p.batchId)).toEqual(["b3", "b1", "b2"]);
@@ -124,8 +173,13 @@ describe("the idempotency window", () => {
     await post("w-lanes", [{ id: "A", n: 1 }], { "idempotency-key": "l1" });
     await post("w-lanes", [{ id: "A", n: 2 }], { "idempotency-key": "l2" }); // a conflict: the conflicts lane
     await post("w-lanes", [{ id: "B", n: 3 }], { "idempotency-key": "l3" });
-    const refs = () => runInDurableObject(env.COORDINATOR.getByName("w-lanes"), (_c, state) =>
-      state.storage.sql.exec<{ seq: number; lane: string }>("SELECT seq, lane FROM lane_refs").toArray().map((r) => [r.seq, r.lane]));
+    const refs = () =>
+      runInDurableObject(env.COORDINATOR.getByName("w-lanes"), (_c, state) =>
+        state.storage.sql
+          .exec<{ seq: number; lane: string }>("SELECT seq, lane FROM lane_refs")
+          .toArray()
+          .map((r) => [r.seq, r.lane]),
+      );
     expect(await refs()).toEqual([[2, "conflicts"]]);
     await age("w-lanes", 120_000);
     expect(await bookkeeping("w-lanes")).toMatchObject({ batchesRemembered: 1 });

@@ -36,29 +36,38 @@ interface Sample {
 
 /** A line chart of the two byte series over time (SVG). */
 function chart(samples: Sample[]): string {
-  const W = 760, H = 360, left = 70, right = 20, top = 40, bottom = 50;
+  const W = 760,
+    H = 360,
+    left = 70,
+    right = 20,
+    top = 40,
+    bottom = 50;
   const maxT = Math.max(...samples.map((s) => s.t), 1);
   const maxY = Math.max(...samples.flatMap((s) => [s.bookkeeping, s.state]), 1);
   const x = (t: number) => left + (t / maxT) * (W - left - right);
   const y = (v: number) => top + (1 - v / maxY) * (H - top - bottom);
   const line = (key: "bookkeeping" | "state", color: string) =>
     `<polyline fill="none" stroke="${color}" stroke-width="2" points="${samples.map((s) => `${x(s.t).toFixed(1)},${y(s[key]).toFixed(1)}`).join(" ")}"/>`;
-  const thirds = [1, 2].map((k) => `<line x1="${x((maxT * k) / 3)}" x2="${x((maxT * k) / 3)}" y1="${top}" y2="${H - bottom}" stroke="#ccc" stroke-dasharray="4"/>`);
-  return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">`,
-    `<rect width="${W}" height="${H}" fill="white"/>`,
-    `<text x="${W / 2}" y="22" text-anchor="middle" font-size="14">bookkeeping.bytes and state.bytes under steady load (window 1 min, delay 1 min)</text>`,
-    ...thirds,
-    `<line x1="${left}" x2="${W - right}" y1="${H - bottom}" y2="${H - bottom}" stroke="#333"/>`,
-    `<text x="${left - 6}" y="${top + 4}" text-anchor="end">${(maxY / 2 ** 20).toFixed(1)} MiB</text>`,
-    `<text x="${left - 6}" y="${H - bottom + 4}" text-anchor="end">0</text>`,
-    `<text x="${W - right}" y="${H - bottom + 18}" text-anchor="end">${maxT} s</text>`,
-    line("bookkeeping", "#f38020"),
-    line("state", "#3b6ea5"),
-    `<rect x="${left}" y="${H - 22}" width="12" height="12" fill="#f38020"/><text x="${left + 18}" y="${H - 12}">bookkeeping.bytes (Coordinator)</text>`,
-    `<rect x="${left + 260}" y="${H - 22}" width="12" height="12" fill="#3b6ea5"/><text x="${left + 278}" y="${H - 12}">state.bytes (partitions)</text>`,
-    "</svg>",
-  ].join("\n") + "\n";
+  const thirds = [1, 2].map(
+    (k) => `<line x1="${x((maxT * k) / 3)}" x2="${x((maxT * k) / 3)}" y1="${top}" y2="${H - bottom}" stroke="#ccc" stroke-dasharray="4"/>`,
+  );
+  return (
+    [
+      `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">`,
+      `<rect width="${W}" height="${H}" fill="white"/>`,
+      `<text x="${W / 2}" y="22" text-anchor="middle" font-size="14">bookkeeping.bytes and state.bytes under steady load (window 1 min, delay 1 min)</text>`,
+      ...thirds,
+      `<line x1="${left}" x2="${W - right}" y1="${H - bottom}" y2="${H - bottom}" stroke="#333"/>`,
+      `<text x="${left - 6}" y="${top + 4}" text-anchor="end">${(maxY / 2 ** 20).toFixed(1)} MiB</text>`,
+      `<text x="${left - 6}" y="${H - bottom + 4}" text-anchor="end">0</text>`,
+      `<text x="${W - right}" y="${H - bottom + 18}" text-anchor="end">${maxT} s</text>`,
+      line("bookkeeping", "#f38020"),
+      line("state", "#3b6ea5"),
+      `<rect x="${left}" y="${H - 22}" width="12" height="12" fill="#f38020"/><text x="${left + 18}" y="${H - 12}">bookkeeping.bytes (Coordinator)</text>`,
+      `<rect x="${left + 260}" y="${H - 22}" width="12" height="12" fill="#3b6ea5"/><text x="${left + 278}" y="${H - 12}">state.bytes (partitions)</text>`,
+      "</svg>",
+    ].join("\n") + "\n"
+  );
 }
 
 test(`bookkeeping soak: ${SECONDS} s of single-event load, 1-minute window and delay`, async () => {
@@ -105,8 +114,11 @@ test(`bookkeeping soak: ${SECONDS} s of single-event load, 1-minute window and d
       await new Promise((r) => setTimeout(r, SAMPLE_MS));
       const info = await api.stream(STREAM);
       samples.push({
-        t: Math.round((Date.now() - t0) / 1000), bookkeeping: info.bookkeeping.bytes, state: info.state.bytes,
-        remembered: info.bookkeeping.batchesRemembered, rows: info.state.rows,
+        t: Math.round((Date.now() - t0) / 1000),
+        bookkeeping: info.bookkeeping.bytes,
+        state: info.state.bytes,
+        remembered: info.bookkeeping.batchesRemembered,
+        rows: info.state.rows,
       });
     }
   };
@@ -127,7 +139,10 @@ test(`bookkeeping soak: ${SECONDS} s of single-event load, 1-minute window and d
     [
       `bookkeeping soak: ${elapsed.toFixed(0)} s, ${requests} requests (${(requests / elapsed).toFixed(0)}/s), ${next} distinct events, ${emitted} emitted, ${late} late, ${errors} errors`,
       "   t   bookkeeping.bytes   state.bytes   ids remembered   state rows",
-      ...samples.map((s) => `${String(s.t).padStart(4)}   ${kib(s.bookkeeping).padStart(17)}   ${kib(s.state).padStart(11)}   ${String(s.remembered).padStart(14)}   ${String(s.rows).padStart(10)}`),
+      ...samples.map(
+        (s) =>
+          `${String(s.t).padStart(4)}   ${kib(s.bookkeeping).padStart(17)}   ${kib(s.state).padStart(11)}   ${String(s.remembered).padStart(14)}   ${String(s.rows).padStart(10)}`,
+      ),
       `middle third max: bookkeeping ${kib(maxOf(middle, "bookkeeping"))}, state ${kib(maxOf(middle, "state"))}; last third max: bookkeeping ${kib(maxOf(last, "bookkeeping"))}, state ${kib(maxOf(last, "state"))}`,
       `series: ${join(dir, "bookkeeping.json")}  chart: ${join(dir, "bookkeeping.svg")}`,
     ].join("\n"),

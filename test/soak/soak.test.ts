@@ -135,7 +135,7 @@ test(`soak: ${SECONDS} s of sustained load`, async () => {
   const settled = samples.filter((s) => s.t >= 40);
   console.log(
     [
-      `soak: ${elapsed.toFixed(0)} s, ${batches} batches, ${(batches * BATCH / elapsed).toFixed(0)} rows/s in, ${next} distinct events, ${emitted} emitted, ${late} late, ${errors} errors`,
+      `soak: ${elapsed.toFixed(0)} s, ${batches} batches, ${((batches * BATCH) / elapsed).toFixed(0)} rows/s in, ${next} distinct events, ${emitted} emitted, ${late} late, ${errors} errors`,
       `state rows (expected plateau ≈ ${expectedRows}):`,
       ...samples.map(
         (s) =>

@@ -52,8 +52,14 @@ export function oracleSha256Words(bytes: Uint8Array): Uint32Array {
   const hiBits = Math.floor(n / 0x20000000);
   const loBits = (n << 3) >>> 0;
   const end = padded.length;
-  padded[end - 8] = hiBits >>> 24; padded[end - 7] = hiBits >>> 16; padded[end - 6] = hiBits >>> 8; padded[end - 5] = hiBits;
-  padded[end - 4] = loBits >>> 24; padded[end - 3] = loBits >>> 16; padded[end - 2] = loBits >>> 8; padded[end - 1] = loBits;
+  padded[end - 8] = hiBits >>> 24;
+  padded[end - 7] = hiBits >>> 16;
+  padded[end - 6] = hiBits >>> 8;
+  padded[end - 5] = hiBits;
+  padded[end - 4] = loBits >>> 24;
+  padded[end - 3] = loBits >>> 16;
+  padded[end - 2] = loBits >>> 8;
+  padded[end - 1] = loBits;
   for (let off = 0; off < end; off += 64) {
     for (let i = 0; i < 16; i++) {
       const j = off + i * 4;
@@ -66,17 +72,37 @@ export function oracleSha256Words(bytes: Uint8Array): Uint32Array {
       const s1 = ror(y, 17) ^ ror(y, 19) ^ (y >>> 10);
       w[i] = (w[i - 16] + s0 + w[i - 7] + s1) | 0;
     }
-    let a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    let a = h[0],
+      b = h[1],
+      c = h[2],
+      d = h[3],
+      e = h[4],
+      f = h[5],
+      g = h[6],
+      hh = h[7];
     for (let i = 0; i < 64; i++) {
       const t1 = (hh + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i]) | 0;
       const t2 = ((ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) | 0;
-      hh = g; g = f; f = e; e = (d + t1) | 0; d = c; c = b; b = a; a = (t1 + t2) | 0;
+      hh = g;
+      g = f;
+      f = e;
+      e = (d + t1) | 0;
+      d = c;
+      c = b;
+      b = a;
+      a = (t1 + t2) | 0;
     }
-    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += hh;
   }
   return h;
 }
-
 
 const encoder = new TextEncoder();
 

@@ -1,7 +1,18 @@
 import type { ResultKind, SubmitResult } from "../../src/ingest/result";
 
 /** A committed batch's outcome, as the results below carry it. */
-export const outcome = { batchId: "b", source: "s", replayed: false, watermark: 0, watermarkAfter: 0, input: 2, emitted: 1, duplicates: 1, late: 0, rejected: [] };
+export const outcome = {
+  batchId: "b",
+  source: "s",
+  replayed: false,
+  watermark: 0,
+  watermarkAfter: 0,
+  input: 2,
+  emitted: 1,
+  duplicates: 1,
+  late: 0,
+  rejected: [],
+};
 
 /** One result of every kind (src/ingest/result.ts): the table each adapter's mapper is tested against. */
 export const EVERY: Record<ResultKind, SubmitResult> = {

@@ -36,7 +36,13 @@ export function groupAlive(pid: number): boolean {
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 20; attempt++) {
     const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (await bindAndRelease(port).then(() => true, () => false)) return port;
+    if (
+      await bindAndRelease(port).then(
+        () => true,
+        () => false,
+      )
+    )
+      return port;
   }
   return bindAndRelease(0);
 }

@@ -12,7 +12,9 @@ import { apiReferenceMarkdown, operationAnchor } from "../../src/api/reference";
 // Durable Object classes (cloudflare:workers): Node gets a stand-in base class; no handler runs here.
 vi.mock("cloudflare:workers", () => ({ DurableObject: class {} }));
 // By URL, so the Node typecheck does not follow it into the Worker's code (the Worker's tsconfig checks that).
-const { openApiDocument } = (await import(new URL("../../src/api/openapi.ts", import.meta.url).href)) as { openApiDocument(routes: unknown): Record<string, unknown> };
+const { openApiDocument } = (await import(new URL("../../src/api/openapi.ts", import.meta.url).href)) as {
+  openApiDocument(routes: unknown): Record<string, unknown>;
+};
 const { ROUTES } = (await import(new URL("../../src/api/routes/index.ts", import.meta.url).href)) as { ROUTES: unknown };
 
 const FILE = fileURLToPath(new URL("../../docs/reference/http-api.md", import.meta.url));
@@ -21,10 +23,13 @@ const END = "<!-- end generated -->";
 
 const doc = openApiDocument(ROUTES) as any;
 const markdown = apiReferenceMarkdown(doc);
-const ops = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) => Object.keys(item).map((method) => ({ method, path, op: item[method] })));
+const ops = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+  Object.keys(item).map((method) => ({ method, path, op: item[method] })),
+);
 
 /** A document of one operation, to see how the renderer treats a schema. */
-const oneOp = (op: Record<string, unknown>) => apiReferenceMarkdown({ openapi: "3.1.0", paths: { "/x": { post: { summary: "X", tags: ["t"], responses: {}, ...op } } } });
+const oneOp = (op: Record<string, unknown>) =>
+  apiReferenceMarkdown({ openapi: "3.1.0", paths: { "/x": { post: { summary: "X", tags: ["t"], responses: {}, ...op } } } });
 const row = (md: string, name: string) => md.split("\n").find((l) => l.startsWith(`| \`${name}\` |`));
 
 describe("docs/reference/http-api.md", () => {
@@ -65,15 +70,25 @@ describe("apiReferenceMarkdown", () => {
     expect(row(state, "partition")).toMatch(/\| query \| integer \|\s+\|/); // required unless ?row= is given: not marked
     expect(row(state, "row")).toMatch(/\| query \| string \|/);
     // A required query parameter is marked so.
-    expect(row(oneOp({ parameters: [{ name: "p", in: "query", required: true, schema: { type: "integer" }, description: "the p" }] }), "p")).toMatch(/\| query \| integer \| yes \|/);
+    expect(row(oneOp({ parameters: [{ name: "p", in: "query", required: true, schema: { type: "integer" }, description: "the p" }] }), "p")).toMatch(
+      /\| query \| integer \| yes \|/,
+    );
   });
 
   test("a required body field is marked required, an optional one is not, and defaults and enums show", () => {
     const md = oneOp({
-      requestBody: { required: true, content: { "application/json": { schema: {
-        type: "object", required: ["a"],
-        properties: { a: { type: "string", description: "the a" }, b: { type: "string", enum: ["x", "y"], default: "x" } },
-      } } } },
+      requestBody: {
+        required: true,
+        content: {
+          "application/json": {
+            schema: {
+              type: "object",
+              required: ["a"],
+              properties: { a: { type: "string", description: "the a" }, b: { type: "string", enum: ["x", "y"], default: "x" } },
+            },
+          },
+        },
+      },
     });
     expect(row(md, "a")).toBe("| `a` | string | yes |  | the a |");
     expect(row(md, "b")).toBe("| `b` | string |  | `x` | one of `x`, `y` |");
@@ -81,14 +96,27 @@ describe("apiReferenceMarkdown", () => {
 
   test("nested objects, arrays of objects, maps and variants get dotted rows, not raw JSON", () => {
     const md = oneOp({
-      responses: { 200: { description: "ok", content: { "application/json": { schema: {
-        type: "object", required: ["items"],
-        properties: {
-          items: { type: "array", items: { type: "object", required: ["id"], properties: { id: { type: "integer", minimum: -9007199254740991, maximum: 9007199254740991 } } } },
-          byName: { type: "object", additionalProperties: { type: "object", properties: { n: { type: "number", minimum: 0 } } } },
-          either: { oneOf: [{ type: "string" }, { type: "object", properties: { at: { type: ["number", "null"] } } }] },
+      responses: {
+        200: {
+          description: "ok",
+          content: {
+            "application/json": {
+              schema: {
+                type: "object",
+                required: ["items"],
+                properties: {
+                  items: {
+                    type: "array",
+                    items: { type: "object", required: ["id"], properties: { id: { type: "integer", minimum: -9007199254740991, maximum: 9007199254740991 } } },
+                  },
+                  byName: { type: "object", additionalProperties: { type: "object", properties: { n: { type: "number", minimum: 0 } } } },
+                  either: { oneOf: [{ type: "string" }, { type: "object", properties: { at: { type: ["number", "null"] } } }] },
+                },
+              },
+            },
+          },
         },
-      } } } } },
+      },
     });
     expect(row(md, "items")).toBe("| `items` | object[] | yes |  |  |");
     expect(row(md, "items[].id")).toBe("| `items[].id` | integer | yes |  |  |");

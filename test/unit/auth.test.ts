@@ -5,12 +5,22 @@ import { isAdminToken, sameSecret } from "../../src/api/auth";
 
 test("sameSecret: equal secrets only, whatever their lengths and characters (property), as comparing their SHA-256s is", async () => {
   const text = fc.string({ unit: "binary", maxLength: 80 });
-  await fc.assert(fc.asyncProperty(text, text, async (a, b) => {
-    const want = createHash("sha256").update(a).digest("hex") === createHash("sha256").update(b).digest("hex");
-    expect(await sameSecret(a, b)).toBe(want);
-    expect(await sameSecret(a, a)).toBe(true);
-  }));
-  for (const [a, b] of [["tok", "tok"], ["tok", "tok2"], ["", ""], ["", "x"], ["é", "e"], ["a".repeat(100), "a".repeat(100)], ["a".repeat(100), `${"a".repeat(99)}b`]]) {
+  await fc.assert(
+    fc.asyncProperty(text, text, async (a, b) => {
+      const want = createHash("sha256").update(a).digest("hex") === createHash("sha256").update(b).digest("hex");
+      expect(await sameSecret(a, b)).toBe(want);
+      expect(await sameSecret(a, a)).toBe(true);
+    }),
+  );
+  for (const [a, b] of [
+    ["tok", "tok"],
+    ["tok", "tok2"],
+    ["", ""],
+    ["", "x"],
+    ["é", "e"],
+    ["a".repeat(100), "a".repeat(100)],
+    ["a".repeat(100), `${"a".repeat(99)}b`],
+  ]) {
     expect(await sameSecret(a, b), `${a} / ${b}`).toBe(a === b);
   }
 });

@@ -9,7 +9,8 @@ import { validConfig } from "./stream-config";
 const at = (h: number, m: number) => Date.UTC(2024, 0, 1, h, m);
 const NOW = at(12, 0);
 
-const config = (body: Record<string, unknown> = {}): StreamConfig => validConfig({ key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 4, ...body });
+const config = (body: Record<string, unknown> = {}): StreamConfig =>
+  validConfig({ key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 4, ...body });
 
 describe("planBatch", () => {
   const c = config();
@@ -110,7 +111,11 @@ describe("mergeDecisions", () => {
   });
 
   test("restores input order across partitions", () => {
-    const p4 = planBatch(config({ partitions: 16 }), Array.from({ length: 20 }, (_, i) => ({ id: `k${i}`, ts: at(10, i) })), NOW);
+    const p4 = planBatch(
+      config({ partitions: 16 }),
+      Array.from({ length: 20 }, (_, i) => ({ id: `k${i}`, ts: at(10, i) })),
+      NOW,
+    );
     expect(p4.subBatches.size).toBeGreaterThan(1);
     const all = new Map([...p4.subBatches].map(([p, sub]) => [p, "e".repeat(sub.length)]));
     expect(mergeDecisions(p4, all).emitted.map((r) => r.id)).toEqual(Array.from({ length: 20 }, (_, i) => `k${i}`));
@@ -124,7 +129,10 @@ describe("mergeDecisions", () => {
 
 describe("encodeOutput", () => {
   test("NDJSON, one line per row, byte-identical for the same rows", () => {
-    const rows = [{ id: "A", n: 1 }, { id: "é", nested: { a: [1, 2] } }];
+    const rows = [
+      { id: "A", n: 1 },
+      { id: "é", nested: { a: [1, 2] } },
+    ];
     expect(encodeOutput(rows)).toBe('{"id":"A","n":1}\n{"id":"é","nested":{"a":[1,2]}}\n');
     expect(encodeOutput(structuredClone(rows))).toBe(encodeOutput(rows));
     expect(encodeOutput([])).toBe("");

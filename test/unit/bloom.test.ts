@@ -5,14 +5,19 @@ import { Bloom, bloomHash } from "../../src/stream/bloom";
 describe("Bloom filter (src/stream/bloom.ts)", () => {
   test("never answers 'absent' for a key it holds, and reads back from its bytes the same (property)", () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.string(), { minLength: 1, maxLength: 300 }), fc.array(fc.string(), { maxLength: 50 }), fc.integer({ min: 4, max: 20 }), (keys, others, bitsPerKey) => {
-        const b = new Bloom(keys.length, bitsPerKey);
-        for (const k of keys) b.add(bloomHash(k));
-        const back = Bloom.fromBytes(b.toBytes(), b.count);
-        expect(back.count).toBe(keys.length);
-        for (const k of keys) expect(back.has(bloomHash(k))).toBe(true);
-        for (const k of [...keys, ...others]) expect(back.has(bloomHash(k))).toBe(b.has(bloomHash(k)));
-      }),
+      fc.property(
+        fc.uniqueArray(fc.string(), { minLength: 1, maxLength: 300 }),
+        fc.array(fc.string(), { maxLength: 50 }),
+        fc.integer({ min: 4, max: 20 }),
+        (keys, others, bitsPerKey) => {
+          const b = new Bloom(keys.length, bitsPerKey);
+          for (const k of keys) b.add(bloomHash(k));
+          const back = Bloom.fromBytes(b.toBytes(), b.count);
+          expect(back.count).toBe(keys.length);
+          for (const k of keys) expect(back.has(bloomHash(k))).toBe(true);
+          for (const k of [...keys, ...others]) expect(back.has(bloomHash(k))).toBe(b.has(bloomHash(k)));
+        },
+      ),
     );
   });
 

@@ -24,7 +24,17 @@ test("commits at any times: their figures are all written once, in order, lines 
         for (const c of commits) {
           flushDue(now + c.gap);
           now += c.gap;
-          const line: CommitLine = { stream: "s", batches: 1, emitted: c.emitted, duplicates: c.duplicates, late: 0, rejected: 0, watermark, watermarkAfter: watermark + 1, durationMs: c.durationMs };
+          const line: CommitLine = {
+            stream: "s",
+            batches: 1,
+            emitted: c.emitted,
+            duplicates: c.duplicates,
+            late: 0,
+            rejected: 0,
+            watermark,
+            watermarkAfter: watermark + 1,
+            durationMs: c.durationMs,
+          };
           watermark++;
           const heldBefore = log.dueAt() !== null;
           const out = log.add(line, now);
@@ -33,10 +43,21 @@ test("commits at any times: their figures are all written once, in order, lines 
         }
         flushDue(Infinity);
         expect(log.dueAt()).toBeNull();
-        const sum = (f: (x: { emitted: number; duplicates: number }) => number, xs: { emitted: number; duplicates: number }[]) => xs.reduce((a, x) => a + f(x), 0);
+        const sum = (f: (x: { emitted: number; duplicates: number }) => number, xs: { emitted: number; duplicates: number }[]) =>
+          xs.reduce((a, x) => a + f(x), 0);
         expect(written.reduce((a, w) => a + w.line.commits, 0)).toBe(commits.length);
-        expect(sum((x) => x.emitted, written.map((w) => w.line))).toBe(sum((x) => x.emitted, commits));
-        expect(sum((x) => x.duplicates, written.map((w) => w.line))).toBe(sum((x) => x.duplicates, commits));
+        expect(
+          sum(
+            (x) => x.emitted,
+            written.map((w) => w.line),
+          ),
+        ).toBe(sum((x) => x.emitted, commits));
+        expect(
+          sum(
+            (x) => x.duplicates,
+            written.map((w) => w.line),
+          ),
+        ).toBe(sum((x) => x.duplicates, commits));
         // In order: each line's watermarks continue the last one's.
         let expected = 0;
         for (const { line } of written) {
@@ -53,9 +74,42 @@ test("commits at any times: their figures are all written once, in order, lines 
 });
 
 test("two lines merge: figures summed, the watermark before the first and after the last, the longest duration", () => {
-  const a: SummaryLine = { stream: "s", commits: 2, batches: 3, emitted: 4, duplicates: 1, late: 2, rejected: 0, watermark: 5, watermarkAfter: 7, durationMs: 30 };
-  const b: SummaryLine = { stream: "s", commits: 1, batches: 1, emitted: 1, duplicates: 0, late: 0, rejected: 2, watermark: 7, watermarkAfter: 9, durationMs: 12 };
-  expect(mergeLines(a, b)).toEqual({ stream: "s", commits: 3, batches: 4, emitted: 5, duplicates: 1, late: 2, rejected: 2, watermark: 5, watermarkAfter: 9, durationMs: 30 });
+  const a: SummaryLine = {
+    stream: "s",
+    commits: 2,
+    batches: 3,
+    emitted: 4,
+    duplicates: 1,
+    late: 2,
+    rejected: 0,
+    watermark: 5,
+    watermarkAfter: 7,
+    durationMs: 30,
+  };
+  const b: SummaryLine = {
+    stream: "s",
+    commits: 1,
+    batches: 1,
+    emitted: 1,
+    duplicates: 0,
+    late: 0,
+    rejected: 2,
+    watermark: 7,
+    watermarkAfter: 9,
+    durationMs: 12,
+  };
+  expect(mergeLines(a, b)).toEqual({
+    stream: "s",
+    commits: 3,
+    batches: 4,
+    emitted: 5,
+    duplicates: 1,
+    late: 2,
+    rejected: 2,
+    watermark: 5,
+    watermarkAfter: 9,
+    durationMs: 30,
+  });
 });
 
 test("COMMIT_LOG's modes: off, each, and a line a second otherwise", () => {

@@ -13,9 +13,11 @@ describe("keyHash64", () => {
     for (const s of ["", "a", "ab", "abc", "abcd", "abcdefghijklmno", "abcdefghijklmnop", "abcdefghijklmnopq", '["evt_1",1704067200000]', "ünïcødé 🎉 キー"]) {
       expect(hex(murmur3x86_128(bytes(s))), s).toBe(murmur.x86.hash128(bytes(s)));
     }
-    fc.assert(fc.property(fc.string({ unit: "grapheme", maxLength: 80 }), fc.integer({ min: 0, max: 0xffffffff }), (s, seed) => {
-      expect(hex(murmur3x86_128(bytes(s), seed))).toBe(murmur.x86.hash128(bytes(s), seed));
-    }));
+    fc.assert(
+      fc.property(fc.string({ unit: "grapheme", maxLength: 80 }), fc.integer({ min: 0, max: 0xffffffff }), (s, seed) => {
+        expect(hex(murmur3x86_128(bytes(s), seed))).toBe(murmur.x86.hash128(bytes(s), seed));
+      }),
+    );
   });
 
   it("is fixed forever: these vectors are stored state", () => {
@@ -31,11 +33,13 @@ describe("keyHash64", () => {
   });
 
   it("reads h1·2^32 + h2 as a signed 64-bit integer, which the label shows in hex", () => {
-    fc.assert(fc.property(fc.string({ maxLength: 40 }), (s) => {
-      const n = BigInt(keyHash64(s));
-      expect(n >= -(2n ** 63n) && n < 2n ** 63n).toBe(true);
-      expect(BigInt.asUintN(64, n).toString(16).padStart(16, "0")).toBe(keyHashLabel(s).slice(1));
-    }));
+    fc.assert(
+      fc.property(fc.string({ maxLength: 40 }), (s) => {
+        const n = BigInt(keyHash64(s));
+        expect(n >= -(2n ** 63n) && n < 2n ** 63n).toBe(true);
+        expect(BigInt.asUintN(64, n).toString(16).padStart(16, "0")).toBe(keyHashLabel(s).slice(1));
+      }),
+    );
   });
 });
 
@@ -51,10 +55,13 @@ describe("expiry buckets", () => {
   });
 
   it("every bucket below the watermark's has expired whole; the watermark's bucket holds its boundary", () => {
-    fc.assert(fc.property(fc.integer({ min: 0, max: 2e12 }), fc.integer({ min: 0, max: 2e12 }), fc.integer({ min: 1, max: 1e8 }), (wm, e, width) => {
-      const b = bucketOf(e, width), at = bucketAtWatermark(wm, width);
-      if (b < at) expect(e).toBeLessThanOrEqual(wm); // a whole bucket below: all expired
-      if (b > at) expect(e).toBeGreaterThan(wm); // above: none expired
-    }));
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2e12 }), fc.integer({ min: 0, max: 2e12 }), fc.integer({ min: 1, max: 1e8 }), (wm, e, width) => {
+        const b = bucketOf(e, width),
+          at = bucketAtWatermark(wm, width);
+        if (b < at) expect(e).toBeLessThanOrEqual(wm); // a whole bucket below: all expired
+        if (b > at) expect(e).toBeGreaterThan(wm); // above: none expired
+      }),
+    );
   });
 });

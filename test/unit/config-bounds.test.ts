@@ -2,7 +2,17 @@
 import { describe, expect, test } from "vitest";
 import { configErrors, validConfig } from "./stream-config";
 import {
-  MAX_CONFIG_BYTES, MAX_FIELD_LIST, MAX_INTERVAL_CHARS, MAX_KEY_COLUMNS, MAX_SCHEMA_COLUMNS, MAX_SOURCES, delayOf, idleTimeoutOf, parseStreamConfig, sourceConfig, type StreamConfig,
+  MAX_CONFIG_BYTES,
+  MAX_FIELD_LIST,
+  MAX_INTERVAL_CHARS,
+  MAX_KEY_COLUMNS,
+  MAX_SCHEMA_COLUMNS,
+  MAX_SOURCES,
+  delayOf,
+  idleTimeoutOf,
+  parseStreamConfig,
+  sourceConfig,
+  type StreamConfig,
 } from "../../src/stream/config";
 import { parseInterval } from "../../src/stream/interval";
 
@@ -16,7 +26,9 @@ const named = (n: number, value: unknown, prefix = "s") => Object.fromEntries(Ar
 describe("config caps: each message made from its constant", () => {
   test(`at most ${MAX_SOURCES} declared sources`, () => {
     expect(Object.keys(ok({ ...MINIMAL, sources: named(MAX_SOURCES, {}) }).sources)).toHaveLength(MAX_SOURCES);
-    expect(errors({ ...MINIMAL, sources: named(MAX_SOURCES + 1, {}) })).toEqual([{ path: "sources", message: `at most ${MAX_SOURCES} sources may be declared` }]);
+    expect(errors({ ...MINIMAL, sources: named(MAX_SOURCES + 1, {}) })).toEqual([
+      { path: "sources", message: `at most ${MAX_SOURCES} sources may be declared` },
+    ]);
   });
 
   test(`at most ${MAX_SCHEMA_COLUMNS} schema columns`, () => {
@@ -66,7 +78,11 @@ describe("names that must neither vanish nor alias", () => {
 
   test('"__proto__" is reported with the other problems, not instead of them', () => {
     const body = JSON.parse(`{"key": ["id"], "mode": "global", "partitions": 0, "sources": {"__proto__": {}, "bad name": {}}}`);
-    expect(errors(body).map((e) => e.path).sort()).toEqual(["partitions", "sources.__proto__", "sources.bad name"]);
+    expect(
+      errors(body)
+        .map((e) => e.path)
+        .sort(),
+    ).toEqual(["partitions", "sources.__proto__", "sources.bad name"]);
   });
 
   test('a schema column called "__proto__" is still refused', () => {
@@ -76,7 +92,10 @@ describe("names that must neither vanish nor alias", () => {
   });
 
   test("sources called constructor, toString, hasOwnProperty keep their own settings; others inherit nothing", () => {
-    const c = ok({ ...MINIMAL, sources: { constructor: { watermarkDelay: "1 minute" }, toString: { idleTimeout: "2 minutes" }, hasOwnProperty: { disabled: true } } });
+    const c = ok({
+      ...MINIMAL,
+      sources: { constructor: { watermarkDelay: "1 minute" }, toString: { idleTimeout: "2 minutes" }, hasOwnProperty: { disabled: true } },
+    });
     expect(Object.keys(c.sources).sort()).toEqual(["constructor", "hasOwnProperty", "toString"]);
     expect(delayOf(c, "constructor")).toBe(60_000);
     expect(idleTimeoutOf(c, "toString")).toBe(120_000);
@@ -90,7 +109,10 @@ describe("names that must neither vanish nor alias", () => {
   });
 
   test("schema columns called constructor and toString are kept as declared", () => {
-    expect(ok({ key: ["constructor"], mode: "global", schema: { constructor: "int", toString: "string" } }).schema).toEqual({ constructor: "int", toString: "string" });
+    expect(ok({ key: ["constructor"], mode: "global", schema: { constructor: "int", toString: "string" } }).schema).toEqual({
+      constructor: "int",
+      toString: "string",
+    });
   });
 
   test("an interval's unit is an own property: 'constructor' is no unit", () => {

@@ -10,7 +10,9 @@ const ok = validConfig;
 const errors = configErrors;
 
 function paths(body: unknown): string[] {
-  return errors(body).map((e) => e.path).sort();
+  return errors(body)
+    .map((e) => e.path)
+    .sort();
 }
 
 const MINIMAL = { key: ["event_id"], eventTime: "event_ts", watermarkDelay: "30 minutes" };
@@ -67,9 +69,7 @@ describe("parseStreamConfig: defaults", () => {
 
 describe("parseStreamConfig: event time and delay", () => {
   test.each(["within-watermark", "event-time-key"])("mode %s requires eventTime", (mode) => {
-    expect(errors({ key: ["id"], mode, watermarkDelay: "5 minutes" })).toEqual([
-      { path: "eventTime", message: `required in mode ${mode}` },
-    ]);
+    expect(errors({ key: ["id"], mode, watermarkDelay: "5 minutes" })).toEqual([{ path: "eventTime", message: `required in mode ${mode}` }]);
   });
 
   test("the default mode requires eventTime", () => {
@@ -99,9 +99,7 @@ describe("parseStreamConfig: event time and delay", () => {
   });
 
   test("the delay error carries the interval parser's message", () => {
-    expect(errors({ ...MINIMAL, watermarkDelay: -1 })).toEqual([
-      { path: "watermarkDelay", message: "must be a whole, non-negative number of milliseconds" },
-    ]);
+    expect(errors({ ...MINIMAL, watermarkDelay: -1 })).toEqual([{ path: "watermarkDelay", message: "must be a whole, non-negative number of milliseconds" }]);
     expect(errors({ ...MINIMAL, watermarkDelay: "5 fortnights" })).toEqual([{ path: "watermarkDelay", message: 'unknown unit "fortnights"' }]);
   });
 
@@ -146,9 +144,7 @@ describe("parseStreamConfig: rejects", () => {
   });
 
   test("unknown fields inside a source, with the source's path", () => {
-    expect(errors({ ...MINIMAL, sources: { stripe: { delay: "1 hour" } } })).toEqual([
-      { path: "sources.stripe", message: 'Unrecognized key: "delay"' },
-    ]);
+    expect(errors({ ...MINIMAL, sources: { stripe: { delay: "1 hour" } } })).toEqual([{ path: "sources.stripe", message: 'Unrecognized key: "delay"' }]);
   });
 
   test("unknown fields inside limits, with the path", () => {
@@ -334,7 +330,9 @@ describe("what counts as the same event (DESIGN §11)", () => {
     expect(ok({ ...MINIMAL, volatile: ["webhook:stripe", "received_at"] }).volatile).toEqual(["payload.pending_webhooks", "received_at"]);
     // GitHub's unsigned header fields are volatile too (issue 18: a redelivery of the same signed body is no conflict).
     expect(ok({ ...MINIMAL, volatile: ["webhook:github", "time"] }).volatile).toEqual(["time", "deliveryId", "type"]);
-    expect(errors({ ...MINIMAL, volatile: ["webhook:paypal"] })).toEqual([{ path: "volatile.0", message: 'no webhook preset "paypal": one of stripe, github, shopify, standard-webhooks' }]);
+    expect(errors({ ...MINIMAL, volatile: ["webhook:paypal"] })).toEqual([
+      { path: "volatile.0", message: 'no webhook preset "paypal": one of stripe, github, shopify, standard-webhooks' },
+    ]);
   });
 
   test("volatileFor: a provider webhook's batch adds that provider's fields to the stream's, once each; other batches take the stream's alone", () => {
@@ -358,7 +356,9 @@ describe("what counts as the same event (DESIGN §11)", () => {
   test("the key (columns or content) and volatile are bound; onConflict and keepDuplicates are not", () => {
     const c = ok(MINIMAL);
     expect(boundFieldChanges(c, ok({ ...MINIMAL, key: { content: {} } }))).toContain("key");
-    expect(boundFieldChanges(ok({ ...MINIMAL, key: { content: { exclude: ["a"] } } }), ok({ ...MINIMAL, key: { content: { exclude: ["b"] } } }))).toEqual(["key"]);
+    expect(boundFieldChanges(ok({ ...MINIMAL, key: { content: { exclude: ["a"] } } }), ok({ ...MINIMAL, key: { content: { exclude: ["b"] } } }))).toEqual([
+      "key",
+    ]);
     expect(boundFieldChanges(c, ok({ ...MINIMAL, volatile: ["x"] }))).toEqual(["volatile"]);
     expect(boundFieldChanges(c, ok({ ...MINIMAL, onConflict: "reject", keepDuplicates: true }))).toEqual([]);
   });

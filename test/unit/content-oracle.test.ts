@@ -18,14 +18,24 @@ const nodeSha = (data: string | Uint8Array) => createHash("sha256").update(data)
 const hexOf = (words: ArrayLike<number>) => Array.from(words, (x) => (x >>> 0).toString(16).padStart(8, "0")).join("");
 
 /** Strings that reach every UTF-8 length: ASCII, 2- and 3-byte characters, surrogate pairs and lone surrogates. */
-const text = fc.string({ unit: fc.oneof(fc.constantFrom("a", "\"", "\\", "\n", "\u0000", "é", "€", "\ud83d\ude00", "\ud800", "\udfff", "\u2028"), fc.nat({ max: 0xffff }).map((c) => String.fromCharCode(c))), maxLength: 40 });
+const text = fc.string({
+  unit: fc.oneof(
+    fc.constantFrom("a", '"', "\\", "\n", "\u0000", "é", "€", "\ud83d\ude00", "\ud800", "\udfff", "\u2028"),
+    fc.nat({ max: 0xffff }).map((c) => String.fromCharCode(c)),
+  ),
+  maxLength: 40,
+});
 /** Field names the paths below can hit. */
 const name = fc.constantFrom("id", "ts", "v", "meta", "attempt", "a", "b", "", "__proto__", "é", "10", "2");
 /** Rows: any JSON (doubles included), with nested objects under the names the paths use. */
 const value = fc.letrec<{ value: unknown }>((tie) => ({
   value: fc.oneof(
     { depthSize: "small" },
-    fc.constant(null), fc.boolean(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), text,
+    fc.constant(null),
+    fc.boolean(),
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    text,
     fc.array(tie("value"), { maxLength: 3 }),
     fc.dictionary(fc.oneof(name, text), tie("value"), { maxKeys: 4 }),
   ),
@@ -48,9 +58,12 @@ describe("SHA-256: the reused-buffer version", () => {
   });
 
   test("sha256Utf8 is the SHA-256 of the string's UTF-8 (TextEncoder's: a lone surrogate is U+FFFD), any string (property)", () => {
-    fc.assert(fc.property(text, (s) => {
-      expect(hexOf(sha256Utf8(s))).toBe(nodeSha(new TextEncoder().encode(s)));
-    }), { numRuns: 2000 });
+    fc.assert(
+      fc.property(text, (s) => {
+        expect(hexOf(sha256Utf8(s))).toBe(nodeSha(new TextEncoder().encode(s)));
+      }),
+      { numRuns: 2000 },
+    );
     for (const s of ["", "a".repeat(55), "a".repeat(56), "é".repeat(40), `${"a".repeat(30)}\ud83d\ude00${"é".repeat(30)}`, "€".repeat(30_000)]) {
       expect(hexOf(sha256Utf8(s)), s.slice(0, 10)).toBe(nodeSha(new TextEncoder().encode(s)));
     }
@@ -59,12 +72,18 @@ describe("SHA-256: the reused-buffer version", () => {
 
 describe("canonical JSON without fields: no copy, the same text", () => {
   test("canonicalJson is the first version on any JSON value, doubles and odd strings included (property)", () => {
-    fc.assert(fc.property(value, (v) => {
-      expect(canonicalJson(v)).toBe(oracleCanonicalJson(v));
-    }), { numRuns: 2000 });
-    fc.assert(fc.property(fc.jsonValue(), (v) => {
-      expect(canonicalJson(v)).toBe(oracleCanonicalJson(v));
-    }), { numRuns: 1000 });
+    fc.assert(
+      fc.property(value, (v) => {
+        expect(canonicalJson(v)).toBe(oracleCanonicalJson(v));
+      }),
+      { numRuns: 2000 },
+    );
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => {
+        expect(canonicalJson(v)).toBe(oracleCanonicalJson(v));
+      }),
+      { numRuns: 1000 },
+    );
   });
 
   test("what the first version threw, this throws", () => {
@@ -84,12 +103,15 @@ describe("canonical JSON without fields: no copy, the same text", () => {
   });
 
   test("leaving out dotted paths while writing is writing the row with them deleted (property)", () => {
-    fc.assert(fc.property(row, paths, (r, ps) => {
-      const before = JSON.stringify(r);
-      expect(canonicalText(r, ps)).toBe(oracleCanonicalJson(oracleWithoutFields(r, ps)));
-      expect(canonicalText(r, omissionOf(ps))).toBe(oracleCanonicalJson(oracleWithoutFields(r, ps)));
-      expect(JSON.stringify(r)).toBe(before); // the row is not changed
-    }), { numRuns: 3000 });
+    fc.assert(
+      fc.property(row, paths, (r, ps) => {
+        const before = JSON.stringify(r);
+        expect(canonicalText(r, ps)).toBe(oracleCanonicalJson(oracleWithoutFields(r, ps)));
+        expect(canonicalText(r, omissionOf(ps))).toBe(oracleCanonicalJson(oracleWithoutFields(r, ps)));
+        expect(JSON.stringify(r)).toBe(before); // the row is not changed
+      }),
+      { numRuns: 3000 },
+    );
   });
 
   test("paths that overlap: a field left out whole stays out, in any order", () => {
@@ -102,19 +124,25 @@ describe("canonical JSON without fields: no copy, the same text", () => {
 
 describe("content digests and keys", () => {
   test("equal the first version's for any row and excluded paths (property)", () => {
-    fc.assert(fc.property(row, paths, (r, ps) => {
-      expect(contentDigest(r, ps)).toBe(oracleContentDigest(r, ps));
-      expect(contentDigest(r, omissionOf(ps))).toBe(oracleContentDigest(r, ps));
-      expect(contentHash(r, ps)).toBe(oracleContentHash(r, ps));
-      expect(contentHash(r, ps)).toBe(nodeSha(oracleCanonicalJson(oracleWithoutFields(r, ps))));
-    }), { numRuns: 3000 });
+    fc.assert(
+      fc.property(row, paths, (r, ps) => {
+        expect(contentDigest(r, ps)).toBe(oracleContentDigest(r, ps));
+        expect(contentDigest(r, omissionOf(ps))).toBe(oracleContentDigest(r, ps));
+        expect(contentHash(r, ps)).toBe(oracleContentHash(r, ps));
+        expect(contentHash(r, ps)).toBe(nodeSha(oracleCanonicalJson(oracleWithoutFields(r, ps))));
+      }),
+      { numRuns: 3000 },
+    );
   });
 
   test("on the bench's rows and a webhook's, the digest is node:crypto's first 64 bits of the canonical text", () => {
     const rows: [Record<string, unknown>, string[]][] = [
       [{ id: "b-1-123", ts: 1764410100000, v: 123 }, ["ts", "v"]],
       [{ v: 1, id: "z", ts: "2026-11-29T10:00:00Z", extra: { n: 1.5, s: "€" } }, ["ts"]],
-      [{ payload: { id: "evt_1", pending_webhooks: 3, data: { object: { amount: 100 } } }, time: 1, type: "charge.succeeded" }, ["payload.pending_webhooks", "time"]],
+      [
+        { payload: { id: "evt_1", pending_webhooks: 3, data: { object: { amount: 100 } } }, time: 1, type: "charge.succeeded" },
+        ["payload.pending_webhooks", "time"],
+      ],
     ];
     for (const [r, ps] of rows) {
       const hex = nodeSha(oracleCanonicalJson(oracleWithoutFields(r, ps)));
@@ -126,11 +154,14 @@ describe("content digests and keys", () => {
 describe("partition routing", () => {
   test("partitionFor is murmur3 of the key's UTF-8, seed 42, mod P, for any key (property)", () => {
     const encoder = new TextEncoder();
-    fc.assert(fc.property(text, fc.integer({ min: 1, max: 1024 }), (s, p) => {
-      const key = JSON.stringify([s]);
-      expect(partitionFor(key, p)).toBe(murmur3(encoder.encode(key), PARTITION_SEED) % p);
-      expect(partitionFor(s, p)).toBe(murmur3(encoder.encode(s), PARTITION_SEED) % p);
-    }), { numRuns: 3000 });
+    fc.assert(
+      fc.property(text, fc.integer({ min: 1, max: 1024 }), (s, p) => {
+        const key = JSON.stringify([s]);
+        expect(partitionFor(key, p)).toBe(murmur3(encoder.encode(key), PARTITION_SEED) % p);
+        expect(partitionFor(s, p)).toBe(murmur3(encoder.encode(s), PARTITION_SEED) % p);
+      }),
+      { numRuns: 3000 },
+    );
     for (const s of ["", "a", "ab", "abc", "abcd", "abcde", "é", "a€", "\ud83d\ude00", "\ud800", "x".repeat(2000)]) {
       expect(partitionFor(s, 8), s.slice(0, 10)).toBe(murmur3(encoder.encode(s), PARTITION_SEED) % 8);
     }

@@ -15,15 +15,24 @@ describe("RFC 8785 (JCS)", () => {
       "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
       "literals": [null, true, false]
     }`;
-    expect(canonicalJson(JSON.parse(input))).toBe(String.raw`{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}`);
+    expect(canonicalJson(JSON.parse(input))).toBe(
+      String.raw`{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}`,
+    );
   });
 
   test("§3.2.3: members sorted by UTF-16 code units (an emoji's surrogates before U+FB33)", () => {
     const input = String.raw`{"\u20ac": "Euro Sign", "\r": "Carriage Return", "\ufb33": "Hebrew Letter Dalet With Dagesh", "1": "One",
       "\ud83d\ude00": "Emoji: Grinning Face", "\u0080": "Control", "\u00f6": "Latin Small Letter O With Diaeresis"}`;
     // The RFC's order: \r, 1, U+0080, ö, €, the emoji (its surrogates D83D DE00), then U+FB33.
-    const sorted: [string, string][] = [["\r", "Carriage Return"], ["1", "One"], ["\u0080", "Control"], ["\u00f6", "Latin Small Letter O With Diaeresis"],
-      ["\u20ac", "Euro Sign"], ["\ud83d\ude00", "Emoji: Grinning Face"], ["\ufb33", "Hebrew Letter Dalet With Dagesh"]];
+    const sorted: [string, string][] = [
+      ["\r", "Carriage Return"],
+      ["1", "One"],
+      ["\u0080", "Control"],
+      ["\u00f6", "Latin Small Letter O With Diaeresis"],
+      ["\u20ac", "Euro Sign"],
+      ["\ud83d\ude00", "Emoji: Grinning Face"],
+      ["\ufb33", "Hebrew Letter Dalet With Dagesh"],
+    ];
     expect(canonicalJson(JSON.parse(input))).toBe(`{${sorted.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(",")}}`);
   });
 
@@ -84,9 +93,11 @@ describe("SHA-256", () => {
       const bytes = new Uint8Array(n).map((_, i) => (i * 31 + 7) & 0xff);
       expect(sha256HexSync(bytes), `${n} bytes`).toBe(createHash("sha256").update(bytes).digest("hex"));
     }
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => {
-      expect(sha256HexSync(bytes)).toBe(createHash("sha256").update(bytes).digest("hex"));
-    }));
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => {
+        expect(sha256HexSync(bytes)).toBe(createHash("sha256").update(bytes).digest("hex"));
+      }),
+    );
   });
 });
 
@@ -102,19 +113,26 @@ describe("content keys and digests", () => {
   });
 
   test("the digest is the SHA-256's first 64 bits, signed, in decimal", () => {
-    const hex = createHash("sha256").update(canonicalJson(withoutFields(row, ["received_at"]))).digest("hex");
+    const hex = createHash("sha256")
+      .update(canonicalJson(withoutFields(row, ["received_at"])))
+      .digest("hex");
     expect(contentDigest(row, ["received_at"])).toBe(BigInt.asIntN(64, BigInt(`0x${hex.slice(0, 16)}`)).toString());
   });
 
   test("copies that differ only in excluded fields share a key and a digest; any other difference changes them (property)", () => {
     fc.assert(
-      fc.property(fc.dictionary(fc.string({ maxLength: 4 }), fc.jsonValue({ maxDepth: 2 })), fc.jsonValue({ maxDepth: 1 }), fc.jsonValue({ maxDepth: 1 }), (base, x, y) => {
-        const a = { ...base, at: x };
-        const b = { ...base, at: y };
-        expect(contentHash(a, ["at"])).toBe(contentHash(b, ["at"]));
-        expect(contentDigest(a, ["at"])).toBe(contentDigest(b, ["at"]));
-        if (canonicalJson(x) !== canonicalJson(y)) expect(contentDigest(a, [])).not.toBe(contentDigest(b, []));
-      }),
+      fc.property(
+        fc.dictionary(fc.string({ maxLength: 4 }), fc.jsonValue({ maxDepth: 2 })),
+        fc.jsonValue({ maxDepth: 1 }),
+        fc.jsonValue({ maxDepth: 1 }),
+        (base, x, y) => {
+          const a = { ...base, at: x };
+          const b = { ...base, at: y };
+          expect(contentHash(a, ["at"])).toBe(contentHash(b, ["at"]));
+          expect(contentDigest(a, ["at"])).toBe(contentDigest(b, ["at"]));
+          if (canonicalJson(x) !== canonicalJson(y)) expect(contentDigest(a, [])).not.toBe(contentDigest(b, []));
+        },
+      ),
     );
   });
 });
@@ -123,11 +141,24 @@ describe("int64Decimal", () => {
   test("is BigInt's signed 64-bit decimal of hi·2^32 + lo, for any words (property) and at the edges", async () => {
     const { int64Decimal } = await import("../../src/stream/content");
     const want = (hi: number, lo: number) => BigInt.asIntN(64, (BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0)).toString();
-    for (const [hi, lo] of [[0, 0], [0, 1], [0, 0xffffffff], [0x7fffffff, 0xffffffff], [0x80000000, 0], [0xffffffff, 0xffffffff], [0xffffffff, 0], [1, 0], [0x00ffffff, 0xff000000]]) {
+    for (const [hi, lo] of [
+      [0, 0],
+      [0, 1],
+      [0, 0xffffffff],
+      [0x7fffffff, 0xffffffff],
+      [0x80000000, 0],
+      [0xffffffff, 0xffffffff],
+      [0xffffffff, 0],
+      [1, 0],
+      [0x00ffffff, 0xff000000],
+    ]) {
       expect(int64Decimal(hi, lo), `${hi}:${lo}`).toBe(want(hi, lo));
     }
-    fc.assert(fc.property(fc.nat({ max: 0xffffffff }), fc.nat({ max: 0xffffffff }), (hi, lo) => {
-      expect(int64Decimal(hi, lo)).toBe(want(hi, lo));
-    }), { numRuns: 5000 });
+    fc.assert(
+      fc.property(fc.nat({ max: 0xffffffff }), fc.nat({ max: 0xffffffff }), (hi, lo) => {
+        expect(int64Decimal(hi, lo)).toBe(want(hi, lo));
+      }),
+      { numRuns: 5000 },
+    );
   });
 });

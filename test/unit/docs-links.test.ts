@@ -12,7 +12,6 @@ import { describe, expect, test } from "vitest";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
-
 function walk(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
@@ -165,7 +164,10 @@ describe("walk-through", () => {
     const script = readFileSync(join(ROOT, "scripts/walkthrough.sh"), "utf8");
     const first = /### A first request[\s\S]*?```sh\n([\s\S]*?)^```$/m.exec(readme);
     expect(first).not.toBeNull();
-    const commands = first![1]!.split("\n").filter((l) => l.trim() !== "" && !l.startsWith("#")).join("\n");
+    const commands = first![1]!
+      .split("\n")
+      .filter((l) => l.trim() !== "" && !l.startsWith("#"))
+      .join("\n");
     expect(script).toContain(commands);
   });
 });

@@ -49,7 +49,14 @@ describe("the signature window", () => {
   test("is ±300 s, inclusive, on both sides", () => {
     const t = now / 1000;
     expect(SIGNATURE_TOLERANCE_S).toBe(300);
-    for (const [offset, ok] of [[-301, false], [-300, true], [-299, true], [299, true], [300, true], [301, false]] as const) {
+    for (const [offset, ok] of [
+      [-301, false],
+      [-300, true],
+      [-299, true],
+      [299, true],
+      [300, true],
+      [301, false],
+    ] as const) {
       expect(withinReplayWindow(t + offset, now), `offset ${offset}`).toBe(ok);
     }
   });
@@ -105,7 +112,8 @@ describe("names from Object.prototype", () => {
 
   test("non-finite numbers are no key value", () => {
     const c = config({});
-    for (const id of [Infinity, -Infinity, NaN]) expect(validateRow(c, { id, ts: 1 }, 0, 0)).toMatchObject({ error: "id: a key value must be a finite number" });
+    for (const id of [Infinity, -Infinity, NaN])
+      expect(validateRow(c, { id, ts: 1 }, 0, 0)).toMatchObject({ error: "id: a key value must be a finite number" });
   });
 });
 

@@ -174,7 +174,10 @@ describe("partitionFor: the stability contract", () => {
   });
 
   test("P = 1 routes everything to partition 0", () => {
-    fc.assert(fc.property(fc.string(), (key) => partitionFor(key, 1) === 0), { numRuns: 200 });
+    fc.assert(
+      fc.property(fc.string(), (key) => partitionFor(key, 1) === 0),
+      { numRuns: 200 },
+    );
   });
 
   test("spreads keys over all partitions", () => {

@@ -10,8 +10,23 @@ const NOW = Date.UTC(2024, 0, 1, 13, 0);
 function report(seq: number, p: Partial<ProgressReport> & { ago?: number } = {}): ProgressReport {
   const { ago = 0, ...rest } = p;
   return {
-    batchId: `b${seq}`, source: "s", watermark: 0, watermarkAfter: 0, input: 10, emitted: 10, duplicates: 0, late: 0, rejected: 0,
-    commitSeq: seq, committedAt: NOW - ago, durationMs: 5, numRowsTotal: 0, numRowsUpdated: 0, numRowsRemoved: 0, stateBytes: 0, ...rest,
+    batchId: `b${seq}`,
+    source: "s",
+    watermark: 0,
+    watermarkAfter: 0,
+    input: 10,
+    emitted: 10,
+    duplicates: 0,
+    late: 0,
+    rejected: 0,
+    commitSeq: seq,
+    committedAt: NOW - ago,
+    durationMs: 5,
+    numRowsTotal: 0,
+    numRowsUpdated: 0,
+    numRowsRemoved: 0,
+    stateBytes: 0,
+    ...rest,
   };
 }
 
@@ -19,8 +34,15 @@ const src = (watermark: number, more: Partial<HealthSource> = {}): HealthSource 
 
 function input(more: Partial<HealthInput> = {}): HealthInput {
   return {
-    now: NOW, mode: "within-watermark", policy: "min", delay: 5 * MIN, hasEventTime: true, watermark: 10 * MIN,
-    sources: { s: src(10 * MIN) }, progress: [], ...more,
+    now: NOW,
+    mode: "within-watermark",
+    policy: "min",
+    delay: 5 * MIN,
+    hasEventTime: true,
+    watermark: 10 * MIN,
+    sources: { s: src(10 * MIN) },
+    progress: [],
+    ...more,
   };
 }
 
@@ -150,8 +172,15 @@ describe("properties", () => {
           const rejected = Math.min(s.rejected, s.input - late);
           state = Math.max(0, state + s.grow);
           const r = report(i + 1, {
-            watermark: wm, watermarkAfter: (wm += s.advance), input: s.input, late, rejected, emitted: s.input - late - rejected,
-            numRowsTotal: state, numRowsRemoved: s.removed, ago: s.ago,
+            watermark: wm,
+            watermarkAfter: (wm += s.advance),
+            input: s.input,
+            late,
+            rejected,
+            emitted: s.input - late - rejected,
+            numRowsTotal: state,
+            numRowsRemoved: s.removed,
+            ago: s.ago,
           });
           return r;
         });
@@ -245,7 +274,8 @@ describe("a stream's table", () => {
       {
         code: "table-failing",
         severity: "warn",
-        detail: "appending to the table failed 3 time(s) in a row (5 commit(s) not in it yet, retried with backoff): table s: x.avro is referenced by the table but missing",
+        detail:
+          "appending to the table failed 3 time(s) in a row (5 commit(s) not in it yet, retried with backoff): table s: x.avro is referenced by the table but missing",
       },
     ]);
     expect(evaluateHealth(input({ table: { ...table, failing: false, failures: 0, lastError: null } }))).toMatchObject({ status: "ok", reasons: [] });

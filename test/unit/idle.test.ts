@@ -1,15 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { parseStreamConfig, type StreamConfig } from "../../src/stream/config";
-import {
-  advanceWatermark,
-  globalWatermark,
-  INITIAL_WATERMARK,
-  isIdle,
-  nextIdleAt,
-  watermarkSources,
-  type WatermarkState,
-} from "../../src/stream/watermark";
+import { advanceWatermark, globalWatermark, INITIAL_WATERMARK, isIdle, nextIdleAt, watermarkSources, type WatermarkState } from "../../src/stream/watermark";
 import { ReferenceModel, type ModelRow } from "./model";
 import { validConfig } from "./stream-config";
 
@@ -132,16 +124,35 @@ describe("an idle source leaves the min", () => {
   test("the returning source's rows behind the watermark are late (judged by the watermark in force), not dropped", () => {
     // The batch is judged by the watermark from before it (DESIGN §2.3): 11:25, moved on while it was idle.
     const model = new ReferenceModel({
-      mode: "within-watermark", eventTime: "ts", keyColumns: ["id"], types: {}, delay: 5 * MIN, policy: "min", declared: {}, now: NOW, maxSkew: 86_400_000,
+      mode: "within-watermark",
+      eventTime: "ts",
+      keyColumns: ["id"],
+      types: {},
+      delay: 5 * MIN,
+      policy: "min",
+      declared: {},
+      now: NOW,
+      maxSkew: 86_400_000,
     });
-    const rows = [{ id: "x", ts: at(10, 5) }, { id: "y", ts: at(11, 30) }];
-    const judged = model.judge(rows.map((row, index): ModelRow => ({ index, row, key: JSON.stringify([row.id]), t: row.ts })), at(11, 25));
+    const rows = [
+      { id: "x", ts: at(10, 5) },
+      { id: "y", ts: at(11, 30) },
+    ];
+    const judged = model.judge(
+      rows.map((row, index): ModelRow => ({ index, row, key: JSON.stringify([row.id]), t: row.ts })),
+      at(11, 25),
+    );
     expect(judged).toEqual(["l", "e"]);
   });
 
   test("a declared source that never sent is never idle", () => {
     const d = config({ idleTimeout: "1 minute", sources: { quiet: {} } });
-    expect(run(d, [{ now: NOW, source: "a", maxT: at(10, 0) }, { now: NOW + 60 * MIN, source: "a", maxT: at(11, 0) }])).toEqual([0, 0]);
+    expect(
+      run(d, [
+        { now: NOW, source: "a", maxT: at(10, 0) },
+        { now: NOW + 60 * MIN, source: "a", maxT: at(11, 0) },
+      ]),
+    ).toEqual([0, 0]);
   });
 
   test("a source's own idleTimeout overrides the stream's; without one it is never idle", () => {
@@ -244,10 +255,22 @@ describe("properties (against the focused reference)", () => {
         const declared: Record<string, number | undefined> = {};
         for (const [n, d] of Object.entries(sc.declared)) if (!d.disabled) declared[n] = d.delay;
         // ReferenceModel has no disabled sources: leave them out of these runs.
-        const disabled = new Set(Object.entries(sc.declared).filter(([, d]) => d.disabled).map(([n]) => n));
+        const disabled = new Set(
+          Object.entries(sc.declared)
+            .filter(([, d]) => d.disabled)
+            .map(([n]) => n),
+        );
         const steps = stepsOf(sc).filter((s) => s.source === null || !disabled.has(s.source));
         const model = new ReferenceModel({
-          mode: "within-watermark", eventTime: "ts", keyColumns: ["id"], types: {}, delay: sc.delay, policy: sc.policy, declared, now: NOW, maxSkew: 0,
+          mode: "within-watermark",
+          eventTime: "ts",
+          keyColumns: ["id"],
+          types: {},
+          delay: sc.delay,
+          policy: sc.policy,
+          declared,
+          now: NOW,
+          maxSkew: 0,
         });
         const expected = steps.map((s) =>
           s.source === null ? model.watermark : model.commit(s.source, s.maxT === null ? [] : [{ index: 0, row: {}, key: "[]", t: s.maxT }]),

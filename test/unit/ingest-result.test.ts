@@ -5,7 +5,6 @@ import { EVERY, outcome } from "../support/ingest-results";
 import { fileVerdict } from "../../src/sources/files/plan";
 import { queueVerdict } from "../../src/sources/queue/messages";
 
-
 describe("the ingest result union (issue 17)", () => {
   it("names exactly these kinds", () => {
     expectTypeOf<ResultKind>().toEqualTypeOf<
@@ -52,7 +51,10 @@ describe("the ingest result union (issue 17)", () => {
     ];
     for (const [file, name] of mappers) {
       const text = readFileSync(new URL(`../../${file}`, import.meta.url), "utf8");
-      const at = text.indexOf(`export function ${name}(\n  r: SubmitResult`) >= 0 ? text.indexOf(`export function ${name}(\n  r: SubmitResult`) : text.indexOf(`export function ${name}(r: SubmitResult`);
+      const at =
+        text.indexOf(`export function ${name}(\n  r: SubmitResult`) >= 0
+          ? text.indexOf(`export function ${name}(\n  r: SubmitResult`)
+          : text.indexOf(`export function ${name}(r: SubmitResult`);
       expect(at, `${file} exports ${name}(r: SubmitResult, …)`).toBeGreaterThanOrEqual(0);
       const body = text.slice(at, text.indexOf("\n}\n", at));
       expect(body, `${name} switches on r.kind`).toContain("switch (r.kind)");
@@ -69,10 +71,15 @@ describe("resultOf: a Coordinator answer as a result", () => {
     expect(resultOf({ kind: "unauthorized" }, "s", "b", null)).toEqual({ kind: "unauthorized", detail: "the token is not valid for this stream" });
     expect(resultOf({ kind: "forbidden", detail: 'source "x" is disabled' }, "s", "b", "x")).toEqual({ kind: "forbidden", detail: 'source "x" is disabled' });
     expect(resultOf({ kind: "too-large", detail: "big" }, "s", "b", null)).toEqual({ kind: "too-large", detail: "big" });
-    expect(resultOf({ kind: "conflict" }, "s", "b", null)).toEqual({ kind: "conflict", detail: 'batch id "b" from source "default" was already used with a different body' });
+    expect(resultOf({ kind: "conflict" }, "s", "b", null)).toEqual({
+      kind: "conflict",
+      detail: 'batch id "b" from source "default" was already used with a different body',
+    });
     expect(resultOf({ kind: "conflict" }, "s", "b", "x")).toMatchObject({ detail: 'batch id "b" from source "x" was already used with a different body' });
     expect(resultOf({ kind: "busy", retryAfterMs: 700, source: "x" }, "s", "b", null)).toEqual({
-      kind: "busy", detail: 'batch id "b" is being processed by another request; retry later', retryAfterMs: 700,
+      kind: "busy",
+      detail: 'batch id "b" is being processed by another request; retry later',
+      retryAfterMs: 700,
     });
     expect(resultOf({ kind: "failed", message: "R2 put failed" }, "s", "b", null)).toEqual({ kind: "failed", detail: "R2 put failed" });
   });
@@ -82,10 +89,16 @@ describe("the files mapper (fileVerdict)", () => {
   it("settles each kind: done, the file's, the run's, or again later", () => {
     const kinds = Object.fromEntries(Object.entries(EVERY).map(([k, r]) => [k, fileVerdict(r).kind]));
     expect(kinds).toEqual({
-      committed: "done", replayed: "done",
+      committed: "done",
+      replayed: "done",
       missing: "run",
-      unauthorized: "file", forbidden: "file", "too-large": "file", conflict: "file", invalid: "file",
-      busy: "transient", failed: "transient",
+      unauthorized: "file",
+      forbidden: "file",
+      "too-large": "file",
+      conflict: "file",
+      invalid: "file",
+      busy: "transient",
+      failed: "transient",
     });
     expect(fileVerdict(EVERY.replayed)).toEqual({ kind: "done", outcome: { ...outcome, replayed: true } });
     for (const r of Object.values(EVERY)) if ("detail" in r) expect(fileVerdict(r)).toMatchObject({ detail: r.detail });

@@ -10,7 +10,7 @@ describe("encodeKey", () => {
     expect(encodeKey(['a"b', "c\\d"])).toBe('["a\\"b","c\\\\d"]');
   });
 
-  test("keeps 42 and \"42\" apart", () => {
+  test('keeps 42 and "42" apart', () => {
     expect(encodeKey([42])).not.toBe(encodeKey(["42"]));
     expect(encodeKey([true])).not.toBe(encodeKey(["true"]));
     expect(encodeKey([42, "acme"])).not.toBe(encodeKey(["42", "acme"]));
@@ -24,7 +24,7 @@ describe("encodeKey", () => {
 
   test("numbers are encoded by value: 1, 1.0 and 1e0 are one key", () => {
     expect(encodeKey([1])).toBe(encodeKey([1.0]));
-    expect(encodeKey([1e0])).toBe("[1]");
+    expect(encodeKey([1])).toBe("[1]");
   });
 
   test("is stable: equal inputs give equal keys (property)", () => {
@@ -39,7 +39,12 @@ describe("encodeKey", () => {
   });
 
   test("is injective on strings, integers and booleans (property)", () => {
-    const value: fc.Arbitrary<KeyValue> = fc.oneof(fc.string({ maxLength: 4 }), fc.integer({ min: -3, max: 3 }), fc.boolean(), fc.constantFrom("1", "true", "-1"));
+    const value: fc.Arbitrary<KeyValue> = fc.oneof(
+      fc.string({ maxLength: 4 }),
+      fc.integer({ min: -3, max: 3 }),
+      fc.boolean(),
+      fc.constantFrom("1", "true", "-1"),
+    );
     const keyValues = fc.array(value, { minLength: 1, maxLength: 3 });
     fc.assert(
       fc.property(keyValues, keyValues, (a, b) => {
@@ -63,7 +68,9 @@ describe("stateKeyOf", () => {
   });
 
   test("distinct (key, T) pairs give distinct state keys (property)", () => {
-    const key = fc.array(fc.oneof(fc.string({ maxLength: 4 }), fc.integer({ min: -5, max: 5 }), fc.constantFrom("@1", "]@2", "a@")), { minLength: 1, maxLength: 2 }).map(encodeKey);
+    const key = fc
+      .array(fc.oneof(fc.string({ maxLength: 4 }), fc.integer({ min: -5, max: 5 }), fc.constantFrom("@1", "]@2", "a@")), { minLength: 1, maxLength: 2 })
+      .map(encodeKey);
     const t = fc.integer({ min: -5, max: 2_000_000_000_000 });
     fc.assert(
       fc.property(key, t, key, t, (k1, t1, k2, t2) => {

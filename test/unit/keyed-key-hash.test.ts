@@ -17,7 +17,11 @@ describe("the keyed key hash (SipHash-2-4)", () => {
     for (const key of ['["a"]', '["evt_1"]', "x".repeat(300), '["ü"]']) {
       const { h, l } = sipHash24(SECRET, new TextEncoder().encode(key));
       expect(keyedKeyHash64(SECRET, key)).toBe(BigInt.asIntN(64, (BigInt(h >>> 0) << 32n) | BigInt(l >>> 0)).toString());
-      expect(keyedKeyHashLabel(SECRET, key)).toBe(`#${BigInt.asUintN(64, BigInt(keyedKeyHash64(SECRET, key))).toString(16).padStart(16, "0")}`);
+      expect(keyedKeyHashLabel(SECRET, key)).toBe(
+        `#${BigInt.asUintN(64, BigInt(keyedKeyHash64(SECRET, key)))
+          .toString(16)
+          .padStart(16, "0")}`,
+      );
     }
   });
 

@@ -82,7 +82,9 @@ describe("locateRow: a row that has no state key is an error, never a throw", ()
   });
 
   test("too deep: parseJson's limit", () => {
-    expect(error(withinWatermark, `${"[".repeat(5000)}${"]".repeat(5000)}`)).toBe("row nests arrays and objects more than 64 levels deep; at most 64 are accepted");
+    expect(error(withinWatermark, `${"[".repeat(5000)}${"]".repeat(5000)}`)).toBe(
+      "row nests arrays and objects more than 64 levels deep; at most 64 are accepted",
+    );
     expect(error(withinWatermark, `{"id": "a", "x": ${"[".repeat(5000)}${"]".repeat(5000)}}`)).toMatch(/^row nests arrays and objects more than 64/);
   });
 

@@ -162,9 +162,21 @@ describe("MicroBatcher", () => {
           return group;
         },
         {
-          maxWeight: 100, weigh: () => 1,
+          maxWeight: 100,
+          weigh: () => 1,
           // Requests arrive only while the batcher waits.
-          ...(coalesce ? { coalesce: { wait: async () => { await turns(1); const n = arriving.shift(); if (n !== undefined) later.push(batcher.submit(n)); }, turns: 8 } } : {}),
+          ...(coalesce
+            ? {
+                coalesce: {
+                  wait: async () => {
+                    await turns(1);
+                    const n = arriving.shift();
+                    if (n !== undefined) later.push(batcher.submit(n));
+                  },
+                  turns: 8,
+                },
+              }
+            : {}),
         },
       );
       expect(await Promise.all([batcher.submit(0), batcher.submit(1)])).toEqual([0, 1]);
@@ -175,7 +187,13 @@ describe("MicroBatcher", () => {
   });
 
   test("coalesce: the waits stop after `quiet` in a row that brought nothing, or at `turns`", async () => {
-    for (const [quiet, turnsAtMost, arrivals, expected] of [[1, 8, 0, 1], [3, 8, 0, 3], [3, 4, 0, 3], [2, 3, 0, 2], [1, 3, 5, 3]] as const) {
+    for (const [quiet, turnsAtMost, arrivals, expected] of [
+      [1, 8, 0, 1],
+      [3, 8, 0, 3],
+      [3, 4, 0, 3],
+      [2, 3, 0, 2],
+      [1, 3, 5, 3],
+    ] as const) {
       let waits = 0;
       const later: Promise<number>[] = [];
       const batcher: MicroBatcher<number, number> = new MicroBatcher(
@@ -184,8 +202,17 @@ describe("MicroBatcher", () => {
           return group;
         },
         {
-          maxWeight: 100, weigh: () => 1,
-          coalesce: { wait: async () => { waits++; await turns(3); if (waits <= arrivals) later.push(batcher.submit(100 + waits)); }, turns: turnsAtMost, quiet },
+          maxWeight: 100,
+          weigh: () => 1,
+          coalesce: {
+            wait: async () => {
+              waits++;
+              await turns(3);
+              if (waits <= arrivals) later.push(batcher.submit(100 + waits));
+            },
+            turns: turnsAtMost,
+            quiet,
+          },
         },
       );
       // 0 runs first (no wait); 1, queued behind it alone, waits.
@@ -219,10 +246,10 @@ describe("MicroBatcher", () => {
   });
 
   test("an ItemFailed answer fails its item alone; the rest of its run is answered", async () => {
-    const batcher = new MicroBatcher<number, number>(
-      async (group) => group.map((n) => (n % 2 === 0 ? new ItemFailed(new Error(`bad ${n}`)) : n * 10)),
-      { maxWeight: 100, weigh: () => 1 },
-    );
+    const batcher = new MicroBatcher<number, number>(async (group) => group.map((n) => (n % 2 === 0 ? new ItemFailed(new Error(`bad ${n}`)) : n * 10)), {
+      maxWeight: 100,
+      weigh: () => 1,
+    });
     const settled = await Promise.allSettled(batcher.submitAll([1, 2, 3, 4]));
     expect(settled.map((r) => (r.status === "fulfilled" ? r.value : (r.reason as Error).message))).toEqual([10, "bad 2", 30, "bad 4"]);
   });
@@ -274,41 +301,61 @@ class GroupedStream {
     if (!r.ok) throw new Error(JSON.stringify(r.errors));
     this.config = r.config;
     this.partitions = Array.from({ length: this.config.partitions }, () => ({ watermark: 0, keys: new Map(), digests: new Map() }));
-    this.batcher = new MicroBatcher(async (items) => {
-      const group = this.groups++;
-      const watermark = this.wm.watermark; // committed before this group
-      const members = items.map((it, i) => ({ ledger: `${it.source}\n${group}.${i}`, plan: planBatch(this.config, it.rows, NOW, { source: it.source, watermark }) }));
-      await turns(runTurns());
-      const answers = new Map<number, string[]>();
-      for (const [p, entries] of partitionPayloads(members)) {
-        const part = this.partitions[p];
-        part.watermark = Math.max(part.watermark, watermark);
-        for (const [k, exp] of [...part.keys]) if (isExpired(exp, part.watermark)) part.keys.delete(k);
-        answers.set(
-          p,
-          entries.map((e) =>
-            {
+    this.batcher = new MicroBatcher(
+      async (items) => {
+        const group = this.groups++;
+        const watermark = this.wm.watermark; // committed before this group
+        const members = items.map((it, i) => ({
+          ledger: `${it.source}\n${group}.${i}`,
+          plan: planBatch(this.config, it.rows, NOW, { source: it.source, watermark }),
+        }));
+        await turns(runTurns());
+        const answers = new Map<number, string[]>();
+        for (const [p, entries] of partitionPayloads(members)) {
+          const part = this.partitions[p];
+          part.watermark = Math.max(part.watermark, watermark);
+          for (const [k, exp] of [...part.keys]) if (isExpired(exp, part.watermark)) part.keys.delete(k);
+          answers.set(
+            p,
+            entries.map((e) => {
               // The partition's step (src/partition/partition.ts judges with applyBatch, then stores its inserts).
-              const r = applyBatch(dedupSettings(this.config), part.watermark, rowsOf(e.rows), (k) => part.keys.has(k), (k) => part.digests.get(k) ?? null);
+              const r = applyBatch(
+                dedupSettings(this.config),
+                part.watermark,
+                rowsOf(e.rows),
+                (k) => part.keys.has(k),
+                (k) => part.digests.get(k) ?? null,
+              );
               for (const c of r.inserts) part.keys.set(c.stateKey, c.expiresAt), part.digests.set(c.stateKey, c.digest ?? null);
               return r.decisions.join("");
-            },
-          ),
-        );
-      }
-      await turns(runTurns());
-      const decided = memberDecisions(members, answers);
-      const merged = members.map((m, i) => mergeDecisions(m.plan, decided[i]));
-      for (const [i, it] of items.entries()) this.wm = advanceWatermark(this.config, this.wm, it.source, merged[i].maxEventTime, NOW);
-      const first = (this.records.at(-1)?.seq ?? 0) + 1;
-      const times = merged.flatMap((m) => (m.maxEventTime === null ? [] : [m.maxEventTime]));
-      this.records.push({ first, seq: first + items.length - 1, committedAt: group, maxEventTime: times.length > 0 ? Math.max(...times) : null });
-      return merged.map((m, i): Answer => {
-        const decisions: ModelDecision[] = Array.from({ length: m.counts.input }, () => "r");
-        for (const [p, rows] of members[i].plan.subBatches) rows.forEach((r, j) => (decisions[r.index] = decided[i].get(p)![j] as ModelDecision));
-        return { source: items[i].source, watermark, watermarkAfter: this.wm.watermark, decisions, emitted: m.emitted, counts: m.counts, group, position: i, seq: first + i };
-      });
-    }, { maxWeight: 1_000, weigh: (x) => x.rows.length });
+            }),
+          );
+        }
+        await turns(runTurns());
+        const decided = memberDecisions(members, answers);
+        const merged = members.map((m, i) => mergeDecisions(m.plan, decided[i]));
+        for (const [i, it] of items.entries()) this.wm = advanceWatermark(this.config, this.wm, it.source, merged[i].maxEventTime, NOW);
+        const first = (this.records.at(-1)?.seq ?? 0) + 1;
+        const times = merged.flatMap((m) => (m.maxEventTime === null ? [] : [m.maxEventTime]));
+        this.records.push({ first, seq: first + items.length - 1, committedAt: group, maxEventTime: times.length > 0 ? Math.max(...times) : null });
+        return merged.map((m, i): Answer => {
+          const decisions: ModelDecision[] = Array.from({ length: m.counts.input }, () => "r");
+          for (const [p, rows] of members[i].plan.subBatches) rows.forEach((r, j) => (decisions[r.index] = decided[i].get(p)![j] as ModelDecision));
+          return {
+            source: items[i].source,
+            watermark,
+            watermarkAfter: this.wm.watermark,
+            decisions,
+            emitted: m.emitted,
+            counts: m.counts,
+            group,
+            position: i,
+            seq: first + i,
+          };
+        });
+      },
+      { maxWeight: 1_000, weigh: (x) => x.rows.length },
+    );
   }
 }
 
@@ -348,7 +395,11 @@ describe("concurrent requests through the micro-batcher", () => {
             accepted[k].forEach((r, j) => judged[j] === "e" && emitted.push({ key: r.key, t: r.t }));
           }
           // a rejected conflict's event time does not count (DESIGN §2.1)
-          for (const [k, i] of members.entries()) model.commit(batches[i].source, accepted[k].filter((r) => answers[i].decisions[r.index] !== "x"));
+          for (const [k, i] of members.entries())
+            model.commit(
+              batches[i].source,
+              accepted[k].filter((r) => answers[i].decisions[r.index] !== "x"),
+            );
           for (const i of members) expect(answers[i].watermarkAfter, `group ${g}`).toBe(model.watermark);
         }
         for (const a of answers) {
@@ -368,7 +419,10 @@ describe("concurrent requests through the micro-batcher", () => {
         const ctx = { now: stream.records.length / 2, window: 0, mode: s.mode, watermark: stream.wm.watermark, publishedUpTo: Number.MAX_SAFE_INTEGER };
         const { upTo } = pruneStep(stream.records, ctx, Infinity);
         const kept = stream.records.filter((r) => upTo === null || r.seq > upTo);
-        const seqs = answers.map((a) => a.seq).filter((q) => kept.some((r) => q >= r.first && q <= r.seq)).sort((a, b) => a - b);
+        const seqs = answers
+          .map((a) => a.seq)
+          .filter((q) => kept.some((r) => q >= r.first && q <= r.seq))
+          .sort((a, b) => a - b);
         expect(seqs).toEqual(seqs.length === 0 ? [] : Array.from({ length: seqs.length }, (_, i) => answers.length - seqs.length + 1 + i));
       }),
       { numRuns: 300 },

@@ -141,7 +141,9 @@ export class ReferenceModel {
       } else values.push(v);
     }
     // a content key: the SHA-256 of the row's canonical text without the excluded fields, as a one-value key
-    const key = this.spec.contentExclude ? JSON.stringify([createHash("sha256").update(modelContent(row, this.spec.contentExclude)).digest("hex")]) : JSON.stringify(values);
+    const key = this.spec.contentExclude
+      ? JSON.stringify([createHash("sha256").update(modelContent(row, this.spec.contentExclude)).digest("hex")])
+      : JSON.stringify(values);
     if (new TextEncoder().encode(key).length > 1024) return null;
     let t: number | null = null;
     if (this.spec.eventTime !== null) {
@@ -219,7 +221,10 @@ export class ReferenceModel {
     const decisions: ModelDecision[] = rows.map(() => "r");
     accepted.forEach((r, i) => (decisions[r.index] = judged[i]));
     // a rejected conflict is rejected: its event time does not count
-    const watermarkAfter = this.commit(source, accepted.filter((_, i) => judged[i] !== "x"));
+    const watermarkAfter = this.commit(
+      source,
+      accepted.filter((_, i) => judged[i] !== "x"),
+    );
     return { watermark, watermarkAfter, decisions, emitted: accepted.filter((_, i) => judged[i] === "e").map((r) => r.row) };
   }
 

@@ -12,7 +12,13 @@ import { fileURLToPath } from "node:url";
 import { expect, test } from "vitest";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const OBJECTS = ["src/coordinator/coordinator.ts", "src/partition/partition.ts", "src/sources/files/runner.ts", "src/registry/registry.ts", "src/delivery/destination.ts"];
+const OBJECTS = [
+  "src/coordinator/coordinator.ts",
+  "src/partition/partition.ts",
+  "src/sources/files/runner.ts",
+  "src/registry/registry.ts",
+  "src/delivery/destination.ts",
+];
 const ALLOWED = new Set(["src/index.ts"]);
 
 function walk(dir: string): string[] {
@@ -44,7 +50,10 @@ test("only src/index.ts imports the Durable Object modules", () => {
 });
 
 test("the check sees an import of a Durable Object module", () => {
-  expect(importsOf("src/api/x.ts", 'import type { Coordinator } from "../coordinator/coordinator";\nimport { a } from "./b.js";')).toEqual(["src/coordinator/coordinator.ts", "src/api/b.ts"]);
+  expect(importsOf("src/api/x.ts", 'import type { Coordinator } from "../coordinator/coordinator";\nimport { a } from "./b.js";')).toEqual([
+    "src/coordinator/coordinator.ts",
+    "src/api/b.ts",
+  ]);
 });
 
 /** The import graph's cycles (strongly connected components of more than one file), each as its files. */
@@ -91,6 +100,11 @@ test("src/ has no import cycle (type imports count: the layers read one way)", (
 });
 
 test("the cycle check sees a cycle", () => {
-  const g = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["a"]]]);
+  const g = new Map([
+    ["a", ["b"]],
+    ["b", ["c"]],
+    ["c", ["a"]],
+    ["d", ["a"]],
+  ]);
   expect(cyclesOf(g)).toEqual([["a", "b", "c"]]);
 });

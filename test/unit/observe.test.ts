@@ -7,7 +7,9 @@ import { afterEach, expect, test, vi } from "vitest";
 import { CommitObserver } from "../../src/instrument/observe";
 import type { CommittedFigures } from "../../src/stream/metrics";
 
-const figures = (emitted: number, duplicates: number, durationMs = 5): CommittedFigures[] => [{ source: "default", emitted, duplicates, late: 0, rejected: 0, durationMs }];
+const figures = (emitted: number, duplicates: number, durationMs = 5): CommittedFigures[] => [
+  { source: "default", emitted, duplicates, late: 0, rejected: 0, durationMs },
+];
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -55,7 +57,18 @@ test("commits within a second of a line are summed into one line, written when t
   expect(lines).toHaveLength(1);
   vi.advanceTimersByTime(1);
   expect(lines).toHaveLength(2);
-  expect(lines[1]).toEqual({ stream: "orders", commits: 2, batches: 2, emitted: 4, duplicates: 3, late: 0, rejected: 0, watermark: 10, watermarkAfter: 30, durationMs: 9 });
+  expect(lines[1]).toEqual({
+    stream: "orders",
+    commits: 2,
+    batches: 2,
+    emitted: 4,
+    duplicates: 3,
+    late: 0,
+    rejected: 0,
+    watermark: 10,
+    watermarkAfter: 30,
+    durationMs: 9,
+  });
   // Nothing held: no more lines, and a commit after a quiet second is written at once.
   vi.advanceTimersByTime(5_000);
   expect(lines).toHaveLength(2);

@@ -69,7 +69,13 @@ export class Pipeline {
     if (!rows) throw new Error(`partition ${p} has no rows in this batch`);
     const part = this.partitions[p];
     const pw = this.raise(part, b.watermark);
-    const { decisions, inserts } = applyBatch(dedupSettings(this.config), pw, rows, (k) => part.keys.has(k), (k) => part.keys.get(k)?.digest ?? null);
+    const { decisions, inserts } = applyBatch(
+      dedupSettings(this.config),
+      pw,
+      rows,
+      (k) => part.keys.has(k),
+      (k) => part.keys.get(k)?.digest ?? null,
+    );
     if (decisions.length !== rows.length) throw new Error("one decision per row");
     for (const i of inserts) {
       // the partition's keys table has the state key as its primary key

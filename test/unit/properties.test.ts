@@ -175,7 +175,10 @@ describe("interleaved batches", () => {
             }
             // the model judges the same rows, in input order, in the same state partition
             const indices = b.run.plan.subBatches.get(p)!.map((r) => r.index);
-            const rows = indices.slice().sort((x, y) => x - y).map((i) => b.accepted.get(i)!);
+            const rows = indices
+              .slice()
+              .sort((x, y) => x - y)
+              .map((i) => b.accepted.get(i)!);
             const judged = model.judge(rows, b.beginWatermark, p);
             rows.forEach((r, i) => {
               b.decisions[r.index] = judged[i];
@@ -204,7 +207,10 @@ describe("interleaved batches", () => {
             const { b } = move;
             live.splice(live.indexOf(b), 1);
             const got = pipe.commit(b.run);
-            const after = model.commit(b.run.source, [...b.accepted.values()].filter((r) => b.decisions[r.index] !== "x"));
+            const after = model.commit(
+              b.run.source,
+              [...b.accepted.values()].filter((r) => b.decisions[r.index] !== "x"),
+            );
             const what = `batch ${b.no}`;
             expect(got.decisions.join(""), what).toBe(b.decisions.join(""));
             expect(got.watermark, what).toBe(b.beginWatermark);

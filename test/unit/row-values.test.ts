@@ -40,7 +40,8 @@ describe("a row's values all have a JSON form (rowValueFault)", () => {
   test("a row holding one becomes that row's rejection with the reason, whatever the column", () => {
     const c = config({});
     expect(validateRow(c, { id: "a", ts: Date.UTC(2024, 0, 1), payload: { amount: NaN } }, 3, Date.UTC(2024, 0, 1))).toEqual({
-      index: 3, error: "payload.amount: not a finite number (NaN and ±Infinity, which 1e999 reads as, have no JSON form)",
+      index: 3,
+      error: "payload.amount: not a finite number (NaN and ±Infinity, which 1e999 reads as, have no JSON form)",
     });
     // A key value keeps its own reason.
     expect(validateRow(c, { id: Infinity, ts: 1 }, 0, 0)).toMatchObject({ error: "id: a key value must be a finite number" });

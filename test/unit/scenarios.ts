@@ -75,9 +75,11 @@ export function scenarioArb(maxBatches: number, maxRows: number): fc.Arbitrary<S
       delayAsText: fc.boolean(),
       policy: fc.constantFrom<"min" | "max">("min", "max"),
       partitions: fc.integer({ min: 1, max: 8 }),
-      declared: fc.subarray(["s1", "s2", "s3"]).chain((names) =>
-        fc.tuple(...names.map((name) => fc.record({ name: fc.constant(name), delay: fc.constantFrom(undefined, 0, 3 * SECOND, 8 * SECOND) }))),
-      ),
+      declared: fc
+        .subarray(["s1", "s2", "s3"])
+        .chain((names) =>
+          fc.tuple(...names.map((name) => fc.record({ name: fc.constant(name), delay: fc.constantFrom(undefined, 0, 3 * SECOND, 8 * SECOND) }))),
+        ),
       idType: fc.constantFrom<IdType>("none", "string", "int"),
       keyShape: fc.constantFrom<KeyShape>("id", "id", "id+g", "id+ts", "content"),
       volatile: fc.constantFrom<string[]>(["n", "ts"], ["n", "ts"], ["n", "ts"], ["n", "ts"], ["n"], []),
@@ -86,7 +88,11 @@ export function scenarioArb(maxBatches: number, maxRows: number): fc.Arbitrary<S
         fc.record({
           // now and then a batch from further ahead, so the watermark jumps past batches still in flight
           jump: fc.oneof({ weight: 4, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 10, max: 30 }) }),
-          source: fc.oneof({ weight: 3, arbitrary: fc.constant("s1") }, { weight: 2, arbitrary: fc.constant("s2") }, { weight: 1, arbitrary: fc.constant("s3") }),
+          source: fc.oneof(
+            { weight: 3, arbitrary: fc.constant("s1") },
+            { weight: 2, arbitrary: fc.constant("s2") },
+            { weight: 1, arbitrary: fc.constant("s3") },
+          ),
           rows: fc.array(rowSpec, { maxLength: maxRows }),
         }),
         { minLength: 1, maxLength: maxBatches },
@@ -192,7 +198,9 @@ export function expectGuarantees(s: Scenario, emitted: Emitted[]) {
     } else {
       const sorted = (times as number[]).slice().sort((a, b) => a - b);
       for (let i = 1; i < sorted.length; i++) {
-        expect(sorted[i] - sorted[i - 1], `within-watermark: key ${key} emitted at ${sorted[i - 1]} and ${sorted[i]}, delay ${s.delay}`).toBeGreaterThan(s.delay);
+        expect(sorted[i] - sorted[i - 1], `within-watermark: key ${key} emitted at ${sorted[i - 1]} and ${sorted[i]}, delay ${s.delay}`).toBeGreaterThan(
+          s.delay,
+        );
       }
     }
   }
@@ -211,4 +219,3 @@ export function expectCounts(got: CommittedBatch, input: number) {
   expect(counts.rejected.map((r) => r.index)).toEqual(got.decisions.flatMap((d, i) => (d === "r" || d === "x" ? [i] : [])));
   for (const r of counts.rejected) expect(r.error).toMatch(/\S/);
 }
-

@@ -8,7 +8,8 @@ const T10 = Date.UTC(2024, 0, 1, 10, 0, 0);
 const NOW = Date.UTC(2024, 0, 1, 12, 0, 0);
 const DAY = 86_400_000;
 
-const config = (body: Record<string, unknown> = {}): StreamConfig => validConfig({ key: ["event_id"], eventTime: "event_ts", watermarkDelay: "5 minutes", ...body });
+const config = (body: Record<string, unknown> = {}): StreamConfig =>
+  validConfig({ key: ["event_id"], eventTime: "event_ts", watermarkDelay: "5 minutes", ...body });
 
 function accept(c: StreamConfig, raw: unknown, index = 0, now = NOW): AcceptedRow {
   const r = validateRow(c, raw, index, now);

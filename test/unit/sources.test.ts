@@ -1,6 +1,19 @@
 import { describe, expect, it } from "vitest";
 import { HttpError } from "../../src/api/problem";
-import { addFailed, addOutcome, addSkipped, emptyTotals, fileVerdict, judgeError, keepError, MAX_ERRORS, needsListing, planPage, retryDelayMs, takeSlice } from "../../src/sources/files/plan";
+import {
+  addFailed,
+  addOutcome,
+  addSkipped,
+  emptyTotals,
+  fileVerdict,
+  judgeError,
+  keepError,
+  MAX_ERRORS,
+  needsListing,
+  planPage,
+  retryDelayMs,
+  takeSlice,
+} from "../../src/sources/files/plan";
 import { bareEtag, canonicalJson, fileBatchId, fileMode, isGzip, messageHash, queueBatchId, BATCH_ID_PATTERN } from "../../src/sources/ids";
 import { corruptRow, fileRows, parseJsonText } from "../../src/sources/files/parse";
 import { archiveKey, groupsOf, publicationLag, publicationState, PUBLISH_WAIT_MS } from "../../src/sources/files/plan";
@@ -107,7 +120,10 @@ describe("file rows, as Spark's JSON source reads them", () => {
     // Its reason says why: it is JSON, nested too deep (not "not valid JSON").
     const parsed = parseStreamConfig({ key: ["id"], mode: "global" });
     if (!parsed.ok) throw new Error("config");
-    expect(validateRow(parsed.config, deepLine.rows[1], 1, 0)).toEqual({ index: 1, error: "line 2 nests arrays and objects more than 64 levels deep; at most 64 are accepted" });
+    expect(validateRow(parsed.config, deepLine.rows[1], 1, 0)).toEqual({
+      index: 1,
+      error: "line 2 nests arrays and objects more than 64 levels deep; at most 64 are accepted",
+    });
     expect(validateRow(parsed.config, { [CORRUPT_LINE]: 2, _corrupt_why: "other", id: 1 }, 0, 0)).toMatchObject({ key: expect.any(String) });
     expect(parseJsonText("{bad")).toEqual({ ok: false, why: "invalid" });
   });
@@ -146,7 +162,13 @@ describe("run planning", () => {
 
   it("takes a bounded slice per alarm, never none", () => {
     expect(takeSlice([], 20, 100)).toBe(0);
-    expect(takeSlice(Array.from({ length: 50 }, () => ({ size: 1 })), 20, 100)).toBe(20);
+    expect(
+      takeSlice(
+        Array.from({ length: 50 }, () => ({ size: 1 })),
+        20,
+        100,
+      ),
+    ).toBe(20);
     expect(takeSlice([{ size: 60 }, { size: 30 }, { size: 20 }], 20, 100)).toBe(2);
     expect(takeSlice([{ size: 500 }, { size: 1 }], 20, 100)).toBe(1);
     expect(needsListing(0, false)).toBe(true);
@@ -155,7 +177,18 @@ describe("run planning", () => {
   });
 
   it("adds outcomes (a replay counts its recorded outcome), failures and skips", () => {
-    const outcome = { batchId: "b", source: "s", replayed: false, watermark: 0, watermarkAfter: 0, input: 5, emitted: 3, duplicates: 1, late: 0, rejected: [{ index: 4, error: "x" }] };
+    const outcome = {
+      batchId: "b",
+      source: "s",
+      replayed: false,
+      watermark: 0,
+      watermarkAfter: 0,
+      input: 5,
+      emitted: 3,
+      duplicates: 1,
+      late: 0,
+      rejected: [{ index: 4, error: "x" }],
+    };
     let t = addOutcome(emptyTotals(), outcome);
     t = addOutcome(t, { ...outcome, replayed: true, rejected: [], rejectedCount: 7 });
     t = addSkipped(addFailed(t), 3);
@@ -170,7 +203,10 @@ describe("run planning", () => {
     expect(v({ kind: "forbidden", detail: "disabled" })).toBe("file");
     expect(v({ kind: "unauthorized" })).toBe("file");
     expect(fileVerdict({ kind: "invalid", detail: "bad json" })).toEqual({ kind: "file", detail: "bad json" });
-    expect(fileVerdict(resultOf({ kind: "missing" }, "s", "b", null))).toEqual({ kind: "run", detail: 'stream "s" does not exist; create it with PUT /v1/streams/s' });
+    expect(fileVerdict(resultOf({ kind: "missing" }, "s", "b", null))).toEqual({
+      kind: "run",
+      detail: 'stream "s" does not exist; create it with PUT /v1/streams/s',
+    });
     expect(v({ kind: "busy", retryAfterMs: 10 })).toBe("transient");
     expect(fileVerdict(resultOf({ kind: "failed", message: "oops" }, "s", "b", null))).toEqual({ kind: "transient", detail: "oops" });
     const outcome = { batchId: "b", source: "s", replayed: true, watermark: 0, watermarkAfter: 0, input: 1, emitted: 0, duplicates: 1, late: 0, rejected: [] };
@@ -195,7 +231,11 @@ describe("run planning", () => {
 
 describe("queue messages", () => {
   const note = (action: string, key: string, bucket = "edge-dedup-input") => ({
-    account: "acc", action, bucket, object: { key, size: 10, eTag: "abc" }, eventTime: "2026-01-01T00:00:00Z",
+    account: "acc",
+    action,
+    bucket,
+    object: { key, size: 10, eTag: "abc" },
+    eventTime: "2026-01-01T00:00:00Z",
   });
 
   it("classifies rows messages (object, string or bytes bodies)", () => {
@@ -206,8 +246,16 @@ describe("queue messages", () => {
   });
 
   it("refuses what is not a message: poison with a reason", () => {
-    for (const bad of ["not json", 42, [1], { stream: "orders" }, { stream: "orders", rows: [] }, { stream: "bad name", rows: [{}] },
-      { stream: "orders", rows: [{}], batchId: "has space" }, { stream: "orders", rows: [{}], extra: 1 }]) {
+    for (const bad of [
+      "not json",
+      42,
+      [1],
+      { stream: "orders" },
+      { stream: "orders", rows: [] },
+      { stream: "bad name", rows: [{}] },
+      { stream: "orders", rows: [{}], batchId: "has space" },
+      { stream: "orders", rows: [{}], extra: 1 },
+    ]) {
       const c = classify(bad, undefined);
       expect(c.kind, JSON.stringify(bad)).toBe("poison");
       expect((c as { reason: string }).reason.length).toBeGreaterThan(5);
@@ -215,7 +263,11 @@ describe("queue messages", () => {
   });
 
   it("classifies R2 event notifications: created under streams-in/{stream}/ ingests, deletes are ignored", () => {
-    expect(classify(note("PutObject", "streams-in/orders/2026/a.json"), "edge-dedup-input")).toEqual({ kind: "object", stream: "orders", key: "streams-in/orders/2026/a.json" });
+    expect(classify(note("PutObject", "streams-in/orders/2026/a.json"), "edge-dedup-input")).toEqual({
+      kind: "object",
+      stream: "orders",
+      key: "streams-in/orders/2026/a.json",
+    });
     expect(classify(note("CompleteMultipartUpload", "streams-in/orders/b.ndjson"), "edge-dedup-input")).toMatchObject({ kind: "object" });
     expect(classify(note("DeleteObject", "streams-in/orders/a.json"), "edge-dedup-input").kind).toBe("ignore");
     expect(classify(note("PutObject", "streams-in/orders/a.csv"), "edge-dedup-input").kind).toBe("ignore");

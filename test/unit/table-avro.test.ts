@@ -14,7 +14,20 @@ const SCHEMA = {
     { name: "l", type: "long" },
     { name: "s", type: "string" },
     { name: "o", type: ["null", "long"] },
-    { name: "a", type: { type: "array", items: { type: "record", name: "kv", fields: [{ name: "key", type: "int" }, { name: "value", type: "bytes" }] } } },
+    {
+      name: "a",
+      type: {
+        type: "array",
+        items: {
+          type: "record",
+          name: "kv",
+          fields: [
+            { name: "key", type: "int" },
+            { name: "value", type: "bytes" },
+          ],
+        },
+      },
+    },
     { name: "m", type: { type: "map", values: "string" } },
     { name: "f", type: { type: "fixed", name: "f4", size: 4 } },
   ],
@@ -29,11 +42,16 @@ const record = fc.record({
   s: fc.string({ unit: "grapheme" }),
   o: fc.option(long),
   a: fc.array(fc.record({ key: fc.integer(), value: fc.uint8Array({ maxLength: 5 }) }), { maxLength: 3 }),
-  m: fc.dictionary(fc.string().filter((k) => k !== "__proto__"), fc.string(), { maxKeys: 3 }),
+  m: fc.dictionary(
+    fc.string().filter((k) => k !== "__proto__"),
+    fc.string(),
+    { maxKeys: 3 },
+  ),
   f: fc.uint8Array({ minLength: 4, maxLength: 4 }),
 });
 const type = avro.Type.forSchema(SCHEMA as unknown as avro.Schema);
-const plain = (v: unknown): unknown => JSON.parse(JSON.stringify(v, (_, x) => (x instanceof Uint8Array || Buffer.isBuffer(x) ? [...x] : x?.type === "Buffer" ? x.data : x)));
+const plain = (v: unknown): unknown =>
+  JSON.parse(JSON.stringify(v, (_, x) => (x instanceof Uint8Array || Buffer.isBuffer(x) ? [...x] : x?.type === "Buffer" ? x.data : x)));
 
 test("what we write avsc reads, and what avsc writes we read", () => {
   fc.assert(

@@ -93,7 +93,7 @@ describe("data files", () => {
     const put = (seq: number, rows: Record<string, unknown>[]) => appendToTable(s, { stream: "c", schema: SCHEMA, rows, commitSeq: seq, now: T0 + seq });
     await put(1, [wideRow("wide", 0, 500)]);
     for (let seq = 2; seq <= 4; seq++) await put(seq, [{ id: `n${seq}`, tag: "t" }]);
-    const before = (await liveDataFiles(s, "c", (await loadTable(s, "c"))!.table.location, currentSnapshot((await loadTable(s, "c"))!.table)!));
+    const before = await liveDataFiles(s, "c", (await loadTable(s, "c"))!.table.location, currentSnapshot((await loadTable(s, "c"))!.table)!);
     const small = before.filter((f) => f.sequenceNumber > 1);
     expect(await compactTable(s, "c", { minFiles: 2, targetBytes: Math.max(...small.map((f) => f.sizeInBytes)) + 1, now: T0 + 9 })).toMatchObject({
       compacted: true,

@@ -12,9 +12,21 @@ import { validConfig } from "./stream-config";
 const at = (h: number, m: number) => Date.UTC(2024, 0, 1, h, m);
 const NOW = at(12, 0);
 const config = (table: Record<string, unknown> | null, schema: Record<string, string> = { id: "string", ts: "timestamp" }): StreamConfig =>
-  validConfig({ key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2, schema, ...(table ? { table: { format: "iceberg", ...table } } : {}) });
-const plan = (c: StreamConfig, rows: unknown[], tableColumns?: string[]) => planBatch(c, rows, NOW, { source: "default", watermark: 0, ...(tableColumns ? { tableColumns } : {}) });
-const accepted = (p: ReturnType<typeof planBatch>) => [...p.subBatches.values()].flat().map((r) => r.index).sort((a, b) => a - b);
+  validConfig({
+    key: ["id"],
+    eventTime: "ts",
+    watermarkDelay: "5 minutes",
+    partitions: 2,
+    schema,
+    ...(table ? { table: { format: "iceberg", ...table } } : {}),
+  });
+const plan = (c: StreamConfig, rows: unknown[], tableColumns?: string[]) =>
+  planBatch(c, rows, NOW, { source: "default", watermark: 0, ...(tableColumns ? { tableColumns } : {}) });
+const accepted = (p: ReturnType<typeof planBatch>) =>
+  [...p.subBatches.values()]
+    .flat()
+    .map((r) => r.index)
+    .sort((a, b) => a - b);
 
 describe("field names", () => {
   const rows = [
@@ -45,11 +57,15 @@ describe("field names", () => {
   });
 
   test("against the columns the table already has, and the declared ones", () => {
-    const p = plan(config({}, { id: "string", ts: "timestamp", Amount: "double" }), [
-      { id: "x", ts: at(10, 0), amount: 1 },
-      { id: "y", ts: at(10, 0), Tag: "t" },
-      { id: "z", ts: at(10, 0), Amount: 2, tag: "t" },
-    ], ["tag"]);
+    const p = plan(
+      config({}, { id: "string", ts: "timestamp", Amount: "double" }),
+      [
+        { id: "x", ts: at(10, 0), amount: 1 },
+        { id: "y", ts: at(10, 0), Tag: "t" },
+        { id: "z", ts: at(10, 0), Amount: 2, tag: "t" },
+      ],
+      ["tag"],
+    );
     expect(p.rejected).toEqual([
       { index: 0, error: 'field "amount" differs only in case from the table\'s column "Amount"' },
       { index: 1, error: 'field "Tag" differs only in case from the table\'s column "tag"' },
@@ -90,19 +106,32 @@ describe("the column cap", () => {
 
   test("counts the columns the table had when the batch began", () => {
     const c = config({ maxColumns: 4 });
-    const p = plan(c, [{ id: "a", ts: at(10, 0), old: 1 }, { id: "b", ts: at(10, 0), fresh: 1 }, { id: "c", ts: at(10, 0), other: 1 }], ["old", "older"]);
+    const p = plan(
+      c,
+      [
+        { id: "a", ts: at(10, 0), old: 1 },
+        { id: "b", ts: at(10, 0), fresh: 1 },
+        { id: "c", ts: at(10, 0), other: 1 },
+      ],
+      ["old", "older"],
+    );
     expect(accepted(p)).toEqual([0]);
     expect(p.rejected.map((r) => r.index)).toEqual([1, 2]);
   });
 
   test("rows rejected for another reason add no column", () => {
-    const p = plan(config({ maxColumns: 3 }), [{ ts: at(10, 0), spent: 1 }, { id: "b", ts: at(10, 0), kept: 1 }]);
+    const p = plan(config({ maxColumns: 3 }), [
+      { ts: at(10, 0), spent: 1 },
+      { id: "b", ts: at(10, 0), kept: 1 },
+    ]);
     expect(p.rejected).toEqual([{ index: 0, error: "id: missing key column" }]);
     expect(accepted(p)).toEqual([1]);
   });
 
   test("2,000 new names in one request: the table takes 1,000 columns at most by default", () => {
-    const rows = Array.from({ length: 8 }, (_, r) => Object.fromEntries([["id", `r${r}`], ["ts", at(10, r)], ...Array.from({ length: 250 }, (_, i) => [`f${r}_${i}`, i])]));
+    const rows = Array.from({ length: 8 }, (_, r) =>
+      Object.fromEntries([["id", `r${r}`], ["ts", at(10, r)], ...Array.from({ length: 250 }, (_, i) => [`f${r}_${i}`, i])]),
+    );
     const p = plan(config({}), rows);
     expect(accepted(p)).toEqual([0, 1, 2]);
     expect(p.rejected.map((r) => r.index)).toEqual([3, 4, 5, 6, 7]);

@@ -20,19 +20,27 @@ afterAll(() => served.close());
 
 const SCHEMA = { id: "string", n: "long", seq: "long", i: "int" } as const;
 
-type Op = { kind: "append"; seq: number; rows: { id: string; n: number | null; extra?: number[] }[] } | { kind: "compact"; minFiles: number; targetBytes: number };
+type Op =
+  | { kind: "append"; seq: number; rows: { id: string; n: number | null; extra?: number[] }[] }
+  | { kind: "compact"; minFiles: number; targetBytes: number };
 
 const appendOp = fc.record({
   kind: fc.constant("append" as const),
   seq: fc.integer({ min: 1, max: 12 }),
-  rows: fc.array(fc.record({ id: fc.string({ maxLength: 6 }), n: fc.option(fc.integer()), extra: fc.option(fc.array(fc.nat(9), { maxLength: 2 }), { nil: undefined }) }), { maxLength: 4 }),
+  rows: fc.array(
+    fc.record({ id: fc.string({ maxLength: 6 }), n: fc.option(fc.integer()), extra: fc.option(fc.array(fc.nat(9), { maxLength: 2 }), { nil: undefined }) }),
+    { maxLength: 4 },
+  ),
 });
-const compactOp = fc.record({ kind: fc.constant("compact" as const), minFiles: fc.integer({ min: 1, max: 4 }), targetBytes: fc.integer({ min: 0, max: 3000 }) });
+const compactOp = fc.record({
+  kind: fc.constant("compact" as const),
+  minFiles: fc.integer({ min: 1, max: 4 }),
+  targetBytes: fc.integer({ min: 0, max: 3000 }),
+});
 const ops = fc.array(fc.oneof({ arbitrary: appendOp, weight: 4 }, { arbitrary: compactOp, weight: 1 }), { maxLength: 10 });
 
 /** A row as the table returns it, in comparable form (columns a file predates read as absent). */
-const asRead = (r: Record<string, unknown>) =>
-  JSON.stringify([r.id, r.n === null ? null : String(r.n), Number(r.seq), Number(r.i), r.extra ?? null]);
+const asRead = (r: Record<string, unknown>) => JSON.stringify([r.id, r.n === null ? null : String(r.n), Number(r.seq), Number(r.i), r.extra ?? null]);
 
 let run = 0;
 let compactions = 0;
@@ -43,7 +51,10 @@ test("any sequence of appends and compactions: exactly the rows of increasing co
       let recorded = 0;
       let compacted = false;
       const expected: string[] = [];
-      const read = async () => ((await served.read(stream).catch((e: Error) => (/metadata|version/.test(e.message) ? [] : Promise.reject(e)))) as Record<string, unknown>[]).map(asRead);
+      const read = async () =>
+        ((await served.read(stream).catch((e: Error) => (/metadata|version/.test(e.message) ? [] : Promise.reject(e)))) as Record<string, unknown>[]).map(
+          asRead,
+        );
       for (const op of sequence) {
         if (op.kind === "compact") {
           const before = await read();
@@ -70,12 +81,16 @@ test("any sequence of appends and compactions: exactly the rows of increasing co
     {
       numRuns: 60,
       // A sequence that has files to compact, run first: the property meets a compaction on every run, not only when the draw has one.
-      examples: [[[
-        { kind: "append", seq: 1, rows: [{ id: "a", n: 1 }] },
-        { kind: "append", seq: 2, rows: [{ id: "b", n: null, extra: [1] }] },
-        { kind: "append", seq: 3, rows: [{ id: "c", n: 3 }] },
-        { kind: "compact", minFiles: 2, targetBytes: 3000 },
-      ]]],
+      examples: [
+        [
+          [
+            { kind: "append", seq: 1, rows: [{ id: "a", n: 1 }] },
+            { kind: "append", seq: 2, rows: [{ id: "b", n: null, extra: [1] }] },
+            { kind: "append", seq: 3, rows: [{ id: "c", n: 3 }] },
+            { kind: "compact", minFiles: 2, targetBytes: 3000 },
+          ],
+        ],
+      ],
     },
   );
   expect(compactions).toBeGreaterThan(0);

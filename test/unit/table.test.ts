@@ -37,7 +37,17 @@ describe("appendToTable, read back by icebird", () => {
     await append(store, "typed", 2, [{ id: "c" }]);
     const rows = await served.read("typed");
     expect(rows).toEqual([
-      { id: "a", n: 2n ** 40n, at: new Date("2026-01-01T10:00:00.123Z"), secs: new Date(1_700_000_000_000), price: 9.5, ok: true, qty: 3, meta: '{"tags":["x"]}', note: null },
+      {
+        id: "a",
+        n: 2n ** 40n,
+        at: new Date("2026-01-01T10:00:00.123Z"),
+        secs: new Date(1_700_000_000_000),
+        price: 9.5,
+        ok: true,
+        qty: 3,
+        meta: '{"tags":["x"]}',
+        note: null,
+      },
       { id: "b", n: 7n, at: new Date(T0), secs: new Date(1_700_000_000_250), price: 1000, ok: false, qty: -4, meta: null, note: "plain" },
       // Declared columns are in every file; an undeclared one only in files where a row has it (icebird reads it as absent).
       { id: "c", n: null, at: null, secs: null, price: null, ok: null, qty: null, meta: undefined, note: undefined },
@@ -95,7 +105,9 @@ describe("appendToTable, read back by icebird", () => {
 
   test("a value that does not fit the table's type fails the append and commits nothing", async () => {
     await append(store, "strict", 1, [{ id: "a", k: 1 }], { id: "string", k: "long" });
-    await expect(append(store, "strict", 2, [{ id: "b", k: "not a number" }], { id: "string" })).rejects.toThrow(/k: "not a number" does not fit the table's long column/);
+    await expect(append(store, "strict", 2, [{ id: "b", k: "not a number" }], { id: "string" })).rejects.toThrow(
+      /k: "not a number" does not fit the table's long column/,
+    );
     expect((await readTableSnapshot(store, "strict"))?.snapshot.summary["edge-dedup.commit-seq"]).toBe("1");
   });
 
@@ -137,7 +149,9 @@ describe("appendToTable, read back by icebird", () => {
     expect(orphan).toEqual([expect.stringMatching(/^tables\/crash\/data\/c0{19}1-[0-9a-f]{16}\.parquet$/)]);
     await append(s, "crash", 1, [{ id: "a" }]);
     expect((await s.list("tables/crash/data/")).length).toBe(1);
-    expect(await s.list("tables/crash/metadata/")).toEqual(expect.arrayContaining(["tables/crash/metadata/v1.metadata.json", "tables/crash/metadata/version-hint.text"]));
+    expect(await s.list("tables/crash/metadata/")).toEqual(
+      expect.arrayContaining(["tables/crash/metadata/v1.metadata.json", "tables/crash/metadata/version-hint.text"]),
+    );
   });
 
   test("a lagging version hint is probed past", async () => {
@@ -172,7 +186,12 @@ async function decodeWithAvsc(bytes: Uint8Array): Promise<{ schema: string; meta
   let header: { meta: Record<string, Buffer> } | null = null;
   decoder.on("metadata", (_type: unknown, _codec: unknown, h: { meta: Record<string, Buffer> }) => (header = h));
   decoder.on("data", (r: Record<string, unknown>) => records.push({ ...r }));
-  await new Promise((resolve, reject) => Readable.from([Buffer.from(bytes)]).pipe(decoder).on("finish", resolve).on("error", reject));
+  await new Promise((resolve, reject) =>
+    Readable.from([Buffer.from(bytes)])
+      .pipe(decoder)
+      .on("finish", resolve)
+      .on("error", reject),
+  );
   const meta = Object.fromEntries(Object.entries(header!.meta).map(([k, v]) => [k, v.toString()]));
   return { schema: meta["avro.schema"], metadata: meta, records };
 }
@@ -184,7 +203,14 @@ describe("DuckDB", () => {
     const s = memoryStore();
     const dir = await mkdtemp(join(tmpdir(), "iceberg-"));
     const baseUri = `file://${dir}`;
-    await appendToTable(s, { stream: "d", schema: SCHEMA, rows: [{ id: "a", n: 1, at: "2026-01-01T10:00:00Z", price: 2.5, ok: true, qty: 7, meta: [1] }], commitSeq: 1, now: T0, baseUri });
+    await appendToTable(s, {
+      stream: "d",
+      schema: SCHEMA,
+      rows: [{ id: "a", n: 1, at: "2026-01-01T10:00:00Z", price: 2.5, ok: true, qty: 7, meta: [1] }],
+      commitSeq: 1,
+      now: T0,
+      baseUri,
+    });
     await appendToTable(s, { stream: "d", schema: SCHEMA, rows: [{ id: "b", n: 2 }], commitSeq: 2, now: T0, baseUri });
     await compactTable(s, "d", { minFiles: 2, targetBytes: 1 << 20, now: T0 });
     await appendToTable(s, { stream: "d", schema: SCHEMA, rows: [{ id: "c", secs: 1_700_000_000 }], commitSeq: 3, now: T0, baseUri });
@@ -208,7 +234,11 @@ describe("DuckDB", () => {
     expect(await query(`SELECT name, field_id FROM parquet_schema('${files[0]}') WHERE field_id IS NOT NULL`)).toEqual(
       ["id", "n", "at", "secs", "price", "ok", "qty", "meta"].map((name, i) => ({ name, field_id: String(i + 1) })),
     );
-    expect(await query(`SELECT id, n, epoch_ms("at") AS at, typeof("at") AS at_type, epoch("secs") AS secs, price, ok, qty, meta FROM read_parquet(${paths}, union_by_name=true) ORDER BY id`)).toEqual([
+    expect(
+      await query(
+        `SELECT id, n, epoch_ms("at") AS at, typeof("at") AS at_type, epoch("secs") AS secs, price, ok, qty, meta FROM read_parquet(${paths}, union_by_name=true) ORDER BY id`,
+      ),
+    ).toEqual([
       { id: "a", n: "1", at: String(Date.UTC(2026, 0, 1, 10)), at_type: "TIMESTAMP WITH TIME ZONE", secs: null, price: 2.5, ok: true, qty: 7, meta: "[1]" },
       { id: "b", n: "2", at: null, at_type: "TIMESTAMP WITH TIME ZONE", secs: null, price: null, ok: null, qty: null, meta: null },
       { id: "c", n: null, at: null, at_type: "TIMESTAMP WITH TIME ZONE", secs: 1_700_000_000, price: null, ok: null, qty: null, meta: null },
@@ -225,7 +255,10 @@ describe("compactTable", () => {
     try {
       const put = (seq: number, rows: Record<string, unknown>[], schema: AppendInput["schema"] = { id: "string", k: "int" }) =>
         appendToTable(s, { stream: "c", schema, rows, commitSeq: seq, now: T0 + seq, baseUri: reader.baseUri });
-      await put(1, [{ id: "a", k: 1 }, { id: "b", k: 2 }]);
+      await put(1, [
+        { id: "a", k: 1 },
+        { id: "b", k: 2 },
+      ]);
       await put(2, [{ id: "c", k: 3, extra: true }]);
       await put(3, [{ id: "d", k: 2 ** 40, at: "2026-01-01T00:00:00Z" }], { id: "string", k: "long", at: "timestamp" });
       const before = await reader.read("c");

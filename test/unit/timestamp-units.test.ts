@@ -8,7 +8,8 @@ const T10 = Date.UTC(2024, 0, 1, 10, 0, 0);
 const NOW = Date.UTC(2024, 0, 1, 12, 0, 0);
 const SEPT_2001 = Date.UTC(2001, 8, 9, 1, 46, 40);
 
-const config = (body: Record<string, unknown> = {}): StreamConfig => validConfig({ key: ["event_id"], eventTime: "event_ts", watermarkDelay: "5 minutes", ...body });
+const config = (body: Record<string, unknown> = {}): StreamConfig =>
+  validConfig({ key: ["event_id"], eventTime: "event_ts", watermarkDelay: "5 minutes", ...body });
 
 /** The row's event time, or its rejection reason. */
 function read(c: StreamConfig, row: Record<string, unknown>): number | string {
@@ -98,7 +99,10 @@ describe("plausibility of an undeclared unit", () => {
     `event_ts: ${value} looks like epoch seconds, not milliseconds (as ms it is ${iso}); ` +
     `declare the column "timestamp:s" or send milliseconds (a column declared "timestamp:ms" accepts dates before 2001-09-09)`;
 
-  for (const [name, c] of [["no schema entry", undeclared], ['"timestamp"', plain]] as const) {
+  for (const [name, c] of [
+    ["no schema entry", undeclared],
+    ['"timestamp"', plain],
+  ] as const) {
     describe(name, () => {
       test("epoch seconds are refused with a reason that says what to do, not read as 1970", () => {
         expect(read(c, { event_ts: 1700000000 })).toBe(reason("1700000000", "1970-01-20T16:13:20.000Z"));

@@ -1,13 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { parseStreamConfig, type StreamConfig } from "../../src/stream/config";
-import {
-  advanceWatermark,
-  globalWatermark,
-  INITIAL_WATERMARK,
-  sourceWatermark,
-  type WatermarkState,
-} from "../../src/stream/watermark";
+import { advanceWatermark, globalWatermark, INITIAL_WATERMARK, sourceWatermark, type WatermarkState } from "../../src/stream/watermark";
 import { validConfig } from "./stream-config";
 
 const MIN = 60_000;
@@ -94,22 +88,45 @@ describe("policy", () => {
 describe("declared sources", () => {
   test("a declared source that never sends holds min at 0", () => {
     const c = config({ sources: { a: {}, quiet: {} } });
-    expect(run(c, [["a", at(10, 0)], ["a", at(11, 0)], ["undeclared", at(12, 0)]])).toEqual([0, 0, 0]);
+    expect(
+      run(c, [
+        ["a", at(10, 0)],
+        ["a", at(11, 0)],
+        ["undeclared", at(12, 0)],
+      ]),
+    ).toEqual([0, 0, 0]);
   });
 
   test("under max it does not hold the watermark back", () => {
     const c = config({ sources: { a: {}, quiet: {} }, watermarkPolicy: "max" });
-    expect(run(c, [["a", at(10, 0)], ["a", at(11, 0)]])).toEqual([at(9, 55), at(10, 55)]);
+    expect(
+      run(c, [
+        ["a", at(10, 0)],
+        ["a", at(11, 0)],
+      ]),
+    ).toEqual([at(9, 55), at(10, 55)]);
   });
 
   test("once it sends, it counts with its own watermark", () => {
     const c = config({ sources: { a: {}, b: {} } });
-    expect(run(c, [["a", at(10, 30)], ["b", at(10, 10)], ["b", at(10, 50)]])).toEqual([0, at(10, 5), at(10, 25)]);
+    expect(
+      run(c, [
+        ["a", at(10, 30)],
+        ["b", at(10, 10)],
+        ["b", at(10, 50)],
+      ]),
+    ).toEqual([0, at(10, 5), at(10, 25)]);
   });
 
   test("a declared source whose batches had no accepted rows still holds min at 0", () => {
     const c = config({ sources: { a: {}, b: {} } });
-    expect(run(c, [["a", at(10, 30)], ["b", null], ["b", null]])).toEqual([0, 0, 0]);
+    expect(
+      run(c, [
+        ["a", at(10, 30)],
+        ["b", null],
+        ["b", null],
+      ]),
+    ).toEqual([0, 0, 0]);
   });
 });
 
@@ -161,12 +178,24 @@ describe("per-source delays", () => {
 
   test("each source subtracts its own delay (min; the declared ones hold it at 0 until all have sent)", () => {
     const c = config(body);
-    expect(run(c, [["slow", at(12, 0)], ["fast", at(12, 0)], ["zero", at(12, 0)]])).toEqual([0, 0, at(11, 0)]);
+    expect(
+      run(c, [
+        ["slow", at(12, 0)],
+        ["fast", at(12, 0)],
+        ["zero", at(12, 0)],
+      ]),
+    ).toEqual([0, 0, at(11, 0)]);
   });
 
   test("each source subtracts its own delay (max)", () => {
     const c = config({ ...body, watermarkPolicy: "max" });
-    expect(run(c, [["slow", at(12, 0)], ["fast", at(12, 0)], ["zero", at(12, 0)]])).toEqual([at(11, 0), at(11, 55), at(12, 0)]);
+    expect(
+      run(c, [
+        ["slow", at(12, 0)],
+        ["fast", at(12, 0)],
+        ["zero", at(12, 0)],
+      ]),
+    ).toEqual([at(11, 0), at(11, 55), at(12, 0)]);
   });
 
   test("an undeclared source uses the stream's delay", () => {

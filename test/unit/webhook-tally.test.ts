@@ -23,8 +23,11 @@ describe("the webhook tally", () => {
     expect(isWebhookCounter("rows:emitted")).toBe(false);
     expect(isWebhookCounter("webhook:refused:made-up")).toBe(false);
     const counters = [
-      { name: REPLAYED_COUNTER, source: "stripe", n: 3 }, { name: refusedCounter("stale"), source: "stripe", n: 2 },
-      { name: "rows:emitted", source: "stripe", n: 10 }, { name: "rows:duplicate", source: "stripe", n: 1 }, { name: "rows:emitted", source: "app", n: 7 },
+      { name: REPLAYED_COUNTER, source: "stripe", n: 3 },
+      { name: refusedCounter("stale"), source: "stripe", n: 2 },
+      { name: "rows:emitted", source: "stripe", n: 10 },
+      { name: "rows:duplicate", source: "stripe", n: 1 },
+      { name: "rows:emitted", source: "app", n: 7 },
     ];
     expect(webhookFigures(counters)).toEqual([{ source: "stripe", replayed: 3, refused: { stale: 2 }, rows: 11 }]);
   });
@@ -32,10 +35,17 @@ describe("the webhook tally", () => {
 
 describe("the advisor's floors", () => {
   const config = validConfig({ key: ["id"], eventTime: "time", watermarkDelay: "1 hour", sources: { own: { watermarkDelay: "5 minutes" } } });
-  const figures = new Map([["stripe", emptyFigures()], ["own", emptyFigures()], ["app", emptyFigures()]]);
+  const figures = new Map([
+    ["stripe", emptyFigures()],
+    ["own", emptyFigures()],
+    ["app", emptyFigures()],
+  ]);
 
   test("a source is never advised less than its floor, and the stream's advice keeps the floor of the sources that take its delay", () => {
-    const floors = new Map([["stripe", { ms: RETRY_HORIZON_MS.stripe, reason: "retries" }], ["own", { ms: RETRY_HORIZON_MS.shopify, reason: "shopify" }]]);
+    const floors = new Map([
+      ["stripe", { ms: RETRY_HORIZON_MS.stripe, reason: "retries" }],
+      ["own", { ms: RETRY_HORIZON_MS.shopify, reason: "shopify" }],
+    ]);
     const a = liveAdvice(figures, config, 2, floors);
     expect(a.sources.stripe.recommendation).toMatchObject({ delayMs: 3 * 86_400_000, watermarkDelay: "3 days", floor: { reason: "retries" } });
     expect(a.sources.own.recommendation).toMatchObject({ delayMs: 4 * 3_600_000, floor: { reason: "shopify" } });

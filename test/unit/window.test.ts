@@ -17,14 +17,16 @@ import { configBody, materialize, modelSpec, NOW, scenarioArb, SECOND, type Scen
 type Move = { kind: "next" } | { kind: "retry"; pick: number } | { kind: "wait"; ms: number } | { kind: "evict" } | { kind: "prune" };
 
 /** A step of the clock (the alarm prunes after it), then a first attempt, a retry of an earlier batch id or a prompt eviction. */
-const stepArb: fc.Arbitrary<Move[]> = fc.tuple(
-  fc.integer({ min: 0, max: 45 }),
-  fc.oneof(
-    { weight: 4, arbitrary: fc.constant<Move>({ kind: "next" }) },
-    { weight: 4, arbitrary: fc.nat(1_000).map((pick): Move => ({ kind: "retry", pick })) },
-    { weight: 1, arbitrary: fc.constant<Move>({ kind: "evict" }) },
-  ),
-).map(([s, m]) => [{ kind: "wait", ms: s * SECOND }, { kind: "prune" }, m]);
+const stepArb: fc.Arbitrary<Move[]> = fc
+  .tuple(
+    fc.integer({ min: 0, max: 45 }),
+    fc.oneof(
+      { weight: 4, arbitrary: fc.constant<Move>({ kind: "next" }) },
+      { weight: 4, arbitrary: fc.nat(1_000).map((pick): Move => ({ kind: "retry", pick })) },
+      { weight: 1, arbitrary: fc.constant<Move>({ kind: "evict" }) },
+    ),
+  )
+  .map(([s, m]) => [{ kind: "wait", ms: s * SECOND }, { kind: "prune" }, m]);
 const movesArb = fc.array(stepArb, { maxLength: 40 }).map((steps) => steps.flat());
 
 interface Run {
@@ -116,14 +118,37 @@ describe("the idempotency window", () => {
     // Two copies of A in one batch, 15 s apart with a 10 s delay: the second is a duplicate whose
     // time is past the first's expiry. Once A is evicted (wm 10 s) the second copy is not late (15 s > 10 s).
     const s: Scenario = {
-      mode: "within-watermark", withEventTime: true, delay: 10 * SECOND, delayAsText: false, policy: "min", partitions: 1, declared: [],
-      idType: "none", keyShape: "id", volatile: ["n", "ts"], onConflict: "drop",
+      mode: "within-watermark",
+      withEventTime: true,
+      delay: 10 * SECOND,
+      delayAsText: false,
+      policy: "min",
+      partitions: 1,
+      declared: [],
+      idType: "none",
+      keyShape: "id",
+      volatile: ["n", "ts"],
+      onConflict: "drop",
       batches: [
-        { source: "s1", jump: 0, rows: [{ kind: "valid", id: 0, g: 0, t: 0, iso: false, v: 0 }, { kind: "valid", id: 0, g: 0, t: 15, iso: false, v: 0 }] },
+        {
+          source: "s1",
+          jump: 0,
+          rows: [
+            { kind: "valid", id: 0, g: 0, t: 0, iso: false, v: 0 },
+            { kind: "valid", id: 0, g: 0, t: 15, iso: false, v: 0 },
+          ],
+        },
         { source: "s1", jump: 0, rows: [{ kind: "valid", id: 1, g: 0, t: 17, iso: false, v: 0 }] },
       ],
     };
-    const moves: Move[] = [{ kind: "next" }, { kind: "next" }, { kind: "evict" }, { kind: "wait", ms: 120 * SECOND }, { kind: "prune" }, { kind: "retry", pick: 0 }];
+    const moves: Move[] = [
+      { kind: "next" },
+      { kind: "next" },
+      { kind: "evict" },
+      { kind: "wait", ms: 120 * SECOND },
+      { kind: "prune" },
+      { kind: "retry", pick: 0 },
+    ];
     const windowOnly = (g: RememberedGroup, ctx: { now: number; window: number }) => g.committedAt + ctx.window <= ctx.now;
     expect(() => drive(s, 60 * SECOND, moves, windowOnly)).toThrow(/retried after the window/);
     // The rule keeps batch 0 until the watermark passes its 15 s: the retry is a replay.

@@ -11,7 +11,11 @@ import { missing, STREAM } from "./shared";
 const CREDENTIALS = `${STREAM}/sources/:source/credentials`;
 
 export const createCredential = route({
-  method: "post", path: CREDENTIALS, summary: "Create a source credential; its secret is shown once", tag: "credentials", auth: "admin",
+  method: "post",
+  path: CREDENTIALS,
+  summary: "Create a source credential; its secret is shown once",
+  tag: "credentials",
+  auth: "admin",
   description: "The provider types need the provider's `secret`; `token` and `hmac` get a generated one when it is left out.",
   request: { body: credentialBody },
   responses: { 201: { schema: credentialCreatedSchema, description: "the credential with its secret" } },
@@ -33,10 +37,13 @@ export const createCredential = route({
     };
     const added = await coordinatorStub(c.env, stream).addCredential(cred);
     if (added === "missing") throw missing(stream);
-    if (added === "duplicate") throw conflict("credential-in-use", "this token is already a credential of this stream; choose another (or omit secret to get a generated one)");
+    if (added === "duplicate")
+      throw conflict("credential-in-use", "this token is already a credential of this stream; choose another (or omit secret to get a generated one)");
     if (added === "other-provider") {
-      throw conflict("credential-provider-mismatch",
-        `source "${source}" already verifies another provider's webhooks; a source's webhook credentials are all of one provider: use another source for ${type}`);
+      throw conflict(
+        "credential-provider-mismatch",
+        `source "${source}" already verifies another provider's webhooks; a source's webhook credentials are all of one provider: use another source for ${type}`,
+      );
     }
     const { material: _m, ...shown } = cred;
     return c.json({ ...shown, secret }, 201);
@@ -44,7 +51,11 @@ export const createCredential = route({
 });
 
 export const listCredentials = route({
-  method: "get", path: CREDENTIALS, summary: "A source's credentials, without secrets", tag: "credentials", auth: "admin",
+  method: "get",
+  path: CREDENTIALS,
+  summary: "A source's credentials, without secrets",
+  tag: "credentials",
+  auth: "admin",
   responses: { 200: { schema: credentialListSchema, description: "{credentials}" } },
   handler: async (c) => {
     const coordinator = coordinatorStub(c.env, c.get("stream"));
@@ -55,7 +66,11 @@ export const listCredentials = route({
 });
 
 export const revokeCredential = route({
-  method: "delete", path: `${CREDENTIALS}/:id`, summary: "Revoke a credential", tag: "credentials", auth: "admin",
+  method: "delete",
+  path: `${CREDENTIALS}/:id`,
+  summary: "Revoke a credential",
+  tag: "credentials",
+  auth: "admin",
   description: "At once.",
   responses: { 204: { description: "revoked" } },
   handler: async (c) => {

@@ -1,7 +1,14 @@
 import { z } from "zod";
 import { coordinatorStub } from "../../env";
 import { zodErrors } from "../../stream/config";
-import { destinationBodySchema, MAX_DESTINATIONS_PER_STREAM, replayBodySchema, RESERVED_QUEUE_BINDINGS, rotateBodySchema, toConfig } from "../../delivery/config";
+import {
+  destinationBodySchema,
+  MAX_DESTINATIONS_PER_STREAM,
+  replayBodySchema,
+  RESERVED_QUEUE_BINDINGS,
+  rotateBodySchema,
+  toConfig,
+} from "../../delivery/config";
 import { destinationIndex, destinationStub } from "../../env";
 import { forgetNoDestinations } from "../../delivery/poke";
 import { deadLaneSchema, destinationListSchema, destinationPutSchema, destinationSchema, replaySchema, rotatedSchema } from "../../delivery/schemas";
@@ -20,7 +27,11 @@ const ONE = `${LIST}/:name`;
 const missing = (stream: string, name: string | undefined) => notFound(`stream "${stream}" has no destination "${name}"`);
 
 export const listDestinations = route({
-  method: "get", path: LIST, summary: "The stream's destinations with their delivery status", tag: "delivery", auth: "admin",
+  method: "get",
+  path: LIST,
+  summary: "The stream's destinations with their delivery status",
+  tag: "delivery",
+  auth: "admin",
   responses: { 200: { schema: destinationListSchema, description: "{destinations}" } },
   handler: async (c) => {
     const stream = c.get("stream");
@@ -31,7 +42,11 @@ export const listDestinations = route({
 });
 
 export const putDestination = route({
-  method: "put", path: ONE, summary: "Create or update a destination (http: Standard Webhooks; queue: a Queues producer)", tag: "delivery", auth: "admin",
+  method: "put",
+  path: ONE,
+  summary: "Create or update a destination (http: Standard Webhooks; queue: a Queues producer)",
+  tag: "delivery",
+  auth: "admin",
   description: `A new destination receives the rows of commits after its creation (replay reaches back). A new http destination answers its \`whsec_\` secret once. A PUT again updates it and resumes a paused one. URLs must be https:// with a public host. A stream has at most ${MAX_DESTINATIONS_PER_STREAM} destinations (409 \`too-many-destinations\`); an http destination needs the CREDENTIALS_KEY secret (503 \`not-configured\`).`,
   request: { body: destinationBodySchema },
   responses: {
@@ -43,7 +58,9 @@ export const putDestination = route({
     const name = c.req.param("name")!;
     const parsed = destinationBodySchema.safeParse(await c.req.json().catch(() => undefined));
     if (!parsed.success) {
-      throw badRequest('the destination is invalid: send {"type": "http", "url": "https://…"} or {"type": "queue", "binding": "…"}', { errors: zodErrors(parsed.error) });
+      throw badRequest('the destination is invalid: send {"type": "http", "url": "https://…"} or {"type": "queue", "binding": "…"}', {
+        errors: zodErrors(parsed.error),
+      });
     }
     const config = toConfig(parsed.data);
     if (config.type === "http") {
@@ -82,7 +99,11 @@ export const putDestination = route({
 });
 
 export const getDestination = route({
-  method: "get", path: ONE, summary: "A destination: deliveredSeq, pending, failing, lastError, lastSuccessAt, lagMs", tag: "delivery", auth: "admin",
+  method: "get",
+  path: ONE,
+  summary: "A destination: deliveredSeq, pending, failing, lastError, lastSuccessAt, lagMs",
+  tag: "delivery",
+  auth: "admin",
   responses: { 200: { schema: destinationSchema, description: "the destination" } },
   handler: async (c) => {
     const d = await destinationStub(c.env, c.get("stream"), c.req.param("name")!).status();
@@ -92,7 +113,11 @@ export const getDestination = route({
 });
 
 export const deleteDestination = route({
-  method: "delete", path: ONE, summary: "Stop and forget a destination", tag: "delivery", auth: "admin",
+  method: "delete",
+  path: ONE,
+  summary: "Stop and forget a destination",
+  tag: "delivery",
+  auth: "admin",
   responses: { 204: { description: "deleted" } },
   handler: async (c) => {
     const stream = c.get("stream");
@@ -106,11 +131,19 @@ export const deleteDestination = route({
 
 const deadQuery = z.object({
   limit: intIn(1, 1000).default(100).describe("rows per page"),
-  after: z.string().regex(/^\d+\.-?\d+$/).optional().describe("<seq>.<index>: the `next` of the previous page"),
+  after: z
+    .string()
+    .regex(/^\d+\.-?\d+$/)
+    .optional()
+    .describe("<seq>.<index>: the `next` of the previous page"),
 });
 
 export const deadLane = route({
-  method: "get", path: `${ONE}/dead`, summary: "The dead lane: rows whose retryFor ran out", tag: "delivery", auth: "admin",
+  method: "get",
+  path: `${ONE}/dead`,
+  summary: "The dead lane: rows whose retryFor ran out",
+  tag: "delivery",
+  auth: "admin",
   request: { query: deadQuery },
   responses: { 200: { schema: deadLaneSchema, description: "{rows, next}" } },
   handler: async (c) => {
@@ -123,12 +156,19 @@ export const deadLane = route({
     const [status, rows] = await Promise.all([dest.status(), dest.dead({ seq: Number(after[1]), index: Number(after[2]) }, limit)]);
     if (!status) throw missing(stream, name);
     const last = rows[rows.length - 1];
-    return c.json({ rows: rows.map((r) => ({ ...r, row: JSON.parse(r.row) as unknown })), next: rows.length === limit && last ? `${last.seq}.${last.index}` : null });
+    return c.json({
+      rows: rows.map((r) => ({ ...r, row: JSON.parse(r.row) as unknown })),
+      next: rows.length === limit && last ? `${last.seq}.${last.index}` : null,
+    });
   },
 });
 
 export const replay = route({
-  method: "post", path: `${ONE}/replay`, summary: "Send every row from a commit seq on again (dead ones included), with the same ids", tag: "delivery", auth: "admin",
+  method: "post",
+  path: `${ONE}/replay`,
+  summary: "Send every row from a commit seq on again (dead ones included), with the same ids",
+  tag: "delivery",
+  auth: "admin",
   request: { body: replayBodySchema },
   responses: { 202: { schema: replaySchema, description: "{fromSeq, fromDead}" } },
   handler: async (c) => {
@@ -141,7 +181,11 @@ export const replay = route({
 });
 
 export const rotateSecret = route({
-  method: "post", path: `${ONE}/rotate-secret`, summary: "A new signing secret; the old one keeps signing during the overlap", tag: "delivery", auth: "admin",
+  method: "post",
+  path: `${ONE}/rotate-secret`,
+  summary: "A new signing secret; the old one keeps signing during the overlap",
+  tag: "delivery",
+  auth: "admin",
   description: `At most ${MAX_SIGNING_SECRETS} secrets sign at once (the current one and the previous ones within their overlap): past that, the oldest stops signing at once. Needs the CREDENTIALS_KEY secret (503 \`not-configured\`).`,
   request: { body: rotateBodySchema },
   responses: { 201: { schema: rotatedSchema, description: "{id, secret}, shown once" } },

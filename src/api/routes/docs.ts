@@ -8,12 +8,20 @@ import { route, type Route } from "../route";
  */
 export const docsRoutes = (table: () => readonly Route[]) => [
   route({
-    method: "get", path: "/openapi.json", summary: "This document", tag: "operate", auth: "public",
+    method: "get",
+    path: "/openapi.json",
+    summary: "This document",
+    tag: "operate",
+    auth: "public",
     responses: { 200: { description: "OpenAPI 3.1" } },
     handler: (c) => c.json(openApiDocument(table())),
   }),
   route({
-    method: "get", path: "/docs", summary: "This document, as a page", tag: "operate", auth: "public",
+    method: "get",
+    path: "/docs",
+    summary: "This document, as a page",
+    tag: "operate",
+    auth: "public",
     responses: { 200: { media: "text/html", description: "HTML" } },
     handler: (c) => c.html(docsPage(table())),
   }),

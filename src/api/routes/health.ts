@@ -5,7 +5,11 @@ import { healthzSchema } from "../schemas";
 
 // Operating it (README, Operating it). Liveness of the Worker and its bindings: no auth, no details.
 export const healthz = route({
-  method: "get", path: "/healthz", summary: "Liveness of the Worker and its bindings", tag: "operate", auth: "public",
+  method: "get",
+  path: "/healthz",
+  summary: "Liveness of the Worker and its bindings",
+  tag: "operate",
+  auth: "public",
   description: "200 when the Worker, the registry Durable Object and R2 answer; 503 problem+json otherwise, without details.",
   responses: { 200: { schema: healthzSchema, description: '{"status":"ok"}' } },
   handler: async (c) => {

@@ -8,7 +8,11 @@ const METRICS_PAGE = 50;
 
 // Prometheus text exposition of every registered stream's counters and gauges.
 export const metrics = route({
-  method: "get", path: "/metrics", summary: "Prometheus text exposition of every stream", tag: "operate", auth: "admin",
+  method: "get",
+  path: "/metrics",
+  summary: "Prometheus text exposition of every stream",
+  tag: "operate",
+  auth: "admin",
   responses: { 200: { media: "text/plain", description: "counters and gauges" } },
   handler: async (c) => {
     const figures: StreamMetrics[] = [];
@@ -21,7 +25,10 @@ export const metrics = route({
       if (page.length < METRICS_PAGE) break;
       after = page[page.length - 1].name;
     }
-    return c.body(renderPrometheus(figures) + (await deliveryMetrics(c.env, names)), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "cache-control": "no-store" });
+    return c.body(renderPrometheus(figures) + (await deliveryMetrics(c.env, names)), 200, {
+      "content-type": "text/plain; version=0.0.4; charset=utf-8",
+      "cache-control": "no-store",
+    });
   },
 });
 

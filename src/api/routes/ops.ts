@@ -9,7 +9,11 @@ const progressQuery = z.object({ limit: intIn(1, 1000).default(100).describe("ho
 
 // Operating one stream: what its batches did, its health, the delay advisor.
 export const progress = route({
-  method: "get", path: `${STREAM}/progress`, summary: "Recent per-batch progress reports", tag: "operate", auth: "admin",
+  method: "get",
+  path: `${STREAM}/progress`,
+  summary: "Recent per-batch progress reports",
+  tag: "operate",
+  auth: "admin",
   request: { query: progressQuery },
   responses: { 200: { schema: progressSchema, description: "oldest first" } },
   handler: async (c) => {
@@ -22,7 +26,11 @@ export const progress = route({
 
 // The delay advisor's figures, live (src/stream/advisor/live.ts): what `edge-dedup advise` says of a history, over what this stream received.
 export const advice = route({
-  method: "get", path: `${STREAM}/advice`, summary: "The delay advisor, live: duplicate gaps and disorder per source, the recommended watermarkDelay", tag: "operate", auth: "admin",
+  method: "get",
+  path: `${STREAM}/advice`,
+  summary: "The delay advisor, live: duplicate gaps and disorder per source, the recommended watermarkDelay",
+  tag: "operate",
+  auth: "admin",
   description: "The figures `edge-dedup advise` computes over a file, kept by the stream at each commit.",
   responses: { 200: { schema: adviceSchema, description: "per source and overall" } },
   handler: async (c) => {
@@ -34,7 +42,11 @@ export const advice = route({
 });
 
 export const health = route({
-  method: "get", path: `${STREAM}/health`, summary: "ok | warn | critical, with reasons and the source holding the watermark back", tag: "operate", auth: "admin",
+  method: "get",
+  path: `${STREAM}/health`,
+  summary: "ok | warn | critical, with reasons and the source holding the watermark back",
+  tag: "operate",
+  auth: "admin",
   description: "`status`, `reasons`, `heldBackBy` and the figures behind them.",
   responses: { 200: { schema: healthSchema, description: "the stream's health" } },
   handler: async (c) => {

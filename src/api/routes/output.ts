@@ -38,37 +38,58 @@ function readLane(lane: Lane) {
 }
 
 export const output = route({
-  method: "get", path: `${STREAM}/output`, summary: "Committed output rows in commit order", tag: "output", auth: "admin",
+  method: "get",
+  path: `${STREAM}/output`,
+  summary: "Committed output rows in commit order",
+  tag: "output",
+  auth: "admin",
   request: { query: laneQuery },
   responses: { 200: { media: "application/x-ndjson", description: "rows", headers: commitSeqHeader } },
   handler: readLane("data"),
 });
 
 export const late = route({
-  method: "get", path: `${STREAM}/late`, summary: "The late lane: rows dropped by the watermark", tag: "output", auth: "admin",
+  method: "get",
+  path: `${STREAM}/late`,
+  summary: "The late lane: rows dropped by the watermark",
+  tag: "output",
+  auth: "admin",
   request: { query: laneQuery },
   responses: { 200: { media: "application/x-ndjson", description: "late rows with the watermark they met", headers: commitSeqHeader } },
   handler: readLane("late"),
 });
 
 export const rejected = route({
-  method: "get", path: `${STREAM}/rejected`, summary: "The rejected lane: rows that failed validation", tag: "output", auth: "admin",
+  method: "get",
+  path: `${STREAM}/rejected`,
+  summary: "The rejected lane: rows that failed validation",
+  tag: "output",
+  auth: "admin",
   request: { query: laneQuery },
   responses: { 200: { media: "application/x-ndjson", description: "rejected rows as sent, with the error", headers: commitSeqHeader } },
   handler: readLane("rejected"),
 });
 
 export const conflicts = route({
-  method: "get", path: `${STREAM}/conflicts`, summary: "The conflicts lane: copies of a remembered id whose content differs from the kept copy's", tag: "output", auth: "admin",
-  description: "One line each: `{batchId, source, index, verdict: dropped | rejected, kept: {batchId, source, seq}, row}`; volatile fields are ignored when comparing.",
+  method: "get",
+  path: `${STREAM}/conflicts`,
+  summary: "The conflicts lane: copies of a remembered id whose content differs from the kept copy's",
+  tag: "output",
+  auth: "admin",
+  description:
+    "One line each: `{batchId, source, index, verdict: dropped | rejected, kept: {batchId, source, seq}, row}`; volatile fields are ignored when comparing.",
   request: { query: laneQuery },
   responses: { 200: { media: "application/x-ndjson", description: "conflicting rows with the kept copy's reference", headers: commitSeqHeader } },
   handler: readLane("conflicts"),
 });
 
 export const duplicates = route({
-  method: "get", path: `${STREAM}/duplicates`, summary: "The duplicates lane: every dropped copy, with keepDuplicates", tag: "output", auth: "admin",
-  description: "One line each: `{batchId, source, index, kept: {batchId, source, seq}, row}`; empty unless the stream has `\"keepDuplicates\": true`.",
+  method: "get",
+  path: `${STREAM}/duplicates`,
+  summary: "The duplicates lane: every dropped copy, with keepDuplicates",
+  tag: "output",
+  auth: "admin",
+  description: 'One line each: `{batchId, source, index, kept: {batchId, source, seq}, row}`; empty unless the stream has `"keepDuplicates": true`.',
   request: { query: laneQuery },
   responses: { 200: { media: "application/x-ndjson", description: "dropped copies with the kept copy's reference", headers: commitSeqHeader } },
   handler: readLane("duplicates"),

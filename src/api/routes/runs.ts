@@ -12,8 +12,13 @@ import { STREAM } from "./shared";
 const RUNS = `${STREAM}/runs`;
 
 export const startRun = route({
-  method: "post", path: RUNS, summary: "Ingest every object under a prefix of the INPUT bucket not ingested yet", tag: "sources", auth: "admin",
-  description: "`.json` read as Spark reads it (JSON Lines unless the file is one document; `multiLine`), `.ndjson`/`.jsonl`, each optionally `.gz`; `source` defaults to `files`. Done once the manifest and the table hold what it ingested.",
+  method: "post",
+  path: RUNS,
+  summary: "Ingest every object under a prefix of the INPUT bucket not ingested yet",
+  tag: "sources",
+  auth: "admin",
+  description:
+    "`.json` read as Spark reads it (JSON Lines unless the file is one document; `multiLine`), `.ndjson`/`.jsonl`, each optionally `.gz`; `source` defaults to `files`. Done once the manifest and the table hold what it ingested.",
   request: { body: runBody },
   responses: { 202: { schema: runStartedSchema, description: "{id, stream, prefix, source}", headers: { Location: "the run: GET it for its status" } } },
   handler: async (c) => {
@@ -29,7 +34,11 @@ export const startRun = route({
 });
 
 export const getRun = route({
-  method: "get", path: `${RUNS}/:id`, summary: "A run's status and counts", tag: "sources", auth: "admin",
+  method: "get",
+  path: `${RUNS}/:id`,
+  summary: "A run's status and counts",
+  tag: "sources",
+  auth: "admin",
   description: "Files done, left, skipped and failed, row counts and the first errors.",
   responses: { 200: { schema: runSchema, description: "the run" } },
   handler: async (c) => {
@@ -41,8 +50,13 @@ export const getRun = route({
 
 // How far the committed output is readable outside: /output, the manifest, the table (what a run's done and `edge-dedup send` wait for).
 export const publication = route({
-  method: "get", path: `${STREAM}/publication`, summary: "How far the committed output is readable outside", tag: "output", auth: "admin",
-  description: "The last commit, and the last commit /output, the committed manifest and the Iceberg table hold: a file run is done, and `edge-dedup send` returns, once all of them hold what it committed.",
+  method: "get",
+  path: `${STREAM}/publication`,
+  summary: "How far the committed output is readable outside",
+  tag: "output",
+  auth: "admin",
+  description:
+    "The last commit, and the last commit /output, the committed manifest and the Iceberg table hold: a file run is done, and `edge-dedup send` returns, once all of them hold what it committed.",
   responses: { 200: { schema: publicationSchema, description: "{stream, committed, output, manifest, table, snapshot}" } },
   handler: async (c) => {
     const view = await publicationOf(c.env, c.get("stream"));

@@ -14,16 +14,26 @@ const stateQuery = z.object({
   partition: z.number().int().min(0).optional().describe("the partition: 0 to the stream's `partitions` - 1; required unless `row` is given"),
   limit: intIn(1, 10_000).default(1000).describe("keys per page"),
   after: z.string().optional().describe("the key to list after: the last key of the previous page"),
-  row: z.string().optional().describe(
-    "a row as JSON, as ingest would take it: its key columns (and its event time in mode event-time-key; a content key's row whole); lists just its key, if remembered, from the partition it routes to (`partition` may then be left out); how a stream with hashed keys is asked about one key",
-  ),
-  provider: z.enum(PROVIDER_TYPES as [ProviderType, ...ProviderType[]]).optional().describe(
-    "with `row`: key it as a row that came through this provider's webhook (a content key then leaves out what that provider's redeliveries change, as ingest did)",
-  ),
+  row: z
+    .string()
+    .optional()
+    .describe(
+      "a row as JSON, as ingest would take it: its key columns (and its event time in mode event-time-key; a content key's row whole); lists just its key, if remembered, from the partition it routes to (`partition` may then be left out); how a stream with hashed keys is asked about one key",
+    ),
+  provider: z
+    .enum(PROVIDER_TYPES as [ProviderType, ...ProviderType[]])
+    .optional()
+    .describe(
+      "with `row`: key it as a row that came through this provider's webhook (a content key then leaves out what that provider's redeliveries change, as ingest did)",
+    ),
 });
 
 export const state = route({
-  method: "get", path: `${STREAM}/state`, summary: "The keys one partition remembers", tag: "operate", auth: "admin",
+  method: "get",
+  path: `${STREAM}/state`,
+  summary: "The keys one partition remembers",
+  tag: "operate",
+  auth: "admin",
   description: "Each key with its `expiresAt`, like Spark's state reader. A stream with `stateKeys: \"hashed\"` lists `#` and the key's 64-bit hash in hex.",
   request: { query: stateQuery },
   responses: { 200: { schema: statePageSchema, description: "{partition, watermark, rows, bytes, keys}" } },
@@ -43,7 +53,10 @@ export const state = route({
     const limit = intQuery(c, stateQuery, "limit");
     const after = c.req.query("after") ?? "";
     const stub = partitionStub(c.env, where.name, partition);
-    const [stats, keys] = await Promise.all([stub.describe(where.epoch), probe ? stub.lookup(where.epoch, probe.stateKey) : stub.list(where.epoch, after, limit)]);
+    const [stats, keys] = await Promise.all([
+      stub.describe(where.epoch),
+      probe ? stub.lookup(where.epoch, probe.stateKey) : stub.list(where.epoch, after, limit),
+    ]);
     // Asked by row: the remembered key's receipt (src/api/receipts.ts).
     const answered = probe ? await withReceipts(coordinatorStub(c.env, c.get("stream")), where.config, keys as unknown as StoredReceipt[]) : keys;
     return c.json({ partition, watermark: stats.watermark, rows: stats.rows, bytes: stats.bytes, keys: answered });

@@ -15,7 +15,11 @@ const listQuery = z.object({
 
 // The streams, a page at a time, by name; each with its watermark and state size (as last reported).
 export const listStreams = route({
-  method: "get", path: "/v1/streams", summary: "The streams by name, with watermark and state size", tag: "streams", auth: "admin",
+  method: "get",
+  path: "/v1/streams",
+  summary: "The streams by name, with watermark and state size",
+  tag: "streams",
+  auth: "admin",
   description: "Each stream with `createdAt`, `watermark`, `state` (rows, bytes, as the partitions last reported) and its committed batch count.",
   request: { query: listQuery },
   responses: { 200: { schema: streamListSchema, description: "{streams, next}; `next` is null on the last page" } },
@@ -30,11 +34,18 @@ export const listStreams = route({
 });
 
 export const putStream = route({
-  method: "put", path: STREAM, summary: "Create or update a stream", tag: "streams", auth: "admin",
-  description: "The whole config every time: fields left out take their defaults (not a patch). A changed bound field (`key`, `mode`, `eventTime`, `partitions`, `stateKeys`, a key column's type) is a 409 `bound-field-changed`; an invalid config a 400; " +
+  method: "put",
+  path: STREAM,
+  summary: "Create or update a stream",
+  tag: "streams",
+  auth: "admin",
+  description:
+    "The whole config every time: fields left out take their defaults (not a patch). A changed bound field (`key`, `mode`, `eventTime`, `partitions`, `stateKeys`, a key column's type) is a 409 `bound-field-changed`; an invalid config a 400; " +
     `a body over ${MAX_CONFIG_BYTES} bytes (${MAX_CONFIG_BYTES / 1024} KiB) a 413 \`body-too-large\`.`,
   request: { body: streamBodySchema },
-  responses: { 201: { schema: putStreamResultSchema, description: "{stream, status, config}; 200 when updated or unchanged (`status` `updated` or `unchanged`)" } },
+  responses: {
+    201: { schema: putStreamResultSchema, description: "{stream, status, config}; 200 when updated or unchanged (`status` `updated` or `unchanged`)" },
+  },
   handler: async (c) => {
     // Bounded before it is parsed: a config is read on every call to the stream's Coordinator.
     const bytes = await readBody(c.req.raw, MAX_CONFIG_BYTES).catch((e: unknown) => {
@@ -61,7 +72,11 @@ const configTooLarge = () =>
   new HttpError(413, "body-too-large", "Payload too large", `the stream config is larger than ${MAX_CONFIG_BYTES} bytes, the most a config may be`);
 
 export const getStream = route({
-  method: "get", path: STREAM, summary: "A stream's config, watermark, sources and state", tag: "streams", auth: "admin",
+  method: "get",
+  path: STREAM,
+  summary: "A stream's config, watermark, sources and state",
+  tag: "streams",
+  auth: "admin",
   description: "With its state size and committed batch count.",
   responses: { 200: { schema: streamInfoSchema, description: "the stream" } },
   handler: async (c) => {
@@ -72,8 +87,13 @@ export const getStream = route({
 });
 
 export const deleteStream = route({
-  method: "delete", path: STREAM, summary: "Delete a stream: state, ledger, output, table, destinations", tag: "streams", auth: "admin",
-  description: "Like deleting a Spark checkpoint. Its destinations go too (pending rows, dead lanes, secrets); a stream created again under the name sends new webhook-ids.",
+  method: "delete",
+  path: STREAM,
+  summary: "Delete a stream: state, ledger, output, table, destinations",
+  tag: "streams",
+  auth: "admin",
+  description:
+    "Like deleting a Spark checkpoint. Its destinations go too (pending rows, dead lanes, secrets); a stream created again under the name sends new webhook-ids.",
   responses: { 204: { description: "deleted" } },
   handler: async (c) => {
     const dropped = await coordinatorStub(c.env, c.get("stream")).drop();

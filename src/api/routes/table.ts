@@ -7,7 +7,11 @@ import { missing, STREAM } from "./shared";
 
 // The Iceberg table's current snapshot, as Iceberg writes it, and where its metadata is.
 export const table = route({
-  method: "get", path: `${STREAM}/table`, summary: "The Iceberg table's current snapshot", tag: "output", auth: "admin",
+  method: "get",
+  path: `${STREAM}/table`,
+  summary: "The Iceberg table's current snapshot",
+  tag: "output",
+  auth: "admin",
   description: "404 when the stream has no table or no snapshot yet.",
   responses: { 200: { schema: tableSnapshotSchema, description: "{stream, metadataLocation, snapshot}" } },
   handler: async (c) => {

@@ -45,7 +45,10 @@ export function parseJsonText(text: string): { ok: true; value: unknown } | { ok
 }
 
 /** The placeholder row of a line that is not JSON (or nests too deep): rejected by validation with the line's number and why, no bytes of it kept. */
-export const corruptRow = (line: number, why: "invalid" | "too-deep" = "invalid") => ({ [CORRUPT_LINE]: line, ...(why === "too-deep" ? { [CORRUPT_WHY]: why } : {}) });
+export const corruptRow = (line: number, why: "invalid" | "too-deep" = "invalid") => ({
+  [CORRUPT_LINE]: line,
+  ...(why === "too-deep" ? { [CORRUPT_WHY]: why } : {}),
+});
 
 export function fileRows(text: string, mode: FileMode, multiLine: boolean | undefined, maxRows: number): FileRows {
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
@@ -54,7 +57,9 @@ export function fileRows(text: string, mode: FileMode, multiLine: boolean | unde
     const whole = wholeDocument(text, maxRows);
     if (whole) return { rows: whole, readAs: "json", corruptLines: [] };
     if (multiLine === true) {
-      throw badRequest(`the file is not one JSON document (an array or an object), which "multiLine": true reads; leave multiLine out to read one object per line`);
+      throw badRequest(
+        `the file is not one JSON document (an array or an object), which "multiLine": true reads; leave multiLine out to read one object per line`,
+      );
     }
   }
   return jsonLines(text, maxRows);

@@ -51,7 +51,10 @@ export const emptyTotals = (): RunTotals => ({
  * how many are skipped (this stream ingested that key at that etag already),
  * and how many are not ours to read (not .json / .ndjson / .jsonl; not counted).
  */
-export function planPage(objects: readonly Listed[], isDone: (key: string, etag: string) => boolean): { pending: Listed[]; skipped: Listed[]; ignored: number } {
+export function planPage(
+  objects: readonly Listed[],
+  isDone: (key: string, etag: string) => boolean,
+): { pending: Listed[]; skipped: Listed[]; ignored: number } {
   const pending: Listed[] = [];
   const skipped: Listed[] = [];
   let ignored = 0;
@@ -186,7 +189,10 @@ export function publicationState(p: Pick<RunPublication, "commitSeq" | "manifest
 }
 
 export function publicationLag(p: RunPublication): string {
-  const behind = [p.manifest < p.commitSeq ? `the manifest holds commit ${p.manifest}` : null, p.table !== null && p.table < p.commitSeq ? `the table holds commit ${p.table}` : null];
+  const behind = [
+    p.manifest < p.commitSeq ? `the manifest holds commit ${p.manifest}` : null,
+    p.table !== null && p.table < p.commitSeq ? `the table holds commit ${p.table}` : null,
+  ];
   return `commit ${p.commitSeq} is committed and in /output, but after ${PUBLISH_WAIT_MS / 60_000} minutes ${behind.filter(Boolean).join(" and ")}; the rows are safe: a later run (or GET …/table) shows when it catches up`;
 }
 

@@ -21,13 +21,22 @@ export async function snapshotOf(env: Env, stream: string): Promise<RunPublicati
   const s = (await readTableSnapshot(r2Store(env.SINK), stream))?.snapshot;
   if (!s) return null;
   return {
-    "snapshot-id": s["snapshot-id"], "sequence-number": s["sequence-number"],
-    "total-records": Number(s.summary["total-records"] ?? 0), "commit-seq": Number(s.summary[COMMIT_SEQ_KEY] ?? 0),
+    "snapshot-id": s["snapshot-id"],
+    "sequence-number": s["sequence-number"],
+    "total-records": Number(s.summary["total-records"] ?? 0),
+    "commit-seq": Number(s.summary[COMMIT_SEQ_KEY] ?? 0),
   };
 }
 
 export async function publicationOf(env: Env, stream: string): Promise<PublicationView | null> {
   const p = await coordinatorStub(env, stream).publication();
   if (!p) return null;
-  return { stream, committed: p.committed, output: p.committed, manifest: p.manifest, table: p.table, snapshot: p.table === null ? null : await snapshotOf(env, stream) };
+  return {
+    stream,
+    committed: p.committed,
+    output: p.committed,
+    manifest: p.manifest,
+    table: p.table,
+    snapshot: p.table === null ? null : await snapshotOf(env, stream),
+  };
 }

@@ -14,9 +14,15 @@ export const runBody = z
   .strictObject({
     prefix: z.string().max(1024),
     source: z.string().regex(NAME_PATTERN, "1-64 characters: letters, digits, '_', '.', '-'").optional(),
-    multiLine: z.boolean().optional().describe("true: each .json file is one JSON document; false: JSON Lines only; absent: JSON Lines unless the file is one document"),
+    multiLine: z
+      .boolean()
+      .optional()
+      .describe("true: each .json file is one JSON document; false: JSON Lines only; absent: JSON Lines unless the file is one document"),
     maxFilesPerTrigger: z.number().int().min(1).max(MAX_FILES_PER_TRIGGER).optional().describe("files per micro-batch (one commit); default 1"),
-    cleanSource: z.enum(["off", "archive", "delete"]).optional().describe("after a file's commit: leave it (off, the default), move it under sourceArchiveDir, or delete it"),
+    cleanSource: z
+      .enum(["off", "archive", "delete"])
+      .optional()
+      .describe("after a file's commit: leave it (off, the default), move it under sourceArchiveDir, or delete it"),
     sourceArchiveDir: z.string().min(1).max(512).optional().describe("where archive moves files: {sourceArchiveDir}{key}; must not overlap the prefix"),
   })
   .superRefine((b, ctx) => {

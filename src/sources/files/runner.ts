@@ -8,9 +8,31 @@ import { sourceConfig } from "../../stream/config";
 import type { BatchOutcome } from "../../stream/report";
 import { readObjectBatch, type ObjectBatch } from "./object";
 import {
-  addFailed, addOutcome, addSkipped, ALARM_BUDGET_MS, archiveKey, emptyTotals, FILES_PER_ALARM, groupsOf, fileVerdict, judgeError, type FileProblem, keepError, LIST_PAGE,
-  MAX_TRANSIENT_ATTEMPTS, needsListing, planPage, publicationLag, publicationState, PUBLISH_POLL_MS, retryDelayMs, takeSlice,
-  type RunPublication, type RunStatus, type RunTotals, type RunView,
+  addFailed,
+  addOutcome,
+  addSkipped,
+  ALARM_BUDGET_MS,
+  archiveKey,
+  emptyTotals,
+  FILES_PER_ALARM,
+  groupsOf,
+  fileVerdict,
+  judgeError,
+  type FileProblem,
+  keepError,
+  LIST_PAGE,
+  MAX_TRANSIENT_ATTEMPTS,
+  needsListing,
+  planPage,
+  publicationLag,
+  publicationState,
+  PUBLISH_POLL_MS,
+  retryDelayMs,
+  takeSlice,
+  type RunPublication,
+  type RunStatus,
+  type RunTotals,
+  type RunView,
 } from "./plan";
 import { snapshotOf } from "./publication";
 import type { RunOptions } from "./run-body";
@@ -66,7 +88,12 @@ export const RUNNER_MIGRATIONS: readonly Migration[] = [
     version: 2,
     does: "runs.options and runs.publication on runs tables created before them (guarded: newer ones have them)",
     up: (sql) => {
-      const have = new Set(sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('runs')").toArray().map((c) => c.name));
+      const have = new Set(
+        sql
+          .exec<{ name: string }>("SELECT name FROM pragma_table_info('runs')")
+          .toArray()
+          .map((c) => c.name),
+      );
       if (!have.has("options")) sql.exec("ALTER TABLE runs ADD COLUMN options TEXT NOT NULL DEFAULT '{}'");
       if (!have.has("publication")) sql.exec("ALTER TABLE runs ADD COLUMN publication TEXT");
     },
@@ -106,7 +133,13 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
     this.sql.exec(
       `INSERT INTO runs (id, seq, prefix, source, epoch, status, cursor, listed, totals, errors, attempts, started_at, finished_at, options, publication)
        VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM runs), ?, ?, ?, 'running', NULL, 0, ?, '[]', 0, ?, NULL, ?, NULL)`,
-      id, prefix, source, epoch, JSON.stringify(emptyTotals()), now, JSON.stringify(options),
+      id,
+      prefix,
+      source,
+      epoch,
+      JSON.stringify(emptyTotals()),
+      now,
+      JSON.stringify(options),
     );
     this.sql.exec("DELETE FROM runs WHERE status <> 'running' AND seq <= (SELECT max(seq) FROM runs) - ?", KEEP_RUNS);
     // Records of an earlier incarnation of the stream (deleted and created again) are of no use.
@@ -124,11 +157,27 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
     const left = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM run_files WHERE run_id = ?", id).one().n;
     const { totals: t } = run;
     return {
-      id: run.id, status: run.status, prefix: run.prefix, source: run.source, listed: run.listed === 1,
+      id: run.id,
+      status: run.status,
+      prefix: run.prefix,
+      source: run.source,
+      listed: run.listed === 1,
       files: { done: t.files.done, left, skipped: t.files.skipped, failed: t.files.failed, replayed: t.files.replayed },
-      input: t.input, emitted: t.emitted, duplicates: t.duplicates, late: t.late, rejected: t.rejected,
-      errors: run.errors, startedAt: run.started_at, finishedAt: run.finished_at, options: run.options,
-      publication: run.publication && { commitSeq: run.publication.commitSeq, manifest: run.publication.manifest, table: run.publication.table, snapshot: run.publication.snapshot },
+      input: t.input,
+      emitted: t.emitted,
+      duplicates: t.duplicates,
+      late: t.late,
+      rejected: t.rejected,
+      errors: run.errors,
+      startedAt: run.started_at,
+      finishedAt: run.finished_at,
+      options: run.options,
+      publication: run.publication && {
+        commitSeq: run.publication.commitSeq,
+        manifest: run.publication.manifest,
+        table: run.publication.table,
+        snapshot: run.publication.snapshot,
+      },
     };
   }
 
@@ -140,7 +189,9 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
     const now = Date.now();
     this.sql.exec(
       "INSERT OR IGNORE INTO done_files (epoch, key, etag, at) SELECT ?, value ->> 'key', value ->> 'etag', ? FROM json_each(?)",
-      where.epoch, now, JSON.stringify(files),
+      where.epoch,
+      now,
+      JSON.stringify(files),
     );
   }
 
@@ -186,9 +237,7 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
     }
     const perTrigger = run.options.maxFilesPerTrigger ?? 1;
     const perAlarm = Math.max(FILES_PER_ALARM, perTrigger);
-    const files = this.sql
-      .exec<Pending>("SELECT n, key, etag, size FROM run_files WHERE run_id = ? ORDER BY n LIMIT ?", run.id, perAlarm)
-      .toArray();
+    const files = this.sql.exec<Pending>("SELECT n, key, etag, size FROM run_files WHERE run_id = ? ORDER BY n LIMIT ?", run.id, perAlarm).toArray();
     const take = takeSlice(files, perAlarm);
     const read = (f: Pending) => readObjectBatch(this.env.INPUT, f.key, run.source, limits, (s, b) => coordinator.knownBatch(s, b), { multiLine });
     for (const [g, group] of groupsOf(files.slice(0, take), perTrigger).entries()) {
@@ -203,15 +252,14 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
         if (outcome !== undefined) return outcome;
       }
       // One micro-batch (one commit) for the group; a file the Coordinator did not take goes alone, for its own answer.
-      const together = batches.length > 1
-        ? await coordinator.ingestMany(batches.map(({ r }): IngestRequest => r.batch)).catch(() => null)
-        : null;
+      const together = batches.length > 1 ? await coordinator.ingestMany(batches.map(({ r }): IngestRequest => r.batch)).catch(() => null) : null;
       for (const [i, { f, r }] of batches.entries()) {
         const answer = together?.[i];
         const outcome = await this.attempt(run, f, async () => {
-          const result = answer && (answer.kind === "done" || answer.kind === "replay")
-            ? resultOf(answer, stream, r.batch.batchId, r.batch.sourceHeader)
-            : await submitBatch(this.env, stream, r.batch);
+          const result =
+            answer && (answer.kind === "done" || answer.kind === "replay")
+              ? resultOf(answer, stream, r.batch.batchId, r.batch.sourceHeader)
+              : await submitBatch(this.env, stream, r.batch);
           const v = fileVerdict(result);
           if (v.kind !== "done") return v;
           this.fileDone(run, f.n, f.key, r.etag, v.outcome);
@@ -254,7 +302,10 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
       const obj = await this.env.INPUT.get(key, { onlyIf: { etagMatches: etag } });
       if (obj === null || !("body" in obj)) return; // gone or changed: not ours to clean
       if (how === "archive") {
-        await this.env.INPUT.put(archiveKey(run.options.sourceArchiveDir!, key), obj.body, { httpMetadata: obj.httpMetadata, customMetadata: obj.customMetadata });
+        await this.env.INPUT.put(archiveKey(run.options.sourceArchiveDir!, key), obj.body, {
+          httpMetadata: obj.httpMetadata,
+          customMetadata: obj.customMetadata,
+        });
       } else await obj.body.cancel();
       const still = await this.env.INPUT.head(key);
       if (still && still.etag === etag) await this.env.INPUT.delete(key);
@@ -307,7 +358,10 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
     const page = await this.env.INPUT.list({ prefix: run.prefix, cursor: run.cursor ?? undefined, limit: LIST_PAGE });
     const isDone = (key: string, etag: string) =>
       this.sql.exec("SELECT 1 FROM done_files WHERE epoch = ? AND key = ? AND etag = ?", run.epoch, key, etag).toArray().length > 0;
-    const { pending, skipped } = planPage(page.objects.map((o) => ({ key: o.key, etag: o.etag, size: o.size })), isDone);
+    const { pending, skipped } = planPage(
+      page.objects.map((o) => ({ key: o.key, etag: o.etag, size: o.size })),
+      isDone,
+    );
     run.totals = addSkipped(run.totals, skipped.length);
     run.cursor = page.truncated ? page.cursor : null;
     run.listed = page.truncated ? 0 : 1;
@@ -316,7 +370,9 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
       if (pending.length > 0) {
         this.sql.exec(
           "INSERT OR IGNORE INTO run_files (run_id, n, key, etag, size) SELECT ?, ? + key, value ->> 'key', value ->> 'etag', value ->> 'size' FROM json_each(?)",
-          run.id, first, JSON.stringify(pending),
+          run.id,
+          first,
+          JSON.stringify(pending),
         );
       }
       this.sql.exec("UPDATE runs SET cursor = ?, listed = ?, totals = ? WHERE id = ?", run.cursor, run.listed, JSON.stringify(run.totals), run.id);
@@ -329,22 +385,21 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
    * already settled adds nothing (alarms are at-least-once).
    */
   private fileDone(run: Run, n: number, key: string, etag: string, outcome: BatchOutcome): void {
-    this.settleFile(run, n, (t) => addOutcome(t, outcome), () => {
-      this.sql.exec("INSERT OR IGNORE INTO done_files (epoch, key, etag, at) VALUES (?, ?, ?, ?)", run.epoch, key, etag, Date.now());
-    });
+    this.settleFile(
+      run,
+      n,
+      (t) => addOutcome(t, outcome),
+      () => {
+        this.sql.exec("INSERT OR IGNORE INTO done_files (epoch, key, etag, at) VALUES (?, ?, ?, ?)", run.epoch, key, etag, Date.now());
+      },
+    );
   }
 
   private fileFailed(run: Run, n: number, key: string, detail: string): void {
     this.settleFile(run, n, addFailed, undefined, (errors) => keepError(errors, key, detail));
   }
 
-  private settleFile(
-    run: Run,
-    n: number,
-    add: (t: RunTotals) => RunTotals,
-    also?: () => void,
-    errors?: (e: Run["errors"]) => Run["errors"],
-  ): void {
+  private settleFile(run: Run, n: number, add: (t: RunTotals) => RunTotals, also?: () => void, errors?: (e: Run["errors"]) => Run["errors"]): void {
     this.ctx.storage.transactionSync(() => {
       if (this.sql.exec("DELETE FROM run_files WHERE run_id = ? AND n = ? RETURNING n", run.id, n).toArray().length === 0) return;
       const now = parse(this.sql.exec<RunRow>("SELECT * FROM runs WHERE id = ?", run.id).one());

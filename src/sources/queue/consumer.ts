@@ -60,7 +60,8 @@ async function consumeStream(env: Env, queue: string, stream: string, items: Ite
         const key = (c as Extract<Classified, { kind: "object" }>).key;
         try {
           const r = await readObjectBatch(env.INPUT, key, FILES_SOURCE, admission.limits, (s, b) => coordinator.knownBatch(s, b), await readOptions());
-          if (r.kind === "gone") decide(msg, { action: "ack" }); // deleted since: nothing to ingest
+          if (r.kind === "gone")
+            decide(msg, { action: "ack" }); // deleted since: nothing to ingest
           else add(msg, r.batch, { key, etag: r.etag });
         } catch (e) {
           const j = judgeError(e);
@@ -96,7 +97,10 @@ async function consumeStream(env: Env, queue: string, stream: string, items: Ite
       if (v.action === "ack" && list[i].file) files.push(list[i].file!);
     });
     // So that a later run over the prefix skips these without reading them; a replay if this is lost.
-    if (files.length > 0) await runnerStub(env, stream).recordDone(stream, files).catch((e) => console.warn(`recording ingested files of ${stream}: ${e}`));
+    if (files.length > 0)
+      await runnerStub(env, stream)
+        .recordDone(stream, files)
+        .catch((e) => console.warn(`recording ingested files of ${stream}: ${e}`));
   } catch (e) {
     console.warn(`queue ${queue}, stream ${stream}: ${e instanceof Error ? e.message : e}; retrying`);
     for (const { msg } of items) if (!done.has(msg)) decide(msg, { action: "retry" });

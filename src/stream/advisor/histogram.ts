@@ -7,7 +7,23 @@ const H = 60 * MIN;
 const D = 24 * H;
 /** Upper edges (inclusive) of the bins, about ×3 apart; the last bin is open. */
 export const HISTOGRAM_EDGES: readonly number[] = [
-  10, 100, 1 * S, 3 * S, 10 * S, 30 * S, 1 * MIN, 3 * MIN, 10 * MIN, 30 * MIN, 1 * H, 3 * H, 6 * H, 12 * H, 1 * D, 3 * D, 7 * D,
+  10,
+  100,
+  1 * S,
+  3 * S,
+  10 * S,
+  30 * S,
+  1 * MIN,
+  3 * MIN,
+  10 * MIN,
+  30 * MIN,
+  1 * H,
+  3 * H,
+  6 * H,
+  12 * H,
+  1 * D,
+  3 * D,
+  7 * D,
 ];
 
 /** A short human duration: "0", "850 ms", "12.5 s", "4.2 min", "1.5 h", "2.1 d". */

@@ -79,7 +79,8 @@ export function* eventsOf(
     const e = eventOf(row, columns);
     if (typeof e === "string") notes.skip(where(i), e);
     else {
-      if ((columns.unit ?? "ms") === "ms" && e.time < MIN_PLAUSIBLE_MS && isBareNumber(own(row as Record<string, unknown>, columns.time))) notes.implausibleMs++;
+      if ((columns.unit ?? "ms") === "ms" && e.time < MIN_PLAUSIBLE_MS && isBareNumber(own(row as Record<string, unknown>, columns.time)))
+        notes.implausibleMs++;
       yield e;
     }
     i++;

@@ -6,7 +6,16 @@
 import { eventsOf, HistoryNotes, type HistoryColumns } from "./history.ts";
 import { disorderFigures, gapFigures, measure, type DisorderFigures, type GapFigures } from "./measure.ts";
 import type { QuantileSketch } from "./sketch.ts";
-import { DEFAULT_BYTES_PER_KEY, DEFAULT_MARGIN, estimateState, recommendDelay, simulate, type Recommendation, type Simulation, type StateEstimate } from "./recommend.ts";
+import {
+  DEFAULT_BYTES_PER_KEY,
+  DEFAULT_MARGIN,
+  estimateState,
+  recommendDelay,
+  simulate,
+  type Recommendation,
+  type Simulation,
+  type StateEstimate,
+} from "./recommend.ts";
 
 export { eventOf, eventsOf, HistoryNotes, DEFAULT_SOURCE, type HistoryColumns, type HistoryEvent } from "./history.ts";
 export { measure, gapFigures, disorderFigures, type Measurements, type GapFigures, type DisorderFigures } from "./measure.ts";
@@ -36,7 +45,6 @@ export interface AdviseOptions extends HistoryColumns {
   /** names the row just read in notes (default "row N") */
   where?: (index: number) => string;
 }
-
 
 /**
  * Two passes over `open()`'s rows: measure, then replay under the recommended

@@ -48,7 +48,12 @@ export interface BatchObservation {
 
 export const emptyFigures = (): LiveFigures => ({ rows: 0, duplicates: 0, gaps: new QuantileSketch(), disorder: new QuantileSketch() });
 
-export const figuresToJson = (f: LiveFigures): LiveFiguresJson => ({ rows: f.rows, duplicates: f.duplicates, gaps: f.gaps.toJSON(), disorder: f.disorder.toJSON() });
+export const figuresToJson = (f: LiveFigures): LiveFiguresJson => ({
+  rows: f.rows,
+  duplicates: f.duplicates,
+  gaps: f.gaps.toJSON(),
+  disorder: f.disorder.toJSON(),
+});
 
 export const figuresFromJson = (j: LiveFiguresJson): LiveFigures => ({
   rows: j.rows,
@@ -62,12 +67,7 @@ export const figuresFromJson = (j: LiveFiguresJson): LiveFigures => ({
  * time before this batch (null: none yet); a row's disorder is measured against
  * it and the earlier rows of the batch, in order. Returns the max after it.
  */
-export function observeBatch(
-  f: LiveFigures,
-  counts: { rows: number; duplicates: number },
-  seen: BatchObservation,
-  maxBefore: number | null,
-): number | null {
+export function observeBatch(f: LiveFigures, counts: { rows: number; duplicates: number }, seen: BatchObservation, maxBefore: number | null): number | null {
   f.rows += counts.rows;
   f.duplicates += counts.duplicates;
   let max = maxBefore;
@@ -131,9 +131,8 @@ export interface DelayFloor {
 
 function adviceOf(f: LiveFigures, margin: number, delay: number | null, floor: DelayFloor | undefined): LiveAdviceFigures {
   const measured = recommendDelay(f, margin);
-  const recommendation = floor !== undefined && floor.ms > measured.delayMs
-    ? { ...measured, delayMs: floor.ms, watermarkDelay: formatInterval(floor.ms), floor }
-    : measured;
+  const recommendation =
+    floor !== undefined && floor.ms > measured.delayMs ? { ...measured, delayMs: floor.ms, watermarkDelay: formatInterval(floor.ms), floor } : measured;
   return {
     rows: f.rows,
     duplicates: f.duplicates,
@@ -164,7 +163,8 @@ export function liveAdvice(
   }
   let streamFloor: DelayFloor | undefined;
   for (const [name, floor] of floors) {
-    if (sourceConfig(config, name)?.watermarkDelay === undefined && floor.ms > (streamFloor?.ms ?? 0)) streamFloor = { ms: floor.ms, reason: `source ${name}: ${floor.reason}` };
+    if (sourceConfig(config, name)?.watermarkDelay === undefined && floor.ms > (streamFloor?.ms ?? 0))
+      streamFloor = { ms: floor.ms, reason: `source ${name}: ${floor.reason}` };
   }
   return { margin, overall: adviceOf(mergeFigures(figures.values()), margin, timed ? config.watermarkDelay : null, timed ? streamFloor : undefined), sources };
 }

@@ -82,7 +82,13 @@ describe("liveAdvice", () => {
     observeBatch(fast, { rows: 4, duplicates: 1 }, { times: [0, S, 2 * S, 3 * S], gaps: [30 * S] }, null);
     const slow = emptyFigures();
     observeBatch(slow, { rows: 2, duplicates: 1 }, { times: [600 * S, 0], gaps: [5 * 60 * S] }, null);
-    const a = liveAdvice(new Map([["slow", slow], ["fast", fast]]), config);
+    const a = liveAdvice(
+      new Map([
+        ["slow", slow],
+        ["fast", fast],
+      ]),
+      config,
+    );
     expect(Object.keys(a.sources)).toEqual(["fast", "slow"]);
     expect(a.sources.fast).toMatchObject({ rows: 4, duplicates: 1, duplicateRate: 0.25, currentDelay: { ms: 600 * S, interval: "10 minutes" } });
     expect(a.sources.slow.currentDelay).toEqual({ ms: 2 * 3600 * S, interval: "2 hours" });
@@ -130,7 +136,12 @@ function liveFiguresOf(rows: { id: string; ts: number; src: string }[], batchSiz
     const maxBefore = own(pipe.wm.sources, src)?.maxEventTime ?? null;
     const { counts } = pipe.commit(batch);
     if (!figures.has(src)) figures.set(src, emptyFigures());
-    observeBatch(figures.get(src)!, { rows: counts.emitted + counts.duplicates + counts.late, duplicates: counts.duplicates }, { times: batch.plan.eventTimes, gaps }, maxBefore);
+    observeBatch(
+      figures.get(src)!,
+      { rows: counts.emitted + counts.duplicates + counts.late, duplicates: counts.duplicates },
+      { times: batch.plan.eventTimes, gaps },
+      maxBefore,
+    );
     at = end;
   }
   return figures;

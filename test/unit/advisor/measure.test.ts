@@ -16,7 +16,16 @@ const near = (value: number | null, exact: number) => {
 
 describe("measure: duplicates and gaps", () => {
   // a@100 b@105 a@100 c@90 a@130 b@104 (seconds)
-  const m = measure(history([["a", 100], ["b", 105], ["a", 100], ["c", 90], ["a", 130], ["b", 104]]));
+  const m = measure(
+    history([
+      ["a", 100],
+      ["b", 105],
+      ["a", 100],
+      ["c", 90],
+      ["a", 130],
+      ["b", 104],
+    ]),
+  );
 
   test("events, distinct keys, duplicates", () => {
     expect([m.events, m.distinctKeys, m.duplicates]).toEqual([6, 3, 3]);
@@ -46,13 +55,29 @@ describe("measure: duplicates and gaps", () => {
 
 describe("measure: disorder is per source", () => {
   test("two sources each in order, interleaved: nothing is out of order", () => {
-    const m = measure(history([["a", 100, "s1"], ["b", 10, "s2"], ["c", 200, "s1"], ["d", 20, "s2"], ["e", 300, "s1"], ["f", 30, "s2"]]));
+    const m = measure(
+      history([
+        ["a", 100, "s1"],
+        ["b", 10, "s2"],
+        ["c", 200, "s1"],
+        ["d", 20, "s2"],
+        ["e", 300, "s1"],
+        ["f", 30, "s2"],
+      ]),
+    );
     expect(disorderFigures(m.disorder).outOfOrder).toBe(0);
     expect([...m.disorderBySource.keys()]).toEqual(["s1", "s2"]);
   });
 
   test("one source's disorder does not leak into another's", () => {
-    const m = measure(history([["a", 100, "s1"], ["b", 40, "s1"], ["c", 10, "s2"], ["d", 20, "s2"]]));
+    const m = measure(
+      history([
+        ["a", 100, "s1"],
+        ["b", 40, "s1"],
+        ["c", 10, "s2"],
+        ["d", 20, "s2"],
+      ]),
+    );
     expect(disorderFigures(m.disorderBySource.get("s1")!)).toMatchObject({ events: 2, outOfOrder: 1, max: 60_000 });
     expect(disorderFigures(m.disorderBySource.get("s2")!)).toMatchObject({ events: 2, outOfOrder: 0, max: 0 });
   });
@@ -86,7 +111,14 @@ describe("history rows → events", () => {
 
   test("rows without a key or a time are skipped with a reason", () => {
     const notes = new HistoryNotes();
-    const rows = [{ id: "x", tenant: 1, ts: BASE }, { tenant: 1, ts: BASE }, { id: "y", tenant: 1 }, { id: "z", tenant: 1, ts: "yesterday" }, [1], { id: {}, tenant: 1, ts: BASE }];
+    const rows = [
+      { id: "x", tenant: 1, ts: BASE },
+      { tenant: 1, ts: BASE },
+      { id: "y", tenant: 1 },
+      { id: "z", tenant: 1, ts: "yesterday" },
+      [1],
+      { id: {}, tenant: 1, ts: BASE },
+    ];
     expect([...eventsOf(rows, cols, notes)].map((e) => e.key)).toEqual(['["x",1]']);
     expect(notes.skipped).toBe(5);
     expect(notes.examples[0]).toBe("row 2: id: missing key column");
@@ -94,7 +126,16 @@ describe("history rows → events", () => {
 
   test("numbers that look like epoch seconds read as ms are noted", () => {
     const notes = new HistoryNotes();
-    [...eventsOf([{ id: 1, ts: 1_764_374_400 }, { id: 2, ts: BASE }], { key: ["id"], time: "ts" }, notes)];
+    [
+      ...eventsOf(
+        [
+          { id: 1, ts: 1_764_374_400 },
+          { id: 2, ts: BASE },
+        ],
+        { key: ["id"], time: "ts" },
+        notes,
+      ),
+    ];
     expect(notes.implausibleMs).toBe(1);
   });
 });
@@ -113,7 +154,15 @@ describe("histogram", () => {
     s.add(2_000, 3); // ≤ 3 s
     s.add(500_000); // ≤ 10 min
     const bins = histogramBins(s);
-    expect(bins.map((b) => [b.label, b.count])).toEqual([["0", 4], ["≤ 3 s", 3], ["≤ 10 s", 0], ["≤ 30 s", 0], ["≤ 1 min", 0], ["≤ 3 min", 0], ["≤ 10 min", 1]]);
+    expect(bins.map((b) => [b.label, b.count])).toEqual([
+      ["0", 4],
+      ["≤ 3 s", 3],
+      ["≤ 10 s", 0],
+      ["≤ 30 s", 0],
+      ["≤ 1 min", 0],
+      ["≤ 3 min", 0],
+      ["≤ 10 min", 1],
+    ]);
     const lines = renderHistogram(s, 8);
     expect(lines[0]).toBe("         0 │████████ 4   50.0%");
     expect(renderHistogram(new QuantileSketch())).toEqual(["  (none)"]);

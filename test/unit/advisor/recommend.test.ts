@@ -5,7 +5,15 @@ import type { HistoryEvent } from "../../../src/stream/advisor/history.ts";
 import { measure } from "../../../src/stream/advisor/measure.ts";
 import { exactQuantile } from "../../../src/stream/advisor/sketch.ts";
 import {
-  DEFAULT_BYTES_PER_KEY, estimateState, FRIENDLY_DELAYS, friendlyCeil, MIN_SAMPLE, recommendDelay, sampleCaveat, simulate, type Simulation,
+  DEFAULT_BYTES_PER_KEY,
+  estimateState,
+  FRIENDLY_DELAYS,
+  friendlyCeil,
+  MIN_SAMPLE,
+  recommendDelay,
+  sampleCaveat,
+  simulate,
+  type Simulation,
 } from "../../../src/stream/advisor/recommend.ts";
 import { formatInterval, parseInterval } from "../../../src/stream/interval.ts";
 import { generateHistory } from "./history-gen.ts";
@@ -19,14 +27,28 @@ const ev = (key: string, seconds: number, source = "default"): HistoryEvent => (
 describe("formatInterval and friendly delays", () => {
   test("the README's interval syntax, read back by parseInterval", () => {
     expect([15 * MIN, 2 * H, S, H + 30 * MIN, 7 * 86_400_000, 500, 0].map(formatInterval)).toEqual([
-      "15 minutes", "2 hours", "1 second", "1 hour 30 minutes", "1 week", "500 ms", "0 ms",
+      "15 minutes",
+      "2 hours",
+      "1 second",
+      "1 hour 30 minutes",
+      "1 week",
+      "500 ms",
+      "0 ms",
     ]);
     fc.assert(fc.property(fc.nat(10 * 7 * 86_400_000), (ms) => parseInterval(formatInterval(ms)) === ms));
   });
 
   test("friendlyCeil: the smallest friendly delay at or above, at least 1 second, whole weeks past one", () => {
     expect([0, 1, S, S + 1, 14 * MIN + 24 * S, 2 * H, 2 * H + 1, 13 * H, 8 * 86_400_000].map(friendlyCeil)).toEqual([
-      S, S, S, 2 * S, 15 * MIN, 2 * H, 3 * H, 86_400_000, 14 * 86_400_000,
+      S,
+      S,
+      S,
+      2 * S,
+      15 * MIN,
+      2 * H,
+      3 * H,
+      86_400_000,
+      14 * 86_400_000,
     ]);
     fc.assert(
       fc.property(fc.nat(30 * 86_400_000), (ms) => {
@@ -77,7 +99,7 @@ describe("recommendDelay", () => {
     expect(recommendDelay(measure([ev("a", 1), ev("b", 2)])).watermarkDelay).toBe("1 second");
   });
 
-  test("a small sample says so next to the number (#15: \"1 second\" from 2 rows)", () => {
+  test('a small sample says so next to the number (#15: "1 second" from 2 rows)', () => {
     const tiny = recommendDelay(measure([ev("a", 1), ev("b", 2)]));
     expect(tiny.sample).toEqual({ gaps: 0, events: 2 });
     expect(tiny.caveat).toMatch(/^small sample: read from 2 events and 0 duplicate gaps; a p99\.9 needs about 1,000 of each/);
@@ -92,15 +114,20 @@ describe("recommendDelay", () => {
 
   test("always covers both p99.9 figures × margin, rounded up to the smallest friendly delay", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 1e6 }), fc.double({ min: 1, max: 3, noNaN: true }), fc.integer({ min: 1_000, max: 10 * MIN }), (seed, margin, gapMean) => {
-        const events = generateHistory({ seed, events: 300, resend: 0.3, gapMean }).map((r) => ({ key: r.id, time: Date.parse(r.ts), source: r.src }));
-        const r = recommendDelay(measure(events), margin);
-        const { gaps, disorder } = exactFigures(events);
-        const p999 = Math.max(exactQuantile(gaps, 0.999) ?? 0, exactQuantile(disorder, 0.999) ?? 0);
-        expect(r.delayMs).toBeGreaterThanOrEqual(p999 * margin);
-        expect(r.delayMs).toBe(friendlyCeil(r.neededMs));
-        expect(parseInterval(r.watermarkDelay)).toBe(r.delayMs);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 1e6 }),
+        fc.double({ min: 1, max: 3, noNaN: true }),
+        fc.integer({ min: 1_000, max: 10 * MIN }),
+        (seed, margin, gapMean) => {
+          const events = generateHistory({ seed, events: 300, resend: 0.3, gapMean }).map((r) => ({ key: r.id, time: Date.parse(r.ts), source: r.src }));
+          const r = recommendDelay(measure(events), margin);
+          const { gaps, disorder } = exactFigures(events);
+          const p999 = Math.max(exactQuantile(gaps, 0.999) ?? 0, exactQuantile(disorder, 0.999) ?? 0);
+          expect(r.delayMs).toBeGreaterThanOrEqual(p999 * margin);
+          expect(r.delayMs).toBe(friendlyCeil(r.neededMs));
+          expect(parseInterval(r.watermarkDelay)).toBe(r.delayMs);
+        },
+      ),
       { numRuns: 40 },
     );
   });
@@ -181,7 +208,11 @@ describe("simulate: the history under one delay", () => {
   test("a longer delay never lets more copies through on a history in one source", () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 1e6 }), (seed) => {
-        const events = generateHistory({ seed, events: 300, resend: 0.3, sources: { only: 10_000 } }).map((r) => ({ key: r.id, time: Date.parse(r.ts), source: r.src }));
+        const events = generateHistory({ seed, events: 300, resend: 0.3, sources: { only: 10_000 } }).map((r) => ({
+          key: r.id,
+          time: Date.parse(r.ts),
+          source: r.src,
+        }));
         const short = simulate(events, 10 * S);
         const long = simulate(events, 10 * MIN);
         expect(long.letThrough).toBeLessThanOrEqual(short.letThrough);

@@ -15,28 +15,38 @@ const sketchOf = (values: readonly number[], alpha?: number) => {
 describe("QuantileSketch", () => {
   test("every quantile is within the relative error of the exact one (whole ms, 0 included)", () => {
     fc.assert(
-      fc.property(fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 1e10 }), fc.integer({ min: 1, max: 1000 })), { minLength: 1, maxLength: 400 }), (values) => {
-        const s = sketchOf(values);
-        const sorted = [...values].sort((a, b) => a - b);
-        for (const q of QS) {
-          const exact = exactQuantile(sorted, q)!;
-          const estimate = s.quantile(q)!;
-          if (!within(estimate, exact, s.alpha)) throw new Error(`q=${q}: ${estimate} vs exact ${exact}`);
-        }
-      }),
+      fc.property(
+        fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 1e10 }), fc.integer({ min: 1, max: 1000 })), { minLength: 1, maxLength: 400 }),
+        (values) => {
+          const s = sketchOf(values);
+          const sorted = [...values].sort((a, b) => a - b);
+          for (const q of QS) {
+            const exact = exactQuantile(sorted, q)!;
+            const estimate = s.quantile(q)!;
+            if (!within(estimate, exact, s.alpha)) throw new Error(`q=${q}: ${estimate} vs exact ${exact}`);
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });
 
   test("the upper bound is never below the exact quantile, and at most γ above it", () => {
     fc.assert(
-      fc.property(fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 1e10 })), { minLength: 1, maxLength: 300 }), fc.double({ min: 0, max: 1, noNaN: true }), (values, q) => {
-        const s = sketchOf(values);
-        const exact = exactQuantile([...values].sort((a, b) => a - b), q)!;
-        const bound = s.quantileUpperBound(q)!;
-        expect(bound).toBeGreaterThanOrEqual(exact);
-        expect(bound).toBeLessThanOrEqual(exact * ((1 + s.alpha) / (1 - s.alpha)) * (1 + 1e-9));
-      }),
+      fc.property(
+        fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 1e10 })), { minLength: 1, maxLength: 300 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (values, q) => {
+          const s = sketchOf(values);
+          const exact = exactQuantile(
+            [...values].sort((a, b) => a - b),
+            q,
+          )!;
+          const bound = s.quantileUpperBound(q)!;
+          expect(bound).toBeGreaterThanOrEqual(exact);
+          expect(bound).toBeLessThanOrEqual(exact * ((1 + s.alpha) / (1 - s.alpha)) * (1 + 1e-9));
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -49,7 +59,10 @@ describe("QuantileSketch", () => {
         fc.double({ min: 0, max: 1, noNaN: true }),
         (values, alpha, q) => {
           const s = sketchOf(values, alpha);
-          const exact = exactQuantile([...values].sort((a, b) => a - b), q)!;
+          const exact = exactQuantile(
+            [...values].sort((a, b) => a - b),
+            q,
+          )!;
           expect(within(s.quantile(q)!, exact, alpha)).toBe(true);
         },
       ),

@@ -29,11 +29,14 @@ function fakeService(opts: { status?: number; flaky?: boolean } = {}) {
     // The wait after sending: the manifest catches up one look after the first.
     if (init.method === "GET" && url.endsWith("/publication")) {
       const n = committed.size;
-      return new Response(JSON.stringify({ stream: "s", committed: n, output: n, manifest: lookedUp++ === 0 ? 0 : n, table: null, snapshot: null }), { status: 200 });
+      return new Response(JSON.stringify({ stream: "s", committed: n, output: n, manifest: lookedUp++ === 0 ? 0 : n, table: null, snapshot: null }), {
+        status: 200,
+      });
     }
     calls++;
     const h = init.headers as Record<string, string>;
-    if (opts.status) return new Response(JSON.stringify({ type: "https://edge-dedup.dev/problems/x", status: opts.status, detail: "nope" }), { status: opts.status });
+    if (opts.status)
+      return new Response(JSON.stringify({ type: "https://edge-dedup.dev/problems/x", status: opts.status, detail: "nope" }), { status: opts.status });
     const id = h["idempotency-key"];
     if (opts.flaky && !failedOnce.has(id)) {
       failedOnce.add(id);
@@ -41,9 +44,13 @@ function fakeService(opts: { status?: number; flaky?: boolean } = {}) {
     }
     const prior = committed.get(id);
     if (prior) return new Response(JSON.stringify({ ...JSON.parse(prior), replayed: true }), { status: 200 });
-    const rows = Buffer.from(init.body as Uint8Array).toString("utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const rows = Buffer.from(init.body as Uint8Array)
+      .toString("utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     let emitted = 0;
-    for (const r of rows) if (!seen.has(r.id)) (seen.add(r.id), emitted++);
+    for (const r of rows) if (!seen.has(r.id)) seen.add(r.id), emitted++;
     const out = JSON.stringify({ batchId: id, replayed: false, input: rows.length, emitted, duplicates: rows.length - emitted, late: 0, rejected: [] });
     committed.set(id, out);
     return new Response(out, { status: 200 });
@@ -84,7 +91,10 @@ describe("main", () => {
     expect(second.stderr).toBe("");
     // The replayed batches' recorded counts are not new output (#15: "emitted 60" for a run that sent nothing new).
     expect(t.totals).toEqual({ ...s.totals, emitted: 0, duplicates: 0, replayed: 3 });
-    expect(t.files.map((f) => [f.path, f.emitted, f.replayed])).toEqual([["a.json", 0, 2], ["sub/b.ndjson", 0, 1]]);
+    expect(t.files.map((f) => [f.path, f.emitted, f.replayed])).toEqual([
+      ["a.json", 0, 2],
+      ["sub/b.ndjson", 0, 1],
+    ]);
     expect(svc.calls()).toBe(6);
     // Each run waited until the manifest held its commits, and said so.
     expect(s.published).toMatchObject({ commitSeq: 3, manifest: 3, table: null, caughtUp: true });
@@ -144,7 +154,9 @@ describe("main", () => {
     const table = await run([...SEND, "--quiet"], fakeService({ status: 403 }));
     expect(table.stdout).not.toMatch(/run the same command again to retry/);
     const busy = await run([...SEND, "--json", "--quiet", "--max-attempts", "1"], fakeService({ status: 503 }));
-    expect((JSON.parse(busy.stdout) as Summary).advice).toEqual([expect.stringMatching(/^3 batches failed for a reason that may pass: run the same command again/)]);
+    expect((JSON.parse(busy.stdout) as Summary).advice).toEqual([
+      expect.stringMatching(/^3 batches failed for a reason that may pass: run the same command again/),
+    ]);
     const bad = await run([...SEND, "--json", "--quiet"], fakeService({ status: 422 }));
     expect((JSON.parse(bad.stdout) as Summary).advice).toEqual([expect.stringMatching(/^3 batches were refused as sent/)]);
   });
@@ -157,7 +169,10 @@ describe("main", () => {
     const { code, stdout } = await run(["send", d, "--url", "http://x", "--stream", "s", "--json", "--quiet"], fakeService());
     expect(code).toBe(1);
     const s = JSON.parse(stdout) as Summary;
-    expect(s.files.map((f) => [f.path, f.failed, f.emitted])).toEqual([["bad.json", 1, 0], ["good.jsonl", 0, 1]]);
+    expect(s.files.map((f) => [f.path, f.failed, f.emitted])).toEqual([
+      ["bad.json", 1, 0],
+      ["good.jsonl", 0, 1],
+    ]);
     expect(s.files[0].errors[0]).toMatch(/^line 1 is not valid JSON/);
   });
 
@@ -170,15 +185,20 @@ describe("main", () => {
     writeFileSync(join(d, "part-00002.jsonl.gz"), "not gzip");
     const bodies: string[] = [];
     const svc = fakeService();
-    const recording = { ...svc, fetch: (async (url: string, init: RequestInit) => {
-      if (init.method !== "GET") bodies.push(Buffer.from(init.body as Uint8Array).toString("utf8"));
-      return svc.fetch(url, init);
-    }) as typeof fetch };
+    const recording = {
+      ...svc,
+      fetch: (async (url: string, init: RequestInit) => {
+        if (init.method !== "GET") bodies.push(Buffer.from(init.body as Uint8Array).toString("utf8"));
+        return svc.fetch(url, init);
+      }) as typeof fetch,
+    };
     const { code, stdout } = await run(["send", d, "--url", "http://x", "--stream", "s", "--json", "--quiet"], recording);
     expect(code).toBe(1);
     const s = JSON.parse(stdout) as Summary;
     expect(s.files.map((f) => [f.path, f.rows, f.emitted, f.duplicates, f.failed])).toEqual([
-      ["part-00000.json.gz", 3, 2, 1, 0], ["part-00001.ndjson.gz", 1, 1, 0, 0], ["part-00002.jsonl.gz", 0, 0, 0, 1],
+      ["part-00000.json.gz", 3, 2, 1, 0],
+      ["part-00001.ndjson.gz", 1, 1, 0, 0],
+      ["part-00002.jsonl.gz", 0, 0, 0, 1],
     ]);
     expect(s.files[2].errors).toEqual(["the name ends in .gz but the file is not valid gzip"]);
     expect(bodies).toEqual([rows, '{"id":3}\n']);
@@ -202,7 +222,7 @@ describe("main", () => {
     writeFileSync(join(d, "_spark_metadata", "0"), "v1");
     const clean = await run(["send", d, "--url", "http://x", "--stream", "s", "--quiet"], fakeService());
     expect(clean.code).toBe(0);
-    expect(clean.stdout).toContain("skipped 3 files:\n  .part-00000-a-c000.json.gz.crc (Spark bookkeeping: the name starts with \".\")\n");
+    expect(clean.stdout).toContain('skipped 3 files:\n  .part-00000-a-c000.json.gz.crc (Spark bookkeeping: the name starts with ".")\n');
     expect(clean.stdout).toContain('  _spark_metadata/ (Spark bookkeeping: the name starts with "_"; 1 file in it)');
     expect(clean.stdout).toMatch(/all 1 batches committed \(0 replayed\) to stream s in [\d.]+ s\n/);
 
@@ -210,13 +230,17 @@ describe("main", () => {
     const svc = fakeService();
     const dirty = await run(["send", d, "--url", "http://x", "--stream", "s", "--quiet"], svc);
     expect(dirty.code).toBe(1);
-    expect(dirty.stdout).toContain("not read: 1 file of data this command cannot read, so the run fails:\n  part-00001-a-c000.json.bz2 (.json compressed as .bz2: only gzip (.gz) is read)\n");
+    expect(dirty.stdout).toContain(
+      "not read: 1 file of data this command cannot read, so the run fails:\n  part-00001-a-c000.json.bz2 (.json compressed as .bz2: only gzip (.gz) is read)\n",
+    );
     expect(dirty.stdout).toMatch(/all 1 batches committed \(0 replayed\) to stream s in [\d.]+ s; 1 file of data not read\n/);
     expect(dirty.stdout).toMatch(/  1 file looks like data this command cannot read \(see "not read"\), so nothing of it was sent: decompress it/);
     expect(svc.calls()).toBe(1);
     const json = JSON.parse((await run(["send", d, "--url", "http://x", "--stream", "s", "--quiet", "--json"], fakeService())).stdout) as Summary;
     expect(json.ok).toBe(false);
-    expect(json.skipped.filter((k) => k.data)).toEqual([{ rel: "part-00001-a-c000.json.bz2", reason: ".json compressed as .bz2: only gzip (.gz) is read", data: true }]);
+    expect(json.skipped.filter((k) => k.data)).toEqual([
+      { rel: "part-00001-a-c000.json.bz2", reason: ".json compressed as .bz2: only gzip (.gz) is read", data: true },
+    ]);
   });
 
   test("the table names at most SKIPPED_SHOWN harmless skips and counts the rest", async () => {
@@ -247,8 +271,9 @@ describe("main", () => {
   });
 
   test("progress text and bar", () => {
-    expect(describeProgress({ filesDone: 1, filesTotal: 3, rowsDone: 1500, rowsTotal: 4000, batchesFailed: 2 }, 1000))
-      .toBe("files 1/3, rows 1,500/4,000, 1,500 rows/s, 2 failed");
+    expect(describeProgress({ filesDone: 1, filesTotal: 3, rowsDone: 1500, rowsTotal: 4000, batchesFailed: 2 }, 1000)).toBe(
+      "files 1/3, rows 1,500/4,000, 1,500 rows/s, 2 failed",
+    );
     expect(bar(0.5, 10)).toBe("[#####.....]  50%");
     expect(bar(2, 4)).toBe("[####] 100%");
   });
@@ -303,16 +328,25 @@ describe("bin/edge-dedup.mjs", () => {
 
   test("`npx edge-dedup --help` runs under the machine's own Node (Node 20 here), through the Node 22 bootstrap when it must", () => {
     // The PATH without the Node 22 that scripts/node22.mjs put first for this test run: npm's own Node.
-    const PATH = (process.env.PATH ?? "").split(":").filter((d) => !d.includes("edge-dedup-node22")).join(":");
+    const PATH = (process.env.PATH ?? "")
+      .split(":")
+      .filter((d) => !d.includes("edge-dedup-node22"))
+      .join(":");
     const machine = spawnSync("node", ["--version"], { encoding: "utf8", env: { ...process.env, PATH } }).stdout.trim();
     const r = spawnSync("npx", ["--no-install", "edge-dedup", "--help"], {
-      cwd: fileURLToPath(new URL("../../..", import.meta.url)), encoding: "utf8", timeout: 120_000, env: { ...process.env, PATH },
+      cwd: fileURLToPath(new URL("../../..", import.meta.url)),
+      encoding: "utf8",
+      timeout: 120_000,
+      env: { ...process.env, PATH },
     });
     expect(r.status, `node ${machine}: ${r.stderr}`).toBe(0);
     expect(r.stdout).toMatch(/^Usage: edge-dedup send/);
     expect(r.stderr).not.toMatch(/bad option/);
     const advise = spawnSync("npx", ["--no-install", "edge-dedup", "advise", "--help"], {
-      cwd: fileURLToPath(new URL("../../..", import.meta.url)), encoding: "utf8", timeout: 120_000, env: { ...process.env, PATH },
+      cwd: fileURLToPath(new URL("../../..", import.meta.url)),
+      encoding: "utf8",
+      timeout: 120_000,
+      env: { ...process.env, PATH },
     });
     expect(advise.status, advise.stderr).toBe(0);
   });

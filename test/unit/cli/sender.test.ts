@@ -8,7 +8,8 @@ const ok = (extra: Record<string, unknown> = {}) =>
   new Response(JSON.stringify({ batchId: batch.id, replayed: false, input: 2, emitted: 1, duplicates: 1, late: 0, rejected: [], ...extra }), { status: 200 });
 const problem = (status: number, slug: string, detail: string, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify({ type: `https://edge-dedup.dev/problems/${slug}`, title: "t", status, detail }), {
-    status, headers: { "content-type": "application/problem+json", ...headers },
+    status,
+    headers: { "content-type": "application/problem+json", ...headers },
   });
 
 function fake(answers: Array<Response | Error>) {
@@ -37,7 +38,10 @@ describe("sendBatch", () => {
     expect(f.calls[0].init.method).toBe("POST");
     expect(f.calls[0].init.body).toBe(batch.body);
     expect(f.calls[0].init.headers).toEqual({
-      "content-type": "application/x-ndjson", "idempotency-key": batch.id, authorization: "Bearer tok", "x-source": "files",
+      "content-type": "application/x-ndjson",
+      "idempotency-key": batch.id,
+      authorization: "Bearer tok",
+      "x-source": "files",
     });
   });
 
@@ -68,7 +72,11 @@ describe("sendBatch", () => {
   test("other 4xx are not retried and report the problem's detail; 401/403/404 are fatal", async () => {
     const f = fake([problem(422, "idempotency-key-reused", "batch id was already used with a different body")]);
     expect(await sendBatch(batch, target, DEFAULT_RETRY, f.deps)).toEqual({
-      ok: false, attempts: 1, fatal: false, status: 422, error: "HTTP 422 idempotency-key-reused: batch id was already used with a different body",
+      ok: false,
+      attempts: 1,
+      fatal: false,
+      status: 422,
+      error: "HTTP 422 idempotency-key-reused: batch id was already used with a different body",
     });
     const g = fake([problem(404, "not-found", 'stream "s" does not exist')]);
     const r = await sendBatch(batch, target, DEFAULT_RETRY, g.deps);

@@ -63,9 +63,17 @@ describe("walkInputs", () => {
 describe("walkInputs over what Spark writes", () => {
   test("reads part files gzipped or not; skips and lists Spark's bookkeeping (a folder once, with its count); data it cannot read is flagged", () => {
     const root = tree("spark", [
-      "part-00000-a-c000.json.gz", "part-00001-a-c000.json", ".part-00000-a-c000.json.gz.crc", "_SUCCESS",
-      "_spark_metadata/0", "_spark_metadata/1", "_spark_metadata/deep/2.compact",
-      "day=1/part-00002-a-c000.jsonl.gz", "_col=x/part-00003-a-c000.ndjson", "part-00004-a-c000.json.bz2", "README.md",
+      "part-00000-a-c000.json.gz",
+      "part-00001-a-c000.json",
+      ".part-00000-a-c000.json.gz.crc",
+      "_SUCCESS",
+      "_spark_metadata/0",
+      "_spark_metadata/1",
+      "_spark_metadata/deep/2.compact",
+      "day=1/part-00002-a-c000.jsonl.gz",
+      "_col=x/part-00003-a-c000.ndjson",
+      "part-00004-a-c000.json.bz2",
+      "README.md",
     ]);
     const { files, skipped } = walkInputs([root]);
     expect(files.map((f) => [f.rel, f.kind, f.gzip])).toEqual([

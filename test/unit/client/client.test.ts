@@ -21,19 +21,35 @@ function fake(answer: () => Response) {
 
 const problem = (status: number, slug: string, detail: string, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify({ type: `https://edge-dedup.dev/problems/${slug}`, title: "t", status, detail, errors: [{ path: "key" }] }), {
-    status, headers: { "content-type": "application/problem+json", ...headers },
+    status,
+    headers: { "content-type": "application/problem+json", ...headers },
   });
 
 describe("createClient", () => {
   test("ingest sends rows as JSON with the batch id, source, token and extra headers, and answers the outcome", async () => {
-    const outcome = { batchId: "b1", source: "s", replayed: false, input: 1, emitted: 1, duplicates: 0, late: 0, rejected: [], watermark: 0, watermarkAfter: 0 };
+    const outcome = {
+      batchId: "b1",
+      source: "s",
+      replayed: false,
+      input: 1,
+      emitted: 1,
+      duplicates: 0,
+      late: 0,
+      rejected: [],
+      watermark: 0,
+      watermarkAfter: 0,
+    };
     const { client, calls } = fake(() => Response.json(outcome));
     expect(await client.ingest("my stream", { rows: [{ id: 1 }], batchId: "b1", source: "s", headers: { "x-signature": "t=1,v2=ab" } })).toEqual(outcome);
     expect(calls[0].url).toBe("http://svc.test/v1/streams/my%20stream/events");
     expect(calls[0].init.method).toBe("POST");
     expect(calls[0].init.body).toBe('[{"id":1}]');
     expect(calls[0].init.headers).toEqual({
-      "content-type": "application/json", "idempotency-key": "b1", "x-source": "s", "x-signature": "t=1,v2=ab", authorization: "Bearer admin",
+      "content-type": "application/json",
+      "idempotency-key": "b1",
+      "x-source": "s",
+      "x-signature": "t=1,v2=ab",
+      authorization: "Bearer admin",
     });
   });
 
@@ -52,7 +68,11 @@ describe("createClient", () => {
   test("a base URL and a token given as functions are read on every call (a server that restarts elsewhere)", async () => {
     const calls: Array<{ url: string; init: RequestInit }> = [];
     let where = { url: "http://a.test", token: "t1" };
-    const client = createClient({ baseUrl: () => where.url, token: () => where.token, fetch: async (url, init) => (calls.push({ url, init }), Response.json({ status: "ok" })) });
+    const client = createClient({
+      baseUrl: () => where.url,
+      token: () => where.token,
+      fetch: async (url, init) => (calls.push({ url, init }), Response.json({ status: "ok" })),
+    });
     await client.listStreams();
     where = { url: "http://b.test", token: "t2" };
     await client.listStreams({ after: "x" });
@@ -67,7 +87,13 @@ describe("createClient", () => {
     const e = await client.ingest("s", { rows: [] }).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ProblemError);
     const p = e as ProblemError;
-    expect([p.status, p.slug, p.problem?.detail, p.problem?.errors, p.headers.get("retry-after")]).toEqual([409, "batch-in-flight", "busy", [{ path: "key" }], "2"]);
+    expect([p.status, p.slug, p.problem?.detail, p.problem?.errors, p.headers.get("retry-after")]).toEqual([
+      409,
+      "batch-in-flight",
+      "busy",
+      [{ path: "key" }],
+      "2",
+    ]);
     expect(p.message).toBe("HTTP 409 batch-in-flight: busy");
   });
 

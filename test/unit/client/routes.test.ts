@@ -70,7 +70,10 @@ describe("the client and the route table", () => {
       fetch: async (url, init) => {
         const u = new URL(url);
         const matches = declared(init.method!, u.pathname);
-        expect(matches.map((r) => r.path), `${init.method} ${u.pathname} is not declared`).toHaveLength(1);
+        expect(
+          matches.map((r) => r.path),
+          `${init.method} ${u.pathname} is not declared`,
+        ).toHaveLength(1);
         const r = matches[0]!;
         hit.add(`${r.method} ${r.path}`);
         const query = Object.keys(r.request?.query?.shape ?? {});
@@ -80,7 +83,11 @@ describe("the client and the route table", () => {
         return new Response(status === 204 ? null : "{}", { status, headers: { "x-commit-seq": "0" } });
       },
     });
-    expect(Object.keys(client).filter((k) => k !== "request").sort()).toEqual(Object.keys(CALLS).sort());
+    expect(
+      Object.keys(client)
+        .filter((k) => k !== "request")
+        .sort(),
+    ).toEqual(Object.keys(CALLS).sort());
     for (const call of Object.values(CALLS)) await call(client);
     const forPrograms = ROUTES.map((r) => `${r.method} ${r.path}`).filter((r) => !NOT_FOR_THE_CLIENT.includes(r));
     expect([...hit].sort()).toEqual(forPrograms.sort());

@@ -70,10 +70,28 @@ describe("destination URLs", () => {
   });
   it("refuses http, credentials, private, loopback, link-local, internal and numeric hosts", () => {
     for (const u of [
-      "http://hooks.example.com/", "https://user:pw@hooks.example.com/", "https://10.1.2.3/", "https://192.168.0.1/", "https://172.20.0.1/",
-      "https://127.0.0.1/", "https://169.254.169.254/latest", "https://localhost/", "https://app.localhost/", "https://[::1]/", "https://[fd00::1]/",
-      "https://[fe80::1]/", "https://[::ffff:10.0.0.1]/", "https://intranet/", "https://svc.internal/", "https://2130706433/", "https://0x7f000001/",
-      "https://100.64.0.1/", "https://0.0.0.0/", "ftp://example.com/", "not a url", "https://example.com/#frag",
+      "http://hooks.example.com/",
+      "https://user:pw@hooks.example.com/",
+      "https://10.1.2.3/",
+      "https://192.168.0.1/",
+      "https://172.20.0.1/",
+      "https://127.0.0.1/",
+      "https://169.254.169.254/latest",
+      "https://localhost/",
+      "https://app.localhost/",
+      "https://[::1]/",
+      "https://[fd00::1]/",
+      "https://[fe80::1]/",
+      "https://[::ffff:10.0.0.1]/",
+      "https://intranet/",
+      "https://svc.internal/",
+      "https://2130706433/",
+      "https://0x7f000001/",
+      "https://100.64.0.1/",
+      "https://0.0.0.0/",
+      "ftp://example.com/",
+      "not a url",
+      "https://example.com/#frag",
     ]) {
       expect(ok(u), u).toBe(false);
     }
@@ -128,7 +146,11 @@ describe("destination bodies", () => {
   it("take defaults and durations, refuse unknown fields", () => {
     const http = destinationBodySchema.parse({ type: "http", url: "https://x.example.com/" });
     expect(toConfig(http)).toEqual({ type: "http", url: "https://x.example.com/", timeoutMs: DEFAULT_TIMEOUT_MS, retryForMs: DEFAULT_RETRY_FOR_MS });
-    expect(toConfig(destinationBodySchema.parse({ type: "queue", binding: "DELIVERIES", retryFor: "1 hour" }))).toEqual({ type: "queue", binding: "DELIVERIES", retryForMs: 3_600_000 });
+    expect(toConfig(destinationBodySchema.parse({ type: "queue", binding: "DELIVERIES", retryFor: "1 hour" }))).toEqual({
+      type: "queue",
+      binding: "DELIVERIES",
+      retryForMs: 3_600_000,
+    });
     expect(toConfig(destinationBodySchema.parse({ type: "http", url: "https://x.example.com/", timeout: "2 seconds" }))).toMatchObject({ timeoutMs: 2000 });
     expect(destinationBodySchema.safeParse({ type: "http", url: "https://x.example.com/", timeout: "2 minutes" }).success).toBe(false);
     expect(destinationBodySchema.safeParse({ type: "http", url: "https://x.example.com/", extra: 1 }).success).toBe(false);
@@ -160,13 +182,18 @@ describe("backlog rows", () => {
     expect(tooLarge("é".repeat(MAX_ROW_BYTES / 2 + 1))).toBe(true); // 2 bytes each in UTF-8
     const big = "z".repeat(MAX_ROW_BYTES + 1);
     fc.assert(
-      fc.property(fc.array(fc.oneof(fc.string({ maxLength: 40 }), fc.constant(big)), { maxLength: 30 }), fc.integer({ min: 0, max: 5 }), fc.integer({ min: 1, max: 100 }), (lines, start, budget) => {
-        const out = slices(lines, start, budget);
-        const covered = out.flatMap((s) => s.rows.map((row, k) => ({ at: s.first + k, row })));
-        const expected = lines.flatMap((row, i) => (row === big ? [] : [{ at: start + i, row }]));
-        expect(covered).toEqual(expected);
-        for (const s of out) expect(s.rows.length === 1 || s.rows.reduce((n, r) => n + r.length, 0) <= budget).toBe(true);
-      }),
+      fc.property(
+        fc.array(fc.oneof(fc.string({ maxLength: 40 }), fc.constant(big)), { maxLength: 30 }),
+        fc.integer({ min: 0, max: 5 }),
+        fc.integer({ min: 1, max: 100 }),
+        (lines, start, budget) => {
+          const out = slices(lines, start, budget);
+          const covered = out.flatMap((s) => s.rows.map((row, k) => ({ at: s.first + k, row })));
+          const expected = lines.flatMap((row, i) => (row === big ? [] : [{ at: start + i, row }]));
+          expect(covered).toEqual(expected);
+          for (const s of out) expect(s.rows.length === 1 || s.rows.reduce((n, r) => n + r.length, 0) <= budget).toBe(true);
+        },
+      ),
     );
   });
 });

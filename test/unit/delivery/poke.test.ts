@@ -40,7 +40,10 @@ describe("pokeDestinations", () => {
     h.poke("s1", 3);
     h.poke("s1", 4);
     await h.settle();
-    expect(h.calls).toEqual([{ stream: "s1", seq: 1 }, { stream: "s1", seq: 4 }]);
+    expect(h.calls).toEqual([
+      { stream: "s1", seq: 1 },
+      { stream: "s1", seq: 4 },
+    ]);
     vi.advanceTimersByTime(MIN_POKE_INTERVAL_MS);
     h.poke("s1", 5);
     await h.settle();

@@ -99,7 +99,9 @@ describe("destination URLs: the table", () => {
   });
 
   it("refuses the same hosts with the loopback exception on, but for loopback itself", () => {
-    for (const [input] of refused.filter(([u]) => !/^https:\/\/(localhost\.|LOCALHOST\.\.|ｌｏｃａｌｈｏｓｔ|loc%61lhost|127\.0\.0\.1\.|0177\.1\.|\[::1\])/.test(u))) {
+    for (const [input] of refused.filter(
+      ([u]) => !/^https:\/\/(localhost\.|LOCALHOST\.\.|ｌｏｃａｌｈｏｓｔ|loc%61lhost|127\.0\.0\.1\.|0177\.1\.|\[::1\])/.test(u),
+    )) {
       expect(checkDestinationUrl(input, true).ok, input).toBe(false);
     }
   });
@@ -110,7 +112,13 @@ describe("destination URLs: the table", () => {
       expect(checkDestinationUrl(u, true).ok, u).toBe(true);
     }
     expect(checkDestinationUrl("http://localhost.:9999/hook", true)).toEqual({ ok: true, url: "http://localhost:9999/hook" });
-    for (const u of ["http://app.localhost:9999/", "http://[::ffff:127.0.0.1]/", "http://[64:ff9b::7f00:1]/", "http://10.0.0.1/hook", "http://example.com/hook"]) {
+    for (const u of [
+      "http://app.localhost:9999/",
+      "http://[::ffff:127.0.0.1]/",
+      "http://[64:ff9b::7f00:1]/",
+      "http://10.0.0.1/hook",
+      "http://example.com/hook",
+    ]) {
       expect(checkDestinationUrl(u, true).ok, u).toBe(false);
     }
   });

@@ -8,7 +8,15 @@ describe("webhook-ids", () => {
     expect(webhookId("orders", 12, 3, 1)).toBe("orders.12.3");
     expect(webhookId("orders", 12, 3, 2)).toBe("orders~2.12.3");
     expect(webhookId("a.b", 1, 0, 10)).toBe("a.b~10.1.0");
-    expect(queueMessage("s", 4, 0, { x: 1 }, 5, 3)).toEqual({ id: "s~3.4.0", type: "row.emitted", stream: "s", seq: 4, index: 0, committedAt: 5, row: { x: 1 } });
+    expect(queueMessage("s", 4, 0, { x: 1 }, 5, 3)).toEqual({
+      id: "s~3.4.0",
+      type: "row.emitted",
+      stream: "s",
+      seq: 4,
+      index: 0,
+      committedAt: 5,
+      row: { x: 1 },
+    });
   });
 
   it("never collide across incarnations and positions, and read back by their last two parts", () => {

@@ -37,9 +37,19 @@ test("runs the tool on Node >= 22.12 with its arguments and exit code, and creat
 
 test("the tool stops when what started node22.mjs goes away without a signal (npm killed: wrangler must not keep the port)", async () => {
   // npm → sh -c → node22.mjs → tool: npm is SIGKILLed; the shell stays, the tool must not.
-  writeFileSync(join(root, "serve.mjs"), `import { writeFileSync } from "node:fs"; writeFileSync(process.argv[2], String(process.pid)); setInterval(() => {}, 1000);\n`);
+  writeFileSync(
+    join(root, "serve.mjs"),
+    `import { writeFileSync } from "node:fs"; writeFileSync(process.argv[2], String(process.pid)); setInterval(() => {}, 1000);\n`,
+  );
   const pidFile = join(root, "tool.pid");
-  const npm = spawn(process.execPath, ["-e", `require("node:child_process").spawn("sh", ["-c", ${JSON.stringify(`"${process.execPath}" "${join(root, "scripts/node22.mjs")}" "${join(root, "serve.mjs")}" "${pidFile}"; true`)}], { stdio: "ignore" }); setInterval(() => {}, 1000);`], { stdio: "ignore" });
+  const npm = spawn(
+    process.execPath,
+    [
+      "-e",
+      `require("node:child_process").spawn("sh", ["-c", ${JSON.stringify(`"${process.execPath}" "${join(root, "scripts/node22.mjs")}" "${join(root, "serve.mjs")}" "${pidFile}"; true`)}], { stdio: "ignore" }); setInterval(() => {}, 1000);`,
+    ],
+    { stdio: "ignore" },
+  );
   const alive = (pid: number) => {
     try {
       process.kill(pid, 0);

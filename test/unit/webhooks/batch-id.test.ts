@@ -36,12 +36,17 @@ describe("batchIdFor", () => {
 
   test("always a valid batch id, deterministic, and distinct ids never share one (property)", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...PROVIDER_TYPES), fc.string({ unit: "binary", maxLength: 300 }), fc.string({ unit: "binary", maxLength: 300 }), async (p, a, b) => {
-        const [x, y] = [await batchIdFor(p, a), await batchIdFor(p, b)];
-        expect(x).toMatch(BATCH_ID);
-        expect(await batchIdFor(p, a)).toBe(x);
-        expect(x === y).toBe(a === b);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...PROVIDER_TYPES),
+        fc.string({ unit: "binary", maxLength: 300 }),
+        fc.string({ unit: "binary", maxLength: 300 }),
+        async (p, a, b) => {
+          const [x, y] = [await batchIdFor(p, a), await batchIdFor(p, b)];
+          expect(x).toMatch(BATCH_ID);
+          expect(await batchIdFor(p, a)).toBe(x);
+          expect(x === y).toBe(a === b);
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -13,7 +13,7 @@ test("constantTimeEqual agrees with plain equality (property)", () => {
       expect(constantTimeEqual(a, Uint8Array.from(a))).toBe(true);
       if (a.length > 0) {
         const c = Uint8Array.from(a);
-        c[flip % c.length] ^= 1 << flip % 8;
+        c[flip % c.length] ^= 1 << (flip % 8);
         expect(constantTimeEqual(a, c)).toBe(false);
       }
     }),
@@ -41,10 +41,12 @@ test.each(["a b", "-_", "abc===", "=abc"])("fromBase64 refuses %j", (text) => {
 
 test("hmacSha256 is node:crypto's HMAC-SHA256 for any key and message, with the imported keys kept and started over (property)", async () => {
   const want = (key: Uint8Array, msg: Uint8Array) => createHmac("sha256", key).update(msg).digest("hex");
-  await fc.assert(fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 80 }), bytes, async (key, msg) => {
-    expect(hex(await hmacSha256(key, msg))).toBe(want(key, msg));
-    expect(hex(await hmacSha256(Uint8Array.from(key), msg))).toBe(want(key, msg)); // the kept key, found by its bytes
-  }));
+  await fc.assert(
+    fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 80 }), bytes, async (key, msg) => {
+      expect(hex(await hmacSha256(key, msg))).toBe(want(key, msg));
+      expect(hex(await hmacSha256(Uint8Array.from(key), msg))).toBe(want(key, msg)); // the kept key, found by its bytes
+    }),
+  );
   // More keys than are kept: each still signs with its own.
   const keys = Array.from({ length: 300 }, (_, i) => new TextEncoder().encode(`secret-${i}`));
   const msg = new TextEncoder().encode("body");

@@ -11,7 +11,10 @@ const deliveries: Record<ProviderType, [Record<string, string>, unknown]> = {
   stripe: [{}, { id: "evt_1", object: "event", created: T - 5, type: "invoice.paid", data: {} }],
   github: [{ "X-GitHub-Delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958", "X-GitHub-Event": "push" }, { ref: "refs/heads/main" }],
   shopify: [{ "X-Shopify-Event-Id": "98880550", "X-Shopify-Topic": "orders/create", "X-Shopify-Triggered-At": "2026-11-30T10:00:27.877Z" }, { id: 1 }],
-  "standard-webhooks": [{ "webhook-id": "msg_1", "webhook-timestamp": String(T) }, { type: "invoice.paid", timestamp: "2026-11-30T10:00:00Z", data: {} }],
+  "standard-webhooks": [
+    { "webhook-id": "msg_1", "webhook-timestamp": String(T) },
+    { type: "invoice.paid", timestamp: "2026-11-30T10:00:00Z", data: {} },
+  ],
 };
 
 // DESIGN §6: a stream fed by webhooks is created with "key": ["id"], "eventTime": "time".
@@ -67,14 +70,18 @@ test("a Stripe redelivery whose pending_webhooks changed is a duplicate when it 
 test.each(["github", "shopify"] as const)("a %s redelivery of the same signed body with new headers has the same digest through the webhook", async (type) => {
   const [headers, body] = deliveries[type];
   const first = envelopeOf(type, headers, body);
-  const redelivered = envelopeOf(type, {
-    ...headers,
-    "X-GitHub-Delivery": "0b989ba4-242f-11e5-81e1-c7b6966d2516",
-    "X-GitHub-Event": "ping",
-    "X-Shopify-Event-Id": "98880551",
-    "X-Shopify-Topic": "orders/updated",
-    "X-Shopify-Triggered-At": "2026-11-30T10:05:00.000Z",
-  }, body);
+  const redelivered = envelopeOf(
+    type,
+    {
+      ...headers,
+      "X-GitHub-Delivery": "0b989ba4-242f-11e5-81e1-c7b6966d2516",
+      "X-GitHub-Event": "ping",
+      "X-Shopify-Event-Id": "98880551",
+      "X-Shopify-Topic": "orders/updated",
+      "X-Shopify-Triggered-At": "2026-11-30T10:05:00.000Z",
+    },
+    body,
+  );
   expect(redelivered.id).toBe(first.id);
   expect(redelivered).not.toEqual(first);
   const batchId = await batchIdFor(type, first.id);

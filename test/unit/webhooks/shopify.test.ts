@@ -26,7 +26,7 @@ conformance({
 } satisfies Reference);
 
 describe("shopify: the X-Shopify-Hmac-Sha256 header", () => {
-  test("RFC 4231 test case 2 (key \"Jefe\"), as base64", async () => {
+  test('RFC 4231 test case 2 (key "Jefe"), as base64', async () => {
     const expected = "W9zBRr9gdU5qBCQmCJV1x1oAPwidJzmDnexYuWTsOEM="; // hex 5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843
     expect(await signShopify("Jefe", "what do ya want for nothing?")).toBe(expected);
     expect(ok(await provider.verify(headersOf(expected), enc("what do ya want for nothing?"), ["Jefe"], NOW_MS))).toBe(0);
@@ -85,7 +85,10 @@ describe("shopify: the envelope", () => {
 
   test("no id, a Triggered-At that is not ISO-8601, or a body that is not a JSON object, is refused", () => {
     expect(envelope({ "X-Shopify-Topic": "orders/create" })).toEqual({ ok: false, reason: "missing X-Shopify-Event-Id and X-Shopify-Webhook-Id headers" });
-    expect(envelope({ ...base, "X-Shopify-Triggered-At": "1796000000" })).toEqual({ ok: false, reason: 'X-Shopify-Triggered-At is not an ISO-8601 time: "1796000000"' });
+    expect(envelope({ ...base, "X-Shopify-Triggered-At": "1796000000" })).toEqual({
+      ok: false,
+      reason: 'X-Shopify-Triggered-At is not an ISO-8601 time: "1796000000"',
+    });
     expect(envelope(base, "text")).toEqual({ ok: false, reason: "the body is not a JSON object" });
   });
 

@@ -88,8 +88,14 @@ describe("standard-webhooks: the signature headers", () => {
     [{ "webhook-id": ID }, "missing webhook-timestamp, webhook-signature headers"],
     [{ "webhook-id": ID, "webhook-timestamp": "soon", "webhook-signature": "v1,x" }, "webhook-timestamp must be unix seconds"],
     [{ "webhook-id": ID, "webhook-timestamp": `${T}.5`, "webhook-signature": "v1,x" }, "webhook-timestamp must be unix seconds"],
-    [{ "webhook-id": ID, "webhook-timestamp": String(T), "webhook-signature": "v1,not base64!" }, "webhook-signature has no v1,<base64> signature (other versions, such as v1a, are not accepted)"],
-    [{ "webhook-id": ID, "webhook-timestamp": String(T), "webhook-signature": "v1,c2hvcnQ=" }, "webhook-signature has no v1,<base64> signature (other versions, such as v1a, are not accepted)"],
+    [
+      { "webhook-id": ID, "webhook-timestamp": String(T), "webhook-signature": "v1,not base64!" },
+      "webhook-signature has no v1,<base64> signature (other versions, such as v1a, are not accepted)",
+    ],
+    [
+      { "webhook-id": ID, "webhook-timestamp": String(T), "webhook-signature": "v1,c2hvcnQ=" },
+      "webhook-signature has no v1,<base64> signature (other versions, such as v1a, are not accepted)",
+    ],
   ])("malformed %j is refused before the body", async (headers, reason) => {
     expect(provider.precheck(new Headers(headers), NOW_MS)).toEqual({ ok: false, reason });
     expect(await verify(new Headers(headers))).toBe(reason);
@@ -111,7 +117,11 @@ describe("standard-webhooks: the envelope", () => {
 
   test("id = webhook-id, type = body type, time = body timestamp when ISO-8601", () => {
     const body = { type: "invoice.paid", timestamp: "2022-11-03T20:26:10.344522Z", data: { id: "in_1" } };
-    expect(envelope(body)).toEqual({ ok: true, row: { id: ID, time: Date.UTC(2022, 10, 3, 20, 26, 10, 344), type: "invoice.paid", payload: body }, identity: ID });
+    expect(envelope(body)).toEqual({
+      ok: true,
+      row: { id: ID, time: Date.UTC(2022, 10, 3, 20, 26, 10, 344), type: "invoice.paid", payload: body },
+      identity: ID,
+    });
   });
 
   test.each<[string, unknown, number]>([
@@ -131,7 +141,10 @@ describe("standard-webhooks: the envelope", () => {
       ok: false,
       reason: 'no event time: the body has no ISO-8601 or epoch-ms "timestamp" and webhook-timestamp is not unix seconds',
     });
-    expect(provider.envelope(new Headers({ "webhook-id": ID, "webhook-timestamp": String(T) }), enc("null"), NOW_MS, UNUSED_HASH)).toEqual({ ok: false, reason: "the body is not a JSON object" });
+    expect(provider.envelope(new Headers({ "webhook-id": ID, "webhook-timestamp": String(T) }), enc("null"), NOW_MS, UNUSED_HASH)).toEqual({
+      ok: false,
+      reason: "the body is not a JSON object",
+    });
   });
 
   test("the batch id is the message id, which retries keep", async () => {
