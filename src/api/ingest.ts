@@ -1,4 +1,4 @@
-import { NAME_PATTERN } from "../stream/config";
+import { NAME_PATTERN, NAME_RULE } from "../stream/name-rule";
 import type { BatchOutcome } from "../stream/report";
 import { coordinatorStub, type CoordinatorStub, type Env } from "../env";
 import type { ReceivedBatch } from "../coordinator/protocol";
@@ -19,7 +19,7 @@ import { badRequest, conflict, forbidden, HttpError, notFound } from "./problem"
 export async function ingest(env: Env, stream: string, req: Request): Promise<{ outcome: BatchOutcome; batchId: string; headers: Record<string, string> }> {
   const sourceHeader = req.headers.get("x-source");
   if (sourceHeader !== null && !NAME_PATTERN.test(sourceHeader)) {
-    throw badRequest("X-Source must be 1-64 characters: letters, digits, '_', '.', '-'");
+    throw badRequest(`X-Source must be a source name: ${NAME_RULE}`);
   }
   const keyHeader = req.headers.get("idempotency-key");
   const batchId = keyHeader ?? crypto.randomUUID();

@@ -2,7 +2,7 @@ import type { Context, Hono, MiddlewareHandler, TypedResponse } from "hono";
 import type { StatusCode } from "hono/utils/http-status";
 import { z } from "zod";
 import type { Env } from "../env";
-import { NAME_PATTERN } from "../stream/config";
+import { NAME_PATTERN, NAME_RULE } from "../stream/name-rule";
 import { requireIngestCredential } from "./admission";
 import { requireAdmin } from "./auth";
 import { badRequest, HttpError } from "./problem";
@@ -67,18 +67,18 @@ export const PATH_PARAMS: Record<string, PathParam> = {
   stream: {
     description: "the stream's name",
     schema: z.string().regex(NAME_PATTERN),
-    invalid: (v) => `stream name "${v}" is invalid: 1-64 characters, letters, digits, '_', '.', '-', starting with a letter or digit`,
+    invalid: (v) => `stream name "${v}" is invalid: ${NAME_RULE}`,
   },
   source: {
     description: "the source's name",
     schema: z.string().regex(NAME_PATTERN),
-    invalid: () => "source name is invalid: 1-64 characters, letters, digits, '_', '.', '-'",
+    invalid: () => `source name is invalid: ${NAME_RULE}`,
   },
   id: { description: "the id its creation answered", schema: z.string() },
   name: {
     description: "the destination's name",
     schema: z.string().regex(NAME_PATTERN),
-    invalid: (v) => `destination name "${v}" is invalid: 1-64 characters, letters, digits, '_', '.', '-'`,
+    invalid: (v) => `destination name "${v}" is invalid: ${NAME_RULE}`,
   },
 };
 

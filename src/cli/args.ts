@@ -1,5 +1,6 @@
 /** The command line: `edge-dedup send DIR|FILE… --url URL --stream NAME [options]` (`advise` is parsed in advise.ts). */
 import { parseArgs } from "node:util";
+import { NAME_PATTERN, NAME_RULE } from "../stream/name-rule.ts";
 import { DEFAULT_LIMITS, type ChunkLimits } from "./chunk.ts";
 import { DEFAULT_RETRY, type RetryPolicy, type Target } from "./sender.ts";
 
@@ -64,8 +65,6 @@ export interface SendOptions {
 
 export type Parsed = { kind: "help" } | { kind: "send"; options: SendOptions } | { kind: "error"; message: string };
 
-const SOURCE = /^[A-Za-z0-9_.-]{1,64}$/;
-
 function positiveInt(name: string, value: string | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
   if (value === undefined) return fallback;
   if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > max) {
@@ -116,7 +115,7 @@ export function parseCli(argv: readonly string[], env: Record<string, string | u
     }
     if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("--url must be http: or https:");
     if (!v.stream) throw new Error("--stream is required");
-    if (v.source !== undefined && !SOURCE.test(v.source)) throw new Error("--source must be 1 to 64 letters, digits, '_', '.' or '-'");
+    if (v.source !== undefined && !NAME_PATTERN.test(v.source)) throw new Error(`--source must be a source name: ${NAME_RULE}`);
     const token = v.token ?? env.EDGE_DEDUP_TOKEN;
     if (!token) throw new Error("no token: pass --token or set EDGE_DEDUP_TOKEN");
     return {

@@ -1,3 +1,4 @@
+import { NAME_RULE } from "../stream/name-rule";
 import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
 import { valueShapeFault } from "../stream/json";
 import { batchIdentity } from "../stream/bytes";
@@ -61,7 +62,7 @@ export async function receivedFromRows(
 ): Promise<ReceivedBatch | Refusal> {
   const invalid = (detail: string): Refusal => ({ kind: "invalid", detail });
   const source = identity.source ?? null;
-  if (source !== null && !limits.nameOk(source)) return invalid("source must be 1-64 characters: letters, digits, '_', '.', '-'");
+  if (source !== null && !limits.nameOk(source)) return invalid(`source must be a source name: ${NAME_RULE}`);
   const batchId = identity.batchId ?? crypto.randomUUID();
   if (!BATCH_ID_PATTERN.test(batchId)) return invalid("batchId must be 1-255 visible ASCII characters");
   // A caller over RPC is a producer like an HTTP one: the other ingresses' batch-id namespaces are not its to use.

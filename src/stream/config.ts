@@ -1,3 +1,4 @@
+import { NAME_PATTERN, NAME_RULE } from "./name-rule";
 import { z } from "zod";
 import { IntervalError, parseInterval } from "./interval";
 import { own } from "./own";
@@ -15,8 +16,8 @@ export function isTimestampType(type: ColumnType | undefined): type is Timestamp
   return type !== undefined && (TIMESTAMP_TYPES as readonly string[]).includes(type);
 }
 
-export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-const nameMessage = "1-64 characters: letters, digits, '_', '.', '-', starting with a letter or digit";
+export { NAME_PATTERN, NAME_RULE } from "./name-rule";
+const nameMessage = NAME_RULE;
 
 /**
  * What one stream's config may hold. A config is read on every call to its
@@ -398,6 +399,8 @@ function configIssue(i: z.core.$ZodIssue, prefix: PropertyKey[]): FieldError[] {
     const chosen = i.errors.filter((branch) => !branch.some((b) => b.code === "invalid_type" && b.path.length === 0));
     if (chosen.length === 1) return chosen[0].flatMap((b) => configIssue(b, path));
   }
+  // A record's key that breaks its rule (a source's name): zod says "Invalid key in record"; the rule's own words say why.
+  if (i.code === "invalid_key" && i.issues.length > 0) return [{ path: path.map(String).join("."), message: i.issues.map((k) => k.message).join("; ") }];
   return [{ path: path.map(String).join(".") || "(body)", message: i.message }];
 }
 

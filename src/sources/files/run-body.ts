@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { NAME_PATTERN } from "../../stream/config";
+import { NAME_PATTERN, NAME_RULE } from "../../stream/name-rule";
 
 /** Files per micro-batch at most (Spark's maxFilesPerTrigger): one Coordinator call carries them. */
 export const MAX_FILES_PER_TRIGGER = 100;
@@ -13,7 +13,7 @@ export const MAX_FILES_PER_TRIGGER = 100;
 export const runBody = z
   .strictObject({
     prefix: z.string().max(1024),
-    source: z.string().regex(NAME_PATTERN, "1-64 characters: letters, digits, '_', '.', '-'").optional(),
+    source: z.string().regex(NAME_PATTERN, NAME_RULE).optional(),
     multiLine: z
       .boolean()
       .optional()

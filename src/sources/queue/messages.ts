@@ -12,7 +12,7 @@
  */
 import { z } from "zod";
 import { HARD_MAX_ROWS } from "../../api/body";
-import { NAME_PATTERN } from "../../stream/config";
+import { NAME_PATTERN, NAME_RULE } from "../../stream/name-rule";
 import { checkDepth, parseJson, type JsonResult } from "../../stream/json";
 import { BATCH_ID_PATTERN, fileMode } from "../ids";
 import { exhaustive, type SubmitResult } from "../../ingest/result";
@@ -29,8 +29,8 @@ export type Classified =
   | { kind: "poison"; reason: string };
 
 const rowsMessage = z.strictObject({
-  stream: z.string().regex(NAME_PATTERN, "a stream name: 1-64 characters, letters, digits, '_', '.', '-'"),
-  source: z.string().regex(NAME_PATTERN, "a source name: 1-64 characters, letters, digits, '_', '.', '-'").optional(),
+  stream: z.string().regex(NAME_PATTERN, `a stream name: ${NAME_RULE}`),
+  source: z.string().regex(NAME_PATTERN, `a source name: ${NAME_RULE}`).optional(),
   batchId: z.string().regex(BATCH_ID_PATTERN, "1-255 visible ASCII characters").optional(),
   rows: z.array(z.unknown()).min(1, "at least one row").max(HARD_MAX_ROWS),
 });
