@@ -6,14 +6,15 @@
  * Each case is one batch's worth of a step; "was" cases run the first version
  * of the content digest (test/support/content-oracle.ts) on the same rows.
  */
-import { parseRows } from "../src/api/body";
+import { parseRows } from "../src/http/body";
 import { mergeDecisions, encodeOutput, planBatch } from "../src/stream/batch";
 import { parseStreamConfig } from "../src/stream/config";
 import { canonicalText, contentDigest, int64Decimal, omissionOf } from "../src/stream/content";
-import { murmur3, partitionFor, PARTITION_SEED } from "../src/stream/hash";
+import { murmur3 } from "../src/lib/murmur3";
+import { partitionFor, PARTITION_SEED } from "../src/stream/partition-for";
 import { encodeKey } from "../src/stream/key";
 import { digestBlindFields, rowJudge } from "../src/stream/schema";
-import { sha256Utf8 } from "../src/stream/sha256";
+import { sha256Utf8 } from "../src/lib/sha256";
 import { oracleCanonicalJson, oracleSha256Words, oracleWithoutFields } from "../test/support/content-oracle";
 
 export interface Case {

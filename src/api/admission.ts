@@ -3,9 +3,9 @@ import type { StreamConfig } from "../stream/config";
 import type { CoordinatorStub, Env } from "../env";
 import { isProviderType, type ProviderType } from "../webhooks";
 import { bearerToken, isAdminToken } from "./auth";
-import { hashToken } from "./credentials";
-import { forbidden, notFound, unauthorized, webhookUnauthorized } from "./problem";
-import { openSecret, sealSecret } from "./sealing";
+import { hashToken } from "../credentials/credential";
+import { forbidden, notFound, unauthorized, webhookUnauthorized } from "../http/problem";
+import { openSecret, sealSecret } from "../credentials/sealing";
 import { parseSignature, SIGNATURE_TOLERANCE_S, verifySignature, withinReplayWindow, type ParsedSignature, type SignedRequest } from "./signature";
 import { TtlCache } from "./ttl-cache";
 

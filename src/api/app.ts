@@ -2,8 +2,8 @@ import { Hono } from "hono";
 import { cors } from "hono/cors";
 import { isInjectedFault } from "../instrument/faults";
 import { requireAdmin } from "./auth";
-import { testRoutes } from "../sources/files/routes";
-import { HttpError, internalError, notFound, problemResponse } from "./problem";
+import { testRoutes } from "./routes/test-buckets";
+import { HttpError, internalError, notFound, problemResponse } from "../http/problem";
 import { checkParams, mount, mountMethodNotAllowed, type App } from "./route";
 import { ROUTES } from "./routes";
 

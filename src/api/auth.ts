@@ -1,8 +1,8 @@
-import { sha256Utf8 } from "../stream/sha256";
-import { forbidden, notConfigured, unauthorized } from "./problem";
+import { sha256Utf8 } from "../lib/sha256";
+import { forbidden, notConfigured, unauthorized } from "../http/problem";
 
 /**
- * A secret's SHA-256, synchronous (src/stream/sha256.ts): every request checks
+ * A secret's SHA-256, synchronous (src/lib/sha256.ts): every request checks
  * its token, and a Web Crypto digest per side was two promises per check.
  */
 const digestOf = (s: string): Int32Array => Int32Array.from(sha256Utf8(s));

@@ -5,11 +5,11 @@ import type { ReceivedBatch } from "../coordinator/protocol";
 import { submitBatch } from "../ingest/submit";
 import { exhaustive, type SubmitResult } from "../ingest/result";
 import { requestedFault, type FaultPoint } from "../instrument/faults";
-import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
+import { BATCH_ID_PATTERN, foreignBatchId } from "../ingest/batch-id-namespaces";
 import { admitCaller, proveCaller, signatureRefused } from "./admission";
-import { HARD_BODY_LIMIT, HARD_MAX_ROWS, parseMode, parseRows, readBody, TooManyRows } from "./body";
-import { batchIdentity } from "../stream/bytes";
-import { badRequest, conflict, forbidden, HttpError, notFound } from "./problem";
+import { HARD_BODY_LIMIT, HARD_MAX_ROWS, parseMode, parseRows, readBody, TooManyRows } from "../http/body";
+import { batchIdentity } from "../stream/batch-identity";
+import { badRequest, conflict, forbidden, HttpError, notFound } from "../http/problem";
 
 /**
  * POST /v1/streams/{stream}/events: admit the caller from its headers, read

@@ -5,7 +5,7 @@ import type { Env } from "../env";
 import { NAME_PATTERN, NAME_RULE } from "../stream/name-rule";
 import { requireIngestCredential } from "./admission";
 import { requireAdmin } from "./auth";
-import { badRequest, HttpError } from "./problem";
+import { badRequest, HttpError } from "../http/problem";
 import { requireProviderSignature } from "./webhook";
 
 /**

@@ -1,5 +1,5 @@
-import { hmacSha256, toHex } from "../stream/bytes";
-import { unauthorized } from "./problem";
+import { hmacSha256, toHex } from "../lib/bytes";
+import { unauthorized } from "../http/problem";
 
 /**
  * `X-Signature`: HMAC-SHA256 with a source's signing secret.

@@ -3,12 +3,12 @@ import { WebhookTally, type WebhookEvent } from "../webhooks/tally";
 import type { BatchOutcome } from "../stream/report";
 import { batchIdFor, isStale, precheck, PROVIDER_TYPES, PROVIDERS, type ProviderType } from "../webhooks";
 import { admitWebhook, proveWebhook, webhookRefused } from "./admission";
-import { readBody } from "./body";
-import { sha256Hex } from "../stream/bytes";
+import { readBody } from "../http/body";
+import { sha256Hex } from "../lib/bytes";
 import { httpOutcome } from "./ingest";
 import { submitBatch } from "../ingest/submit";
 import { exhaustive, type SubmitResult } from "../ingest/result";
-import { HttpError, webhookUnauthorized } from "./problem";
+import { HttpError, webhookUnauthorized } from "../http/problem";
 
 /** The headers by which a delivery says which provider signed it (GitHub's SHA-1 one only to say it is not accepted). */
 const SIGNED_BY: Record<ProviderType, string[]> = {

@@ -28,7 +28,7 @@ import type {
   StreamList,
   TableSnapshot,
 } from "../api/schemas.ts";
-import type { credentialBody } from "../api/credentials.ts";
+import type { credentialBody } from "../credentials/credential.ts";
 import type { runBody } from "../sources/files/run-body.ts";
 import type { destinationBodySchema, replayBodySchema, rotateBodySchema } from "../delivery/config.ts";
 import type { deadLaneSchema, destinationListSchema, destinationPutSchema, destinationSchema, replaySchema, rotatedSchema } from "../delivery/schemas.ts";

@@ -12,14 +12,14 @@ import type { BatchCounts } from "../stream/batch";
 import { metricDeltas, type CommittedFigures } from "../stream/metrics";
 import { capRejected, progressOf, rejectedTotal, type BatchOutcome, type ProgressReport } from "../stream/report";
 import { advanceWatermark, type SourceProgress, type WatermarkState } from "../stream/watermark";
-import { own } from "../stream/own";
-import type { ByteRange } from "../microbatch/group";
-import { outboxRef } from "../output/outbox-ref";
+import { own } from "../lib/own";
+import type { ByteRange } from "../output/object-ref";
+import { outboxRef } from "../output/object-ref";
 
 /** Where a member's rows are, per lane (the Coordinator's LaneKeys). */
 export type Objects = Record<string, string | null>;
 
-/** What the plan reads of a commit request (src/coordinator/protocol.ts's CommitRequest is one). */
+/** What the plan reads of a commit request (src/microbatch/commit-request.ts's CommitRequest is one). */
 export interface PlannedRequest<O extends Objects = Objects> {
   source: string;
   batchId: string;

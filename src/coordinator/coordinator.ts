@@ -1,5 +1,5 @@
 import { boundFieldChanges, idempotencyWindowOf, webhookBodyLimit, type StreamConfig } from "../stream/config";
-import { own } from "../stream/own";
+import { own } from "../lib/own";
 import { batchKey } from "../stream/batch-key";
 import type { BatchOutcome, ProgressReport } from "../stream/report";
 import { globalWatermark, hasIdleTimeout, isIdle, sourceWatermark, type SourceProgress } from "../stream/watermark";
@@ -13,7 +13,7 @@ import { pokeDestinations } from "../delivery/poke";
 import { PublishGuard, publishManifest, publishTable, tablePublishingOf, type PublishContext, type TablePublishing } from "../output/publisher";
 import { columnsKnownBefore, recordColumns } from "../table/known-columns";
 import { isSameEventLane, LaneRefs } from "./lane-refs";
-import type { StoredCredential } from "../api/credentials";
+import type { StoredCredential } from "../credentials/credential";
 import { SqliteObject } from "../storage/sqlite-object";
 import { COORDINATOR_MIGRATIONS } from "./migrations";
 import { batchFaultKey, faultsEnabled, heldRun, isInjectedFault, takeFault } from "../instrument/faults";
@@ -33,35 +33,18 @@ import { StateBook, stateJson, type BegunGroup } from "./state";
 import { MetaStore, type Meta } from "./meta";
 import { Alarms } from "./alarms";
 import { planCommit, type MemberRow } from "./commit-plan";
+import type { CommitRequest } from "../microbatch/commit-request";
 import {
   WAIT_FOR_INFLIGHT_MS,
   type Admission,
   type BatchAnswer,
   type CallerClaim,
-  type CommitRequest,
   type CoordinatorRpc,
   type ConfigureResult,
   type IngestAuth,
   type IngestRequest,
   type IngestResult,
   type StreamDescription,
-} from "./protocol";
-
-// The protocol's names stay importable from here for code written before it had a module of its own.
-export { WAIT_FOR_INFLIGHT_MS };
-export type {
-  Admission,
-  BatchAnswer,
-  CallerClaim,
-  CommitRequest,
-  ConfigureResult,
-  IngestAuth,
-  IngestRequest,
-  IngestResult,
-  ReceivedBatch,
-  SealedSigner,
-  StreamDescription,
-  TouchedPartition,
 } from "./protocol";
 
 export { COORDINATOR_MIGRATIONS };

@@ -1,4 +1,4 @@
-import type { CredentialType, StoredCredential } from "../api/credentials";
+import type { CredentialType, StoredCredential } from "../credentials/credential";
 import { isProviderType, type ProviderType } from "../webhooks";
 import { sourceConfig, type StreamConfig } from "../stream/config";
 import type { CallerClaim, IngestAuth, SealedSigner } from "./protocol";

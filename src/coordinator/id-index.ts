@@ -23,7 +23,7 @@
  * slice still claims find no record. Memory: 4 bytes per id remembered
  * (~34 MB for 8.6 million, 100 requests/s with a 24-hour window).
  */
-import { Bloom, bloomHash, type BloomHash } from "../stream/bloom";
+import { Bloom, bloomHash, type BloomHash } from "../lib/bloom";
 
 /** A slice's filter covers this many ids (the last commit that fills it may add more). */
 export const SLICE_IDS = 4_096;

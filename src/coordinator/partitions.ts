@@ -1,10 +1,7 @@
-import type { PartitionStats } from "../partition/protocol";
+import type { ReportedPartition } from "../microbatch/commit-request";
 
 /** Committed ledgers remembered per partition for dropping at its next call. */
 export const MAX_FORGET_PER_PARTITION = 10_000;
-
-/** A partition's figures as it last reported them; nextExpiry absent: not known, so the eviction fan-out visits it. */
-export type ReportedPartition = Omit<PartitionStats, "nextExpiry"> & { p: number; nextExpiry?: number | null };
 
 /**
  * The Coordinator's book of its partitions: the figures each last reported

@@ -7,8 +7,7 @@ import type { ProgressReport } from "../stream/report";
 import type { StreamMetrics } from "../stream/metrics";
 import type { LiveAdvice } from "../stream/advisor/live";
 import type { TablePublishing } from "../output/publisher";
-import type { CredentialType, StoredCredential } from "../api/credentials";
-import type { ReportedPartition } from "./partitions";
+import type { CredentialType, StoredCredential } from "../credentials/credential";
 import type { Bookkeeping } from "./window";
 
 /**
@@ -71,24 +70,6 @@ export type BatchAnswer =
   | { kind: "busy"; retryAfterMs: number; source?: string }
   | { kind: "too-large"; detail: string }
   | { kind: "replay"; source: string; outcome: BatchOutcome };
-
-export interface TouchedPartition extends ReportedPartition {
-  inserted: number;
-  removed: number;
-}
-
-export interface CommitRequest {
-  source: string;
-  batchId: string;
-  maxEventTime: number | null;
-  /** the rejected list capped (capRejected) */
-  counts: BatchCounts & { rejectedCount?: number };
-  /** for the delay advisor's figures */
-  seen: BatchObservation;
-  touched: TouchedPartition[];
-  objects: LaneKeys;
-  startedAt: number;
-}
 
 export interface StreamDescription {
   config: StreamConfig;

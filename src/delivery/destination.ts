@@ -5,7 +5,7 @@ import { SqliteObject } from "../storage/sqlite-object";
 // The stubs live with the others in src/env.ts; still importable from here.
 export { destinationIndex, destinationStub } from "../env";
 import { committedPages, readParts } from "../output/reader";
-import { openSecret, sealSecret } from "../api/sealing";
+import { openSecret, sealSecret } from "../credentials/sealing";
 import { deliveredSeq, describeError, judge, type Answer, type Verdict } from "./attempt";
 import { DEFAULT_ROTATION_OVERLAP_MS, type DestinationConfig } from "./config";
 import { messageBody, newSigningSecret, queueMessage, signedHeaders, webhookId } from "./message";

@@ -1,5 +1,5 @@
 import { signStandardWebhooks } from "../webhooks/standard-webhooks";
-import { toBase64 } from "../stream/bytes";
+import { toBase64 } from "../lib/bytes";
 
 /**
  * One output row as a Standard Webhooks message: the id is the row's place in

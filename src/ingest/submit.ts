@@ -1,7 +1,7 @@
 import { NAME_RULE } from "../stream/name-rule";
-import { BATCH_ID_PATTERN, foreignBatchId } from "../sources/ids";
-import { valueShapeFault } from "../stream/json";
-import { batchIdentity } from "../stream/bytes";
+import { BATCH_ID_PATTERN, foreignBatchId } from "./batch-id-namespaces";
+import { valueShapeFault } from "../lib/json";
+import { batchIdentity } from "../stream/batch-identity";
 import { coordinatorStub, type CoordinatorStub, type Env } from "../env";
 import { WAIT_FOR_INFLIGHT_MS, type FailedRun, type IngestResult, type ReceivedBatch } from "../coordinator/protocol";
 import { armFault, batchFaultKey, takeFault, type FaultPoint } from "../instrument/faults";

@@ -1,4 +1,4 @@
-import type { CommitRequest, TouchedPartition } from "../coordinator/protocol";
+import type { CommitRequest, TouchedPartition } from "./commit-request";
 import { armFault, failAt, partitionFaultKey, type FaultPoint } from "../instrument/faults";
 import type { GroupApplyRequest, GroupApplyResult } from "../partition/protocol";
 import { OUTBOX_MAX_ENTRY_BYTES } from "../output/outbox";
@@ -7,7 +7,8 @@ import { dedupSettings, encodeDropped, encodeLate, encodeOutput, encodeRejected,
 import type { StreamConfig } from "../stream/config";
 import { batchKey } from "../stream/batch-key";
 import { capRejected } from "../stream/report";
-import { concatParts, formatRef, keptSeqOf, memberDecisions, partitionPayloads, type ByteRange } from "./group";
+import { concatParts, formatRef, type ByteRange } from "../output/object-ref";
+import { keptSeqOf, memberDecisions, partitionPayloads } from "./group";
 
 /** A request in a micro-batch, begun: what it was judged by is fixed at its first attempt. */
 export interface BegunMember {

@@ -1,7 +1,6 @@
-import { formatRef, parseRef } from "../microbatch/group";
+import { formatRef, outboxRef, parseRef } from "./object-ref";
 import { LANES, writeGroup, type Lane } from "./sink";
 import { addColumn } from "../storage/migrations";
-import { outboxRef } from "./outbox-ref";
 import { runsOf, type GroupColumns } from "./commit-runs";
 
 /**

@@ -1,4 +1,4 @@
-import { parseRef } from "../microbatch/group";
+import { parseRef } from "./object-ref";
 import { readParts, type CommitPart } from "./reader";
 import type { StreamConfig } from "../stream/config";
 import { maxColumnsOf } from "../stream/table-fields";

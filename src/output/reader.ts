@@ -1,5 +1,5 @@
 import type { Lane } from "./sink";
-import { coalesceRefs, formatRef, parseRef, type ObjectRef } from "../microbatch/group";
+import { coalesceRefs, formatRef, parseRef, type ObjectRef } from "./object-ref";
 import { readObject } from "./sink";
 
 /** A committed request's rows of one lane: still in the outbox (bytes), or a range of an R2 object. */

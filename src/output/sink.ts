@@ -1,5 +1,5 @@
 import { failAt, type FaultPoint } from "../instrument/faults";
-import type { ObjectRef } from "../microbatch/group";
+import type { ObjectRef } from "./object-ref";
 
 /**
  * The R2 sink. A micro-batch (a group of requests) writes up to five NDJSON

@@ -1,7 +1,7 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import type { Env } from "../env";
 import { coordinatorStub } from "../env";
-import { HARD_MAX_ROWS } from "../api/body";
+import { HARD_MAX_ROWS } from "../http/body";
 import { NAME_PATTERN } from "../stream/config";
 import { streamHealth } from "../api/stream-health";
 import type { BatchOutcome } from "../stream/report";

@@ -1,7 +1,7 @@
 import { parseBatchKey } from "./batch-key";
 import type { StreamConfig } from "./config";
 import { type DedupSettings, type Decision } from "./dedup";
-import { partitionFor } from "./hash";
+import { partitionFor } from "./partition-for";
 import { isRejected, rowJudge, type AcceptedRow, type RejectedRow, type Row, type RowContext } from "./schema";
 import { ColumnBudget, maxColumnsOf } from "./table-fields";
 

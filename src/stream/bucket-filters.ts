@@ -15,7 +15,7 @@
  * rolled back stay in as false "maybe"s, which cost a probe, never a
  * decision. Pure: the scan is the caller's.
  */
-import { Bloom, bloomHash as hashPair, type BloomHash } from "./bloom";
+import { Bloom, bloomHash as hashPair, type BloomHash } from "../lib/bloom";
 
 /** Bits per key in a filter's first layer: ~0.3% false "maybe" at capacity; each later layer takes 2 more (about ×0.3 each), so that their sum stays near the first's. */
 const BITS_PER_KEY = 12;

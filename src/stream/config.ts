@@ -1,9 +1,9 @@
 import { NAME_PATTERN, NAME_RULE } from "./name-rule";
 import { z } from "zod";
 import { IntervalError, parseInterval } from "./interval";
-import { own } from "./own";
+import { own } from "../lib/own";
 import { ColumnBudget, DEFAULT_MAX_COLUMNS, MAX_COLUMNS_LIMIT } from "./table-fields";
-import { PROVIDER_VOLATILE, webhookVolatile, type ProviderType } from "../webhooks/provider";
+import { PROVIDER_VOLATILE, webhookVolatile, type ProviderType } from "./provider-volatile";
 
 export const MODES = ["within-watermark", "event-time-key", "global"] as const;
 export type Mode = (typeof MODES)[number];
@@ -379,7 +379,7 @@ export function contentExcludeFor(config: StreamConfig, batchId?: string): reado
 
 const WEBHOOK_PRESET = /^webhook:(.+)$/;
 
-/** "webhook:<provider>" stands for that provider's volatile fields (src/webhooks/provider.ts); the rest are fields. */
+/** "webhook:<provider>" stands for that provider's volatile fields (src/stream/provider-volatile.ts); the rest are fields. */
 function expandVolatile(fields: readonly string[]): string[] {
   const out = fields.flatMap((f) => {
     const preset = WEBHOOK_PRESET.exec(f)?.[1];

@@ -11,10 +11,10 @@
  * (sha256Utf8). test/unit/content-oracle.test.ts holds the results to the
  * first, copying version, bit for bit: the digests are stored.
  */
-import { canonicalJson, type Omission } from "./jcs";
-import { sha256Utf8 } from "./sha256";
+import { canonicalJson, type Omission } from "../lib/jcs";
+import { sha256Utf8 } from "../lib/sha256";
 
-export type { Omission } from "./jcs";
+export type { Omission } from "../lib/jcs";
 
 const encoder = new TextEncoder();
 

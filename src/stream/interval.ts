@@ -1,4 +1,4 @@
-import { own } from "./own.ts";
+import { own } from "../lib/own.ts";
 
 /**
  * Spark-style intervals: "10 seconds", "2 hours", "1 hour 30 minutes", "500 ms",

@@ -1,9 +1,9 @@
 import { contentExcludeFor, type StreamConfig } from "./config";
 import { stateKeyFor } from "./dedup";
 import { dedupSettings } from "./batch";
-import { partitionFor } from "./hash";
-import { parseJson } from "./json";
-import { own } from "./own";
+import { partitionFor } from "./partition-for";
+import { parseJson } from "../lib/json";
+import { own } from "../lib/own";
 import { rowValueFault } from "./row-values";
 import { isRejected, rowJudge, type Row } from "./schema";
 

@@ -6,7 +6,7 @@
  * as `null` and throws on the third, and the canonical JSON throws on all of
  * them. Such a row is that row's error, never its batch's. Pure.
  */
-import { MAX_JSON_DEPTH, tooDeep } from "./json";
+import { MAX_JSON_DEPTH, tooDeep } from "../lib/json";
 
 /**
  * Why a value in `row` has no JSON form, naming where (`amount`,

@@ -1,8 +1,8 @@
 import { contentExcludeFor, delayOf, eventTimeCaps, isTimestampType, volatileFor, type ColumnType, type StreamConfig } from "./config";
 import { conflictBlindFields, contentDigest, contentHash, omissionFrom, type Excluded } from "./content";
 import { encodeKey, MAX_KEY_BYTES, type KeyValue } from "./key";
-import { own } from "./own";
-import { tooDeep } from "./json";
+import { own } from "../lib/own";
+import { tooDeep } from "../lib/json";
 import { rowValueFault } from "./row-values";
 import { DECIMAL, MIN_PLAUSIBLE_MS, parseTimestamp, type TimeUnit } from "./timestamp";
 

@@ -1,5 +1,5 @@
 import { delayOf, idleTimeoutOf, sourceConfig, type StreamConfig } from "./config";
-import { own } from "./own";
+import { own } from "../lib/own";
 
 export interface SourceProgress {
   /** max event time accepted from this source, null until it first sends */

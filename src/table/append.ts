@@ -1,5 +1,5 @@
 import type { ColumnType } from "../stream/config";
-import { own } from "../stream/own";
+import { own } from "../lib/own";
 import { loadTable, MAX_COMMIT_ATTEMPTS, metadataLocation } from "./commit";
 import { dataPath, DEFAULT_BASE_URI, digestOf, keyOf, tableLocation, uriOf } from "./layout";
 import { STATUS, type DataFileEntry } from "./manifest";

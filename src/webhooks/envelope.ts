@@ -1,5 +1,5 @@
-import { namespacedId } from "../sources/ids";
-import { parseJson } from "../stream/json";
+import { namespacedId } from "../ingest/batch-id-namespaces";
+import { parseJson } from "../lib/json";
 import type { ProviderType, Refusal } from "./provider";
 import { refuse } from "./provider";
 

@@ -1,4 +1,4 @@
-import { bytesOf, fromHex, hmacSha256, toHex, utf8 } from "../stream/bytes";
+import { bytesOf, fromHex, hmacSha256, toHex, utf8 } from "../lib/bytes";
 import { jsonObject, nonEmpty } from "./envelope";
 import { refuse, type EnvelopeResult, type Provider, type Refusal } from "./provider";
 import { checks, textKey, textSecretProblem, type Scheme, type Signed } from "./signature";

@@ -1,4 +1,4 @@
-import { constantTimeEqual, hmacSha256, utf8 } from "../stream/bytes";
+import { constantTimeEqual, hmacSha256, utf8 } from "../lib/bytes";
 import { refuse, refuseStale, type PrecheckResult, type Provider, type Refusal, type VerifyResult } from "./provider";
 
 /** Stripe's and Standard Webhooks' replay window, each way (their libraries use 300 s). */

@@ -14,7 +14,7 @@ import type { PartitionRow } from "../../src/partition/protocol";
 import { rowColumns } from "../../src/stream/row-columns";
 import { applyBatch, isExpired, type DedupSettings } from "../../src/stream/dedup";
 import { keyedKeyHashLabel } from "../../src/stream/keyed-key-hash";
-import { partitionFor } from "../../src/stream/hash";
+import { partitionFor } from "../../src/stream/partition-for";
 import { contentDigest } from "../../src/stream/content";
 import { applyOne, at, call, client, createStream, json, output, post } from "./helpers";
 

@@ -8,7 +8,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { app } from "../../src/api/app";
 import type { IngestRequest } from "../../src/coordinator/protocol";
-import { signBody } from "../../src/api/credentials";
+import { signBody } from "../../src/api/signature";
 import { signRequest } from "../../src/api/signature";
 import { at, call, committedRecords, countingBody, createStream, json, post } from "./helpers";
 

@@ -8,7 +8,7 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { httpOutcome } from "../../src/api/ingest";
 import { webhookOutcome } from "../../src/api/webhook";
-import { HttpError } from "../../src/api/problem";
+import { HttpError } from "../../src/http/problem";
 import { rpcOutcome } from "../../src/rpc/entrypoint";
 import type { ResultKind, SubmitResult } from "../../src/ingest/result";
 import { EVERY, outcome } from "../support/ingest-results";

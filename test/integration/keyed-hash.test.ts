@@ -9,7 +9,7 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
 import { PARTITION_MIGRATIONS, type Partition } from "../../src/partition/partition";
 import type { DedupSettings } from "../../src/stream/dedup";
-import { partitionFor } from "../../src/stream/hash";
+import { partitionFor } from "../../src/stream/partition-for";
 import { keyHash64, keyHashLabel } from "../../src/stream/key-hash";
 import { keyedKeyHash64 } from "../../src/stream/keyed-key-hash";
 import { migrate } from "../../src/storage/migrations";

@@ -1,7 +1,8 @@
 import { env, exports } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { hashToken, signBody } from "../../src/api/credentials";
+import { hashToken } from "../../src/credentials/credential";
+import { signBody } from "../../src/api/signature";
 import { signStripe } from "../../src/webhooks";
 import { at, call, createStream, json } from "./helpers";
 

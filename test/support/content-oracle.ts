@@ -1,12 +1,12 @@
 /**
- * The content digest as it was first written (src/stream/jcs.ts, sha256.ts and
+ * The content digest as it was first written (src/lib/jcs.ts, src/lib/sha256.ts and
  * content.ts before they were made faster), kept verbatim as the oracle the
  * faster code must match bit for bit: the digests are stored in partitions'
  * state and compared with later copies', so a changed digest would turn a
  * duplicate into a conflict. test/unit/content-oracle.test.ts compares them.
  */
 import { withoutFields } from "../../src/stream/content";
-import { SHA256_K } from "../../src/stream/sha256";
+import { SHA256_K } from "../../src/lib/sha256";
 
 export function oracleCanonicalJson(value: unknown): string {
   if (value === null || typeof value !== "object") {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { explicitQueueBatchId, fileBatchId, foreignBatchId, INGRESS_PREFIXES, ingressOf, queueBatchId } from "../../src/sources/ids";
+import { foreignBatchId, INGRESS_PREFIXES, ingressOf } from "../../src/ingest/batch-id-namespaces";
+import { explicitQueueBatchId, fileBatchId, queueBatchId } from "../../src/sources/ids";
 import { batchIdFor, PROVIDER_TYPES } from "../../src/webhooks";
 
 /** Issue 14: each ingress names batches in a namespace the others cannot use. */

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { dedupSettings, encodeOutput, mergeDecisions, planBatch } from "../../src/stream/batch";
 import { parseStreamConfig, type StreamConfig } from "../../src/stream/config";
-import { partitionFor } from "../../src/stream/hash";
+import { partitionFor } from "../../src/stream/partition-for";
 import { progressOf, type BatchOutcome } from "../../src/stream/report";
 import { validConfig } from "./stream-config";
 

@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { Bloom, bloomHash } from "../../src/stream/bloom";
+import { Bloom, bloomHash } from "../../src/lib/bloom";
 
-describe("Bloom filter (src/stream/bloom.ts)", () => {
+describe("Bloom filter (src/lib/bloom.ts)", () => {
   test("never answers 'absent' for a key it holds, and reads back from its bytes the same (property)", () => {
     fc.assert(
       fc.property(

@@ -2,7 +2,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error no types: the reference implementation, as an oracle
 import murmur from "murmurhash3js-revisited";
-import { keyHash64, keyHashLabel, murmur3x86_128 } from "../../src/stream/key-hash";
+import { murmur3x86_128 } from "../../src/lib/murmur3";
+import { keyHash64, keyHashLabel } from "../../src/stream/key-hash";
 import { bucketAtWatermark, bucketOf, bucketWidthFor, MIN_BUCKET_WIDTH_MS } from "../../src/stream/expiry-buckets";
 
 const bytes = (s: string) => new TextEncoder().encode(s);

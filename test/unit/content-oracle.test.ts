@@ -1,5 +1,5 @@
 /**
- * The faster content digest (src/stream/jcs.ts, sha256.ts, content.ts) is the
+ * The faster content digest (src/lib/jcs.ts, src/lib/sha256.ts, src/stream/content.ts) is the
  * first version bit for bit (test/support/content-oracle.ts, kept verbatim),
  * and both are node:crypto's SHA-256 of the canonical text: partitions store
  * the digests and compare later copies with them, so one changed bit would
@@ -9,9 +9,10 @@ import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { canonicalText, contentDigest, contentHash, omissionOf } from "../../src/stream/content";
-import { canonicalJson } from "../../src/stream/jcs";
-import { sha256HexSync, sha256Utf8, sha256Words } from "../../src/stream/sha256";
-import { murmur3, partitionFor, PARTITION_SEED } from "../../src/stream/hash";
+import { canonicalJson } from "../../src/lib/jcs";
+import { sha256HexSync, sha256Utf8, sha256Words } from "../../src/lib/sha256";
+import { murmur3 } from "../../src/lib/murmur3";
+import { partitionFor, PARTITION_SEED } from "../../src/stream/partition-for";
 import { oracleCanonicalJson, oracleContentDigest, oracleContentHash, oracleSha256Words, oracleWithoutFields } from "../support/content-oracle";
 
 const nodeSha = (data: string | Uint8Array) => createHash("sha256").update(data).digest("hex");

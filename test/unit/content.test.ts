@@ -2,8 +2,8 @@ import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { canonicalContent, contentDigest, contentHash, withoutFields } from "../../src/stream/content";
-import { canonicalJson } from "../../src/stream/jcs";
-import { sha256HexSync } from "../../src/stream/sha256";
+import { canonicalJson } from "../../src/lib/jcs";
+import { sha256HexSync } from "../../src/lib/sha256";
 
 /** A double from its IEEE 754 bits, as RFC 8785 Appendix B lists them. */
 const fromBits = (hex: string) => new DataView(new Uint8Array(hex.match(/../g)!.map((b) => parseInt(b, 16))).buffer).getFloat64(0);

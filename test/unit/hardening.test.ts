@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { parseRows } from "../../src/api/body";
+import { parseRows } from "../../src/http/body";
 import { parseSignature, SIGNATURE_TOLERANCE_S, withinReplayWindow } from "../../src/api/signature";
 import { TtlCache } from "../../src/api/ttl-cache";
 import type { StreamConfig } from "../../src/stream/config";

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { murmur3, PARTITION_SEED, partitionFor } from "../../src/stream/hash";
+import { murmur3 } from "../../src/lib/murmur3";
+import { PARTITION_SEED, partitionFor } from "../../src/stream/partition-for";
 import { encodeKey } from "../../src/stream/key";
 
 const utf8 = (s: string) => new TextEncoder().encode(s);

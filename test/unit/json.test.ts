@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { checkDepth, describeJsonError, MAX_JSON_DEPTH, parseJson, textDepth, valueDeeperThan } from "../../src/stream/json";
+import { checkDepth, describeJsonError, MAX_JSON_DEPTH, parseJson, textDepth, valueDeeperThan } from "../../src/lib/json";
 
 /** Issue 14: one depth-checked JSON reader for every ingress, whose errors never quote the input. */
 const nested = (depth: number, inner = "1") => `${"[".repeat(depth)}${inner}${"]".repeat(depth)}`;

@@ -19,7 +19,8 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { ItemFailed, MicroBatcher } from "../../src/microbatch/batcher";
-import { coalesceRefs, concatParts, formatRef, keptSeqOf, memberDecisions, parseRef, partitionPayloads } from "../../src/microbatch/group";
+import { keptSeqOf, memberDecisions, partitionPayloads } from "../../src/microbatch/group";
+import { coalesceRefs, concatParts, formatRef, parseRef } from "../../src/output/object-ref";
 import { rowsOf } from "../../src/stream/row-columns";
 import { dedupSettings, mergeDecisions, planBatch, type BatchCounts } from "../../src/stream/batch";
 import { parseStreamConfig, type StreamConfig } from "../../src/stream/config";

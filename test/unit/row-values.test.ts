@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { MAX_JSON_DEPTH, valueShapeFault } from "../../src/stream/json";
+import { MAX_JSON_DEPTH, valueShapeFault } from "../../src/lib/json";
 import { rowValueFault } from "../../src/stream/row-values";
 import { validateRow } from "../../src/stream/schema";
 import { validConfig } from "./stream-config";

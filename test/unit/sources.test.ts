@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HttpError } from "../../src/api/problem";
+import { HttpError } from "../../src/http/problem";
 import {
   addFailed,
   addOutcome,
@@ -14,11 +14,12 @@ import {
   retryDelayMs,
   takeSlice,
 } from "../../src/sources/files/plan";
-import { bareEtag, canonicalJson, fileBatchId, fileMode, isGzip, messageHash, queueBatchId, BATCH_ID_PATTERN } from "../../src/sources/ids";
+import { BATCH_ID_PATTERN } from "../../src/ingest/batch-id-namespaces";
+import { bareEtag, canonicalJson, fileBatchId, fileMode, isGzip, messageHash, queueBatchId } from "../../src/sources/ids";
 import { corruptRow, fileRows, parseJsonText } from "../../src/sources/files/parse";
 import { archiveKey, groupsOf, publicationLag, publicationState, PUBLISH_WAIT_MS } from "../../src/sources/files/plan";
 import { runBody } from "../../src/sources/files/run-body";
-import { TooManyRows } from "../../src/api/body";
+import { TooManyRows } from "../../src/http/body";
 import { parseStreamConfig } from "../../src/stream/config";
 import { CORRUPT_LINE, validateRow } from "../../src/stream/schema";
 import { classify, queueVerdict, retryDelaySeconds, streamOfKey } from "../../src/sources/queue/messages";

@@ -1,10 +1,10 @@
 import { coordinatorStub } from "../../env";
 import { zodErrors } from "../../stream/config";
-import { credentialBody, hashToken, newSecret, type StoredCredential } from "../credentials";
-import { badRequest, conflict, notFound } from "../problem";
+import { credentialBody, hashToken, newSecret, type StoredCredential } from "../../credentials/credential";
+import { badRequest, conflict, notFound } from "../../http/problem";
 import { route } from "../route";
 import { credentialCreatedSchema, credentialListSchema } from "../schemas";
-import { sealSecret } from "../sealing";
+import { sealSecret } from "../../credentials/sealing";
 import { missing, STREAM } from "./shared";
 
 // Per-source ingest credentials (credentialBody in ../credentials), shown once at creation and never again.

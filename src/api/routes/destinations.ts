@@ -14,8 +14,8 @@ import { forgetNoDestinations } from "../../delivery/poke";
 import { deadLaneSchema, destinationListSchema, destinationPutSchema, destinationSchema, replaySchema, rotatedSchema } from "../../delivery/schemas";
 import { checkDestinationUrl } from "../../delivery/url";
 import { MAX_SIGNING_SECRETS } from "../../delivery/secrets";
-import { badRequest, notFound, tooManyDestinations } from "../problem";
-import { sealingKeys } from "../sealing";
+import { badRequest, notFound, tooManyDestinations } from "../../http/problem";
+import { sealingKeys } from "../../credentials/sealing";
 import { route } from "../route";
 import { intIn, intQuery, STREAM } from "./shared";
 

@@ -1,5 +1,5 @@
 import { registryStub } from "../../env";
-import { HttpError } from "../problem";
+import { HttpError } from "../../http/problem";
 import { route } from "../route";
 import { healthzSchema } from "../schemas";
 

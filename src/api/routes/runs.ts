@@ -1,9 +1,9 @@
 import { coordinatorStub, runnerStub } from "../../env";
 import { publicationOf } from "../../sources/files/publication";
-import { FILES_SOURCE } from "../../sources/files/routes";
+import { FILES_SOURCE } from "../../sources/files/protocol";
 import { runBody } from "../../sources/files/run-body";
 import { zodErrors } from "../../stream/config";
-import { badRequest, notFound } from "../problem";
+import { badRequest, notFound } from "../../http/problem";
 import { route } from "../route";
 import { publicationSchema, runSchema, runStartedSchema } from "../schemas";
 import { STREAM } from "./shared";

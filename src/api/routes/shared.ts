@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { badRequest, notFound, type HttpError } from "../problem";
+import { badRequest, notFound, type HttpError } from "../../http/problem";
 import type { Ctx } from "../route";
 
 /** The path of one stream; its sub-resources hang below it. */

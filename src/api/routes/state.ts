@@ -4,7 +4,7 @@ import { z } from "zod";
 import { coordinatorStub, partitionStub } from "../../env";
 import { locateRow } from "../../stream/locate";
 import type { StreamConfig } from "../../stream/config";
-import { badRequest } from "../problem";
+import { badRequest } from "../../http/problem";
 import { isProviderType, PROVIDER_TYPES, type ProviderType } from "../../webhooks";
 import { route } from "../route";
 import { statePageSchema } from "../schemas";

@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { coordinatorStub, registryStub } from "../../env";
 import { MAX_CONFIG_BYTES, parseStreamConfig, streamBodySchema } from "../../stream/config";
-import { parseJson } from "../../stream/json";
-import { readBody } from "../body";
-import { badRequest, conflict, HttpError } from "../problem";
+import { parseJson } from "../../lib/json";
+import { readBody } from "../../http/body";
+import { badRequest, conflict, HttpError } from "../../http/problem";
 import { route } from "../route";
 import { putStreamResultSchema, streamInfoSchema, streamListSchema } from "../schemas";
 import { intIn, intQuery, missing, STREAM } from "./shared";

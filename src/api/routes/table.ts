@@ -1,6 +1,6 @@
 import { coordinatorStub } from "../../env";
 import { r2Store, readTableSnapshot } from "../../table";
-import { notFound } from "../problem";
+import { notFound } from "../../http/problem";
 import { route } from "../route";
 import { tableSnapshotSchema } from "../schemas";
 import { missing, STREAM } from "./shared";

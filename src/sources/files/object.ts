@@ -1,7 +1,8 @@
 import type { ReceivedBatch } from "../../coordinator/protocol";
-import { HARD_BODY_LIMIT, HARD_MAX_ROWS, TooManyRows } from "../../api/body";
-import { batchIdentity, concat } from "../../stream/bytes";
-import { badRequest, HttpError } from "../../api/problem";
+import { HARD_BODY_LIMIT, HARD_MAX_ROWS, TooManyRows } from "../../http/body";
+import { concat } from "../../lib/bytes";
+import { batchIdentity } from "../../stream/batch-identity";
+import { badRequest, HttpError } from "../../http/problem";
 import type { StreamConfig } from "../../stream/config";
 import { bareEtag, fileBatchId, fileMode, isGzip } from "../ids";
 import { fileRows } from "./parse";

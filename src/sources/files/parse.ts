@@ -14,9 +14,9 @@
  * reports it as a rejected row and ingests the rest. Neither reasons nor errors
  * quote the file's bytes.
  */
-import { TooManyRows } from "../../api/body";
-import { MAX_JSON_DEPTH as MAX_DEPTH, textDepth as nestingDepth } from "../../stream/json";
-import { badRequest } from "../../api/problem";
+import { TooManyRows } from "../../http/body";
+import { MAX_JSON_DEPTH as MAX_DEPTH, textDepth as nestingDepth } from "../../lib/json";
+import { badRequest } from "../../http/problem";
 import { CORRUPT_LINE, CORRUPT_WHY } from "../../stream/schema";
 import type { FileMode } from "../ids";
 

@@ -4,7 +4,7 @@
  * this stream has ingested already, and ingests the rest a bounded slice per
  * Durable Object alarm; these functions decide what each step does.
  */
-import { HttpError } from "../../api/problem";
+import { HttpError } from "../../http/problem";
 import { rejectedTotal, type BatchOutcome } from "../../stream/report";
 import { fileMode } from "../ids";
 import { exhaustive, type SubmitResult } from "../../ingest/result";

@@ -1,6 +1,9 @@
 import type { RunView } from "./plan";
 import type { RunOptions } from "./run-body";
 
+/** The default source of file runs, and of R2 event notifications: both name an object's batch alike, so they replay each other. */
+export const FILES_SOURCE = "files";
+
 /**
  * What callers may ask a stream's Runner (src/sources/files/runner.ts
  * implements it); stubs are typed by it (src/env.ts).

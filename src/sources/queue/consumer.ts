@@ -4,7 +4,7 @@ import { sourceConfig } from "../../stream/config";
 import { explicitQueueBatchId, queueBatchId, queueIdentity, messageHash } from "../ids";
 import { readObjectBatch } from "../files/object";
 import { judgeError } from "../files/plan";
-import { FILES_SOURCE } from "../files/routes";
+import { FILES_SOURCE } from "../files/protocol";
 import { classify, queueVerdict, retryDelaySeconds, type Classified, type Verdict } from "./messages";
 import { resultOf } from "../../ingest/result";
 

@@ -11,10 +11,11 @@
  *   would (source "files", batch id `r2:{key}@{etag}`); deletions are ignored.
  */
 import { z } from "zod";
-import { HARD_MAX_ROWS } from "../../api/body";
+import { HARD_MAX_ROWS } from "../../http/body";
 import { NAME_PATTERN, NAME_RULE } from "../../stream/name-rule";
-import { checkDepth, parseJson, type JsonResult } from "../../stream/json";
-import { BATCH_ID_PATTERN, fileMode } from "../ids";
+import { checkDepth, parseJson, type JsonResult } from "../../lib/json";
+import { BATCH_ID_PATTERN } from "../../ingest/batch-id-namespaces";
+import { fileMode } from "../file-kind";
 import { exhaustive, type SubmitResult } from "../../ingest/result";
 
 /** Objects under `streams-in/{stream}/…` belong to that stream. */

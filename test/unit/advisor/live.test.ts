@@ -14,7 +14,7 @@ import {
 import { QuantileSketch } from "../../../src/stream/advisor/sketch.ts";
 import { dedupSettings } from "../../../src/stream/batch.ts";
 import { stateKeyFor } from "../../../src/stream/dedup.ts";
-import { own } from "../../../src/stream/own.ts";
+import { own } from "../../../src/lib/own.ts";
 import { Pipeline } from "../pipeline.ts";
 import { validConfig } from "../stream-config.ts";
 

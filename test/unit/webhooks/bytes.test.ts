@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { expect, test } from "vitest";
 import { createHmac } from "node:crypto";
-import { constantTimeEqual, fromBase64, fromHex, hmacSha256, toBase64 } from "../../../src/stream/bytes";
+import { constantTimeEqual, fromBase64, fromHex, hmacSha256, toBase64 } from "../../../src/lib/bytes";
 
 const bytes = fc.uint8Array({ maxLength: 64 });
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");

@@ -3,7 +3,7 @@ import { expect, test } from "vitest";
 import { parseStreamConfig, type StreamConfig } from "../../../src/stream/config";
 import { validateRow } from "../../../src/stream/schema";
 import { batchIdFor, PROVIDERS, type ProviderType } from "../../../src/webhooks";
-import { PROVIDER_VOLATILE, webhookVolatile } from "../../../src/webhooks/provider";
+import { PROVIDER_VOLATILE, webhookVolatile } from "../../../src/stream/provider-volatile";
 import { enc, NOW_MS, T } from "./conformance";
 
 /** One realistic delivery per provider: its headers and body. */

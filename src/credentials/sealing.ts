@@ -1,5 +1,5 @@
-import { notConfigured, HttpError } from "./problem";
-import { concat, toHex } from "../stream/bytes";
+import { notConfigured, HttpError } from "../http/problem";
+import { concat, toHex } from "../lib/bytes";
 
 /**
  * Signing secrets at rest. An HMAC can't be checked against a hash, so they are

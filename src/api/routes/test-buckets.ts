@@ -1,13 +1,10 @@
 import { Hono } from "hono";
-import { requireAdmin } from "../../api/auth";
+import { requireAdmin } from "../auth";
 import type { Env } from "../../env";
 import { faultsEnabled } from "../../instrument/faults";
 
 /** Test-only routes (below); the runs themselves are declared in src/api/routes/runs.ts. */
 export const testRoutes = new Hono<{ Bindings: Env; Variables: { stream: string } }>();
-
-/** The default source of file runs, and of R2 event notifications: both name an object's batch alike, so they replay each other. */
-export const FILES_SOURCE = "files";
 
 // Test builds only (__FAULTS__, like src/instrument/faults.ts): the end-to-end tests put
 // input objects into the local INPUT bucket of a running `wrangler dev` with

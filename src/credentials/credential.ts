@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { isProviderType, PROVIDERS } from "../webhooks";
-import { sha256Hex } from "../stream/bytes";
+import { sha256Hex } from "../lib/bytes";
 import type { ProviderType } from "../webhooks";
 
 /**
@@ -33,9 +33,6 @@ export function newSecret(type: "token" | "hmac"): string {
 export async function hashToken(token: string): Promise<string> {
   return sha256Hex(encoder.encode(token));
 }
-
-// The v1 signing helper lived here first; producers' code imports it from here.
-export { signBody } from "./signature";
 
 function base64url(bytes: Uint8Array): string {
   return btoa(String.fromCharCode(...bytes))

@@ -1,6 +1,7 @@
-import { parseJson } from "../stream/json";
+import { parseJson } from "../lib/json";
 import { badRequest, HttpError } from "./problem";
-import { concat, type ParseMode } from "../stream/bytes";
+import { concat } from "../lib/bytes";
+import type { ParseMode } from "../stream/batch-identity";
 
 /** No stream may accept more than this; RPC payloads to a Durable Object top out at 32 MiB. */
 export const HARD_BODY_LIMIT = 32 * 1024 * 1024;
@@ -99,8 +100,8 @@ export function parseRows(bytes: Uint8Array, contentType: string | null, maxRows
   throw badRequest("the body must be a JSON object, a JSON array of objects, or NDJSON, not a JSON scalar");
 }
 
-/** The names these had before the depth check moved to src/stream/json.ts (one limit for every parser). */
-export { MAX_JSON_DEPTH as MAX_DEPTH, textDepth as nestingDepth } from "../stream/json";
+/** The names these had before the depth check moved to src/lib/json.ts (one limit for every parser). */
+export { MAX_JSON_DEPTH as MAX_DEPTH, textDepth as nestingDepth } from "../lib/json";
 
 /** One value per line, stopping as soon as there are more than `maxRows`; each line within the depth limit. */
 function parseNdjson(text: string, maxRows: number): unknown[] {

@@ -5,7 +5,7 @@
  * filters in SQLite, src/coordinator/id-index.ts). Used by the partitions'
  * bucket filters (src/stream/bucket-filters.ts) too.
  */
-import { murmur3Utf8 } from "./hash";
+import { murmur3Utf8 } from "./murmur3";
 
 /** k: hashes per key. With 12 bits per key ~0.3% false "maybe"; with 16, ~0.06%. */
 export const BLOOM_HASHES = 8;
@@ -14,7 +14,7 @@ export const BLOOM_HASHES = 8;
 export type BloomHash = readonly [number, number];
 
 /**
- * The project's murmur3 (src/stream/hash.ts) with two seeds of its own. Not
+ * The project's murmur3 (src/lib/murmur3.ts) with two seeds of its own. Not
  * PARTITION_SEED: every key of a partition shares that hash modulo P, which
  * would bias the bits.
  */
