@@ -12,7 +12,7 @@
  * rare, are counted in a receipts row (b, k).
  */
 import { expiryOf, expirySql, numberOf, droppedOf, T_SHIFT, type Layout, keyLiteral, storedKey } from "./layout";
-import type { StateReceipt } from "./protocol";
+import type { KeptBatch, StateReceipt } from "./protocol";
 
 /** The open chunk of names: numbers n … n + b.length − 1; u: the latest expiry of their keys (null: one never expires; absent: none yet). */
 export interface NameChunk {
@@ -65,6 +65,27 @@ export function resolveNames(sql: SqlStorage, chunk: NameChunk, numbers: Iterabl
     .toArray();
   for (const r of rows) if (r.batch !== null) out.set(r.m, r.batch);
   return out;
+}
+
+/** A kept copy whose batch an answer names: its entry, its row's position there, the batch's number (null: none). */
+export interface WantedName {
+  entry: number;
+  at: number;
+  n: number | null;
+}
+
+/** Per entry (of `entries`), the kept copies' batches, named (chunk: the open chunk, read at first use). */
+export function keptBatchesOf(sql: SqlStorage, chunk: () => NameChunk, wanted: readonly WantedName[], entries: number): KeptBatch[][] {
+  const kept = Array.from({ length: entries }, (): KeptBatch[] => []);
+  if (wanted.length > 0) {
+    const names = resolveNames(
+      sql,
+      chunk(),
+      wanted.flatMap((w) => w.n ?? []),
+    );
+    for (const w of wanted) kept[w.entry].push({ at: w.at, batch: w.n === null ? null : (names.get(w.n) ?? null) });
+  }
+  return kept;
 }
 
 /**
