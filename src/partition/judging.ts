@@ -11,11 +11,16 @@ import { newHashSecret } from "../stream/keyed-key-hash";
 import { encodeDecisions } from "../stream/ledger";
 import { expiryOf, isCompact, KEY_HASH_KEYED, KEY_TEXT, numberOf, placeOf, storedKey, type Held, type Layout } from "./layout";
 import type { PartitionMeta } from "./meta";
-import type { GroupEntry, PartitionRow } from "./protocol";
-import { nameBatch, type NameChunk, type WantedName } from "./receipts";
+import type { PartitionRow } from "../stream/row-columns";
+import { nameBatch, type NameChunk, type WantedName } from "./batch-names";
 
-/** An entry of the call with its rows out of their wire columns. */
-export type Entry = Omit<GroupEntry, "rows"> & { rows: PartitionRow[] };
+/** An entry of the call (a GroupEntry, src/partition/protocol.ts) with its rows out of their wire columns. */
+export interface Entry {
+  batch: string;
+  settings: DedupSettings;
+  rows: PartitionRow[];
+  resumed?: boolean;
+}
 
 /** An entry's work: the decisions recorded before (`known`, filled as it is judged), the rows new here, and whether it is judged now. */
 export interface Work {
@@ -109,7 +114,7 @@ export function wantedKeys(watermark: number, id: KeyId, work: readonly Work[]):
  * judged; and the ledger's [batch, encoded decisions] of the entries judged.
  */
 export function judgeAll(
-  meta: PartitionMeta,
+  watermark: number,
   layout: Layout | null,
   id: KeyId,
   held: Map<string, Held>,
@@ -123,7 +128,7 @@ export function judgeAll(
     if (judging) {
       // No layout yet means no row of this call can be stored: every fresh one is late (fixLayout()).
       if (!layout) for (const r of fresh) known.set(r.index, "l");
-      else if (fresh.length > 0) inserted += judge(meta.watermark, layout, id, held, names, entry, fresh, known);
+      else if (fresh.length > 0) inserted += judge(watermark, layout, id, held, names, entry, fresh, known);
       judged += fresh.length;
       ledger.push([entry.batch, encodeDecisions(known)]);
     }

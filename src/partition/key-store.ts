@@ -7,7 +7,8 @@
  */
 import { addColumn } from "../storage/migrations";
 import { BucketFilters } from "../stream/bucket-filters";
-import { expiryOf, hasReceiptColumn, isCompact, keyLiteral, readHeld, writeHeld, type Held, type Layout } from "./layout";
+import { hasReceiptColumn, readHeld, writeHeld } from "./key-rows";
+import { expiryOf, isCompact, keyLiteral, type Held, type Layout } from "./layout";
 import type { PartitionMeta } from "./meta";
 import type { StateEntry, StateReceipt } from "./protocol";
 import { listKeys, lookupReceipt, openChunk } from "./receipts";

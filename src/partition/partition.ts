@@ -7,7 +7,8 @@ import { Eviction } from "./eviction";
 import { fixLayout, gapsOf, judgeAll, keyIdOf, NamesInUse, wantedKeys, workOf, type Entry } from "./judging";
 import { KeyStore } from "./key-store";
 import { KEY_HASH_UNKEYED, type Held } from "./layout";
-import { layoutOf, MetaStore, type PartitionMeta } from "./meta";
+import { layoutOf, type PartitionMeta } from "./meta";
+import { MetaStore } from "./meta-store";
 import { createCurrentLayout, isNewPartition, PARTITION_LAYOUT, PARTITION_MIGRATIONS } from "./migrations";
 import {
   LEDGER_RETENTION_MS,
@@ -52,7 +53,7 @@ function followed(current: () => SqlStorage): SqlStorage {
  * watermark (never goes back) and the per-batch decision ledger. Every method
  * runs synchronously against SQLite, so each call is atomic and calls never
  * interleave. The storage is kept by the modules beside it: the meta row
- * (meta.ts), the keys (key-store.ts), eviction (eviction.ts), the decision
+ * (meta-store.ts), the keys (key-store.ts), eviction (eviction.ts), the decision
  * ledger (decision-ledger.ts) and the receipts (receipts.ts); the judging
  * itself is pure (judging.ts).
  */
@@ -110,7 +111,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
       const id = keyIdOf(layout);
       const held = layout ? this.keys.read(meta.rows, layout, wantedKeys(meta.watermark, id, work)) : new Map<string, Held>();
       const names = new NamesInUse(() => openChunk(this.storage, meta.names));
-      const { decisions, inserted, judged, ledger } = judgeAll(meta, layout, id, held, names, work);
+      const { decisions, inserted, judged, ledger } = judgeAll(meta.watermark, layout, id, held, names, work);
       if (layout) this.keys.write(meta, layout, held);
       const { gaps, wanted } = layout ? gapsOf(layout, id, held, work) : { gaps: work.map((): number[] => []), wanted: [] };
       const kept = layout ? keptBatchesOf(this.storage, () => names.chunk(), wanted, work.length) : [];

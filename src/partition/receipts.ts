@@ -13,13 +13,7 @@
  */
 import { expiryOf, expirySql, numberOf, droppedOf, T_SHIFT, type Layout, keyLiteral, storedKey } from "./layout";
 import type { KeptBatch, StateReceipt } from "./protocol";
-
-/** The open chunk of names: numbers n … n + b.length − 1; u: the latest expiry of their keys (null: one never expires; absent: none yet). */
-export interface NameChunk {
-  n: number;
-  u?: number | null;
-  b: string[];
-}
+import type { NameChunk, WantedName } from "./batch-names";
 
 /** The open chunk becomes a kept_names row past this size (the meta row stays small). */
 export const NAMES_CHUNK_BYTES = 2_048;
@@ -29,13 +23,6 @@ export function openChunk(sql: SqlStorage, names: string | null): NameChunk {
   if (names) return JSON.parse(names) as NameChunk;
   const last = sql.exec<{ next: number }>("SELECT n + json_array_length(batches) AS next FROM kept_names ORDER BY n DESC LIMIT 1").toArray()[0];
   return { n: last?.next ?? 1, b: [] };
-}
-
-/** Names `batch` in the open chunk; returns its number. */
-export function nameBatch(chunk: NameChunk, batch: string, until: number | null): number {
-  chunk.u = chunk.u === undefined ? until : chunk.u === null || until === null ? null : Math.max(chunk.u, until);
-  chunk.b.push(batch);
-  return chunk.n + chunk.b.length - 1;
 }
 
 /** Writes the open chunk as a row once it is full; returns the chunk to go on with. */
@@ -65,13 +52,6 @@ export function resolveNames(sql: SqlStorage, chunk: NameChunk, numbers: Iterabl
     .toArray();
   for (const r of rows) if (r.batch !== null) out.set(r.m, r.batch);
   return out;
-}
-
-/** A kept copy whose batch an answer names: its entry, its row's position there, the batch's number (null: none). */
-export interface WantedName {
-  entry: number;
-  at: number;
-  n: number | null;
 }
 
 /** Per entry (of `entries`), the kept copies' batches, named (chunk: the open chunk, read at first use). */

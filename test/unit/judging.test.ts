@@ -70,7 +70,7 @@ describe("judging a call in memory", () => {
     const held = new Map<string, Held>();
     let reads = 0;
     const names = new NamesInUse(() => (reads++, { n: 7, b: [] }));
-    const r = judgeAll(meta, l, id, held, names, work);
+    const r = judgeAll(meta.watermark, l, id, held, names, work);
     expect(r).toEqual({ decisions: ["ede", "d"], inserted: 2, judged: 4, ledger: [expect.any(Array), expect.any(Array)] });
     expect(reads).toBe(1);
     expect(names.open).toMatchObject({ n: 7, b: ["s\nb1"] });
@@ -87,7 +87,7 @@ describe("judging a call in memory", () => {
     const names = new NamesInUse(() => {
       throw new Error("no read");
     });
-    expect(judgeAll(meta, null, keyIdOf(null), new Map(), names, work)).toMatchObject({ decisions: ["l"], inserted: 0, judged: 1 });
+    expect(judgeAll(meta.watermark, null, keyIdOf(null), new Map(), names, work)).toMatchObject({ decisions: ["l"], inserted: 0, judged: 1 });
     expect(names.open).toBeNull();
   });
 });
