@@ -95,7 +95,7 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
  * The layout the migrations above build, at once, for storage that never
  * held anything (a new partition): one transaction and a row per table
  * instead of seven steps and a rebuild of `keys`. keys.r is added when first
- * needed (src/partition/layout.ts), as version 7 leaves it.
+ * needed (src/partition/key-store.ts), as version 7 leaves it.
  */
 export const PARTITION_LAYOUT = `
   CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), epoch TEXT NOT NULL, watermark INTEGER NOT NULL, rows INTEGER NOT NULL,

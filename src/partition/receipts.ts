@@ -132,7 +132,7 @@ export function listKeys(sql: SqlStorage, l: Layout, after: string, limit: numbe
     .map((r) => ({ key: r.key, eventTime: r.t, expiresAt: r.e }));
 }
 
-/** Partition version 6 (src/partition/partition.ts): a hashed partition's keys with an expiry take their receipts' dropped counts into `t`. */
+/** Partition version 6 (src/partition/migrations.ts): a hashed partition's keys with an expiry take their receipts' dropped counts into `t`. */
 const COMPACT = "(SELECT hashed FROM meta) = 1 AND EXISTS (SELECT 1 FROM keys WHERE keys.b = receipts.b AND keys.k = receipts.k AND keys.e IS NOT NULL)";
 export const RECEIPTS_V6 = `
   UPDATE keys SET t = coalesce(keys.t, 0) + r.dropped * ${T_SHIFT} FROM receipts r
