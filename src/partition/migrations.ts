@@ -3,7 +3,8 @@
  * through its SqliteObject base): the migrations, oldest first, and the
  * layout a new partition gets at once.
  */
-import { addColumn, type Migration } from "../storage/migrations";
+import { addColumn, schemaVersion, type Migration } from "../storage/migrations";
+import { tableExists } from "../storage/sqlite-object";
 import { RECEIPTS_V6, receiptsV7 } from "./receipts";
 
 /** The Partition's storage layouts, oldest first (src/storage/migrations.ts). */
@@ -94,7 +95,7 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
  * The layout the migrations above build, at once, for storage that never
  * held anything (a new partition): one transaction and a row per table
  * instead of seven steps and a rebuild of `keys`. keys.r is added when first
- * needed (src/partition/layout.ts), as version 7 leaves it.
+ * needed (src/partition/key-store.ts), as version 7 leaves it.
  */
 export const PARTITION_LAYOUT = `
   CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), epoch TEXT NOT NULL, watermark INTEGER NOT NULL, rows INTEGER NOT NULL,
@@ -105,3 +106,14 @@ export const PARTITION_LAYOUT = `
   CREATE TABLE receipts (b INTEGER NOT NULL, k NOT NULL, n INTEGER, dropped INTEGER NOT NULL, conflicts INTEGER NOT NULL, PRIMARY KEY (b, k)) WITHOUT ROWID;
   CREATE TABLE kept_names (n INTEGER PRIMARY KEY, batches TEXT NOT NULL, until INTEGER);
 `;
+
+/** Whether the storage is new: no version recorded, and none of the tables a partition from before versions were recorded has. */
+export function isNewPartition(sql: SqlStorage): boolean {
+  return schemaVersion(sql) === 0 && !tableExists(sql, "meta") && !tableExists(sql, "keys");
+}
+
+/** A new partition's storage: the current layout at once, recorded as the latest version (call inside a transaction). */
+export function createCurrentLayout(sql: SqlStorage): void {
+  sql.exec(PARTITION_LAYOUT);
+  sql.exec("INSERT OR REPLACE INTO _schema (id, version) VALUES (1, ?)", Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)));
+}

@@ -12,14 +12,8 @@
  * rare, are counted in a receipts row (b, k).
  */
 import { expiryOf, expirySql, numberOf, droppedOf, T_SHIFT, type Layout, keyLiteral, storedKey } from "./layout";
-import type { StateReceipt } from "./protocol";
-
-/** The open chunk of names: numbers n … n + b.length − 1; u: the latest expiry of their keys (null: one never expires; absent: none yet). */
-export interface NameChunk {
-  n: number;
-  u?: number | null;
-  b: string[];
-}
+import type { KeptBatch, StateReceipt } from "./protocol";
+import type { NameChunk, WantedName } from "./batch-names";
 
 /** The open chunk becomes a kept_names row past this size (the meta row stays small). */
 export const NAMES_CHUNK_BYTES = 2_048;
@@ -29,13 +23,6 @@ export function openChunk(sql: SqlStorage, names: string | null): NameChunk {
   if (names) return JSON.parse(names) as NameChunk;
   const last = sql.exec<{ next: number }>("SELECT n + json_array_length(batches) AS next FROM kept_names ORDER BY n DESC LIMIT 1").toArray()[0];
   return { n: last?.next ?? 1, b: [] };
-}
-
-/** Names `batch` in the open chunk; returns its number. */
-export function nameBatch(chunk: NameChunk, batch: string, until: number | null): number {
-  chunk.u = chunk.u === undefined ? until : chunk.u === null || until === null ? null : Math.max(chunk.u, until);
-  chunk.b.push(batch);
-  return chunk.n + chunk.b.length - 1;
 }
 
 /** Writes the open chunk as a row once it is full; returns the chunk to go on with. */
@@ -65,6 +52,20 @@ export function resolveNames(sql: SqlStorage, chunk: NameChunk, numbers: Iterabl
     .toArray();
   for (const r of rows) if (r.batch !== null) out.set(r.m, r.batch);
   return out;
+}
+
+/** Per entry (of `entries`), the kept copies' batches, named (chunk: the open chunk, read at first use). */
+export function keptBatchesOf(sql: SqlStorage, chunk: () => NameChunk, wanted: readonly WantedName[], entries: number): KeptBatch[][] {
+  const kept = Array.from({ length: entries }, (): KeptBatch[] => []);
+  if (wanted.length > 0) {
+    const names = resolveNames(
+      sql,
+      chunk(),
+      wanted.flatMap((w) => w.n ?? []),
+    );
+    for (const w of wanted) kept[w.entry].push({ at: w.at, batch: w.n === null ? null : (names.get(w.n) ?? null) });
+  }
+  return kept;
 }
 
 /**
@@ -131,7 +132,7 @@ export function listKeys(sql: SqlStorage, l: Layout, after: string, limit: numbe
     .map((r) => ({ key: r.key, eventTime: r.t, expiresAt: r.e }));
 }
 
-/** Partition version 6 (src/partition/partition.ts): a hashed partition's keys with an expiry take their receipts' dropped counts into `t`. */
+/** Partition version 6 (src/partition/migrations.ts): a hashed partition's keys with an expiry take their receipts' dropped counts into `t`. */
 const COMPACT = "(SELECT hashed FROM meta) = 1 AND EXISTS (SELECT 1 FROM keys WHERE keys.b = receipts.b AND keys.k = receipts.k AND keys.e IS NOT NULL)";
 export const RECEIPTS_V6 = `
   UPDATE keys SET t = coalesce(keys.t, 0) + r.dropped * ${T_SHIFT} FROM receipts r

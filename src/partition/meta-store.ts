@@ -1,0 +1,67 @@
+/**
+ * The meta row's store. Only the Partition writes the row, so it is read
+ * once and then kept; a rollback drops the copy (forget()).
+ */
+import type { PartitionMeta } from "./meta";
+
+/** The meta row, read once and kept; callers get copies, and changes reach it through save(). */
+export class MetaStore {
+  /** the row as stored (null: none; undefined: not read yet) */
+  private cached: PartitionMeta | null | undefined;
+
+  constructor(private readonly sql: SqlStorage) {}
+
+  /** The row, if it holds this epoch's state. */
+  current(epoch: string): PartitionMeta | null {
+    if (this.cached === undefined) {
+      this.cached =
+        this.sql
+          .exec<PartitionMeta>("SELECT epoch, watermark, rows, next_expiry, width, hashed, front_b, pending, names, base, hash_key FROM meta")
+          .toArray()[0] ?? null;
+    }
+    return this.cached && this.cached.epoch === epoch ? { ...this.cached } : null;
+  }
+
+  /** First use, or state left by a deleted incarnation of the stream: every table emptied, and a fresh row for `epoch`. */
+  begin(epoch: string): PartitionMeta {
+    this.sql.exec("DELETE FROM keys; DELETE FROM front; DELETE FROM ledger; DELETE FROM kept_names; DELETE FROM receipts;");
+    const fresh: PartitionMeta = {
+      epoch,
+      watermark: 0,
+      rows: 0,
+      next_expiry: null,
+      width: null,
+      hashed: 0,
+      front_b: null,
+      pending: null,
+      names: null,
+      base: null,
+      hash_key: null,
+    };
+    this.save(fresh);
+    return { ...fresh };
+  }
+
+  save(m: PartitionMeta): void {
+    this.sql.exec(
+      "INSERT OR REPLACE INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending, names, base, hash_key) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      m.epoch,
+      m.watermark,
+      m.rows,
+      m.next_expiry,
+      m.width,
+      m.hashed,
+      m.front_b,
+      m.pending,
+      m.names,
+      m.base,
+      m.hash_key,
+    );
+    this.cached = { ...m };
+  }
+
+  /** Read again next time (after a rollback, or once storage was deleted). */
+  forget(): void {
+    this.cached = undefined;
+  }
+}
