@@ -1,4 +1,4 @@
-import { parseRetryAfter } from "./schedule";
+import { nextAttempt, parseRetryAfter } from "./schedule";
 
 /**
  * What one attempt's answer means. 2xx: delivered. 410 Gone: the receiver
@@ -20,6 +20,23 @@ export function judge(answer: Answer, now: number): Verdict {
   if (answer.status === 410)
     return { kind: "gone", error: "410 Gone: the receiver says this endpoint is gone; the destination is paused (PUT it again to resume)" };
   return { kind: "retry", error: `HTTP ${answer.status}`, retryAfterMs: parseRetryAfter(answer.retryAfter, now) };
+}
+
+/**
+ * Where a row goes after a failed attempt (its `failures`th): a gone endpoint
+ * leaves it due at once (sent when the destination resumes), an undeliverable
+ * one goes to the dead lane, the others wait for their next attempt.
+ */
+export function afterFailure(
+  verdict: Exclude<Verdict, { kind: "delivered" }>,
+  row: { failures: number; firstAttemptAt: number },
+  policy: { retryForMs: number },
+  now: number,
+  random: () => number,
+): { at: number } | "dead" {
+  if (verdict.kind === "gone") return { at: now };
+  if (verdict.kind === "undeliverable") return "dead";
+  return nextAttempt(row, verdict.retryAfterMs, policy, now, random());
 }
 
 /** How an attempt that threw is described (a timeout says so). */

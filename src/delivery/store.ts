@@ -9,7 +9,9 @@ import type { SealedSecret } from "./secrets";
  * that ran out of retryFor (the newest MAX_DEAD); `marks` commit times the
  * Coordinator's pokes reported, so that a row's body carries its commit time
  * on every attempt; `members` (only in the stream's index object, named
- * `{stream}`) the names of the stream's destinations.
+ * `{stream}`) the names of the stream's destinations. Each table has its
+ * module beside this one (./record.ts, ./pending.ts, ./dead-lane.ts,
+ * ./marks.ts, ./members.ts; ./tables.ts opens them all).
  */
 export const DESTINATION_TABLES = `
   CREATE TABLE IF NOT EXISTS dest (id INTEGER PRIMARY KEY CHECK (id = 1), stream TEXT NOT NULL, name TEXT NOT NULL,
@@ -68,30 +70,13 @@ export type PendingRow = {
   last_error: string | null;
 };
 
-export function readDest(sql: SqlStorage): DestRow | null {
-  const r = sql.exec<Record<string, any>>("SELECT * FROM dest WHERE id = 1").toArray()[0];
-  if (!r) return null;
-  return {
-    stream: r.stream,
-    name: r.name,
-    config: JSON.parse(r.config),
-    secrets: JSON.parse(r.secrets),
-    createdAt: r.created_at,
-    epoch: r.epoch,
-    incarnation: r.incarnation,
-    readSeq: r.read_seq,
-    readIndex: r.read_index,
-    paused: r.paused,
-    lastError: r.last_error,
-    lastErrorAt: r.last_error_at,
-    lastSuccessAt: r.last_success_at,
-    delivered: r.delivered,
-    failures: r.failures,
-    died: r.died,
-  };
-}
-
-/** The commit time a poke reported for `seq` (the first mark at or after it), or null. */
-export function commitTime(sql: SqlStorage, seq: number): number | null {
-  return sql.exec<{ at: number }>("SELECT at FROM marks WHERE seq >= ? ORDER BY seq LIMIT 1", seq).toArray()[0]?.at ?? null;
-}
+/** What the status reports of the pending rows. */
+export type PendingSummary = {
+  n: number;
+  /** the lowest seq pending */
+  low: number | null;
+  /** the oldest commit time pending */
+  oldest: number | null;
+  /** 1 when a pending row has failed an attempt */
+  failing: number;
+};

@@ -3,31 +3,27 @@ import type { Migration } from "../storage/migrations";
 import { SqliteObject } from "../storage/sqlite-object";
 import { Incarnations } from "./incarnations";
 import type { RegisteredStream, RegistryRpc } from "./protocol";
+import { STREAMS_TABLE, StreamNames } from "./streams";
 
 export type { RegisteredStream };
 
 /** The Registry's storage layouts, oldest first (src/storage/migrations.ts). */
-export const REGISTRY_MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    does: "the streams' names",
-    up: (sql) => sql.exec("CREATE TABLE IF NOT EXISTS streams (name TEXT PRIMARY KEY, registered_at INTEGER NOT NULL) WITHOUT ROWID"),
-  },
-];
+export const REGISTRY_MIGRATIONS: readonly Migration[] = [{ version: 1, does: "the streams' names", up: (sql) => sql.exec(STREAMS_TABLE) }];
 
 /**
  * The list of streams. Durable Objects cannot be listed by name, so one
  * instance ("registry") keeps the names: every successful PUT of a stream adds
  * it (idempotent: a PUT repairs a stream that predates the registry or whose
  * registration failed), DELETE removes it. It also counts each name's
- * creations (./incarnations.ts), which outlive a DELETE.
+ * creations (./incarnations.ts), which outlive a DELETE. A thin shell: the
+ * names are ./streams.ts.
  */
 export class Registry extends SqliteObject<Env> implements RegistryRpc {
-  private readonly incarnations: Incarnations;
+  private readonly streams = new StreamNames(this.sql);
+  private readonly incarnations = new Incarnations(this.sql);
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, { migrations: REGISTRY_MIGRATIONS, countAs: null });
-    this.incarnations = new Incarnations(this.sql);
   }
 
   claimIncarnation(name: string): number {
@@ -39,23 +35,20 @@ export class Registry extends SqliteObject<Env> implements RegistryRpc {
   }
 
   add(name: string): void {
-    this.sql.exec("INSERT OR IGNORE INTO streams (name, registered_at) VALUES (?, ?)", name, Date.now());
+    this.streams.add(name);
   }
 
   remove(name: string): void {
-    this.sql.exec("DELETE FROM streams WHERE name = ?", name);
+    this.streams.remove(name);
   }
 
   /** Up to `limit` streams after `after`, by name. */
   list(after: string, limit: number): RegisteredStream[] {
-    return this.sql
-      .exec<{ name: string; registered_at: number }>("SELECT name, registered_at FROM streams WHERE name > ? ORDER BY name LIMIT ?", after, limit)
-      .toArray()
-      .map((r) => ({ name: r.name, registeredAt: r.registered_at }));
+    return this.streams.list(after, limit);
   }
 
   /** For /healthz: answers when the object and its storage do. */
   ping(): number {
-    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM streams").one().n;
+    return this.streams.count();
   }
 }

@@ -12,8 +12,6 @@ import {
   addOutcome,
   addSkipped,
   ALARM_BUDGET_MS,
-  archiveKey,
-  emptyTotals,
   FILES_PER_ALARM,
   groupsOf,
   fileVerdict,
@@ -29,38 +27,18 @@ import {
   PUBLISH_POLL_MS,
   retryDelayMs,
   takeSlice,
-  type RunPublication,
-  type RunStatus,
   type RunTotals,
   type RunView,
 } from "./plan";
 import { snapshotOf } from "./publication";
 import type { RunOptions } from "./run-body";
 import type { RunnerRpc } from "./protocol";
-
-type RunRow = {
-  id: string;
-  prefix: string;
-  source: string;
-  epoch: string;
-  status: RunStatus;
-  cursor: string | null;
-  listed: number;
-  totals: string;
-  errors: string;
-  attempts: number;
-  started_at: number;
-  finished_at: number | null;
-  options: string;
-  publication: string | null;
-};
-type Run = Omit<RunRow, "totals" | "errors" | "options" | "publication"> & {
-  totals: RunTotals;
-  errors: { key: string; detail: string }[];
-  options: RunOptions;
-  publication: RunPublication | null;
-};
-type Pending = { n: number; key: string; etag: string; size: number };
+import { cleanSource } from "./clean-source";
+import { IngestedVersions } from "./ingested";
+import { RunnerMeta } from "./meta";
+import { RunFiles, type RunFile } from "./run-files";
+import { runView } from "./run-view";
+import { Runs, type Run } from "./runs";
 
 /**
  * The Runner's storage layouts, oldest first (src/storage/migrations.ts); they
@@ -100,9 +78,6 @@ export const RUNNER_MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-/** Finished runs kept for GET …/runs/{id}. */
-const KEEP_RUNS = 100;
-
 /**
  * One per stream (named after it): its file runs (POST …/runs) and the record
  * of the input object versions it has ingested. Alarm-driven: each alarm lists
@@ -110,10 +85,15 @@ const KEEP_RUNS = 100;
  * slice of its pending objects through submitBatch, recording each object's
  * result durably before the next, so a crash anywhere resumes where it left
  * off and re-processes at most the object in hand (a replay: same batch id).
- * The planning is in ./plan.ts.
+ * The planning is in ./plan.ts; its tables are ./runs.ts, ./run-files.ts,
+ * ./ingested.ts and ./meta.ts.
  */
 export class Runner extends SqliteObject<Env> implements RunnerRpc {
   private stepping = false;
+  private readonly meta = new RunnerMeta(this.sql);
+  private readonly runs = new Runs(this.sql);
+  private readonly files = new RunFiles(this.sql);
+  private readonly ingested = new IngestedVersions(this.sql);
 
   constructor(ctx: DurableObjectState, env: Env) {
     // Tables only once a run or a record exists: GETs of made-up run ids leave nothing behind.
@@ -122,7 +102,7 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
 
   private setUp(stream: string): void {
     this.ensureStorage();
-    this.sql.exec("INSERT OR REPLACE INTO meta (id, stream) VALUES (1, ?)", stream);
+    this.meta.setStream(stream);
   }
 
   /** Starts a run over `prefix` (its stream at `epoch`); runs of one stream go one after another, oldest first. */
@@ -130,55 +110,19 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
     this.setUp(stream);
     const id = `run_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
     const now = Date.now();
-    this.sql.exec(
-      `INSERT INTO runs (id, seq, prefix, source, epoch, status, cursor, listed, totals, errors, attempts, started_at, finished_at, options, publication)
-       VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM runs), ?, ?, ?, 'running', NULL, 0, ?, '[]', 0, ?, NULL, ?, NULL)`,
-      id,
-      prefix,
-      source,
-      epoch,
-      JSON.stringify(emptyTotals()),
-      now,
-      JSON.stringify(options),
-    );
-    this.sql.exec("DELETE FROM runs WHERE status <> 'running' AND seq <= (SELECT max(seq) FROM runs) - ?", KEEP_RUNS);
-    // Records of an earlier incarnation of the stream (deleted and created again) are of no use.
-    this.sql.exec("DELETE FROM done_files WHERE epoch <> ?", epoch);
+    this.runs.add(id, prefix, source, epoch, options, now);
+    this.ingested.forgetOtherEpochs(epoch);
     if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(now);
     return id;
   }
 
   async view(id: string): Promise<RunView | null> {
     if (!this.exists) return null;
-    const run = this.run(id);
+    const run = this.runs.get(id);
     if (!run) return null;
     // Self-healing: a running run always has an alarm coming (should one ever be lost, a look brings it back).
     if (run.status === "running" && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now());
-    const left = this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM run_files WHERE run_id = ?", id).one().n;
-    const { totals: t } = run;
-    return {
-      id: run.id,
-      status: run.status,
-      prefix: run.prefix,
-      source: run.source,
-      listed: run.listed === 1,
-      files: { done: t.files.done, left, skipped: t.files.skipped, failed: t.files.failed, replayed: t.files.replayed },
-      input: t.input,
-      emitted: t.emitted,
-      duplicates: t.duplicates,
-      late: t.late,
-      rejected: t.rejected,
-      errors: run.errors,
-      startedAt: run.started_at,
-      finishedAt: run.finished_at,
-      options: run.options,
-      publication: run.publication && {
-        commitSeq: run.publication.commitSeq,
-        manifest: run.publication.manifest,
-        table: run.publication.table,
-        snapshot: run.publication.snapshot,
-      },
-    };
+    return runView(run, this.files.count(id));
   }
 
   /** Object versions ingested another way (an R2 event notification): a later run skips them. */
@@ -187,12 +131,7 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
     if (!where || files.length === 0) return;
     this.setUp(stream);
     const now = Date.now();
-    this.sql.exec(
-      "INSERT OR IGNORE INTO done_files (epoch, key, etag, at) SELECT ?, value ->> 'key', value ->> 'etag', ? FROM json_each(?)",
-      where.epoch,
-      now,
-      JSON.stringify(files),
-    );
+    this.ingested.addAll(where.epoch, files, now);
   }
 
   async alarm(): Promise<void> {
@@ -207,16 +146,16 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
   }
 
   private async alarmStep(): Promise<void> {
-    const row = this.sql.exec<RunRow>("SELECT * FROM runs WHERE status = 'running' ORDER BY seq LIMIT 1").toArray()[0];
-    if (!row) return;
-    const next = await this.step(parse(row));
-    const more = next ?? (this.sql.exec("SELECT 1 FROM runs WHERE status = 'running' LIMIT 1").toArray().length > 0 ? Date.now() : null);
+    const run = this.runs.oldestRunning();
+    if (!run) return;
+    const next = await this.step(run);
+    const more = next ?? (this.runs.anyRunning() ? Date.now() : null);
     if (more !== null) await this.ctx.storage.setAlarm(more);
   }
 
   /** One alarm's work on a run; returns when the next alarm should come for it (null: the run ended). */
   private async step(run: Run): Promise<number | null> {
-    const stream = this.sql.exec<{ stream: string }>("SELECT stream FROM meta").one().stream;
+    const stream = this.meta.stream();
     const coordinator = coordinatorStub(this.env, stream);
     const deadline = Date.now() + ALARM_BUDGET_MS;
     if (run.publication) return this.awaitPublication(run, stream);
@@ -231,18 +170,18 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
       limits = admission.limits;
       // The run's own multiLine, else its source's (a declared source may say how its files are written).
       multiLine ??= sourceConfig(where.config, run.source)?.multiLine;
-      if (needsListing(this.pendingCount(run.id), run.listed === 1)) await this.listPage(run);
+      if (needsListing(this.files.count(run.id), run.listed === 1)) await this.listPage(run);
     } catch (e) {
       return this.transient(run, "", e);
     }
     const perTrigger = run.options.maxFilesPerTrigger ?? 1;
     const perAlarm = Math.max(FILES_PER_ALARM, perTrigger);
-    const files = this.sql.exec<Pending>("SELECT n, key, etag, size FROM run_files WHERE run_id = ? ORDER BY n LIMIT ?", run.id, perAlarm).toArray();
+    const files = this.files.next(run.id, perAlarm);
     const take = takeSlice(files, perAlarm);
-    const read = (f: Pending) => readObjectBatch(this.env.INPUT, f.key, run.source, limits, (s, b) => coordinator.knownBatch(s, b), { multiLine });
+    const read = (f: RunFile) => readObjectBatch(this.env.INPUT, f.key, run.source, limits, (s, b) => coordinator.knownBatch(s, b), { multiLine });
     for (const [g, group] of groupsOf(files.slice(0, take), perTrigger).entries()) {
       if (g > 0 && Date.now() >= deadline) break;
-      const batches: { f: Pending; r: Extract<ObjectBatch, { kind: "batch" }> }[] = [];
+      const batches: { f: RunFile; r: Extract<ObjectBatch, { kind: "batch" }> }[] = [];
       for (const f of group) {
         const outcome = await this.attempt(run, f, async () => {
           const r = await read(f);
@@ -263,17 +202,17 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
           const v = fileVerdict(result);
           if (v.kind !== "done") return v;
           this.fileDone(run, f.n, f.key, r.etag, v.outcome);
-          await this.clean(run, f.key, r.etag);
+          await cleanSource(this.env.INPUT, run, f.key, r.etag);
         });
         if (outcome !== undefined) return outcome;
       }
     }
-    if (run.listed === 1 && this.pendingCount(run.id) === 0) return this.beginPublication(run, stream);
+    if (run.listed === 1 && this.files.count(run.id) === 0) return this.beginPublication(run, stream);
     return Date.now();
   }
 
   /** Runs one file's work; an error settles the file (failed), ends the run, or retries it later: that answer, else undefined. */
-  private async attempt(run: Run, f: Pending, work: () => Promise<FileProblem | void>): Promise<number | null | undefined> {
+  private async attempt(run: Run, f: RunFile, work: () => Promise<FileProblem | void>): Promise<number | null | undefined> {
     let j: FileProblem;
     try {
       const problem = await work();
@@ -290,30 +229,6 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
     return this.transient(run, f.key, j.detail);
   }
 
-  /**
-   * cleanSource after a file's commit (Spark's, best effort: an object that
-   * changed since it was read, or a crash before this, stays where it is; a
-   * later run skips it as ingested). R2 has no rename: archive is copy, then delete.
-   */
-  private async clean(run: Run, key: string, etag: string): Promise<void> {
-    const how = run.options.cleanSource ?? "off";
-    if (how === "off") return;
-    try {
-      const obj = await this.env.INPUT.get(key, { onlyIf: { etagMatches: etag } });
-      if (obj === null || !("body" in obj)) return; // gone or changed: not ours to clean
-      if (how === "archive") {
-        await this.env.INPUT.put(archiveKey(run.options.sourceArchiveDir!, key), obj.body, {
-          httpMetadata: obj.httpMetadata,
-          customMetadata: obj.customMetadata,
-        });
-      } else await obj.body.cancel();
-      const still = await this.env.INPUT.head(key);
-      if (still && still.etag === etag) await this.env.INPUT.delete(key);
-    } catch (e) {
-      console.warn(`run ${run.id}: cleanSource ${how} of ${key}: ${e instanceof Error ? e.message : e}; left in place`);
-    }
-  }
-
   /** Every file is settled: note the last commit; done waits until it is readable everywhere the stream writes. */
   private async beginPublication(run: Run, stream: string): Promise<number | null> {
     let p;
@@ -327,7 +242,7 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
     }
     if (!p || p.epoch !== run.epoch) return this.finish(run, "failed", { key: "", detail: `stream "${stream}" was deleted` });
     run.publication = { commitSeq: p.committed, manifest: p.manifest, table: p.table, snapshot: null, since: Date.now() };
-    this.sql.exec("UPDATE runs SET publication = ?, attempts = 0 WHERE id = ?", JSON.stringify(run.publication), run.id);
+    this.runs.beginPublication(run);
     return this.awaitPublication(run, stream);
   }
 
@@ -340,7 +255,7 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
       wait.table = p.table;
       const state = publicationState(wait, Date.now());
       if (state === "published" && wait.table !== null) wait.snapshot = await snapshotOf(this.env, stream);
-      this.sql.exec("UPDATE runs SET publication = ? WHERE id = ?", JSON.stringify(wait), run.id);
+      this.runs.savePublication(run.id, wait);
       if (state === "published") return this.finish(run, "done");
       if (state === "timed-out") return this.finish(run, "failed", { key: "", detail: publicationLag(wait) });
       return Date.now() + PUBLISH_POLL_MS;
@@ -349,15 +264,10 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
     }
   }
 
-  private pendingCount(runId: string): number {
-    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM run_files WHERE run_id = ?", runId).one().n;
-  }
-
   /** Lists the next page into the run's pending files; versions this stream has ingested count as skipped. */
   private async listPage(run: Run): Promise<void> {
     const page = await this.env.INPUT.list({ prefix: run.prefix, cursor: run.cursor ?? undefined, limit: LIST_PAGE });
-    const isDone = (key: string, etag: string) =>
-      this.sql.exec("SELECT 1 FROM done_files WHERE epoch = ? AND key = ? AND etag = ?", run.epoch, key, etag).toArray().length > 0;
+    const isDone = (key: string, etag: string) => this.ingested.has(run.epoch, key, etag);
     const { pending, skipped } = planPage(
       page.objects.map((o) => ({ key: o.key, etag: o.etag, size: o.size })),
       isDone,
@@ -366,16 +276,8 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
     run.cursor = page.truncated ? page.cursor : null;
     run.listed = page.truncated ? 0 : 1;
     this.ctx.storage.transactionSync(() => {
-      const first = this.sql.exec<{ n: number }>("SELECT coalesce(max(n), 0) AS n FROM run_files WHERE run_id = ?", run.id).one().n + 1;
-      if (pending.length > 0) {
-        this.sql.exec(
-          "INSERT OR IGNORE INTO run_files (run_id, n, key, etag, size) SELECT ?, ? + key, value ->> 'key', value ->> 'etag', value ->> 'size' FROM json_each(?)",
-          run.id,
-          first,
-          JSON.stringify(pending),
-        );
-      }
-      this.sql.exec("UPDATE runs SET cursor = ?, listed = ?, totals = ? WHERE id = ?", run.cursor, run.listed, JSON.stringify(run.totals), run.id);
+      this.files.append(run.id, pending);
+      this.runs.saveListing(run);
     });
   }
 
@@ -389,9 +291,7 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
       run,
       n,
       (t) => addOutcome(t, outcome),
-      () => {
-        this.sql.exec("INSERT OR IGNORE INTO done_files (epoch, key, etag, at) VALUES (?, ?, ?, ?)", run.epoch, key, etag, Date.now());
-      },
+      () => this.ingested.add(run.epoch, key, etag, Date.now()),
     );
   }
 
@@ -401,13 +301,13 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
 
   private settleFile(run: Run, n: number, add: (t: RunTotals) => RunTotals, also?: () => void, errors?: (e: Run["errors"]) => Run["errors"]): void {
     this.ctx.storage.transactionSync(() => {
-      if (this.sql.exec("DELETE FROM run_files WHERE run_id = ? AND n = ? RETURNING n", run.id, n).toArray().length === 0) return;
-      const now = parse(this.sql.exec<RunRow>("SELECT * FROM runs WHERE id = ?", run.id).one());
+      if (!this.files.settle(run.id, n)) return;
+      const now = this.runs.current(run.id);
       run.totals = add(now.totals);
       run.errors = errors ? errors(now.errors) : now.errors;
       run.attempts = 0;
       also?.();
-      this.sql.exec("UPDATE runs SET totals = ?, errors = ?, attempts = 0 WHERE id = ?", JSON.stringify(run.totals), JSON.stringify(run.errors), run.id);
+      this.runs.saveSettled(run);
     });
   }
 
@@ -417,31 +317,16 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
     const attempts = run.attempts + 1;
     if (attempts >= MAX_TRANSIENT_ATTEMPTS) return this.finish(run, "failed", { key, detail: `gave up after ${attempts} attempts: ${detail}` });
     console.warn(`run ${run.id}: ${key || "listing"}: ${detail}; retrying`);
-    this.sql.exec("UPDATE runs SET attempts = ? WHERE id = ?", attempts, run.id);
+    this.runs.setAttempts(run.id, attempts);
     return Date.now() + retryDelayMs(attempts);
   }
 
   private finish(run: Run, status: "done" | "failed", error?: { key: string; detail: string }): null {
     const errors = error ? keepError(run.errors, error.key, error.detail) : run.errors;
     this.ctx.storage.transactionSync(() => {
-      this.sql.exec("DELETE FROM run_files WHERE run_id = ?", run.id);
-      this.sql.exec("UPDATE runs SET status = ?, errors = ?, finished_at = ?, cursor = NULL WHERE id = ?", status, JSON.stringify(errors), Date.now(), run.id);
+      this.files.clear(run.id);
+      this.runs.finish(run.id, status, errors, Date.now());
     });
     return null;
   }
-
-  private run(id: string): Run | null {
-    const row = this.sql.exec<RunRow>("SELECT * FROM runs WHERE id = ?", id).toArray()[0];
-    return row ? parse(row) : null;
-  }
-}
-
-function parse(row: RunRow): Run {
-  return {
-    ...row,
-    totals: JSON.parse(row.totals) as RunTotals,
-    errors: JSON.parse(row.errors) as Run["errors"],
-    options: JSON.parse(row.options ?? "{}") as RunOptions,
-    publication: row.publication ? (JSON.parse(row.publication) as RunPublication) : null,
-  };
 }

@@ -1,0 +1,101 @@
+import { coordinatorStub, type Env } from "../env";
+import { committedPages, readParts } from "../output/reader";
+import { INSERT_CHARS, slices, tooLarge } from "./rows";
+import { MAX_PENDING, type DestRow } from "./store";
+import type { DestinationTables } from "./tables";
+
+/** Commits asked of the Coordinator per read. */
+const COMMITS_PER_READ = 20;
+
+/**
+ * Reads committed rows after the destination's cursor into `pending`, up to
+ * MAX_PENDING, through the Coordinator's commit index (or the committed
+ * manifest, for commits the index has forgotten). Each slice read is
+ * recorded, with the cursor, before the next await, and a read that finds
+ * the cursor moved meanwhile (a replay, a delete) stops.
+ */
+export async function readAhead(env: Env, storage: DurableObjectStorage, t: DestinationTables, d: DestRow): Promise<void> {
+  const coordinator = coordinatorStub(env, d.stream);
+  const at = await coordinator.locate();
+  if (!at) {
+    // The stream is gone (or not there yet): nothing to read, and no reported commit to wait for.
+    t.marks.clear();
+    return;
+  }
+  if (at.epoch !== d.epoch) {
+    // The stream was deleted and created again (and this destination outlived it: the delete came before destinations went
+    // with their stream, or raced a PUT): its commits start over, under ids this destination never sent.
+    t.forgetEpoch();
+    const incarnation = Math.max(at.incarnation, d.incarnation + 1);
+    t.record.startOver(at.epoch, incarnation);
+    d = t.record.read()!;
+  }
+  let readSeq = d.readSeq;
+  let readIndex = d.readIndex;
+  let room = MAX_PENDING - t.pending.count();
+  while (room > 0 && readSeq < at.lastSeq) {
+    // Commits the ledger has forgotten (past the idempotency window: a replay, or a destination far behind) are
+    // read from the committed manifest, as /output reads them; the rest from the Coordinator's commit index.
+    const forgotten = readSeq < at.indexedFrom - 1;
+    const parts = forgotten
+      ? ((await committedPages(env.SINK, at, "data", readSeq, at.indexedFrom - 1, async () => []).next()).value ?? [])
+      : await coordinator.commits("data", readSeq, at.lastSeq, COMMITS_PER_READ);
+    if (forgotten && parts.length === 0) {
+      // No output rows in the forgotten commits after the cursor: on to the ones the index holds.
+      const again = t.record.read();
+      if (!again || again.readSeq !== readSeq || again.epoch !== at.epoch) return;
+      t.record.readUpTo(at.indexedFrom - 1);
+      readSeq = at.indexedFrom - 1;
+      readIndex = 0;
+      continue;
+    }
+    let full = true;
+    for (const part of parts) {
+      const lines = await linesOf(env.SINK, part);
+      const start = part.seq === readSeq + 1 ? readIndex : 0;
+      const take = lines.slice(start, start + room);
+      const committedAt = t.marks.timeOf(part.seq) ?? Date.now();
+      const complete = start + take.length >= lines.length;
+      const again = t.record.read();
+      // A replay or a delete while this read awaited moved the cursor: this read is stale.
+      if (!again || again.readSeq !== readSeq || again.readIndex !== readIndex || again.epoch !== at.epoch) return;
+      storage.transactionSync(() => {
+        const now = Date.now();
+        // In slices of at most ~1 MB of text: a bound value, like a stored row, is limited to 2 MB.
+        for (const slice of slices(take, start, INSERT_CHARS)) t.pending.insert(part.seq, slice.first, slice.rows, committedAt, now);
+        // A row too large to keep (or to POST sensibly) goes to the dead lane at once, as a stand-in that says so.
+        take.forEach((line, i) => {
+          if (!tooLarge(line)) return;
+          t.dead.addTooLarge(part.seq, start + i, line.length, committedAt, now);
+          t.record.countDied();
+        });
+        readSeq = complete ? part.seq : part.seq - 1;
+        readIndex = complete ? 0 : start + take.length;
+        t.record.moveCursor(readSeq, readIndex);
+      });
+      room -= take.length;
+      if (!complete) {
+        full = false;
+        break;
+      }
+    }
+    // Fewer parts than asked: every commit up to lastSeq has been seen (commits without output rows have none).
+    if (full && !forgotten && parts.length < COMMITS_PER_READ) {
+      const again = t.record.read();
+      if (!again || again.readSeq !== readSeq || again.epoch !== at.epoch) return;
+      t.record.readUpTo(at.lastSeq);
+      readSeq = at.lastSeq;
+      readIndex = 0;
+    }
+    if (!full) break;
+  }
+  t.marks.dropUpTo(readSeq);
+}
+
+async function linesOf(bucket: R2Bucket, part: Parameters<typeof readParts>[1][number]): Promise<string[]> {
+  const decoder = new TextDecoder();
+  let text = "";
+  for await (const bytes of readParts(bucket, [part])) text += decoder.decode(bytes, { stream: true });
+  text += decoder.decode();
+  return text.split("\n").filter((l) => l !== "");
+}
