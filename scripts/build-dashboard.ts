@@ -8,7 +8,7 @@
  *   node scripts/node22.mjs scripts/build-dashboard.ts          rewrites it (npm run build:dashboard)
  *   node scripts/node22.mjs scripts/build-dashboard.ts --check  exits 1 when it differs from a build
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -46,8 +46,10 @@ export async function expectedGeneratedModule(): Promise<string> {
   return generatedModule(await bundleDashboardScript());
 }
 
+/** The generated module as it is on disk ("" when there is none). */
 export function committedGeneratedModule(): string {
-  return readFileSync(join(ROOT, GENERATED), "utf8");
+  const file = join(ROOT, GENERATED);
+  return existsSync(file) ? readFileSync(file, "utf8") : "";
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
@@ -57,7 +59,9 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
       console.error(`${GENERATED} is stale: run npm run build:dashboard and commit it`);
       process.exit(1);
     }
-  } else {
+  } else if (committedGeneratedModule() !== want) {
+    // unchanged, it is left alone: a running `wrangler dev` reloads on every write under src/
     writeFileSync(join(ROOT, GENERATED), want);
+    console.error(`build-dashboard: wrote ${GENERATED}`);
   }
 }
