@@ -13,7 +13,8 @@ export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
 /** An HTML element with these attributes and children (strings and numbers become text). */
 export function h(tag: string, attrs?: Attrs, kids?: Kid[]): HTMLElement {
   const el = document.createElement(tag);
-  for (const k in attrs || {}) el.setAttribute(k, String((attrs as Attrs)[k]));
+  const a = attrs || {};
+  for (const k in a) el.setAttribute(k, String(a[k]));
   for (const c of kids || []) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   return el;
 }
@@ -21,7 +22,8 @@ export function h(tag: string, attrs?: Attrs, kids?: Kid[]): HTMLElement {
 /** An SVG element with these attributes and, when given, this text. */
 export function s(tag: string, attrs?: Attrs, text?: string): SVGElement {
   const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
-  for (const k in attrs || {}) el.setAttribute(k, String((attrs as Attrs)[k]));
+  const a = attrs || {};
+  for (const k in a) el.setAttribute(k, String(a[k]));
   if (text !== undefined) el.textContent = text;
   return el;
 }

@@ -31,11 +31,12 @@ export function renderHealth(health: Health): void {
 
 // Each webhook source's redeliveries absorbed as replays and signatures refused, by reason (src/webhooks/tally.ts).
 function webhooksText(all: Record<string, WebhookTally> | null | undefined): string {
-  const names = Object.keys(all || {}).sort();
+  const tallies = all || {};
+  const names = Object.keys(tallies).sort();
   if (!names.length) return "none counted";
   return names
     .map((n) => {
-      const w = (all as Record<string, WebhookTally>)[n];
+      const w = tallies[n];
       const refused = Object.keys(w.refused)
         .sort()
         .map((r) => `${w.refused[r]} ${r}`);

@@ -1,5 +1,5 @@
 import { legend } from "../charts/legend";
-import { type StackColumn, type StackSeries, stackedBars } from "../charts/stacked-bars";
+import { type StackColumn, stackedBars } from "../charts/stacked-bars";
 import { fill, h } from "../dom";
 import { num } from "../format";
 import type { Progress } from "../types";
@@ -51,7 +51,7 @@ export function renderRates(progress: Progress[]): void {
         h("div", {}, [h("b", { id: "total-conflicts" }, [num(totals.conflicts)]), "conflicts"]),
       ]),
     ),
-    stackedBars(columns, RATE_SERIES as readonly StackSeries[], { id: "rates", label: "rows per minute by outcome" }),
+    stackedBars(columns, RATE_SERIES, { id: "rates", label: "rows per minute by outcome" }),
     legend(RATE_SERIES.map((r) => ({ name: r[0], color: r[1] }))),
     h("p", { class: "note" }, [`Rows per minute of commit time (UTC), by outcome, ${span}.`]),
   ]);
