@@ -1,6 +1,6 @@
 /**
  * Which expiry buckets may hold a key, without asking SQLite: a Bloom filter
- * per bucket, kept in memory by a Partition (src/partition/partition.ts).
+ * per bucket, kept in memory by a Partition's key store (src/partition/key-store.ts).
  *
  * A key is stored in the bucket of its kept copy's expiry, so a new copy has
  * to be looked for in every live bucket (about nine, src/stream/expiry-buckets.ts):

@@ -8,7 +8,7 @@
  * With width = delay / 4 a within-watermark partition holds about nine live
  * buckets (keys expire between wm and max T + delay, about 2 × delay apart);
  * the one bucket the watermark is inside is copied once, ordered by expiry,
- * so that eviction deletes exactly the keys due (src/partition/partition.ts).
+ * so that eviction deletes exactly the keys due (src/partition/eviction.ts).
  */
 import type { DedupSettings } from "./dedup";
 

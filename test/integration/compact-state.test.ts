@@ -1,5 +1,5 @@
 /**
- * Compact state (src/partition/partition.ts, layout v3): keys clustered by expiry
+ * Compact state (src/partition/key-store.ts, layout v3): keys clustered by expiry
  * bucket with no per-key index, text or 64-bit hashed keys. Real partitions
  * are driven side by side with the pure dedup step over a remembered map: the
  * decisions, the key count after every eviction and the listed state must be
