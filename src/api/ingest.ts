@@ -4,7 +4,7 @@ import { coordinatorStub, type CoordinatorStub, type Env } from "../env";
 import type { ReceivedBatch } from "../coordinator/protocol";
 import { submitBatch } from "../ingest/submit";
 import { exhaustive, type SubmitResult } from "../ingest/result";
-import { requestedFault, type FaultPoint } from "../instrument/faults";
+import { batchFaultKey, requestedFault, withFault } from "../instrument/faults";
 import { BATCH_ID_PATTERN, foreignBatchId } from "../ingest/batch-id-namespaces";
 import { admitCaller, proveCaller, signatureRefused } from "./admission";
 import { HARD_BODY_LIMIT, HARD_MAX_ROWS, parseMode, parseRows, readBody, TooManyRows } from "../http/body";
@@ -53,7 +53,8 @@ export async function ingest(env: Env, stream: string, req: Request): Promise<{ 
     rows = parseRows(bytes, contentType, HARD_MAX_ROWS);
   }
   const batch = { sourceHeader, batchId, auth, rows, identity: await batchIdentity(bytes, parseMode(contentType)), bytes: bytes.byteLength };
-  const outcome = await processBatch(env, stream, batch, requestedFault(req.headers), coordinator);
+  // Test builds only: the request's crash point is armed in the fault plan for as long as its call lasts.
+  const outcome = await withFault(batchFaultKey(stream, batchId), requestedFault(req.headers), () => processBatch(env, stream, batch, coordinator));
   const headers: Record<string, string> =
     version === "v1" ? { deprecation: "true", warning: '299 edge-dedup "X-Signature v1 is deprecated: sign with v2"' } : {};
   return { outcome, batchId, headers };
@@ -69,14 +70,8 @@ export type { ReceivedBatch };
  * caller whose credential the Coordinator's admission no longer accepts, revoked or its source
  * disabled since the admission was cached, gets the 401 of a bad signature).
  */
-export async function processBatch(
-  env: Env,
-  stream: string,
-  received: ReceivedBatch,
-  fault: FaultPoint | null = null,
-  coordinator?: CoordinatorStub,
-): Promise<BatchOutcome> {
-  return httpOutcome(await submitBatch(env, stream, received, fault, coordinator), received);
+export async function processBatch(env: Env, stream: string, received: ReceivedBatch, coordinator?: CoordinatorStub): Promise<BatchOutcome> {
+  return httpOutcome(await submitBatch(env, stream, received, coordinator), received);
 }
 
 /**

@@ -98,7 +98,6 @@ export async function webhook(
       identity: `webhook:${batchId}`,
       bytes: body.byteLength,
     },
-    null,
     coordinator,
   );
   if (r.kind === "replayed") count("replayed");

@@ -93,11 +93,38 @@ export type WebhookCounts = { replayed: number; refused: Record<string, number>;
  * implements it); stubs are typed by it (src/env.ts), so no caller imports
  * the Durable Object's module.
  */
+/** Where a stream's output is: its name, epoch, incarnation, partitions, last commit, the first commit the ledger's index holds, its config. */
+export interface StreamLocation {
+  name: string;
+  epoch: string;
+  incarnation: number;
+  partitions: number;
+  lastSeq: number;
+  indexedFrom: number;
+  config: StreamConfig;
+}
+
+/** A stream in a list of streams: figures as its partitions last reported them. */
+export interface StreamSummary {
+  createdAt: number;
+  watermark: number;
+  state: { rows: number; bytes: number };
+  batches: { committed: number };
+}
+
+/** How far the committed output is published: the last commit, and the last the manifest and the table (null: none) hold. */
+export interface StreamPublication {
+  epoch: string;
+  committed: number;
+  manifest: number;
+  table: number | null;
+}
+
 export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
   // Config
   configure(name: string, config: StreamConfig): Promise<ConfigureResult>;
   describe(): Promise<StreamDescription | null>;
-  locate(): { name: string; epoch: string; incarnation: number; partitions: number; lastSeq: number; indexedFrom: number; config: StreamConfig } | null;
+  locate(): StreamLocation | null;
   drop(): Promise<boolean>;
   // Admission and ingest
   admit(sourceHeader: string | null, claim: CallerClaim): Admission;
@@ -110,11 +137,11 @@ export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
   progress(limit: number): ProgressReport[];
   commits(lane: Lane, afterSeq: number, upToSeq: number, limit: number): ({ seq: number } & ({ ref: string } | { bytes: Uint8Array }))[];
   committedSeq(source: string, batchId: string): number | null;
-  summary(): { createdAt: number; watermark: number; state: { rows: number; bytes: number }; batches: { committed: number } } | null;
+  summary(): StreamSummary | null;
   metrics(): StreamMetrics | null;
   advice(): LiveAdvice | null;
   tablePublishing(): TablePublishing | null;
-  publication(): { epoch: string; committed: number; manifest: number; table: number | null } | null;
+  publication(): StreamPublication | null;
   // Credentials (src/coordinator/credentials.ts)
   addCredential(c: StoredCredential): "added" | "missing" | "duplicate" | "other-provider";
   resealCredential(id: string, from: string, to: string): void;

@@ -240,3 +240,12 @@ export class StateBook {
     this.partitions.forget();
   }
 }
+
+/** A micro-batch's begin as a state record carries it. */
+export function begunGroup(
+  id: string,
+  members: readonly { source: string; batchId: string; identity: string; watermark: number; begunAt: number; configVersion: number }[],
+  at: number,
+): BegunGroup {
+  return { id, at, members: members.map((m) => [m.source, m.batchId, m.identity, m.watermark, m.begunAt, m.configVersion]) };
+}

@@ -4,7 +4,6 @@ import { valueShapeFault } from "../lib/json";
 import { batchIdentity } from "../stream/batch-identity";
 import { coordinatorStub, type CoordinatorStub, type Env } from "../env";
 import { WAIT_FOR_INFLIGHT_MS, type FailedRun, type IngestResult, type ReceivedBatch } from "../coordinator/protocol";
-import { armFault, batchFaultKey, takeFault, type FaultPoint } from "../instrument/faults";
 import { resultOf, type Refusal, type SubmitResult } from "./result";
 
 export type { Refusal, SubmitResult };
@@ -22,16 +21,13 @@ export async function submitBatch(
   env: Env,
   stream: string,
   received: ReceivedBatch,
-  fault: FaultPoint | null = null,
   /** the caller's stub for the stream's Coordinator, if it has one (each stub made costs a lookup) */
   coordinator: CoordinatorStub = coordinatorStub(env, stream),
 ): Promise<SubmitResult> {
   // One call per request: coalescing happens in the Coordinator (a Worker can't share a
   // pending call between requests: each request's I/O belongs to that request).
-  // Tests only: the crash point is armed for this call (each attempt of it) and disarmed after.
-  const faultKey = batchFaultKey(stream, received.batchId);
   // ingestMany, not ingest: it answers a failed micro-batch as a value, where a throwing RPC method is logged as uncaught per request.
-  const r = await ingestOrWait(async () => (armFault(faultKey, fault), (await coordinator.ingestMany([received]))[0])).finally(() => takeFault(faultKey));
+  const r = await ingestOrWait(async () => (await coordinator.ingestMany([received]))[0]);
   return resultOf(r, stream, received.batchId, received.sourceHeader);
 }
 

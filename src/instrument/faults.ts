@@ -52,6 +52,17 @@ export function armFault(key: string, point: FaultPoint | null): void {
   if (faultsEnabled() && point !== null) plan.set(key, point);
 }
 
+/** Runs `fn` with `point` armed under `key`, disarmed after (whether it fired or not). */
+export async function withFault<T>(key: string, point: FaultPoint | null, fn: () => Promise<T>): Promise<T> {
+  if (!faultsEnabled() || point === null) return fn();
+  armFault(key, point);
+  try {
+    return await fn();
+  } finally {
+    takeFault(key);
+  }
+}
+
 /** The point armed under `key`, if any, disarmed. */
 export function takeFault(key: string): FaultPoint | null {
   if (!faultsEnabled()) return null;
@@ -62,6 +73,27 @@ export function takeFault(key: string): FaultPoint | null {
 
 export function failAt(requested: FaultPoint | null | undefined, point: FaultPoint): void {
   if (faultsEnabled() && requested === point) throw new InjectedFault(point);
+}
+
+/** A batch's key once its Coordinator queued it to run (the request's key is taken then, so only this run fails). */
+export const runFaultKey = (stream: string, source: string, batchId: string): string => `run\n${stream}\n${source}\n${batchId}`;
+
+/** The crash point armed for any of a micro-batch's members (each disarmed): the group fails there once. */
+export function takeGroupFault(stream: string, members: readonly { source: string; batchId: string }[]): FaultPoint | null {
+  if (!faultsEnabled()) return null;
+  let point: FaultPoint | null = null;
+  for (const m of members) point = takeFault(runFaultKey(stream, m.source, m.batchId)) ?? point;
+  return point;
+}
+
+/** A group's key in the plan while it writes its objects (src/output/sink.ts fails between its lanes and its marker). */
+export const groupFaultKey = (group: string): string => `group\n${group}`;
+
+/** Fails here when the point armed under `key` is `point` (disarming it). */
+export function crashPoint(key: string, point: FaultPoint): void {
+  if (!faultsEnabled() || plan.get(key) !== point) return;
+  plan.delete(key);
+  throw new InjectedFault(point);
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { CommitRequest, TouchedPartition } from "./commit-request";
-import { armFault, failAt, partitionFaultKey, type FaultPoint } from "../instrument/faults";
+import { armFault, failAt, groupFaultKey, partitionFaultKey, takeGroupFault } from "../instrument/faults";
 import type { GroupApplyRequest, GroupApplyResult } from "../partition/protocol";
 import { OUTBOX_MAX_ENTRY_BYTES } from "../output/outbox";
 import { LANES, writeGroup, type Lane, type LaneKeys } from "../output/sink";
@@ -15,7 +15,6 @@ export interface BegunMember {
   source: string;
   batchId: string;
   rows: readonly unknown[];
-  fault: FaultPoint | null;
   /** the watermark, begin time and config of its first attempt (a retry keeps them) */
   watermark: number;
   begunAt: number;
@@ -64,6 +63,8 @@ export interface GroupResult {
  */
 export async function runGroup(ctx: GroupContext, members: readonly BegunMember[]): Promise<GroupResult> {
   const startedAt = Date.now();
+  // Tests only: a crash point armed for a member (src/instrument/faults.ts) fails the group there.
+  const fault = takeGroupFault(ctx.stream, members);
   // Each member is planned on its own: one that throws (a row no check foresaw) fails alone, before any partition
   // or object holds anything of it, and the others run and commit without it.
   const failed = new Map<number, unknown>();
@@ -78,7 +79,6 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
   });
   if (planned.length === 0) return { commits: [], outbox: null, columns: [], failed };
   const byLedger = new Map(planned.map((m) => [m.ledger, m]));
-  const fault = members.find((m) => m.fault)?.fault ?? null;
 
   const results = new Map<number, GroupApplyResult>();
   await Promise.all(
@@ -132,27 +132,22 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
   const group = ctx.group ?? `g-${crypto.randomUUID()}`;
   // A small group writes nothing to R2 here: its lanes go into the outbox in the commit's transaction,
   // so the crash points before the commit all leave the same thing behind: nothing.
+  if (direct) armFault(groupFaultKey(group), fault === "after-data" ? fault : null); // sink.ts fails between the lanes and the marker
   const objects: LaneKeys = !direct
     ? { data: null, late: null, rejected: null, conflicts: null, duplicates: null }
-    : await writeGroup(
-        ctx.bucket,
-        { stream: ctx.stream, epoch: ctx.epoch, group },
-        bodies,
-        {
-          stream: ctx.stream,
-          group,
-          watermark: ctx.watermark,
-          batches: planned.map((m, i) => ({
-            source: m.source,
-            batchId: m.batchId,
-            watermark: m.watermark,
-            emitted: merged[i].counts.emitted,
-            late: merged[i].counts.late,
-            rejected: merged[i].counts.rejected.length,
-          })),
-        },
-        fault,
-      );
+    : await writeGroup(ctx.bucket, { stream: ctx.stream, epoch: ctx.epoch, group }, bodies, {
+        stream: ctx.stream,
+        group,
+        watermark: ctx.watermark,
+        batches: planned.map((m, i) => ({
+          source: m.source,
+          batchId: m.batchId,
+          watermark: m.watermark,
+          emitted: merged[i].counts.emitted,
+          late: merged[i].counts.late,
+          rejected: merged[i].counts.rejected.length,
+        })),
+      });
   if (!direct) failAt(fault, "after-data");
   failAt(fault, "after-marker");
 

@@ -1,4 +1,4 @@
-import { failAt, type FaultPoint } from "../instrument/faults";
+import { crashPoint, groupFaultKey } from "../instrument/faults";
 import type { ObjectRef } from "./object-ref";
 
 /**
@@ -28,7 +28,6 @@ export async function writeGroup(
   where: { stream: string; epoch: string; group: string },
   lanes: Record<Lane, Uint8Array>,
   marker: Record<string, unknown>,
-  fault?: FaultPoint | null,
 ): Promise<LaneKeys> {
   const keyOf = (lane: Lane | "_commits") => groupObjectKey(where.stream, where.epoch, where.group, lane);
   const keys = {} as LaneKeys;
@@ -38,7 +37,7 @@ export async function writeGroup(
       if (keys[lane]) await bucket.put(keys[lane], lanes[lane], { ...CREATE_ONLY, httpMetadata: { contentType: "application/x-ndjson" } });
     }),
   );
-  failAt(fault, "after-data");
+  crashPoint(groupFaultKey(where.group), "after-data"); // test builds only (src/instrument/faults.ts)
   await bucket.put(keyOf("_commits"), JSON.stringify({ ...marker, objects: keys }), {
     ...CREATE_ONLY,
     httpMetadata: { contentType: "application/json" },

@@ -1,7 +1,6 @@
 import type { Env } from "../env";
-import { failAt, faultsEnabled, partitionFaultKey, takeFault } from "../instrument/faults";
 import { SqliteObject } from "../storage/sqlite-object";
-import { rowColumns, rowsOf } from "../stream/row-columns";
+import { rowsOf } from "../stream/row-columns";
 import { DecisionLedger, pendingOf, storedPending } from "./decision-ledger";
 import { Eviction } from "./eviction";
 import { fixLayout, gapsOf, judgeAll, keyIdOf, NamesInUse, wantedKeys, workOf, type Entry } from "./judging";
@@ -9,6 +8,7 @@ import { KeyStore } from "./key-store";
 import { KEY_HASH_UNKEYED, type Held } from "./layout";
 import { layoutOf, type PartitionMeta } from "./meta";
 import { MetaStore } from "./meta-store";
+import { dieMidwayIfArmed } from "./midway-fault";
 import { createCurrentLayout, isNewPartition, PARTITION_LAYOUT, PARTITION_MIGRATIONS } from "./migrations";
 import {
   LEDGER_RETENTION_MS,
@@ -89,13 +89,11 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
    * entry and the new batches' names).
    */
   applyGroup(req: GroupApplyRequest): GroupApplyResult & { replayed: boolean } {
-    const fault = faultsEnabled() && req.entries.length > 0 ? takeFault(partitionFaultKey(req.epoch, req.entries[0].batch)) : null;
-    if (fault === "partition-midway") {
-      const first = req.entries[0];
-      const half = rowsOf(first.rows).slice(0, Math.ceil(first.rows.index.length / 2));
-      this.applyGroup({ ...req, entries: [{ ...first, rows: rowColumns(half) }] });
-      failAt(fault, "partition-midway");
-    }
+    dieMidwayIfArmed(req, (half) => void this.applyEntries(half)); // test builds only
+    return this.applyEntries(req);
+  }
+
+  private applyEntries(req: GroupApplyRequest): GroupApplyResult & { replayed: boolean } {
     const entries: Entry[] = req.entries.map((e) => ({ batch: e.batch, settings: e.settings, rows: rowsOf(e.rows), resumed: e.resumed }));
     return this.atomically(() => {
       const meta = this.meta(req.epoch);

@@ -132,9 +132,9 @@ describe("GET /v1/streams/{stream}/advice", () => {
     ]);
     const before = await getAdvice("adv-rollback");
     await runInDurableObject(env.COORDINATOR.getByName("adv-rollback"), (instance) => {
-      const c = instance as unknown as { figures: AdviceFigures; committing<T>(fn: () => T): T; book: { write(): unknown } };
+      const c = (instance as unknown as { stores: { figures: AdviceFigures; transaction<T>(fn: () => T): T; book: { write(): unknown } } }).stores;
       expect(() =>
-        c.committing(() => {
+        c.transaction(() => {
           const changed = new Map();
           c.figures.observe(
             changed,
@@ -161,7 +161,9 @@ describe("GET /v1/streams/{stream}/advice", () => {
     ]);
     expect((await getAdvice("adv-del")).overall).toMatchObject({ rows: 2, duplicates: 1, gaps: { max: 120_000 } });
     // As a restarted Coordinator reads them: from its newest state record, not the cache.
-    await runInDurableObject(env.COORDINATOR.getByName("adv-del"), (instance) => (instance as unknown as { figures: AdviceFigures }).figures.forget());
+    await runInDurableObject(env.COORDINATOR.getByName("adv-del"), (instance) =>
+      (instance as unknown as { stores: { figures: AdviceFigures } }).stores.figures.forget(),
+    );
     expect((await getAdvice("adv-del")).overall).toMatchObject({ rows: 2, duplicates: 1, gaps: { max: 120_000 } });
     expect((await call("DELETE", "/v1/streams/adv-del")).status).toBe(204);
     const gone = await call("GET", "/v1/streams/adv-del/advice");

@@ -184,7 +184,7 @@ describe("stored records stay bounded", () => {
     const req: IngestRequest = { sourceHeader: "s", batchId: "b1", auth: { kind: "admin" }, rows: [{ id: "A", ts: at(12, 0) }], identity: "h", bytes: 1 };
     await runInDurableObject(stub, async (c) => {
       // The commit's transaction fails after the batch's records are written in it (the ledger's part done, the state record not).
-      const ledger = (c as unknown as { ledger: { commit: (...a: unknown[]) => unknown } }).ledger;
+      const ledger = (c as unknown as { stores: { ledger: { commit: (...a: unknown[]) => unknown } } }).stores.ledger;
       const commit = ledger.commit;
       ledger.commit = function (this: unknown, ...a: unknown[]) {
         commit.apply(this, a);

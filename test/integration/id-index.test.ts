@@ -85,7 +85,7 @@ describe("committed batch ids without a row each", () => {
     const stub = env.COORDINATOR.getByName(name);
     await ingestAll(stub, SLICE_IDS - 1);
     const failing = await runInDurableObject(stub, async (c) => {
-      const book = (c as unknown as { book: { next: (...a: unknown[]) => unknown } }).book;
+      const book = (c as unknown as { stores: { book: { next: (...a: unknown[]) => unknown } } }).stores.book;
       const next = book.next;
       book.next = () => {
         throw new Error("the commit failed after its ids were indexed");

@@ -114,7 +114,11 @@ describe("the outbox", () => {
     await createStream("ob7", base);
     const stub = env.COORDINATOR.getByName("ob7");
     // The Coordinator's own answer (kept up to date by its commits) against a fresh Outbox over the same storage (a scan).
-    const both = () => runInDurableObject(stub, (c, state) => [(c as unknown as { outbox: Outbox }).outbox.pending(), new Outbox(state.storage.sql).pending()]);
+    const both = () =>
+      runInDurableObject(stub, (c, state) => [
+        (c as unknown as { stores: { outbox: Outbox } }).stores.outbox.pending(),
+        new Outbox(state.storage.sql).pending(),
+      ]);
     for (let i = 0; i < 3; i++) await post("ob7", [{ id: `a${i}`, ts: at(10, 0), pad: "z".repeat(i * 50) }], { "idempotency-key": `w${i}` });
     const [kept, scanned] = await both();
     expect(kept.bytes).toBeGreaterThan(0);

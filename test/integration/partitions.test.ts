@@ -77,7 +77,7 @@ describe("the partition book", () => {
     const stub = env.COORDINATOR.getByName("pbook3");
     const pending = () =>
       runInDurableObject(stub, (c) => {
-        const book = (c as unknown as { partitions: PartitionBook }).partitions;
+        const book = (c as unknown as { stores: { partitions: PartitionBook } }).stores.partitions;
         return Array.from({ length: base.partitions }, (_, p) => book.takeForget(p)).flat().length;
       });
     await post("pbook3", [{ id: "c", ts: at(10, 1) }]);
