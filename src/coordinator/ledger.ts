@@ -2,10 +2,10 @@ import type { BatchOutcome, ProgressReport } from "../stream/report";
 import { decodeStoredReport, encodeStoredReport } from "../stream/stored-report";
 import type { Lane, LaneKeys } from "../output/sink";
 import { Outbox } from "../output/outbox";
-import type { Migration } from "../storage/migrations";
-import type { StreamConfig } from "../stream/config";
 import type { RememberedGroup } from "./window";
-import { CommittedIds, ID_SLICES_TABLE } from "./id-index";
+import { BegunRecords, type BegunRecord } from "./begun-records";
+import { LANE_INDEX, MEMBER_IDENTITY, MEMBER_REPORT, memberRecord, type GroupRecord, type LedgerLane } from "./commit-record";
+import { CommittedIds } from "./id-index";
 import { batchKey } from "../stream/batch-key";
 
 /**
@@ -22,16 +22,6 @@ export type BatchRow = {
   report: string | null;
   begun: string | null;
 };
-
-/** A member of a micro-batch as its begin record keeps it. */
-export interface BegunRecord {
-  source: string;
-  batchId: string;
-  identity: string;
-  watermark: number;
-  begunAt: number;
-  configVersion: number;
-}
 
 /** A member of a micro-batch as its commit records it. */
 export interface CommittedRecord {
@@ -57,75 +47,8 @@ export function recordedOutcome(row: { report: string | null; seq: number | null
   return { ...decodeStoredReport(row.report!, source, batchId, row.seq!).outcome, replayed: true };
 }
 
-/** The largest event time a row of this stream can have been accepted with, at `at` (the clock-skew guard). */
-function latestAcceptable(config: StreamConfig, at: number): number {
-  const skews = [config.maxEventTimeSkew, ...Object.values(config.sources).map((s) => s.maxEventTimeSkew ?? 0)];
-  return at + Math.max(...skews);
-}
-
-/**
- * Coordinator migration 5: the ledger per micro-batch (DESIGN §9). From one
- * row per batch id written at its begin and rewritten at its commit (with a
- * commit-number index: three rows written per request) to
- * - `batches`: one row per committed batch id (its body and stored report),
- *   written once, at the commit, and forgotten after the idempotency window;
- * - `groups`: one row per committed micro-batch: its commit numbers, commit
- *   time, largest event time and each member's id and lane objects (the commit
- *   index /output and publication read, and what a prune deletes by);
- * - `begun`: one row per micro-batch that began and has not committed (the
- *   watermark, time and config each member is judged by, for a retry after a
- *   crash), deleted by its commit.
- * Old committed rows become one-member groups (their commit time from their
- * report, their largest event time bounded by the clock-skew guard); begun
- * rows become one-member begin records.
- */
-export const LEDGER_MIGRATION: Migration = {
-  version: 7,
-  does: "the ledger per micro-batch: batches (one row per committed id), groups (one per committed micro-batch), begun (one per micro-batch in flight)",
-  up: (sql) => {
-    const meta = sql.exec<{ config: string }>("SELECT config FROM meta").toArray()[0];
-    const config = meta ? (JSON.parse(meta.config) as StreamConfig) : null;
-    const skew = config ? latestAcceptable(config, 0) : 86_400_000;
-    sql.exec(`
-      CREATE TABLE batches_v5 (source TEXT NOT NULL, batch_id TEXT NOT NULL, body_hash TEXT NOT NULL, seq INTEGER NOT NULL, report TEXT NOT NULL,
-        PRIMARY KEY (source, batch_id)) WITHOUT ROWID;
-      CREATE TABLE groups (seq INTEGER PRIMARY KEY, first_seq INTEGER NOT NULL, committed_at INTEGER NOT NULL, max_t INTEGER, members TEXT NOT NULL);
-      CREATE TABLE begun (id TEXT PRIMARY KEY, at INTEGER NOT NULL, members TEXT NOT NULL) WITHOUT ROWID;
-    `);
-    if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'batches'").toArray().length === 0) {
-      sql.exec("ALTER TABLE batches_v5 RENAME TO batches");
-      return;
-    }
-    sql.exec(
-      `INSERT INTO batches_v5 (source, batch_id, body_hash, seq, report) SELECT source, batch_id, body_hash, seq, report FROM batches WHERE seq IS NOT NULL`,
-    );
-    sql.exec(
-      `INSERT INTO groups (seq, first_seq, committed_at, max_t, members)
-       SELECT seq, seq, c, CASE WHEN ?1 THEN c + ?2 ELSE NULL END, json_array(json_array(source, batch_id, data_key, late_key, rejected_key))
-       FROM (SELECT *, coalesce(CASE WHEN json_type(report) = 'array' THEN json_extract(report, '$[7]') ELSE json_extract(report, '$.progress.committedAt') END, begun_at) AS c
-             FROM batches WHERE seq IS NOT NULL)`,
-      config?.eventTime ? 1 : 0,
-      skew,
-    );
-    sql.exec(
-      `INSERT INTO begun (id, at, members)
-       SELECT source || char(10) || batch_id, begun_at, json_array(json_array(source, batch_id, body_hash, watermark, begun_at, config_version))
-       FROM batches WHERE seq IS NULL`,
-    );
-    sql.exec("DROP INDEX IF EXISTS batches_by_seq; DROP TABLE batches; ALTER TABLE batches_v5 RENAME TO batches;");
-  },
-};
-
 /** A stored report longer than this is kept apart, a row of `batches` (a batch with many rejected rows: their errors are in it). */
 export const RECORD_INLINE_MAX_BYTES = 512;
-
-/** Where a member's record sits in its commit-index entry (memberRecord(); CommittedIds finds it by id). */
-const MEMBER_IDENTITY = 5;
-const MEMBER_REPORT = 6;
-
-/** The lanes whose objects a commit record names (src/coordinator/lane-refs.ts keeps the others). */
-export type LedgerLane = Exclude<Lane, "conflicts" | "duplicates">;
-const LANE_INDEX: Record<LedgerLane, number> = { data: 2, late: 3, rejected: 4 };
 
 /**
  * The Coordinator's batch ledger (tables of LEDGER_MIGRATION): what a batch
@@ -151,8 +74,8 @@ const LANE_INDEX: Record<LedgerLane, number> = { data: 2, late: 3, rejected: 4 }
 export class BatchLedger {
   /** The last commit number; only this object's commits change it (forget() after each transaction). */
   private cachedSeq: number | undefined;
-  /** begin records held (a lookup by id reads them only when there are any) */
-  private begunRows: number | undefined;
+  /** begin records of micro-batches not committed (./begun-records.ts) */
+  private readonly begun: BegunRecords;
   /** whether `batches` holds records kept apart (read once; kept up to date by commit and prune) */
   private apartRows: boolean | undefined;
   /** where a committed id's record is (src/coordinator/id-index.ts) */
@@ -164,6 +87,7 @@ export class BatchLedger {
     private readonly outbox: Outbox,
   ) {
     this.ids = new CommittedIds(sql, (after) => this.committedAfter(after));
+    this.begun = new BegunRecords(sql);
   }
 
   /** Whether a batch id has begun (or committed and is still remembered). */
@@ -176,17 +100,7 @@ export class BatchLedger {
    * never seen (the common case) costs no statement once the index is read.
    */
   row(source: string, batchId: string): BatchRow | undefined {
-    const committed = this.committedRow(source, batchId);
-    if (committed || this.begun() === 0) return committed;
-    return this.sql
-      .exec<BatchRow>(
-        `SELECT json_extract(m.value, '$[2]') AS body_hash, json_extract(m.value, '$[3]') AS watermark, json_extract(m.value, '$[4]') AS begun_at,
-           json_extract(m.value, '$[5]') AS config_version, NULL AS seq, NULL AS report, g.id AS begun
-         FROM begun g, json_each(g.members) m WHERE json_extract(m.value, '$[0]') = ?1 AND json_extract(m.value, '$[1]') = ?2`,
-        source,
-        batchId,
-      )
-      .toArray()[0];
+    return this.committedRow(source, batchId) ?? this.begun.find(source, batchId);
   }
 
   /** A committed id's record: from the commit records the index points at (its report there, or kept apart), else (ids from before migration 10) a row of `batches`. */
@@ -243,21 +157,9 @@ export class BatchLedger {
     return this.apartRows;
   }
 
-  private begun(): number {
-    this.begunRows ??= this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM begun").one().n;
-    return this.begunRows;
-  }
-
   /** Records a micro-batch's begin: each member with the body it must keep and the watermark, time and config it is judged by. */
   begin(id: string, members: readonly BegunRecord[], at: number): void {
-    this.sql.exec(
-      "INSERT OR REPLACE INTO begun (id, at, members) VALUES (?, ?, ?)",
-      id,
-      at,
-      JSON.stringify(members.map((m) => [m.source, m.batchId, m.identity, m.watermark, m.begunAt, m.configVersion])),
-    );
-    // Ids are new (a group's is random, a batch's own begins once), so the count goes up by one.
-    if (this.begunRows !== undefined) this.begunRows++;
+    this.begun.add(id, members, at);
   }
 
   /**
@@ -305,25 +207,8 @@ export class BatchLedger {
       );
     }
     this.ids.add(members.map((m, i) => [batchKey(m.source, m.batchId), firstSeq + i]));
-    this.dropBegun(begun, members);
+    this.begun.drop(begun, members);
     return record;
-  }
-
-  /** The begin record of a group that committed goes; older ones (attempts that failed) lose the members committed now. */
-  private dropBegun(begun: string | null, committed: readonly CommittedRecord[]): void {
-    if (this.begun() === 0) return;
-    if (begun !== null) this.begunRows! -= this.sql.exec("DELETE FROM begun WHERE id = ? RETURNING 1", begun).toArray().length;
-    if (this.begun() > 0) {
-      // Attempts that failed before: rare, so the scan of the records left is too.
-      const member = "json_extract(m.value, '$[0]') || char(10) || json_extract(m.value, '$[1]') IN (SELECT value FROM json_each(?1))";
-      this.sql.exec(
-        `UPDATE begun SET members = (SELECT json_group_array(json(m.value)) FROM json_each(begun.members) m WHERE NOT ${member})
-         WHERE EXISTS (SELECT 1 FROM json_each(begun.members) m WHERE ${member})`,
-        JSON.stringify(committed.map((m) => batchKey(m.source, m.batchId))),
-      );
-      this.sql.exec("DELETE FROM begun WHERE json_array_length(members) = 0");
-      this.begunRows = undefined;
-    }
   }
 
   /** The last commit number (0 before the first commit). */
@@ -351,7 +236,7 @@ export class BatchLedger {
   /** Drops the cached figures (read again when next asked): after a prune, or a config change. */
   forget(): void {
     this.cachedSeq = undefined;
-    this.begunRows = undefined;
+    this.begun.forget();
   }
 
   /** Storage changed under every cache (a rolled-back transaction, the stream dropped): the id index too is read again. */
@@ -459,9 +344,7 @@ export class BatchLedger {
 
   /** Drops begin records older than `before` (their partitions' decisions are gone by then). */
   pruneBegun(before: number): void {
-    if (this.begun() === 0) return;
-    this.sql.exec("DELETE FROM begun WHERE at < ?", before);
-    this.begunRows = undefined;
+    this.begun.prune(before);
   }
 
   /** The first commit number the commit index holds (1 when nothing was forgotten; lastSeq + 1 with no commits). */
@@ -486,42 +369,4 @@ export class BatchLedger {
     const first = this.firstSeq();
     return first === null ? 0 : this.lastSeq() - first + 1;
   }
-}
-
-/** A committed micro-batch's commit record (a `groups` row, or the group columns of its outbox row). */
-export interface GroupRecord {
-  seq: number;
-  firstSeq: number;
-  committedAt: number;
-  maxEventTime: number | null;
-  /** JSON: each member's [source, batchId, data, late, rejected] (trailing nulls trimmed) */
-  members: string;
-}
-
-/**
- * A member's commit-index entry: [source, batchId, data, late, rejected,
- * identity, report] (entries from before migration 10 stop after the lanes,
- * trailing empty ones trimmed; their records are rows of `batches`). The
- * stored report is JSON already: it goes in as it is, not as a string
- * (`null`: kept apart).
- */
-function memberRecord(m: CommittedRecord, report: string): string {
-  const head = JSON.stringify([m.source, m.batchId, m.objects.data, m.objects.late, m.objects.rejected, m.identity]);
-  return `${head.slice(0, -1)},${report}]`;
-}
-
-/**
- * Coordinator migration 10: committed ids without a row each (CommittedIds,
- * src/coordinator/id-index.ts). Ids committed before it stay rows of
- * `batches`, marked by a slice with no filter over their commit numbers, so
- * that the index reads only newer commit records.
- */
-export function indexCommittedIds(sql: SqlStorage): void {
-  sql.exec(ID_SLICES_TABLE);
-  const last = sql
-    .exec<{ n: number | null }>(
-      "SELECT max(n) AS n FROM (SELECT max(seq) AS n FROM groups UNION ALL SELECT max(seq) FROM outbox UNION ALL SELECT max(seq) FROM outbox_sealed)",
-    )
-    .one().n;
-  if (last !== null && last > 0) sql.exec("INSERT OR IGNORE INTO id_slices (last, first, n, bits) VALUES (?, 1, 0, NULL)", last);
 }

@@ -1,6 +1,7 @@
 import { destinationIndex, partitionStub, registryStub, type Env } from "../env";
 import { deleteStreamObjects } from "../output/sink";
-import { boundFieldChanges, type StreamConfig } from "../stream/config";
+import { boundFieldChanges } from "../stream/bound-fields";
+import type { StreamConfig } from "../stream/config";
 import { globalWatermark } from "../stream/watermark";
 import type { ConfigureResult } from "./protocol";
 import type { CoordinatorStores } from "./stores";

@@ -1,11 +1,11 @@
 import { ADVICE_TABLE } from "../stream/advisor/live";
 import { METRICS_TABLE } from "../stream/metrics";
-import { addSameEventLanes, outboxPerChunk, OUTBOX_TABLES } from "../output/outbox";
+import { addSameEventLanes, outboxPerChunk, OUTBOX_TABLES } from "../output/outbox-layout";
 import { PUBLISH_FAILURES_TABLE, PUBLISHED_TABLE } from "../output/publisher";
 import { TABLE_COLUMNS_TABLE } from "../table/known-columns";
 import type { Migration } from "../storage/migrations";
 import { LANE_REFS_TABLE } from "./lane-refs";
-import { indexCommittedIds, LEDGER_MIGRATION } from "./ledger";
+import { indexCommittedIds, LEDGER_MIGRATION } from "./ledger-migrations";
 import { COUNTERS_MIGRATION } from "./counters";
 import { foldState } from "./state";
 

@@ -37,12 +37,17 @@ export interface Layout {
   base: number | null;
 }
 
-/** A key row as read or about to be written (b and e as stored). */
+/** A key row as read or about to be written: its fields are the `keys` table's columns, named as stored (b and e as stored). */
 export interface Held {
+  /** the expiry bucket (relative to meta.base from version 7) */
   b: number;
+  /** the event time; a hashed key with an expiry: its batch number and drop count (T_SHIFT) */
   t: number | null;
+  /** the expiry within its bucket (null: never expires) */
   e: number | null;
+  /** the kept copy's content digest */
   d: string | null;
+  /** its batch number and drop count where t can't hold them */
   r: number | null;
   /** inserted by this call (its t or r holds its batch's number, not yet written) */
   added?: boolean;

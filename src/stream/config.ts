@@ -3,7 +3,8 @@ import { z } from "zod";
 import { IntervalError, parseInterval } from "./interval";
 import { own } from "../lib/own";
 import { ColumnBudget, DEFAULT_MAX_COLUMNS, MAX_COLUMNS_LIMIT } from "./table-fields";
-import { PROVIDER_VOLATILE, webhookVolatile, type ProviderType } from "./provider-volatile";
+import { PROVIDER_VOLATILE } from "./provider-volatile";
+import { expandVolatile, WEBHOOK_PRESET } from "./volatile-fields";
 
 export const MODES = ["within-watermark", "event-time-key", "global"] as const;
 export type Mode = (typeof MODES)[number];
@@ -350,45 +351,6 @@ function keysZodSkips(body: unknown): FieldError[] {
 }
 
 /**
- * The fields a row's content digest leaves out: the stream's `volatile`, and
- * for a batch from a provider webhook (its id `stripe:…`) that provider's
- * (PROVIDER_VOLATILE) by default. Decided by the batch id, so a retry of a
- * batch is judged by the same fields.
- */
-export function volatileFor(config: StreamConfig, batchId?: string): readonly string[] {
-  return withProviderFields(config.volatile ?? [], batchId);
-}
-
-/** `fields`, and for a provider webhook's batch (its id `stripe:…`) that provider's volatile fields after them, once each. */
-function withProviderFields(fields: readonly string[], batchId: string | undefined): readonly string[] {
-  const preset = batchId === undefined ? [] : webhookVolatile(batchId);
-  if (preset.length === 0) return fields;
-  return fields.length === 0 ? preset : [...new Set([...fields, ...preset])];
-}
-
-/**
- * The fields a content key leaves out: the stream's `exclude`, and for a
- * batch from a provider webhook (its id `stripe:…`) what that provider's
- * redeliveries change (PROVIDER_VOLATILE), as the digest leaves them out: a
- * redelivery keys as the same event. Decided by the batch id, so a retry keys
- * the same way.
- */
-export function contentExcludeFor(config: StreamConfig, batchId?: string): readonly string[] {
-  return withProviderFields(config.contentKey?.exclude ?? [], batchId);
-}
-
-const WEBHOOK_PRESET = /^webhook:(.+)$/;
-
-/** "webhook:<provider>" stands for that provider's volatile fields (src/stream/provider-volatile.ts); the rest are fields. */
-function expandVolatile(fields: readonly string[]): string[] {
-  const out = fields.flatMap((f) => {
-    const preset = WEBHOOK_PRESET.exec(f)?.[1];
-    return preset !== undefined && Object.hasOwn(PROVIDER_VOLATILE, preset) ? PROVIDER_VOLATILE[preset as ProviderType] : [f];
-  });
-  return [...new Set(out)];
-}
-
-/**
  * A config's issue as a field error. `key` is a list of columns or a content
  * key: zod says only "Invalid input" when a union fails, so the issues of the
  * branch the value's type chose are reported instead ("at most 16 key columns").
@@ -406,42 +368,6 @@ function configIssue(i: z.core.$ZodIssue, prefix: PropertyKey[]): FieldError[] {
 
 export function zodErrors(error: z.ZodError): FieldError[] {
   return error.issues.map((i) => ({ path: i.path.join(".") || "(body)", message: i.message }));
-}
-
-/**
- * Fields bound at creation, like a Spark checkpoint's plan: changing them would
- * reinterpret state already stored. How each key column is encoded into the
- * canonical key is bound too (its schema type, a time's unit).
- */
-export function boundFieldChanges(old: StreamConfig, next: StreamConfig): string[] {
-  const changed: string[] = [];
-  if (JSON.stringify(old.key) !== JSON.stringify(next.key) || JSON.stringify(old.contentKey ?? null) !== JSON.stringify(next.contentKey ?? null))
-    changed.push("key");
-  if (old.mode !== next.mode) changed.push("mode");
-  if (old.eventTime !== next.eventTime) changed.push("eventTime");
-  if (old.partitions !== next.partitions) changed.push("partitions");
-  if ((old.stateKeys ?? "text") !== (next.stateKeys ?? "text")) changed.push("stateKeys");
-  // The kept copies' digests in state were taken without these fields.
-  if (JSON.stringify(old.volatile ?? []) !== JSON.stringify(next.volatile ?? [])) changed.push("volatile");
-  for (const col of old.key) {
-    if (keyEncoding(old, col) !== keyEncoding(next, col)) changed.push(`schema.${col}`);
-  }
-  return changed;
-}
-
-/**
- * How a key column's value enters the canonical key. A time is keyed by its
- * instant in ms; "timestamp" and "timestamp:ms" read every value they both
- * accept alike (the former only refuses implausibly small numbers), so moving
- * between them keeps stored keys valid, while "timestamp:s" reads 1700000000 as
- * another instant. The event-time column's unit is bound only when it is a key
- * column: elsewhere state holds ms already read, and switching a stream to
- * "timestamp:s" is the fix the plausibility rule's message suggests.
- */
-function keyEncoding(config: StreamConfig, column: string): string {
-  const type = own(config.schema, column);
-  if (column === config.eventTime || isTimestampType(type)) return type === "timestamp:s" ? "instant in s" : "instant in ms";
-  return type ?? "as sent";
 }
 
 /** The delay that turns a source's max event time into its watermark. */

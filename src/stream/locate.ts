@@ -1,4 +1,5 @@
-import { contentExcludeFor, type StreamConfig } from "./config";
+import type { StreamConfig } from "./config";
+import { contentExcludeFor } from "./volatile-fields";
 import { stateKeyFor } from "./dedup";
 import { dedupSettings } from "./batch";
 import { partitionFor } from "./partition-for";

@@ -1,4 +1,5 @@
-import { contentExcludeFor, delayOf, eventTimeCaps, isTimestampType, volatileFor, type ColumnType, type StreamConfig } from "./config";
+import { delayOf, eventTimeCaps, isTimestampType, type ColumnType, type StreamConfig } from "./config";
+import { contentExcludeFor, volatileFor } from "./volatile-fields";
 import { conflictBlindFields, contentDigest, contentHash, omissionFrom, type Excluded } from "./content";
 import { encodeKey, MAX_KEY_BYTES, type KeyValue } from "./key";
 import { own } from "../lib/own";

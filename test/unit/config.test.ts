@@ -1,6 +1,8 @@
 import { describe, expect, test } from "vitest";
 import { configErrors, validConfig } from "./stream-config";
-import { boundFieldChanges, contentExcludeFor, DEFAULT_LIMITS, delayOf, parseStreamConfig, volatileFor, type StreamConfig } from "../../src/stream/config";
+import { boundFieldChanges } from "../../src/stream/bound-fields";
+import { DEFAULT_LIMITS, delayOf, parseStreamConfig, type StreamConfig } from "../../src/stream/config";
+import { contentExcludeFor, volatileFor } from "../../src/stream/volatile-fields";
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
