@@ -1,5 +1,8 @@
 import { z } from "zod";
+import { PUBLISH_RETRY_BASE_MS, PUBLISH_RETRY_MAX_MS } from "../output/publish-guard";
 import { HEALTH_REASON_CODES } from "../stream/health";
+import { formatInterval } from "../stream/interval";
+import { MAX_REJECTED_LISTED } from "../stream/report";
 
 /**
  * The JSON bodies the service answers, one zod schema each: the routes
@@ -41,7 +44,7 @@ export const outcomeSchema = z.object({
   rejected: z
     .array(z.object({ index: z.number().int().describe("zero-based position in the batch"), error: z.string() }))
     .describe("rows that failed validation; at most the first 100"),
-  rejectedCount: z.number().int().optional().describe("present when more than 100 rows were rejected: how many"),
+  rejectedCount: z.number().int().optional().describe(`present when more than ${MAX_REJECTED_LISTED} rows were rejected: how many`),
 });
 
 export const progressReportSchema = z.object({
@@ -296,7 +299,11 @@ export const tableSnapshotSchema = z.object({
     .object({
       publishedSeq: z.number().int().describe("the last commit sequence in the table"),
       committedSeq: z.number().int().describe("the last commit sequence of the stream"),
-      failing: z.boolean().describe("the last attempt to append failed; it is retried with backoff (2 s doubling, at most 5 min)"),
+      failing: z
+        .boolean()
+        .describe(
+          `the last attempt to append failed; it is retried with backoff (${formatInterval(PUBLISH_RETRY_BASE_MS)} doubling, at most ${formatInterval(PUBLISH_RETRY_MAX_MS)})`,
+        ),
       failures: z.number().int().describe("failed attempts in a row"),
       lastError: z.string().nullable(),
       lastErrorAt: z.number().nullable(),

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseInterval } from "../stream/interval";
+import { formatInterval, parseInterval } from "../stream/interval";
 
 /**
  * A destination's config (PUT /v1/streams/{stream}/destinations/{name}),
@@ -7,11 +7,13 @@ import { parseInterval } from "../stream/interval";
  * ("10 seconds", "3 days" or milliseconds).
  */
 export const DEFAULT_TIMEOUT_MS = 10_000;
+export const MIN_TIMEOUT_MS = 100;
 export const MAX_TIMEOUT_MS = 30_000;
 export const DEFAULT_RETRY_FOR_MS = 3 * 24 * 60 * 60 * 1000;
 const MAX_RETRY_FOR_MS = 14 * 24 * 60 * 60 * 1000;
 /** The old secret keeps signing this long after a rotation (Svix's overlap). */
 export const DEFAULT_ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+const MAX_ROTATION_OVERLAP_MS = 7 * 24 * 60 * 60 * 1000;
 /**
  * Destinations a stream may have: each is an object with its own alarm and
  * fetches, and /metrics and the list make one call per destination. Svix and
@@ -38,13 +40,19 @@ const duration = (what: string, min: number, max: number) =>
 export const MIN_RETRY_FOR_MS = 1_000;
 const retryFor = duration("retryFor", MIN_RETRY_FOR_MS, MAX_RETRY_FOR_MS)
   .optional()
-  .describe('how long a row is retried before it goes to the dead lane (default "3 days", at least "1 second", at most "14 days")');
+  .describe(
+    `how long a row is retried before it goes to the dead lane (default "${formatInterval(DEFAULT_RETRY_FOR_MS)}", at least "${formatInterval(MIN_RETRY_FOR_MS)}", at most "${formatInterval(MAX_RETRY_FOR_MS)}")`,
+  );
 
 export const destinationBodySchema = z.discriminatedUnion("type", [
   z.strictObject({
     type: z.literal("http"),
     url: z.string().max(2048).describe('https:// with a public host (loopback only when ALLOW_LOOPBACK_DESTINATIONS is "true")'),
-    timeout: duration("timeout", 100, MAX_TIMEOUT_MS).optional().describe('per attempt (default "10 seconds", at least 100 ms, at most 30 seconds)'),
+    timeout: duration("timeout", MIN_TIMEOUT_MS, MAX_TIMEOUT_MS)
+      .optional()
+      .describe(
+        `per attempt (default "${formatInterval(DEFAULT_TIMEOUT_MS)}", at least ${formatInterval(MIN_TIMEOUT_MS)}, at most ${formatInterval(MAX_TIMEOUT_MS)})`,
+      ),
     retryFor,
   }),
   z.strictObject({
@@ -71,9 +79,11 @@ export function toConfig(body: DestinationBody): DestinationConfig {
 
 export const rotateBodySchema = z
   .strictObject({
-    overlap: duration("overlap", 0, 7 * 24 * 60 * 60 * 1000)
+    overlap: duration("overlap", 0, MAX_ROTATION_OVERLAP_MS)
       .optional()
-      .describe('how long the old secret keeps signing too (default "24 hours")'),
+      .describe(
+        `how long the old secret keeps signing too (default "${formatInterval(DEFAULT_ROTATION_OVERLAP_MS)}", at most "${formatInterval(MAX_ROTATION_OVERLAP_MS)}")`,
+      ),
   })
   .default({});
 

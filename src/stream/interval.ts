@@ -35,14 +35,15 @@ export class IntervalError extends Error {}
  * year. Longer ones are mistakes ("99999999999999 days"), and unbounded ones
  * overflow the arithmetic on event times and expiries that they feed.
  */
-export const MAX_INTERVAL_MS = 365 * 86_400_000;
+const MAX_INTERVAL_DAYS = 365;
+export const MAX_INTERVAL_MS = MAX_INTERVAL_DAYS * 86_400_000;
 
 export function parseInterval(input: string | number): number {
   if (typeof input === "number") {
     if (!Number.isFinite(input) || input < 0 || !Number.isInteger(input)) {
       throw new IntervalError("must be a whole, non-negative number of milliseconds");
     }
-    if (input > MAX_INTERVAL_MS) throw new IntervalError(`must be at most 365 days (${MAX_INTERVAL_MS} ms)`);
+    if (input > MAX_INTERVAL_MS) throw new IntervalError(`must be at most ${MAX_INTERVAL_DAYS} days (${MAX_INTERVAL_MS} ms)`);
     return input;
   }
   const text = input
@@ -63,7 +64,7 @@ export function parseInterval(input: string | number): number {
   if (consumed.length === 0 || consumed.replace(/\s+/g, "") !== text.replace(/\s+/g, "")) {
     throw new IntervalError(`"${input}" is not an interval like "10 seconds" or "2 hours"`);
   }
-  if (!(total <= MAX_INTERVAL_MS)) throw new IntervalError(`"${input}" is more than 365 days, the longest accepted`);
+  if (!(total <= MAX_INTERVAL_MS)) throw new IntervalError(`"${input}" is more than ${MAX_INTERVAL_DAYS} days, the longest accepted`);
   return Math.round(total);
 }
 
