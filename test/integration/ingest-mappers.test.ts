@@ -3,7 +3,7 @@
  * (problem+json), webhooks (the single 401) and Workers RPC (IngestRefused),
  * each over one result of every kind. They run here because their modules
  * import the Worker's; the pure mappers (files, queues) are in
- * test/unit/ingest-result.test.ts.
+ * test/unit/ingest/result.test.ts.
  */
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { httpOutcome } from "../../src/api/ingest";
