@@ -2,7 +2,7 @@
  * The commit plan (src/coordinator/commit-plan.ts), pure: what a micro-batch's
  * commit writes, given its members' ledger rows, the watermark state and the
  * requests. The Coordinator applies it in one transaction; the workers tests
- * (test/integration/coordinator.test.ts, crash-points.test.ts) check the whole.
+ * (test/integration/coordinator/coordinator.test.ts, crash-points.test.ts) check the whole.
  */
 import { describe, expect, test } from "vitest";
 import fc from "fast-check";

@@ -41,7 +41,7 @@ describe("the ingest result union (issue 17)", () => {
   it("every adapter's mapper takes the whole union and ends in exhaustive(r)", () => {
     expectTypeOf(fileVerdict).parameter(0).toEqualTypeOf<SubmitResult>();
     expectTypeOf(queueVerdict).parameter(0).toEqualTypeOf<SubmitResult>();
-    // The Worker-side mappers (workerd imports): their types are checked in test/integration/ingest-mappers.test.ts; here, that each is a guarded switch.
+    // The Worker-side mappers (workerd imports): their types are checked in test/integration/ingest/mappers.test.ts; here, that each is a guarded switch.
     const mappers: [string, string][] = [
       ["src/api/ingest.ts", "httpOutcome"],
       ["src/api/webhook.ts", "webhookOutcome"],

@@ -1,7 +1,7 @@
 /**
  * The Partition's judging (src/partition/judging.ts), in memory: no SQL, so
  * it runs here without workerd. The storage around it is tested in
- * test/integration/partition.test.ts and compact-state.test.ts.
+ * test/integration/partition/partition.test.ts and compact-state.test.ts.
  */
 import { describe, expect, test } from "vitest";
 import type { DedupSettings } from "../../../src/stream/dedup";
