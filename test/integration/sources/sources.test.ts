@@ -1,4 +1,4 @@
-import { runnerV1 } from "../../support/runner-v1";
+import { runnerV1 } from "../runner-v1";
 import { env, exports } from "cloudflare:workers";
 import { createExecutionContext, createMessageBatch, evictDurableObject, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";

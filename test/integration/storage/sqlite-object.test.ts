@@ -5,7 +5,7 @@
  * Registry and the Destination took that up later: storage they wrote before
  * (no recorded version) stays readable and records the version it reached.
  */
-import { runnerV1 } from "../../support/runner-v1";
+import { runnerV1 } from "../runner-v1";
 import { env } from "cloudflare:workers";
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
