@@ -3,7 +3,7 @@
  * typed against the DOM) into src/dashboard/script.generated.ts: the string
  * the Worker inlines in the page. The generated file is committed, so that
  * wrangler and the tests need no build step; a unit test
- * (test/unit/dashboard/script-generated.test.ts) fails when it is stale.
+ * (test/unit/dashboard/script.generated.test.ts) fails when it is stale.
  *
  *   node scripts/node22.mjs scripts/build-dashboard.ts          rewrites it (npm run build:dashboard)
  *   node scripts/node22.mjs scripts/build-dashboard.ts --check  exits 1 when it differs from a build

@@ -8,7 +8,7 @@
 #
 # The server must take the admin token `dev-admin-token` (.dev.vars.example) and
 # must not have the streams `orders`, `demo`, `purchases` or `clicks`; the script deletes them at the end.
-# test/unit/docs-links.test.ts checks that the page's blocks are all in here.
+# test/unit/repo/docs-links.test.ts checks that the page's blocks are all in here.
 set -euo pipefail
 
 PORT=${PORT:-8787}

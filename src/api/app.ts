@@ -10,7 +10,7 @@ import { ROUTES } from "./routes";
 /**
  * The Worker's HTTP face: the declared routes (src/api/routes, one file per
  * resource), each behind the gate its `auth` names, then the 405s of their
- * paths. Nothing is served that is not declared there (test/integration/openapi.test.ts).
+ * paths. Nothing is served that is not declared there (test/integration/api/openapi.test.ts).
  */
 export const app = new Hono<App>();
 

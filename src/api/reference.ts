@@ -4,7 +4,7 @@
  * routes' own list, so whatever the document says shows here too. Schemas are
  * read as plain JSON Schema: a response schema added to the document later
  * gets its field table with no change here. `npm run docs:api` writes the
- * result into docs/reference/http-api.md (test/unit/api-reference.test.ts).
+ * result into docs/reference/http-api.md (test/unit/api/reference.test.ts).
  */
 
 type Schema = Record<string, any>;

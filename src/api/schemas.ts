@@ -8,7 +8,7 @@ import { MAX_REJECTED_LISTED } from "../stream/report";
  * The JSON bodies the service answers, one zod schema each: the routes
  * declare them as their responses (src/api/routes), the OpenAPI document
  * publishes them (./openapi.ts), the typed client (src/client) takes its
- * types from them (z.infer, no interfaces of its own), and test/integration/openapi.test.ts parses real
+ * types from them (z.infer, no interfaces of its own), and test/integration/api/openapi.test.ts parses real
  * responses with every one, so none can drift from what the routes send.
  * Zod only: the client imports this file's types, in Node and in workerd.
  * Open-ended parts (a stream's config, an Iceberg snapshot) are loose objects:

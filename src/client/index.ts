@@ -5,7 +5,7 @@
  * Worker). Its types are the schemas the routes declare (src/api/routes):
  * the response schemas' (src/api/schemas.ts) and the request bodies', imported
  * as types only, so the client carries no zod; it does not parse answers with
- * them at run time either: test/integration/openapi.test.ts holds the schemas
+ * them at run time either: test/integration/api/openapi.test.ts holds the schemas
  * to what the service answers, and a caller gets the service's JSON as sent.
  */
 import type {

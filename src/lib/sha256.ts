@@ -2,12 +2,12 @@
  * SHA-256 (FIPS 180-4), synchronous. The dedup step is synchronous (a batch is
  * planned in one pass, in the Worker and in the reference model alike), and
  * WebCrypto's digest is asynchronous, so content keys and content digests use
- * this; test/unit/content.test.ts checks it against node:crypto.
+ * this; test/unit/stream/content.test.ts checks it against node:crypto.
  *
  * It runs once per row of an id-keyed stream, so it allocates nothing per
  * call: the message is written into a reused scratch buffer (UTF-8 straight
  * from the string), padded in place, and compressed with the state in local
- * variables (test/unit/content-oracle.test.ts holds it to the first version).
+ * variables (test/unit/stream/content-oracle.test.ts holds it to the first version).
  */
 /** The round constants (FIPS 180-4 §4.2.2). */
 export const SHA256_K = new Int32Array([

@@ -8,7 +8,7 @@
  * Both run once per row, so the row is neither copied nor encoded on the way:
  * the left-out fields are skipped while the canonical text is written
  * (canonicalJson with an Omission), and the text is hashed from the string
- * (sha256Utf8). test/unit/content-oracle.test.ts holds the results to the
+ * (sha256Utf8). test/unit/stream/content-oracle.test.ts holds the results to the
  * first, copying version, bit for bit: the digests are stored.
  */
 import { canonicalJson, type Omission } from "../lib/jcs";

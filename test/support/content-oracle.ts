@@ -3,7 +3,7 @@
  * content.ts before they were made faster), kept verbatim as the oracle the
  * faster code must match bit for bit: the digests are stored in partitions'
  * state and compared with later copies', so a changed digest would turn a
- * duplicate into a conflict. test/unit/content-oracle.test.ts compares them.
+ * duplicate into a conflict. test/unit/stream/content-oracle.test.ts compares them.
  */
 import { withoutFields } from "../../src/stream/content";
 import { SHA256_K } from "../../src/lib/sha256";
@@ -106,7 +106,7 @@ export function oracleSha256Words(bytes: Uint8Array): Uint32Array {
 
 const encoder = new TextEncoder();
 
-/** Deleting the paths from a copy: still src/stream/content.ts's withoutFields, unchanged (test/unit/content.test.ts pins it). */
+/** Deleting the paths from a copy: still src/stream/content.ts's withoutFields, unchanged (test/unit/stream/content.test.ts pins it). */
 export const oracleWithoutFields = withoutFields;
 
 /** The canonical JSON of `row` without `exclude`, as UTF-8. */

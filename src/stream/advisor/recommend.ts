@@ -12,7 +12,7 @@ export const DEFAULT_MARGIN = 1.2;
 /**
  * Bytes a partition's SQLite storage spends per remembered key, every table
  * counted, for text keys of ~20 bytes (48 B measured for 18-byte keys by
- * test/integration/compact-state.test.ts; docs/concepts/state.md). Longer keys
+ * test/integration/partition/compact-state.test.ts; docs/concepts/state.md). Longer keys
  * cost their extra length on top; hashed keys (`stateKeys: "hashed"`) ~32 B.
  */
 export const DEFAULT_BYTES_PER_KEY = 50;
