@@ -1,15 +1,5 @@
 import { batchKey } from "../stream/batch-key";
-import type { BatchRow } from "./ledger";
-
-/** A member of a micro-batch as its begin record keeps it. */
-export interface BegunRecord {
-  source: string;
-  batchId: string;
-  identity: string;
-  watermark: number;
-  begunAt: number;
-  configVersion: number;
-}
+import type { BatchRow, BegunRecord } from "./ledger-records";
 
 /**
  * The ledger's begin records (`begun`, LEDGER_MIGRATION): micro-batches that

@@ -1,37 +1,21 @@
 import type { BatchOutcome, ProgressReport } from "../stream/report";
 import { decodeStoredReport, encodeStoredReport } from "../stream/stored-report";
-import type { Lane, LaneKeys } from "../output/sink";
 import { Outbox } from "../output/outbox";
 import type { RememberedGroup } from "./window";
-import { BegunRecords, type BegunRecord } from "./begun-records";
-import { LANE_INDEX, MEMBER_IDENTITY, MEMBER_REPORT, memberRecord, type GroupRecord, type LedgerLane } from "./commit-record";
+import { BegunRecords } from "./begun-records";
+import {
+  LANE_INDEX,
+  MEMBER_IDENTITY,
+  MEMBER_REPORT,
+  memberRecord,
+  type BatchRow,
+  type BegunRecord,
+  type CommittedRecord,
+  type GroupRecord,
+  type LedgerLane,
+} from "./ledger-records";
 import { CommittedIds } from "./id-index";
 import { batchKey } from "../stream/batch-key";
-
-/**
- * A batch id as admission and commit read it: committed (seq and report set;
- * the begin figures then 0) or begun and not committed (the watermark, begin
- * time and config version it is judged by; `begun` the record that holds them).
- */
-export type BatchRow = {
-  body_hash: string;
-  watermark: number;
-  begun_at: number;
-  config_version: number;
-  seq: number | null;
-  report: string | null;
-  begun: string | null;
-};
-
-/** A member of a micro-batch as its commit records it. */
-export interface CommittedRecord {
-  source: string;
-  batchId: string;
-  identity: string;
-  objects: LaneKeys;
-  outcome: BatchOutcome;
-  report: ProgressReport;
-}
 
 /**
  * A batch's identity is its parse mode and body hash ("ndjson:<sha256>" or the

@@ -1,8 +1,6 @@
 import type { StreamConfig } from "../stream/config";
-import type { BatchCounts } from "../stream/batch";
 import type { BatchOutcome } from "../stream/report";
-import type { BatchObservation } from "../stream/advisor/live";
-import type { Lane, LaneKeys } from "../output/sink";
+import type { Lane } from "../output/sink";
 import type { ProgressReport } from "../stream/report";
 import type { StreamMetrics } from "../stream/metrics";
 import type { LiveAdvice } from "../stream/advisor/live";

@@ -1,4 +1,3 @@
-import type { StreamConfig } from "./config";
 import { PROVIDER_VOLATILE, webhookVolatile, type ProviderType } from "./provider-volatile";
 
 /**
@@ -7,7 +6,7 @@ import { PROVIDER_VOLATILE, webhookVolatile, type ProviderType } from "./provide
  * (PROVIDER_VOLATILE) by default. Decided by the batch id, so a retry of a
  * batch is judged by the same fields.
  */
-export function volatileFor(config: StreamConfig, batchId?: string): readonly string[] {
+export function volatileFor(config: { volatile?: readonly string[] }, batchId?: string): readonly string[] {
   return withProviderFields(config.volatile ?? [], batchId);
 }
 
@@ -25,7 +24,7 @@ function withProviderFields(fields: readonly string[], batchId: string | undefin
  * redelivery keys as the same event. Decided by the batch id, so a retry keys
  * the same way.
  */
-export function contentExcludeFor(config: StreamConfig, batchId?: string): readonly string[] {
+export function contentExcludeFor(config: { contentKey?: { exclude: readonly string[] } }, batchId?: string): readonly string[] {
   return withProviderFields(config.contentKey?.exclude ?? [], batchId);
 }
 

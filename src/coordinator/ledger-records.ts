@@ -1,7 +1,46 @@
-import type { Lane } from "../output/sink";
-import type { CommittedRecord } from "./ledger";
+/**
+ * The records the batch ledger (./ledger.ts) keeps: a batch id's row as read,
+ * begin records, and commit records with their layout (the ledger's `groups`
+ * rows, and the outbox rows that carry one until their flush).
+ */
+import type { Lane, LaneKeys } from "../output/sink";
+import type { BatchOutcome, ProgressReport } from "../stream/report";
 
-/** The layout of a micro-batch's commit record (the ledger's `groups` rows, and the outbox rows that carry one until their flush). */
+/**
+ * A batch id as admission and commit read it: committed (seq and report set;
+ * the begin figures then 0) or begun and not committed (the watermark, begin
+ * time and config version it is judged by; `begun` the record that holds them).
+ */
+export type BatchRow = {
+  body_hash: string;
+  watermark: number;
+  begun_at: number;
+  config_version: number;
+  seq: number | null;
+  report: string | null;
+  begun: string | null;
+};
+
+/** A member of a micro-batch as its commit records it. */
+export interface CommittedRecord {
+  source: string;
+  batchId: string;
+  identity: string;
+  objects: LaneKeys;
+  outcome: BatchOutcome;
+  report: ProgressReport;
+}
+
+/** A member of a micro-batch as its begin record keeps it. */
+export interface BegunRecord {
+  source: string;
+  batchId: string;
+  identity: string;
+  watermark: number;
+  begunAt: number;
+  configVersion: number;
+}
+
 /** Where a member's record sits in its commit-index entry (memberRecord(); CommittedIds finds it by id). */
 export const MEMBER_IDENTITY = 5;
 export const MEMBER_REPORT = 6;
