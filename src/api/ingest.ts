@@ -1,5 +1,5 @@
 import { NAME_PATTERN, NAME_RULE } from "../stream/name-rule";
-import type { BatchOutcome } from "../stream/report";
+import type { BatchOutcome } from "../stream/batch-outcome";
 import { coordinatorStub, type CoordinatorStub, type Env } from "../env";
 import type { ReceivedBatch } from "../coordinator/protocol";
 import { submitBatch } from "../ingest/submit";

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { PUBLISH_RETRY_BASE_MS, PUBLISH_RETRY_MAX_MS } from "../output/publish-guard";
 import { HEALTH_REASON_CODES } from "../stream/health";
 import { formatInterval } from "../stream/interval";
-import { MAX_REJECTED_LISTED } from "../stream/report";
+import { MAX_REJECTED_LISTED } from "../stream/batch-outcome";
 
 /**
  * The JSON bodies the service answers, one zod schema each: the routes

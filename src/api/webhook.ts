@@ -1,6 +1,6 @@
 import { coordinatorStub, type CoordinatorStub, type Env } from "../env";
 import { WebhookTally, type WebhookEvent } from "../webhooks/tally";
-import type { BatchOutcome } from "../stream/report";
+import type { BatchOutcome } from "../stream/batch-outcome";
 import { batchIdFor, isStale, precheck, PROVIDER_TYPES, PROVIDERS, type ProviderType } from "../webhooks";
 import { admitWebhook, proveWebhook, webhookRefused } from "./admission";
 import { readBody } from "../http/body";

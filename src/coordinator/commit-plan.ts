@@ -10,7 +10,7 @@
 import type { StreamConfig } from "../stream/config";
 import type { BatchCounts } from "../stream/batch";
 import { metricDeltas, type CommittedFigures } from "../stream/metrics";
-import { capRejected, progressOf, rejectedTotal, type BatchOutcome, type ProgressReport } from "../stream/report";
+import { capRejected, progressOf, rejectedTotal, type BatchOutcome, type ProgressReport } from "../stream/batch-outcome";
 import { advanceWatermark, type SourceProgress, type WatermarkState } from "../stream/watermark";
 import { own } from "../lib/own";
 import type { ByteRange } from "../output/object-ref";

@@ -6,7 +6,7 @@ import { SqliteObject } from "../storage/sqlite-object";
 import type { LiveAdvice } from "../stream/advisor/live";
 import type { StreamConfig } from "../stream/config";
 import type { StreamMetrics } from "../stream/metrics";
-import type { ProgressReport } from "../stream/report";
+import type { ProgressReport } from "../stream/batch-outcome";
 import { Callers } from "./callers";
 import { Intake } from "./intake";
 import { Lifecycle } from "./lifecycle";

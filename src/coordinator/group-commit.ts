@@ -4,7 +4,7 @@ import type { CommitRequest } from "../microbatch/commit-request";
 import type { BegunMember, GroupResult } from "../microbatch/run-group";
 import type { LaneKeys } from "../output/sink";
 import type { LiveFigures } from "../stream/advisor/live";
-import type { BatchOutcome } from "../stream/report";
+import type { BatchOutcome } from "../stream/batch-outcome";
 import type { SourceProgress } from "../stream/watermark";
 import { planCommit, type MemberRow } from "./commit-plan";
 import { recordedOutcome } from "./ledger";

@@ -4,7 +4,7 @@ import { batchTimer } from "../instrument/opcount";
 import { ItemFailed, MicroBatcher } from "../microbatch/batcher";
 import type { CommitRequest } from "../microbatch/commit-request";
 import { runGroup, type BegunMember } from "../microbatch/run-group";
-import type { BatchOutcome } from "../stream/report";
+import type { BatchOutcome } from "../stream/batch-outcome";
 import { batchKey } from "../stream/batch-key";
 import { hasIdleTimeout } from "../stream/watermark";
 import { recordColumns, columnsKnownBefore } from "../table/known-columns";

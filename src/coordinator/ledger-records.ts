@@ -4,7 +4,7 @@
  * rows, and the outbox rows that carry one until their flush).
  */
 import type { Lane, LaneKeys } from "../output/sink";
-import type { BatchOutcome, ProgressReport } from "../stream/report";
+import type { BatchOutcome, ProgressReport } from "../stream/batch-outcome";
 
 /**
  * A batch id as admission and commit read it: committed (seq and report set;

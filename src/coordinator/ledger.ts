@@ -1,5 +1,5 @@
-import type { BatchOutcome, ProgressReport } from "../stream/report";
-import { decodeStoredReport, encodeStoredReport } from "../stream/stored-report";
+import type { BatchOutcome, ProgressReport } from "../stream/batch-outcome";
+import { decodeStoredOutcome, encodeStoredOutcome } from "../stream/stored-outcome";
 import { Outbox } from "../output/outbox";
 import type { RememberedGroup } from "./window";
 import { BegunRecords } from "./begun-records";
@@ -28,7 +28,7 @@ export function sameBody(stored: string, given: string): boolean {
 
 /** The outcome a committed batch's retry is answered with: its first answer, marked replayed. */
 export function recordedOutcome(row: { report: string | null; seq: number | null }, source: string, batchId: string): BatchOutcome {
-  return { ...decodeStoredReport(row.report!, source, batchId, row.seq!).outcome, replayed: true };
+  return { ...decodeStoredOutcome(row.report!, source, batchId, row.seq!).outcome, replayed: true };
 }
 
 /** A stored report longer than this is kept apart, a row of `batches` (a batch with many rejected rows: their errors are in it). */
@@ -163,7 +163,7 @@ export class BatchLedger {
     placement: "groups" | "outbox" = "groups",
   ): GroupRecord | null {
     if (members.length === 0) return null;
-    const reports = members.map((m) => encodeStoredReport(m.outcome, m.report));
+    const reports = members.map((m) => encodeStoredOutcome(m.outcome, m.report));
     const apart = members.flatMap((m, i) => (reports[i].length > RECORD_INLINE_MAX_BYTES ? [[m.source, m.batchId, m.identity, firstSeq + i, reports[i]]] : []));
     if (apart.length > 0) {
       this.sql.exec(
@@ -246,7 +246,7 @@ export class BatchLedger {
         limit,
       )
       .toArray()
-      .map((r) => decodeStoredReport(r.report, r.source, r.batch_id, r.seq).progress)
+      .map((r) => decodeStoredOutcome(r.report, r.source, r.batch_id, r.seq).progress)
       .reverse();
   }
 

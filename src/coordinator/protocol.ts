@@ -1,7 +1,7 @@
 import type { StreamConfig } from "../stream/config";
-import type { BatchOutcome } from "../stream/report";
+import type { BatchOutcome } from "../stream/batch-outcome";
 import type { Lane } from "../output/sink";
-import type { ProgressReport } from "../stream/report";
+import type { ProgressReport } from "../stream/batch-outcome";
 import type { StreamMetrics } from "../stream/metrics";
 import type { LiveAdvice } from "../stream/advisor/live";
 import type { TablePublishing } from "../output/publisher";

@@ -4,7 +4,7 @@ import { PublishGuard, tablePublishingOf, type TablePublishing } from "../output
 import { liveAdvice, type DelayFloor, type LiveAdvice } from "../stream/advisor/live";
 import { idempotencyWindowOf } from "../stream/config";
 import { streamMetricsOf, webhookFigures, type StreamMetrics } from "../stream/metrics";
-import type { ProgressReport } from "../stream/report";
+import type { ProgressReport } from "../stream/batch-outcome";
 import { isIdle, sourceWatermark } from "../stream/watermark";
 import { horizonReason, RETRY_HORIZON_MS } from "../webhooks/retry-horizon";
 import type { Meta } from "./meta";

@@ -1,4 +1,4 @@
-import type { BatchOutcome } from "../stream/report";
+import type { BatchOutcome } from "../stream/batch-outcome";
 
 /**
  * What an ingest came to, whatever the transport: the one contract between

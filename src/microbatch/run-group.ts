@@ -6,7 +6,7 @@ import { LANES, writeGroup, type Lane, type LaneKeys } from "../output/sink";
 import { dedupSettings, encodeDropped, encodeLate, encodeOutput, encodeRejected, mergeDecisions, planBatch } from "../stream/batch";
 import type { StreamConfig } from "../stream/config";
 import { batchKey } from "../stream/batch-key";
-import { capRejected } from "../stream/report";
+import { capRejected } from "../stream/batch-outcome";
 import { concatParts, formatRef, type ByteRange } from "../output/object-ref";
 import { keptSeqOf, memberDecisions, partitionPayloads } from "./group";
 

@@ -6,7 +6,7 @@
  * delete); others are rows of the ledger table.
  */
 import type { Decision } from "../stream/dedup";
-import { decodeDecisions } from "../stream/ledger";
+import { decodeDecisions } from "../stream/decision-codec";
 import { LEDGER_RETENTION_MS } from "./protocol";
 
 /** Ledger entries held in the meta row: entry id → [recorded at, [[batch key, decisions], …]]. */

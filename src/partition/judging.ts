@@ -8,7 +8,7 @@
 import { applyBatch, expiryOf as expiryAt, firstEventTimeOf, stateKeyFor, type Decision, type DedupSettings } from "../stream/dedup";
 import { bucketOf, bucketWidthFor } from "../stream/expiry-buckets";
 import { newHashSecret } from "../stream/keyed-key-hash";
-import { encodeDecisions } from "../stream/ledger";
+import { encodeDecisions } from "../stream/decision-codec";
 import { expiryOf, isCompact, KEY_HASH_KEYED, KEY_TEXT, numberOf, placeOf, storedKey, type Held, type Layout } from "./layout";
 import type { PartitionMeta } from "./meta";
 import type { PartitionRow } from "../stream/row-columns";

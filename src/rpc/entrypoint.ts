@@ -4,7 +4,7 @@ import { coordinatorStub } from "../env";
 import { HARD_MAX_ROWS } from "../http/body";
 import { NAME_PATTERN } from "../stream/config";
 import { streamHealth } from "../api/stream-health";
-import type { BatchOutcome } from "../stream/report";
+import type { BatchOutcome } from "../stream/batch-outcome";
 import { receivedFromRows, submitBatch } from "../ingest/submit";
 import { exhaustive, type Refusal, type SubmitResult } from "../ingest/result";
 import { acrossRpc, IngestRefused, type RpcRefusal } from "./refusal";

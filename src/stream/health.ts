@@ -4,7 +4,7 @@
  * GET /v1/streams/{stream}/health is a thin adapter over evaluateHealth.
  */
 import type { Mode } from "./config";
-import type { ProgressReport } from "./report";
+import type { ProgressReport } from "./batch-outcome";
 
 export type HealthStatus = "ok" | "warn" | "critical";
 

@@ -3,7 +3,7 @@
  * inside its commit transaction), and their Prometheus text exposition. Pure:
  * no Cloudflare imports.
  */
-import type { ProgressReport } from "./report";
+import type { ProgressReport } from "./batch-outcome";
 
 export const OUTCOMES = ["emitted", "duplicate", "late", "rejected"] as const;
 export type Outcome = (typeof OUTCOMES)[number];

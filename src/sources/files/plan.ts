@@ -5,7 +5,7 @@
  * Durable Object alarm; these functions decide what each step does.
  */
 import { HttpError } from "../../http/problem";
-import { rejectedTotal, type BatchOutcome } from "../../stream/report";
+import { rejectedTotal, type BatchOutcome } from "../../stream/batch-outcome";
 import { fileMode } from "../ids";
 import { exhaustive, type SubmitResult } from "../../ingest/result";
 import type { RunOptions } from "./run-body";

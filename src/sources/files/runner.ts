@@ -5,7 +5,7 @@ import { coordinatorStub, type Env } from "../../env";
 import type { Migration } from "../../storage/migrations";
 import { SqliteObject } from "../../storage/sqlite-object";
 import { sourceConfig } from "../../stream/config";
-import type { BatchOutcome } from "../../stream/report";
+import type { BatchOutcome } from "../../stream/batch-outcome";
 import { readObjectBatch, type ObjectBatch } from "./object";
 import {
   addFailed,

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { Coordinator } from "../../../src/coordinator/coordinator";
 import type { IngestRequest, IngestResult } from "../../../src/coordinator/protocol";
 import { armFault, batchFaultKey } from "../../../src/instrument/faults";
-import type { BatchOutcome } from "../../../src/stream/report";
+import type { BatchOutcome } from "../../../src/stream/batch-outcome";
 import { parseStreamConfig, type StreamConfig } from "../../../src/stream/config";
 import { at, call, createStream, json, post } from "../helpers";
 

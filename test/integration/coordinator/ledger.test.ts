@@ -11,8 +11,8 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { BatchLedger, recordedOutcome, sameBody } from "../../../src/coordinator/ledger";
 import { Outbox } from "../../../src/output/outbox";
-import type { BatchOutcome } from "../../../src/stream/report";
-import { progressOf } from "../../../src/stream/report";
+import type { BatchOutcome } from "../../../src/stream/batch-outcome";
+import { progressOf } from "../../../src/stream/batch-outcome";
 import { createStream } from "../helpers";
 
 const base = { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 };

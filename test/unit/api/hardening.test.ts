@@ -4,7 +4,7 @@ import { parseRows } from "../../../src/http/body";
 import { parseSignature, SIGNATURE_TOLERANCE_S, withinReplayWindow } from "../../../src/api/signature";
 import { TtlCache } from "../../../src/api/ttl-cache";
 import type { StreamConfig } from "../../../src/stream/config";
-import { capRejected, MAX_REJECTED_LISTED, rejectedTotal } from "../../../src/stream/report";
+import { capRejected, MAX_REJECTED_LISTED, rejectedTotal } from "../../../src/stream/batch-outcome";
 import { validateRow } from "../../../src/stream/schema";
 import { globalWatermark } from "../../../src/stream/watermark";
 import { validConfig } from "../stream-config";

@@ -9,7 +9,7 @@ import fc from "fast-check";
 import { planCommit, type CommitInput, type MemberRow, type PlannedRequest } from "../../../src/coordinator/commit-plan";
 import { parseStreamConfig } from "../../../src/stream/config";
 import { advanceWatermark } from "../../../src/stream/watermark";
-import type { BatchOutcome } from "../../../src/stream/report";
+import type { BatchOutcome } from "../../../src/stream/batch-outcome";
 
 const parsed = parseStreamConfig({ key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 2 });
 if (!parsed.ok) throw new Error("config");

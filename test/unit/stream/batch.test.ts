@@ -3,7 +3,7 @@ import { describe, expect, test } from "vitest";
 import { dedupSettings, encodeOutput, mergeDecisions, planBatch } from "../../../src/stream/batch";
 import { parseStreamConfig, type StreamConfig } from "../../../src/stream/config";
 import { partitionFor } from "../../../src/stream/partition-for";
-import { progressOf, type BatchOutcome } from "../../../src/stream/report";
+import { progressOf, type BatchOutcome } from "../../../src/stream/batch-outcome";
 import { validConfig } from "../stream-config";
 
 const at = (h: number, m: number) => Date.UTC(2024, 0, 1, h, m);

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { DEFAULT_THRESHOLDS, evaluateHealth, heldBackBy, type HealthInput, type HealthSource } from "../../../src/stream/health";
-import type { ProgressReport } from "../../../src/stream/report";
+import type { ProgressReport } from "../../../src/stream/batch-outcome";
 
 const MIN = 60_000;
 const NOW = Date.UTC(2024, 0, 1, 13, 0);

@@ -6,19 +6,19 @@
  * own columns hold (source, batch id, commit number). The first layout (an
  * object {outcome, progress}, ~500 bytes for one event) is still read.
  */
-import { progressOf, type BatchOutcome, type ProgressReport } from "./report";
+import { progressOf, type BatchOutcome, type ProgressReport } from "./batch-outcome";
 
 /** Version 1: [1, watermark, watermarkAfter, input, emitted, duplicates, late, committedAt, durationMs, numRowsTotal, numRowsUpdated, numRowsRemoved, stateBytes, rejected?, rejectedCount?] */
 type Compact = [1, number, number, number, number, number, number, number, number, number, number, number, number, ([number, string][] | 0)?, number?];
 /** Version 2 (an outcome with conflicts, DESIGN §11): version 1 with conflicts after late. */
 type CompactWithConflicts = [2, number, number, number, number, number, number, number, ...(number | [number, string][] | 0)[]];
 
-export interface StoredReport {
+export interface StoredOutcome {
   outcome: BatchOutcome;
   progress: ProgressReport;
 }
 
-export function encodeStoredReport(outcome: BatchOutcome, progress: ProgressReport): string {
+export function encodeStoredOutcome(outcome: BatchOutcome, progress: ProgressReport): string {
   const c: Compact = [
     1,
     outcome.watermark,
@@ -42,8 +42,8 @@ export function encodeStoredReport(outcome: BatchOutcome, progress: ProgressRepo
 }
 
 /** The stored record of batch `batchId` from `source`, committed as number `commitSeq`. */
-export function decodeStoredReport(text: string, source: string, batchId: string, commitSeq: number): StoredReport {
-  const stored = JSON.parse(text) as Compact | CompactWithConflicts | StoredReport;
+export function decodeStoredOutcome(text: string, source: string, batchId: string, commitSeq: number): StoredOutcome {
+  const stored = JSON.parse(text) as Compact | CompactWithConflicts | StoredOutcome;
   if (!Array.isArray(stored)) return stored; // the first layout
   const conflicts = stored[0] === 2 ? { conflicts: stored[7] as number } : {};
   const parsed = (stored[0] === 2 ? [1, ...stored.slice(1, 7), ...stored.slice(8)] : stored) as Compact;

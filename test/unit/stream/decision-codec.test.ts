@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import type { Decision } from "../../../src/stream/dedup";
-import { decodeDecisions, encodeDecisions } from "../../../src/stream/ledger";
+import { decodeDecisions, encodeDecisions } from "../../../src/stream/decision-codec";
 
 describe("decision ledger encoding", () => {
   test("gaps and letters, in index order", () => {

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { capRejected, progressOf, type BatchOutcome } from "../../../src/stream/report";
-import { decodeStoredReport, encodeStoredReport } from "../../../src/stream/stored-report";
+import { capRejected, progressOf, type BatchOutcome } from "../../../src/stream/batch-outcome";
+import { decodeStoredOutcome, encodeStoredOutcome } from "../../../src/stream/stored-outcome";
 
 const time = fc.integer({ min: 0, max: 2 ** 42 });
 const count = fc.nat({ max: 100_000 });
@@ -44,7 +44,7 @@ describe("the ledger's stored report", () => {
             ...capRejected({ ...counts, ...(conflicts === undefined ? {} : { conflicts }), rejected }),
           };
           const progress = progressOf(outcome, extra);
-          const back = decodeStoredReport(encodeStoredReport(outcome, progress), source, batchId, extra.commitSeq);
+          const back = decodeStoredOutcome(encodeStoredOutcome(outcome, progress), source, batchId, extra.commitSeq);
           expect(JSON.stringify(back.outcome)).toBe(JSON.stringify(outcome));
           expect(JSON.stringify(back.progress)).toBe(JSON.stringify(progress));
         },
@@ -75,8 +75,8 @@ describe("the ledger's stored report", () => {
       stateBytes: 196608,
     });
     const first = JSON.stringify({ outcome, progress });
-    expect(decodeStoredReport(first, "default", "delivery-18-abcdef", 19)).toEqual({ outcome, progress });
-    const compact = encodeStoredReport(outcome, progress);
+    expect(decodeStoredOutcome(first, "default", "delivery-18-abcdef", 19)).toEqual({ outcome, progress });
+    const compact = encodeStoredOutcome(outcome, progress);
     expect(compact.length).toBeLessThan(first.length / 5);
   });
 });
