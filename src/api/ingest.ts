@@ -60,8 +60,6 @@ export async function ingest(env: Env, stream: string, req: Request): Promise<{ 
   return { outcome, batchId, headers };
 }
 
-export type { ReceivedBatch };
-
 /**
  * Runs a received batch exactly once, in the stream's Coordinator: it joins
  * the next micro-batch (begin, one call per touched partition, output and

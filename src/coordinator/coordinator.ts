@@ -28,8 +28,6 @@ import { StreamReads } from "./reads";
 import { CoordinatorStores } from "./stores";
 import { Upkeep } from "./upkeep";
 
-export { COORDINATOR_MIGRATIONS };
-
 /**
  * One per stream: config, per-source progress, the global watermark, the
  * batch ledger and the eviction fan-out to partitions. A thin shell: each

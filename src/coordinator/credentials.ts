@@ -4,7 +4,6 @@ import { sourceConfig, type StreamConfig } from "../stream/config";
 import type { CallerClaim, IngestAuth, SealedSigner } from "./protocol";
 
 /** A source's signing secret, still sealed (src/api/admission.ts opens it to check a signature). */
-export type { SealedSigner };
 
 /**
  * A stream's credentials (the `credentials` table, created by

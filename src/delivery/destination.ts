@@ -2,8 +2,6 @@ import { destinationStub, type Env } from "../env";
 import type { Migration } from "../storage/migrations";
 import { SqliteObject } from "../storage/sqlite-object";
 
-// The stubs live with the others in src/env.ts; still importable from here.
-export { destinationIndex, destinationStub } from "../env";
 import type { Verdict } from "./attempt";
 import { DEFAULT_ROTATION_OVERLAP_MS, type DestinationConfig } from "./config";
 import { newSigningSecret } from "./message";
@@ -18,12 +16,8 @@ import { DEST_INCARNATION, DESTINATION_TABLES, MAX_PENDING, type DestRow, type P
 import { destinationTables } from "./tables";
 import type { ConfigureResult, DeadRow, DestinationRpc } from "./protocol";
 
-export type { DestinationStatus };
-
 /** Rows sent per alarm round (each a subrequest); the alarm re-arms for the rest. */
 const ROUND_ROWS = 50;
-
-export type { ConfigureResult, DeadRow };
 
 /** The Destination's storage layouts, oldest first (src/storage/migrations.ts). */
 export const DESTINATION_MIGRATIONS: readonly Migration[] = [

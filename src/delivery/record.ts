@@ -1,5 +1,6 @@
 import type { DestinationConfig } from "./config";
-import type { DestRow, SealedSecret } from "./store";
+import type { SealedSecret } from "./secrets";
+import type { DestRow } from "./store";
 
 /**
  * The destination itself: the one row of `dest` (./store.ts), with its

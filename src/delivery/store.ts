@@ -37,8 +37,6 @@ export const MAX_DEAD = 10_000;
 /** Commit-time marks kept, at most. */
 export const MAX_MARKS = 10_000;
 
-export type { SealedSecret } from "./secrets";
-
 export interface DestRow {
   stream: string;
   name: string;

@@ -100,9 +100,6 @@ export function parseRows(bytes: Uint8Array, contentType: string | null, maxRows
   throw badRequest("the body must be a JSON object, a JSON array of objects, or NDJSON, not a JSON scalar");
 }
 
-/** The names these had before the depth check moved to src/lib/json.ts (one limit for every parser). */
-export { MAX_JSON_DEPTH as MAX_DEPTH, textDepth as nestingDepth } from "../lib/json";
-
 /** One value per line, stopping as soon as there are more than `maxRows`; each line within the depth limit. */
 function parseNdjson(text: string, maxRows: number): unknown[] {
   const rows: unknown[] = [];

@@ -6,8 +6,6 @@ import { coordinatorStub, type CoordinatorStub, type Env } from "../env";
 import { WAIT_FOR_INFLIGHT_MS, type FailedRun, type IngestResult, type ReceivedBatch } from "../coordinator/protocol";
 import { resultOf, type Refusal, type SubmitResult } from "./result";
 
-export type { Refusal, SubmitResult };
-
 const POLL_MS = 100;
 
 /**

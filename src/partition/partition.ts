@@ -9,32 +9,9 @@ import { KEY_HASH_UNKEYED, type Held } from "./layout";
 import { layoutOf, type PartitionMeta } from "./meta";
 import { MetaStore } from "./meta-store";
 import { dieMidwayIfArmed } from "./midway-fault";
-import { createCurrentLayout, isNewPartition, PARTITION_LAYOUT, PARTITION_MIGRATIONS } from "./migrations";
-import {
-  LEDGER_RETENTION_MS,
-  type GroupApplyRequest,
-  type GroupApplyResult,
-  type PartitionRpc,
-  type PartitionStats,
-  type StateEntry,
-  type StateReceipt,
-} from "./protocol";
+import { createCurrentLayout, isNewPartition, PARTITION_MIGRATIONS } from "./migrations";
+import { type GroupApplyRequest, type GroupApplyResult, type PartitionRpc, type PartitionStats, type StateEntry, type StateReceipt } from "./protocol";
 import { keptBatchesOf, openChunk, sealChunk } from "./receipts";
-
-// The migrations stay importable from here (tests name them so).
-export { PARTITION_LAYOUT, PARTITION_MIGRATIONS };
-// The protocol's names stay importable from here for code written before it had a module of its own.
-export { LEDGER_RETENTION_MS };
-export type {
-  GroupApplyRequest,
-  GroupApplyResult,
-  GroupEntry,
-  KeptBatch,
-  PartitionRow,
-  PartitionStats,
-  StateEntry,
-  StateReceipt,
-} from "./protocol";
 
 /** A call's reported storage size is read again once the partition's key count has moved by this many since the last reading. */
 export const SIZE_EVERY_ROWS = 64;

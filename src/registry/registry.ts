@@ -5,8 +5,6 @@ import { Incarnations } from "./incarnations";
 import type { RegisteredStream, RegistryRpc } from "./protocol";
 import { STREAMS_TABLE, StreamNames } from "./streams";
 
-export type { RegisteredStream };
-
 /** The Registry's storage layouts, oldest first (src/storage/migrations.ts). */
 export const REGISTRY_MIGRATIONS: readonly Migration[] = [{ version: 1, does: "the streams' names", up: (sql) => sql.exec(STREAMS_TABLE) }];
 

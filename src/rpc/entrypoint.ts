@@ -2,7 +2,7 @@ import { WorkerEntrypoint } from "cloudflare:workers";
 import type { Env } from "../env";
 import { coordinatorStub } from "../env";
 import { HARD_MAX_ROWS } from "../http/body";
-import { NAME_PATTERN } from "../stream/config";
+import { NAME_PATTERN } from "../stream/name-rule";
 import { streamHealth } from "../api/stream-health";
 import type { BatchOutcome } from "../stream/batch-outcome";
 import { receivedFromRows, submitBatch } from "../ingest/submit";

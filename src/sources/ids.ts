@@ -57,8 +57,5 @@ export const explicitQueueBatchId = (id: string) => namespacedId("qid:", id);
 /** A queue batch's identity (what a reused batch id is checked against): its content, not its delivery. */
 export const queueIdentity = (hash: string) => `queue:${hash}`;
 
-// Which names are read, and how: in a module of its own, with no imports, for the CLI to share.
-export { fileMode, isGzip, type FileMode } from "./file-kind";
-
 /** The Content-Type that makes parseRows read a file of that mode. */
 export const MODE_CONTENT_TYPE: Record<FileMode, string> = { json: "application/json", ndjson: "application/x-ndjson" };

@@ -17,7 +17,6 @@ export function isTimestampType(type: ColumnType | undefined): type is Timestamp
   return type !== undefined && (TIMESTAMP_TYPES as readonly string[]).includes(type);
 }
 
-export { NAME_PATTERN, NAME_RULE } from "./name-rule";
 const nameMessage = NAME_RULE;
 
 /**

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { NAME_PATTERN } from "../../stream/config";
+import { NAME_PATTERN } from "../../stream/name-rule";
 import { ingest } from "../ingest";
 import { route } from "../route";
 import { outcomeSchema } from "../schemas";

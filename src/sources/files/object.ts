@@ -4,7 +4,8 @@ import { concat } from "../../lib/bytes";
 import { batchIdentity } from "../../stream/batch-identity";
 import { badRequest, HttpError } from "../../http/problem";
 import type { StreamConfig } from "../../stream/config";
-import { bareEtag, fileBatchId, fileMode, isGzip } from "../ids";
+import { fileMode, isGzip } from "../file-kind";
+import { bareEtag, fileBatchId } from "../ids";
 import { fileRows } from "./parse";
 
 export type ObjectBatch = { kind: "batch"; batch: ReceivedBatch; etag: string; corruptLines: number[] } | { kind: "gone" };

@@ -18,7 +18,7 @@ import { TooManyRows } from "../../http/body";
 import { MAX_JSON_DEPTH as MAX_DEPTH, textDepth as nestingDepth } from "../../lib/json";
 import { badRequest } from "../../http/problem";
 import { CORRUPT_LINE, CORRUPT_WHY } from "../../stream/schema";
-import type { FileMode } from "../ids";
+import type { FileMode } from "../file-kind";
 
 /** How the file's rows were read: "json" whole (its batch identity is the bare hash, as before), "ndjson" as lines. */
 export type ReadAs = "json" | "ndjson";

@@ -6,7 +6,7 @@
  */
 import { HttpError } from "../../http/problem";
 import { rejectedTotal, type BatchOutcome } from "../../stream/batch-outcome";
-import { fileMode } from "../ids";
+import { fileMode } from "../file-kind";
 import { exhaustive, type SubmitResult } from "../../ingest/result";
 import type { RunOptions } from "./run-body";
 

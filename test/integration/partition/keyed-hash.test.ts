@@ -7,7 +7,8 @@
 import { env } from "cloudflare:workers";
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
-import { PARTITION_MIGRATIONS, type Partition } from "../../../src/partition/partition";
+import { PARTITION_MIGRATIONS } from "../../../src/partition/migrations";
+import type { Partition } from "../../../src/partition/partition";
 import type { DedupSettings } from "../../../src/stream/dedup";
 import { partitionFor } from "../../../src/stream/partition-for";
 import { keyHash64, keyHashLabel } from "../../../src/stream/key-hash";

@@ -6,8 +6,9 @@
 import { env } from "cloudflare:workers";
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
-import { COORDINATOR_MIGRATIONS } from "../../../src/coordinator/coordinator";
-import { PARTITION_MIGRATIONS, type Partition } from "../../../src/partition/partition";
+import { COORDINATOR_MIGRATIONS } from "../../../src/coordinator/migrations";
+import { PARTITION_MIGRATIONS } from "../../../src/partition/migrations";
+import type { Partition } from "../../../src/partition/partition";
 import type { DedupSettings } from "../../../src/stream/dedup";
 import { keyHash64, keyHashLabel } from "../../../src/stream/key-hash";
 import { migrate } from "../../../src/storage/migrations";

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { classifyName, sparkBookkeeping } from "../../../src/cli/names.ts";
-import { fileMode, isGzip } from "../../../src/sources/ids";
+import { fileMode, isGzip } from "../../../src/sources/file-kind";
 
 const verdicts = (names: string[]) => Object.fromEntries(names.map((n) => [n, classifyName(n)]));
 

@@ -15,7 +15,8 @@ import {
   takeSlice,
 } from "../../../src/sources/files/plan";
 import { BATCH_ID_PATTERN } from "../../../src/ingest/batch-id-namespaces";
-import { bareEtag, canonicalJson, fileBatchId, fileMode, isGzip, messageHash, queueBatchId } from "../../../src/sources/ids";
+import { fileMode, isGzip } from "../../../src/sources/file-kind";
+import { bareEtag, canonicalJson, fileBatchId, messageHash, queueBatchId } from "../../../src/sources/ids";
 import { corruptRow, fileRows, parseJsonText } from "../../../src/sources/files/parse";
 import { archiveKey, groupsOf, publicationLag, publicationState, PUBLISH_WAIT_MS } from "../../../src/sources/files/plan";
 import { runBody } from "../../../src/sources/files/run-body";

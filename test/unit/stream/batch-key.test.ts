@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { expect, test } from "vitest";
 import { batchKey, parseBatchKey } from "../../../src/stream/batch-key";
-import { NAME_PATTERN } from "../../../src/stream/config";
+import { NAME_PATTERN } from "../../../src/stream/name-rule";
 
 test("a batch key reads back as its source and batch id, whatever the batch id holds (property)", () => {
   const source = fc.stringMatching(NAME_PATTERN);
