@@ -2,7 +2,7 @@
  * The meta row's store. Only the Partition writes the row, so it is read
  * once and then kept; a rollback drops the copy (forget()).
  */
-import type { PartitionMeta } from "./meta";
+import { freshMeta, type PartitionMeta } from "./meta";
 
 /** The meta row, read once and kept; callers get copies, and changes reach it through save(). */
 export class MetaStore {
@@ -25,19 +25,7 @@ export class MetaStore {
   /** First use, or state left by a deleted incarnation of the stream: every table emptied, and a fresh row for `epoch`. */
   begin(epoch: string): PartitionMeta {
     this.sql.exec("DELETE FROM keys; DELETE FROM front; DELETE FROM ledger; DELETE FROM kept_names; DELETE FROM receipts;");
-    const fresh: PartitionMeta = {
-      epoch,
-      watermark: 0,
-      rows: 0,
-      next_expiry: null,
-      width: null,
-      hashed: 0,
-      front_b: null,
-      pending: null,
-      names: null,
-      base: null,
-      hash_key: null,
-    };
+    const fresh = freshMeta(epoch);
     this.save(fresh);
     return { ...fresh };
   }

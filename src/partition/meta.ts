@@ -34,3 +34,18 @@ export type PartitionMeta = {
 export function layoutOf(meta: PartitionMeta): Layout | null {
   return meta.width === null ? null : { hashed: meta.hashed, hashKey: meta.hash_key, width: meta.width, base: meta.base };
 }
+
+/** A partition's meta row before it holds anything (first use, or a new incarnation's epoch). */
+export const freshMeta = (epoch: string): PartitionMeta => ({
+  epoch,
+  watermark: 0,
+  rows: 0,
+  next_expiry: null,
+  width: null,
+  hashed: 0,
+  front_b: null,
+  pending: null,
+  names: null,
+  base: null,
+  hash_key: null,
+});

@@ -7,25 +7,13 @@ import { describe, expect, test } from "vitest";
 import type { DedupSettings } from "../../../src/stream/dedup";
 import { fixLayout, gapsOf, judgeAll, keyIdOf, NamesInUse, wantedKeys, workOf, type Entry } from "../../../src/partition/judging";
 import type { Held } from "../../../src/partition/layout";
-import type { PartitionMeta } from "../../../src/partition/meta";
+import { freshMeta, type PartitionMeta } from "../../../src/partition/meta";
 
 const MIN = 60_000;
 const WW: DedupSettings = { mode: "within-watermark", delay: 60 * MIN, hasEventTime: true };
 const t0 = Date.UTC(2026, 0, 1);
 
-const metaOf = (watermark = 0): PartitionMeta => ({
-  epoch: "e1",
-  watermark,
-  rows: 0,
-  next_expiry: null,
-  width: null,
-  hashed: 0,
-  front_b: null,
-  pending: null,
-  names: null,
-  base: null,
-  hash_key: null,
-});
+const metaOf = (watermark = 0): PartitionMeta => ({ ...freshMeta("e1"), watermark });
 const row = (index: number, id: string, eventTime: number | null) => ({ index, key: JSON.stringify([id]), eventTime });
 const entry = (batch: string, rows: ReturnType<typeof row>[], settings = WW): Entry => ({ batch, settings, rows });
 
