@@ -3,7 +3,7 @@
  * guess (a false "maybe" at the rate its bits per key give). Pure; its bits
  * can be stored and read back (a Coordinator keeps its committed ids'
  * filters in SQLite, src/coordinator/id-index.ts). Used by the partitions'
- * bucket filters (src/stream/bucket-filters.ts) too.
+ * key segments' filters (src/stream/segment-index.ts) too.
  */
 import { murmur3Utf8 } from "./murmur3";
 

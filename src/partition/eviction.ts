@@ -1,17 +1,31 @@
 /**
- * Eviction: the partition watermark goes up and the keys it expired go,
- * with their receipts. Buckets below the watermark's go whole, by range.
- * The watermark's own bucket is copied once into `front`, ordered by expiry,
- * so that each later step deletes just the keys it passes: the work is
- * proportional to the keys expired, with no per-key index.
+ * Eviction: the partition watermark goes up and the keys it expired go.
+ * Buckets below the watermark's go whole: their segment rows are deleted,
+ * a row per segment, never a row per key. The watermark's own bucket keeps
+ * its rows until the watermark passes it; what it forgets is exact anyway:
+ * an entry whose expiry the watermark has reached is no longer remembered
+ * (KeyStore.read skips it), and the bucket's live expiries are held here in
+ * memory, sorted (the front), so that the key count drops by exactly the
+ * keys each step expires. The front is made again from the bucket's rows
+ * after a restart.
  */
 import { bucketAtWatermark } from "../stream/expiry-buckets";
-import type { KeyStore } from "./key-store";
-import { absoluteBucket, expirySql, storedBucket, type Layout } from "./layout";
+import { Segment } from "../stream/key-segment";
+import { isLive, type KeyStore } from "./key-store";
+import { absoluteBucket, expiryOf, storedBucket, type Layout } from "./layout";
 import { layoutOf, type PartitionMeta } from "./meta";
-import { forgetFrontReceipts, forgetReceipts, openChunk } from "./receipts";
+import { forgetReceipts, openChunk } from "./receipts";
+import { deleteBuckets, readData } from "./segment-rows";
+
+/** The watermark's bucket's live expiries, ascending. */
+interface Front {
+  b: number;
+  expiries: number[];
+}
 
 export class Eviction {
+  private front: Front | undefined;
+
   constructor(
     private readonly sql: SqlStorage,
     private readonly keys: KeyStore,
@@ -24,42 +38,103 @@ export class Eviction {
    * is due. Returns the keys removed; `meta` is updated, not saved.
    */
   evict(meta: PartitionMeta, watermark: number): number {
+    const before = meta.watermark;
     meta.watermark = Math.max(meta.watermark, watermark);
     const l = layoutOf(meta);
     if (meta.next_expiry === null || meta.next_expiry > meta.watermark || !l || !l.width) return 0;
     const wm = meta.watermark;
-    const bucket = bucketAtWatermark(wm, l.width);
-    const at = storedBucket(l, bucket);
-    let removed = this.sql.exec("DELETE FROM keys WHERE b < ? RETURNING 1", at).toArray().length;
+    const at = storedBucket(l, bucketAtWatermark(wm, l.width));
+    const gone = new Set(this.bucketsOf(meta).filter((b) => b < at));
+    let removed = 0;
+    for (const b of gone) removed += this.liveIn(meta, l, b, before);
+    deleteBuckets(this.sql, [...gone]);
+    for (const b of gone) this.keys.segments().dropBucket(b);
+    this.keys.dropOpen(meta, l, gone);
+    if (this.front && this.front.b < at) this.front = undefined;
     const chunk = forgetReceipts(this.sql, meta.names ? openChunk(this.sql, meta.names) : null, at, wm);
     meta.names = chunk ? JSON.stringify(chunk) : null;
-    this.keys.droppedBelow(at);
-    if (meta.front_b !== null && meta.front_b !== at) {
-      this.sql.exec("DELETE FROM front");
-      meta.front_b = null;
-    }
-    if (this.keys.liveBuckets().has(at) && bucket * l.width <= wm) {
-      if (meta.front_b === null) {
-        // In front's own order: appending sorted rows is much faster than inserting them at random.
-        this.sql.exec(`INSERT INTO front (e, k) SELECT ${expirySql(l)}, k FROM keys WHERE b = ? ORDER BY keys.e, k`, at);
-        meta.front_b = at;
-      }
-      removed += this.sql.exec("DELETE FROM keys WHERE b = ? AND k IN (SELECT k FROM front WHERE e <= ?) RETURNING 1", at, wm).toArray().length;
-      forgetFrontReceipts(this.sql, at, wm);
-      this.sql.exec("DELETE FROM front WHERE e <= ?", wm);
+    if (absoluteBucket(l, at) * l.width <= wm) {
+      this.front ??= { b: at, expiries: this.expiriesIn(meta, l, at, before) };
+      const passed = upperBound(this.front.expiries, wm);
+      this.front.expiries.splice(0, passed);
+      removed += passed;
     }
     meta.rows -= removed;
-    meta.next_expiry = this.earliestExpiry(meta, l);
+    meta.next_expiry = this.earliestExpiry(meta, l, at);
     return removed;
   }
 
-  /** Exact while `front` holds keys; otherwise the start of the lowest bucket, a lower bound that costs no scan. */
-  private earliestExpiry(meta: PartitionMeta, l: Layout): number | null {
-    if (meta.front_b !== null) {
-      const e = this.sql.exec<{ e: number | null }>("SELECT min(e) AS e FROM front").one().e;
-      if (e !== null) return e;
-    }
-    const b = this.sql.exec<{ b: number | null }>("SELECT min(b) AS b FROM keys").one().b;
-    return b === null ? null : absoluteBucket(l, b) * l.width;
+  /** A key the call added: into the front if it is in the front's bucket. */
+  added(b: number, expiresAt: number): void {
+    if (!this.front || this.front.b !== b) return;
+    const e = this.front.expiries;
+    e.splice(upperBound(e, expiresAt), 0, expiresAt);
   }
+
+  /** Made again next time (after a rollback, a restart or a new incarnation). */
+  forget(): void {
+    this.front = undefined;
+  }
+
+  /** The buckets holding keys: in sealed segments or the open one. */
+  private bucketsOf(meta: PartitionMeta): number[] {
+    const bs = new Set(this.keys.segments().bucketList());
+    const open = this.keys.openOf(meta);
+    for (const e of open.kept.values()) bs.add(e.b);
+    for (const d of open.drops.values()) bs.add(d.b);
+    return [...bs];
+  }
+
+  /** Keys of bucket b still remembered at watermark wm (what its deletion removes from the count). */
+  private liveIn(meta: PartitionMeta, l: Layout, b: number, wm: number): number {
+    if (this.front?.b === b) return this.front.expiries.length;
+    // A bucket that starts after wm holds no expired entry: its count is the segments' and the open segment's.
+    if (absoluteBucket(l, b) * l.width > wm) {
+      let n = 0;
+      for (const seg of this.keys.segments().segmentsOf(b)) n += seg.n;
+      for (const e of this.keys.openOf(meta).kept.values()) if (e.b === b) n++;
+      return n;
+    }
+    return this.expiriesIn(meta, l, b, wm).length;
+  }
+
+  /** The expiries of bucket b's keys remembered at watermark wm, ascending. */
+  private expiriesIn(meta: PartitionMeta, l: Layout, b: number, wm: number): number[] {
+    const out: number[] = [];
+    const data = readData(
+      this.sql,
+      this.keys
+        .segments()
+        .segmentsOf(b)
+        .map((s) => s.s),
+    );
+    for (const bytes of data.values()) {
+      const kept = new Segment(bytes).kept;
+      for (let i = 0; i < kept.count; i++) {
+        const e = kept.expiryAt(i);
+        if (isLive(l, b, e, wm) && e !== null) out.push(expiryOf(l, b, e)!);
+      }
+    }
+    for (const e of this.keys.openOf(meta).kept.values()) if (e.b === b && e.e !== null && isLive(l, b, e.e, wm)) out.push(expiryOf(l, b, e.e)!);
+    return out.sort((x, y) => x - y);
+  }
+
+  /** Exact while the front holds keys; otherwise the start of the lowest bucket after it, a lower bound that costs no scan. */
+  private earliestExpiry(meta: PartitionMeta, l: Layout, at: number): number | null {
+    if (this.front?.b === at && this.front.expiries.length > 0) return this.front.expiries[0];
+    const later = this.bucketsOf(meta).filter((b) => b > at || (b === at && this.front?.b !== at));
+    return later.length === 0 ? null : absoluteBucket(l, Math.min(...later)) * l.width;
+  }
+}
+
+/** How many of the sorted values are <= v. */
+function upperBound(sorted: readonly number[], v: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid] <= v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -9,7 +9,7 @@ import { applyBatch, expiryOf as expiryAt, firstEventTimeOf, stateKeyFor, type D
 import { bucketOf, bucketWidthFor } from "../stream/expiry-buckets";
 import { newHashSecret } from "../stream/keyed-key-hash";
 import { encodeDecisions } from "../stream/decision-codec";
-import { expiryOf, isCompact, KEY_HASH_KEYED, KEY_TEXT, numberOf, placeOf, storedKey, type Held, type Layout } from "./layout";
+import { bucketFor, keepsEventTime, KEY_HASH_KEYED, KEY_TEXT, storedKey, type Held, type Layout } from "./layout";
 import type { PartitionMeta } from "./meta";
 import type { PartitionRow } from "../stream/row-columns";
 import { nameBatch, type NameChunk, type WantedName } from "./batch-names";
@@ -167,10 +167,9 @@ function judge(
     const until = r.inserts.some((c) => c.expiresAt === null) ? null : Math.max(...r.inserts.map((c) => c.expiresAt!));
     const n = nameBatch(chunk, entry.batch, until);
     for (const c of r.inserts) {
-      const { b, e } = placeOf(l, c.expiresAt);
-      // A compact key holds its batch's number in t (its event time follows from the expiry); any other in r.
-      const compact = isCompact(l, e);
-      held.set(id(c.stateKey), { b, t: compact ? n : c.eventTime, e, d: c.digest ?? null, r: compact ? null : n, added: true, dropped: 0, conflicts: 0 });
+      // A hashed key with an expiry keeps no event time: the expiry implies it.
+      const t = keepsEventTime(l, c.expiresAt) ? c.eventTime : null;
+      held.set(id(c.stateKey), { b: bucketFor(l, c.expiresAt), expiresAt: c.expiresAt, t, d: c.digest ?? null, n, added: true, dropped: 0, conflicts: 0 });
     }
   }
   fresh.forEach((row, i) => {
@@ -203,10 +202,10 @@ export function gapsOf(
       const d = known.get(row.index)!;
       if (d === "e" || d === "l") return;
       const h = held.get(id(stateKeyFor(entry.settings, row)));
-      if (d === "c" || d === "x" || (d === "d" && entry.settings.keepDuplicates)) wanted.push({ entry: w, at, n: h ? numberOf(l, h) : null });
+      if (d === "c" || d === "x" || (d === "d" && entry.settings.keepDuplicates)) wanted.push({ entry: w, at, n: h ? h.n : null });
       if (!countsAsDuplicate(d) || !h || row.eventTime === null) return;
-      const first = isCompact(l, h.e) ? null : h.t;
-      const kept = first ?? firstEventTimeOf(entry.settings, expiryOf(l, h.b, h.e));
+      const first = keepsEventTime(l, h.expiresAt) ? h.t : null;
+      const kept = first ?? firstEventTimeOf(entry.settings, h.expiresAt);
       if (kept !== null) out.push(Math.abs(row.eventTime - kept));
     });
     return out;

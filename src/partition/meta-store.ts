@@ -3,6 +3,7 @@
  * once and then kept; a rollback drops the copy (forget()).
  */
 import { freshMeta, type PartitionMeta } from "./meta";
+import { blobOf } from "./segment-rows";
 
 /** The meta row, read once and kept; callers get copies, and changes reach it through save(). */
 export class MetaStore {
@@ -14,17 +15,19 @@ export class MetaStore {
   /** The row, if it holds this epoch's state. */
   current(epoch: string): PartitionMeta | null {
     if (this.cached === undefined) {
-      this.cached =
-        this.sql
-          .exec<PartitionMeta>("SELECT epoch, watermark, rows, next_expiry, width, hashed, front_b, pending, names, base, hash_key FROM meta")
-          .toArray()[0] ?? null;
+      const row = this.sql
+        .exec<Omit<PartitionMeta, "open"> & { open: ArrayBuffer | null }>(
+          "SELECT epoch, watermark, rows, next_expiry, width, hashed, pending, names, base, hash_key, open FROM meta",
+        )
+        .toArray()[0];
+      this.cached = row ? { ...row, open: row.open === null ? null : new Uint8Array(row.open) } : null;
     }
     return this.cached && this.cached.epoch === epoch ? { ...this.cached } : null;
   }
 
   /** First use, or state left by a deleted incarnation of the stream: every table emptied, and a fresh row for `epoch`. */
   begin(epoch: string): PartitionMeta {
-    this.sql.exec("DELETE FROM keys; DELETE FROM front; DELETE FROM ledger; DELETE FROM kept_names; DELETE FROM receipts;");
+    this.sql.exec("DELETE FROM segments; DELETE FROM ledger; DELETE FROM kept_names; DELETE FROM receipts;");
     const fresh = freshMeta(epoch);
     this.save(fresh);
     return { ...fresh };
@@ -32,18 +35,18 @@ export class MetaStore {
 
   save(m: PartitionMeta): void {
     this.sql.exec(
-      "INSERT OR REPLACE INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, front_b, pending, names, base, hash_key) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "INSERT OR REPLACE INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, pending, names, base, hash_key, open) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       m.epoch,
       m.watermark,
       m.rows,
       m.next_expiry,
       m.width,
       m.hashed,
-      m.front_b,
       m.pending,
       m.names,
       m.base,
       m.hash_key,
+      m.open === null ? null : blobOf(m.open),
     );
     this.cached = { ...m };
   }

@@ -10,7 +10,7 @@ import type { Layout } from "./layout";
  * Which incarnation of the stream it holds, its watermark, its key count, a
  * lower bound of its earliest expiry, and its layout, fixed by its first
  * batch: expiry bucket width (null: none chosen yet), whether keys are
- * hashed, which bucket `front` holds, and the base of its relative buckets
+ * hashed, and the base of its relative buckets
  * (null: absolute, src/partition/layout.ts).
  */
 export type PartitionMeta = {
@@ -20,7 +20,6 @@ export type PartitionMeta = {
   next_expiry: number | null;
   width: number | null;
   hashed: number;
-  front_b: number | null;
   /** the decision ledger's small entries, in the meta row (which every apply writes anyway): JSON PendingEntries, or null */
   pending: string | null;
   /** the open chunk of kept batches' names (JSON NameChunk, src/partition/receipts.ts), or null */
@@ -28,6 +27,8 @@ export type PartitionMeta = {
   base: number | null;
   /** the keyed key hash's secret (src/stream/keyed-key-hash.ts), drawn with the layout; null: keys as text or hashed unkeyed */
   hash_key: string | null;
+  /** the open key segment (src/partition/open-segment.ts): keys added since the last seal; null: none */
+  open: Uint8Array | null;
 };
 
 /** How this partition stores its keys (null: it has stored none yet). */
@@ -43,9 +44,9 @@ export const freshMeta = (epoch: string): PartitionMeta => ({
   next_expiry: null,
   width: null,
   hashed: 0,
-  front_b: null,
   pending: null,
   names: null,
   base: null,
   hash_key: null,
+  open: null,
 });

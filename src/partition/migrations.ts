@@ -6,6 +6,8 @@
 import { addColumn, schemaVersion, type Migration } from "../storage/migrations";
 import { tableExists } from "../storage/sqlite-object";
 import { RECEIPTS_V6, receiptsV7 } from "./receipts";
+import { SEGMENTS_TABLE } from "./segment-rows";
+import { upgradeToSegments } from "./segments-upgrade";
 
 /** The Partition's storage layouts, oldest first (src/storage/migrations.ts). */
 export const PARTITION_MIGRATIONS: readonly Migration[] = [
@@ -89,20 +91,23 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
     does: "meta.hash_key: the secret of the keyed key hash (SipHash-2-4) that partitions fixing a hashed layout from now on store keys by; older hashed partitions keep their unkeyed hash (meta.hashed 1)",
     up: (sql) => addColumn(sql, "meta", "hash_key", "TEXT"),
   },
+  {
+    version: 9,
+    does: "packed keys: a partition's keys in segments (a row per run of a bucket's keys, with its filter) and the open segment in meta.open, instead of a row per key; keys and front go",
+    up: upgradeToSegments,
+  },
 ];
 
 /**
  * The layout the migrations above build, at once, for storage that never
  * held anything (a new partition): one transaction and a row per table
- * instead of seven steps and a rebuild of `keys`. keys.r is added when first
- * needed (src/partition/key-store.ts), as version 7 leaves it.
+ * instead of nine steps and rebuilds.
  */
 export const PARTITION_LAYOUT = `
   CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), epoch TEXT NOT NULL, watermark INTEGER NOT NULL, rows INTEGER NOT NULL,
-    next_expiry INTEGER, width INTEGER, hashed INTEGER NOT NULL DEFAULT 0, front_b INTEGER, pending TEXT, names TEXT, base INTEGER, hash_key TEXT);
-  CREATE TABLE keys (b INTEGER NOT NULL, k NOT NULL, t INTEGER, e INTEGER, d INTEGER, PRIMARY KEY (b, k)) WITHOUT ROWID;
+    next_expiry INTEGER, width INTEGER, hashed INTEGER NOT NULL DEFAULT 0, pending TEXT, names TEXT, base INTEGER, hash_key TEXT, open BLOB);
+  ${SEGMENTS_TABLE};
   CREATE TABLE ledger (batch TEXT PRIMARY KEY, at INTEGER NOT NULL, decisions TEXT NOT NULL) WITHOUT ROWID;
-  CREATE TABLE front (e INTEGER NOT NULL, k NOT NULL, PRIMARY KEY (e, k)) WITHOUT ROWID;
   CREATE TABLE receipts (b INTEGER NOT NULL, k NOT NULL, n INTEGER, dropped INTEGER NOT NULL, conflicts INTEGER NOT NULL, PRIMARY KEY (b, k)) WITHOUT ROWID;
   CREATE TABLE kept_names (n INTEGER PRIMARY KEY, batches TEXT NOT NULL, until INTEGER);
 `;

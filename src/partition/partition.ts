@@ -5,6 +5,7 @@ import { DecisionLedger, pendingOf, storedPending } from "./decision-ledger";
 import { Eviction } from "./eviction";
 import { fixLayout, gapsOf, judgeAll, keyIdOf, NamesInUse, wantedKeys, workOf, type Entry } from "./judging";
 import { KeyStore } from "./key-store";
+import { listKeys, lookupReceipt } from "./key-reads";
 import { KEY_HASH_UNKEYED, type Held } from "./layout";
 import { layoutOf, type PartitionMeta } from "./meta";
 import { MetaStore } from "./meta-store";
@@ -80,21 +81,22 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
         entries.filter((e) => e.resumed).map((e) => e.batch),
         pending,
       );
+      const openBefore = meta.open;
       const removed = this.eviction.evict(meta, req.watermark);
       const work = workOf(entries, recorded);
       const layout = fixLayout(meta, work);
       const id = keyIdOf(layout);
-      const held = layout ? this.keys.read(meta.rows, layout, wantedKeys(meta.watermark, id, work)) : new Map<string, Held>();
+      const held = layout ? this.keys.read(meta, layout, wantedKeys(meta.watermark, id, work)) : new Map<string, Held>();
       const names = new NamesInUse(() => openChunk(this.storage, meta.names));
       const { decisions, inserted, judged, ledger } = judgeAll(meta.watermark, layout, id, held, names, work);
-      if (layout) this.keys.write(meta, layout, held);
+      if (layout) this.keys.write(meta, layout, held, (b, e) => this.eviction.added(b, e));
       const { gaps, wanted } = layout ? gapsOf(layout, id, held, work) : { gaps: work.map((): number[] => []), wanted: [] };
       const kept = layout ? keptBatchesOf(this.storage, () => names.chunk(), wanted, work.length) : [];
       if (names.open) meta.names = JSON.stringify(sealChunk(this.storage, names.open));
       if (this.ledger.record(pending, req.group, ledger)) pendingChanged = true;
       if (pendingChanged) meta.pending = storedPending(pending);
       meta.rows += inserted;
-      if (inserted > 0 || removed > 0 || ledger.length > 0 || pendingChanged) this.metas.save(meta);
+      if (inserted > 0 || removed > 0 || ledger.length > 0 || pendingChanged || meta.open !== openBefore) this.metas.save(meta);
       this.ledger.maybePrune();
       const replayed = judged === 0 && entries.some((e) => e.rows.length > 0);
       return { decisions, gaps, ...(kept.some((k) => k.length > 0) ? { kept } : {}), replayed, inserted, removed, ...this.stats(meta) };
@@ -106,8 +108,9 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     return this.atomically(() => {
       const meta = this.meta(epoch);
       const before = meta.watermark;
+      const openBefore = meta.open;
       const removed = this.eviction.evict(meta, watermark);
-      if (removed > 0 || meta.watermark !== before) this.metas.save(meta);
+      if (removed > 0 || meta.watermark !== before || meta.open !== openBefore) this.metas.save(meta);
       this.ledger.maybePrune();
       return { removed, ...this.stats(meta) };
     });
@@ -124,7 +127,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   list(epoch: string, after: string, limit: number): StateEntry[] {
     const meta = this.metas.current(epoch);
     const l = meta && layoutOf(meta);
-    return l ? this.keys.list(l, after, limit) : [];
+    return meta && l ? listKeys(this.storage, this.keys, meta, l, after, limit) : [];
   }
 
   /** The one remembered key `stateKey`, if it is (a list of at most one entry, as list() answers), with its receipt. */
@@ -132,7 +135,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     const meta = this.metas.current(epoch);
     const l = meta && layoutOf(meta);
     if (!meta || !l) return [];
-    return this.keys.lookup(l, meta.names, stateKey);
+    return lookupReceipt(this.storage, this.keys, meta, l, stateKey);
   }
 
   async drop(): Promise<void> {
@@ -148,6 +151,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     const fresh = this.metas.begin(epoch);
     this.sized = undefined;
     this.keys.emptied();
+    this.eviction.forget();
     this.ledger.emptied();
     return fresh;
   }
@@ -156,6 +160,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     this.metas.forget();
     this.sized = undefined;
     this.keys.forget();
+    this.eviction.forget();
     this.ledger.forgetCount();
   }
 

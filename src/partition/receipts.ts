@@ -11,8 +11,8 @@
  * the last of its keys has expired (until; null: never). Conflicts, which are
  * rare, are counted in a receipts row (b, k).
  */
-import { expiryOf, expirySql, numberOf, droppedOf, T_SHIFT, type Layout, keyLiteral, storedKey } from "./layout";
-import type { KeptBatch, StateReceipt } from "./protocol";
+import { T_SHIFT } from "./legacy-keys";
+import type { KeptBatch } from "./protocol";
 import type { NameChunk, WantedName } from "./batch-names";
 
 /** The open chunk becomes a kept_names row past this size (the meta row stays small). */
@@ -78,58 +78,6 @@ export function forgetReceipts(sql: SqlStorage, chunk: NameChunk | null, at: num
   sql.exec("DELETE FROM receipts WHERE b < ?", at);
   sql.exec("DELETE FROM kept_names WHERE n IN (SELECT n FROM kept_names ORDER BY n LIMIT 256) AND until <= ?", wm);
   return chunk && chunk.u != null && chunk.u <= wm ? { n: chunk.n + chunk.b.length, b: [] } : chunk;
-}
-
-/** The receipts of the keys of bucket `at` that expire at or before `wm` (front holds that bucket by expiry). */
-export function forgetFrontReceipts(sql: SqlStorage, at: number, wm: number): void {
-  sql.exec("DELETE FROM receipts WHERE b = ? AND k IN (SELECT k FROM front WHERE e <= ?)", at, wm);
-}
-
-/** A key row's event time: what `t` holds, unless it holds the batch number. */
-export const eventTimeOf = (hashed: number) => (hashed ? "CASE WHEN keys.e IS NULL THEN keys.t END" : "keys.t");
-
-/** The one remembered key `stateKey`, if it is, with its receipt. */
-export function lookupReceipt(sql: SqlStorage, l: Layout, withR: boolean, chunk: NameChunk, buckets: string, stateKey: string): StateReceipt[] {
-  const key = l.hashed ? "printf('#%016x', keys.k)" : "keys.k";
-  const rows = sql
-    .exec<{ key: string; b: number; t: number | null; e: number | null; r: number | null; conflicts: number | null }>(
-      `SELECT ${key} AS key, keys.b AS b, keys.t AS t, keys.e AS e, ${withR ? "keys.r" : "NULL"} AS r, c.conflicts AS conflicts
-       FROM keys LEFT JOIN receipts c ON c.b = keys.b AND c.k = keys.k
-       WHERE keys.b IN (SELECT value FROM json_each(?1)) AND keys.k = json_extract(?2, '$[0]')`,
-      buckets,
-      `[${keyLiteral(l, storedKey(l, stateKey))}]`,
-    )
-    .toArray();
-  const names = resolveNames(
-    sql,
-    chunk,
-    rows.flatMap((r) => numberOf(l, r) ?? []),
-  );
-  return rows.map((r) => {
-    const n = numberOf(l, r);
-    return {
-      key: r.key,
-      eventTime: l.hashed && r.e !== null ? null : r.t,
-      expiresAt: expiryOf(l, r.b, r.e),
-      batch: n === null ? null : (names.get(n) ?? null),
-      dropped: droppedOf(l, r),
-      conflicts: r.conflicts ?? 0,
-    };
-  });
-}
-
-/** The remembered keys in key order, `limit` at a time after `after` (like Spark's state reader). */
-export function listKeys(sql: SqlStorage, l: Layout, after: string, limit: number): { key: string; eventTime: number | null; expiresAt: number | null }[] {
-  // Hashed keys are listed as their label (`#` + 16 hex digits), in label order.
-  const key = l.hashed ? "printf('#%016x', k)" : "k";
-  return sql
-    .exec<{ key: string; t: number | null; e: number | null }>(
-      `SELECT ${key} AS key, ${eventTimeOf(l.hashed)} AS t, ${expirySql(l)} AS e FROM keys WHERE ${key} > ? ORDER BY 1 LIMIT ?`,
-      after,
-      limit,
-    )
-    .toArray()
-    .map((r) => ({ key: r.key, eventTime: r.t, expiresAt: r.e }));
 }
 
 /** Partition version 6 (src/partition/migrations.ts): a hashed partition's keys with an expiry take their receipts' dropped counts into `t`. */

@@ -1,0 +1,101 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { int64Decimal } from "../../../src/stream/content";
+import { encodeSegment, keyBytes, Segment, segmentsIn, type DropEntry, type KeyEntry } from "../../../src/stream/key-segment";
+import { SegmentIndex, segmentFilter } from "../../../src/stream/segment-index";
+
+const int64 = fc.tuple(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 })).map(([h, l]) => int64Decimal(h, l));
+const maybe = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null });
+
+function entries(hashed: boolean, withBuckets: boolean) {
+  const key = hashed ? int64 : fc.string({ unit: "grapheme", maxLength: 30 });
+  return fc.uniqueArray(
+    fc.record({
+      key,
+      b: withBuckets ? fc.integer({ min: -50, max: 5_000 }) : fc.constant(7),
+      e: maybe(fc.integer({ min: 0, max: 2 ** 40 })),
+      t: maybe(fc.integer({ min: -(2 ** 45), max: 2 ** 45 })),
+      d: maybe(int64),
+      n: maybe(fc.integer({ min: 0, max: 2 ** 32 })),
+      dropped: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 2 ** 31 })),
+    }),
+    { selector: (e) => e.key, maxLength: 60 },
+  );
+}
+
+const byKey = (hashed: boolean) => (a: { key: string }, b: { key: string }) => {
+  const x = keyBytes(hashed, a.key);
+  const y = keyBytes(hashed, b.key);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] - y[i];
+  return x.length - y.length;
+};
+
+describe("key segments", () => {
+  for (const hashed of [true, false]) {
+    for (const withBuckets of [false, true]) {
+      it(`read back exactly what was written, in key order, each key found by binary search (${hashed ? "hashed" : "text"} keys${withBuckets ? ", a bucket per entry" : ""})`, () => {
+        fc.assert(
+          fc.property(entries(hashed, withBuckets), entries(hashed, withBuckets), fc.array(int64, { maxLength: 10 }), (kept, dropsIn, absent) => {
+            const drops: DropEntry[] = dropsIn.map((d) => ({ key: d.key, b: d.b, n: d.n, dropped: Math.max(1, d.dropped) }));
+            const seg = new Segment(encodeSegment(hashed, kept, drops, withBuckets));
+            const bucket = withBuckets ? 0 : 7;
+            expect([...seg.kept.entries(bucket)]).toEqual([...kept].sort(byKey(hashed)));
+            expect(Segment.dropsOf(seg.drops, bucket)).toEqual([...drops].sort(byKey(hashed)));
+            for (const e of kept) expect(seg.kept.entry(seg.kept.indexOf(keyBytes(hashed, e.key)), bucket)).toEqual(e);
+            const held = new Set(kept.map((e) => e.key));
+            for (const k of hashed ? absent : absent.map((a) => `absent ${a}`)) if (!held.has(k)) expect(seg.kept.indexOf(keyBytes(hashed, k))).toBe(-1);
+          }),
+        );
+      });
+    }
+  }
+
+  it("follow one another in one buffer (the open segment's chunks)", () => {
+    const a: KeyEntry = { key: "a", b: 1, e: 5, t: 10, d: null, n: 1, dropped: 0 };
+    const b: KeyEntry = { key: "b", b: 2, e: null, t: null, d: "-5", n: null, dropped: 3 };
+    const one = encodeSegment(false, [a], [], true);
+    const two = encodeSegment(false, [b], [{ key: "a", b: 1, n: 1, dropped: 2 }], true);
+    const both = new Uint8Array(one.length + two.length);
+    both.set(one);
+    both.set(two, one.length);
+    const read = [...segmentsIn(both)];
+    expect(read.map((s) => [...s.kept.entries()])).toEqual([[a], [b]]);
+    expect(Segment.dropsOf(read[1].drops)).toEqual([{ key: "a", b: 1, n: 1, dropped: 2 }]);
+  });
+
+  it("cost about 12 bytes per hashed key with an expiry, and the key's length + ~12 as text", () => {
+    const n = 4_000;
+    const hashedKeys: KeyEntry[] = Array.from({ length: n }, (_, i) => ({
+      key: int64Decimal((i * 2654435761) | 0, (i * 40503) | 0),
+      b: 3,
+      e: (i * 997) % 1_800_000,
+      t: null,
+      d: null,
+      n: 1 + Math.floor(i / 60),
+      dropped: i % 5 === 0 ? 1 : 0,
+    }));
+    const hashedBytes = encodeSegment(true, hashedKeys, []).length / n;
+    expect(hashedBytes).toBeLessThan(14);
+    const text = hashedKeys.map((e, i) => ({ ...e, key: `evt_${String(i).padStart(12, "0")}`, t: 1_800_000_000_000 + e.e! }));
+    const textBytes = encodeSegment(false, text, []).length / n;
+    expect(textBytes - 16).toBeLessThan(14);
+  });
+});
+
+describe("the segment index", () => {
+  it("never says absent for a key a segment holds, and rarely maybe for one it doesn't", () => {
+    const index = new SegmentIndex();
+    const keys = (s: number) => Array.from({ length: 1_000 }, (_, i) => `k${s}-${i}`);
+    for (let s = 1; s <= 20; s++) index.add({ s, b: s % 3, n: 1_000, bytes: 0, filter: segmentFilter(keys(s)) });
+    const maybe = index.maybeHeld([...keys(4), ...keys(17)]);
+    const found = new Map([...maybe].map(([seg, ks]) => [seg.s, ks]));
+    expect(found.get(4)).toEqual(expect.arrayContaining(keys(4)));
+    expect(found.get(17)).toEqual(expect.arrayContaining(keys(17)));
+    const absent = Array.from({ length: 5_000 }, (_, i) => `new-${i}`);
+    const falseMaybes = [...index.maybeHeld(absent).values()].reduce((n, ks) => n + ks.length, 0);
+    expect(falseMaybes).toBeLessThan(20); // 5,000 keys × 20 segments at ~4·10⁻⁵ each: ~4 expected
+    index.dropBucket(1);
+    expect([...index.maybeHeld(keys(4)).keys()].map((s) => s.s)).not.toContain(4);
+    expect(index.maxS()).toBe(20);
+  });
+});
