@@ -44,11 +44,11 @@ export class Eviction {
     if (meta.next_expiry === null || meta.next_expiry > meta.watermark || !l || !l.width) return 0;
     const wm = meta.watermark;
     const at = storedBucket(l, bucketAtWatermark(wm, l.width));
-    const gone = new Set(this.bucketsOf(meta).filter((b) => b < at));
+    const gone = new Set(this.bucketsOf(meta, l).filter((b) => b < at));
     let removed = 0;
     for (const b of gone) removed += this.liveIn(meta, l, b, before);
     deleteBuckets(this.sql, [...gone]);
-    for (const b of gone) this.keys.segments().dropBucket(b);
+    for (const b of gone) this.keys.segments(l).dropBucket(b);
     this.keys.dropOpen(meta, l, gone);
     if (this.front && this.front.b < at) this.front = undefined;
     const chunk = forgetReceipts(this.sql, meta.names ? openChunk(this.sql, meta.names) : null, at, wm);
@@ -77,8 +77,8 @@ export class Eviction {
   }
 
   /** The buckets holding keys: in sealed segments or the open one. */
-  private bucketsOf(meta: PartitionMeta): number[] {
-    const bs = new Set(this.keys.segments().bucketList());
+  private bucketsOf(meta: PartitionMeta, l: Layout): number[] {
+    const bs = new Set(this.keys.segments(l).bucketList());
     const open = this.keys.openOf(meta);
     for (const e of open.kept.values()) bs.add(e.b);
     for (const d of open.drops.values()) bs.add(d.b);
@@ -91,7 +91,7 @@ export class Eviction {
     // A bucket that starts after wm holds no expired entry: its count is the segments' and the open segment's.
     if (absoluteBucket(l, b) * l.width > wm) {
       let n = 0;
-      for (const seg of this.keys.segments().segmentsOf(b)) n += seg.n;
+      for (const seg of this.keys.segments(l).segmentsOf(b)) n += seg.n;
       for (const e of this.keys.openOf(meta).kept.values()) if (e.b === b) n++;
       return n;
     }
@@ -104,7 +104,7 @@ export class Eviction {
     const data = readData(
       this.sql,
       this.keys
-        .segments()
+        .segments(l)
         .segmentsOf(b)
         .map((s) => s.s),
     );
@@ -122,7 +122,7 @@ export class Eviction {
   /** Exact while the front holds keys; otherwise the start of the lowest bucket after it, a lower bound that costs no scan. */
   private earliestExpiry(meta: PartitionMeta, l: Layout, at: number): number | null {
     if (this.front?.b === at && this.front.expiries.length > 0) return this.front.expiries[0];
-    const later = this.bucketsOf(meta).filter((b) => b > at || (b === at && this.front?.b !== at));
+    const later = this.bucketsOf(meta, l).filter((b) => b > at || (b === at && this.front?.b !== at));
     return later.length === 0 ? null : absoluteBucket(l, Math.min(...later)) * l.width;
   }
 }

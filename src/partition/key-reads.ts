@@ -8,7 +8,7 @@
 import { utf8 } from "../lib/bytes";
 import { keyBytes, Segment, type KeyEntry, type SegmentTable } from "../stream/key-segment";
 import { isLive, type KeyStore } from "./key-store";
-import { expiryOf, keepsEventTime, keyLabel, keyLiteral, storedKey, type Layout } from "./layout";
+import { heldOf, keepsEventTime, keyLabel, keyLiteral, storedKey, type Layout } from "./layout";
 import type { PartitionMeta } from "./meta";
 import type { StateEntry, StateReceipt } from "./protocol";
 import { openChunk, resolveNames } from "./receipts";
@@ -18,8 +18,8 @@ const HASH_LABEL = /^#[0-9a-f]{16}$/;
 
 /** A key as the state reader shows it. */
 function entryView(l: Layout, e: KeyEntry): StateEntry {
-  const expiresAt = expiryOf(l, e.b, e.e);
-  return { key: keyLabel(l, e.key), eventTime: keepsEventTime(l, expiresAt) ? e.t : null, expiresAt };
+  const h = heldOf(l, e);
+  return { key: keyLabel(l, e.key), eventTime: keepsEventTime(l, h.expiresAt) ? h.t : null, expiresAt: h.expiresAt };
 }
 
 /** Where in a table the keys listed after `after` start (labels compare as their keys' bytes do). */

@@ -31,10 +31,10 @@ export class KeyStore {
   constructor(private readonly sql: SqlStorage) {}
 
   /** The sealed segments' index, read from their rows the first time. */
-  segments(): SegmentIndex {
+  segments(l: Pick<Layout, "hashed">): SegmentIndex {
     if (!this.index) {
       this.index = new SegmentIndex();
-      for (const seg of readIndex(this.sql)) this.index.add(seg);
+      for (const seg of readIndex(this.sql, !!l.hashed)) this.index.add(seg);
       this.lastS = this.index.maxS();
     }
     return this.index;
@@ -59,7 +59,7 @@ export class KeyStore {
     }
     if (rest.length === 0) return out;
     // Only the segments whose filters may hold a key, in one statement: a call whose keys are all new reads nothing.
-    const maybe = this.segments().maybeHeld(rest);
+    const maybe = this.segments(l).maybeHeld(!!l.hashed, rest);
     if (maybe.size === 0) return out;
     const data = readData(
       this.sql,
@@ -144,7 +144,7 @@ export class KeyStore {
     const of = (b: number) => byBucket.get(b) ?? byBucket.set(b, { kept: [], drops: [] }).get(b)!;
     for (const e of open.kept.values()) if (isLive(l, e.b, e.e, wm)) of(e.b).kept.push(e);
     for (const d of open.drops.values()) if (l.width === 0 || (absoluteBucket(l, d.b) + 1) * l.width > wm + 1) of(d.b).drops.push(d);
-    const index = this.segments();
+    const index = this.segments(l);
     for (const [b, fresh] of byBucket) {
       const tail = index.tailOf(b);
       let { kept, drops } = fresh;
@@ -157,8 +157,12 @@ export class KeyStore {
       } else s = ++this.lastS;
       const merged = foldDrops(kept, drops);
       const data = encodeSegment(!!l.hashed, merged.kept, merged.drops);
-      const filter = segmentFilter(merged.kept.map((e) => e.key));
-      writeSegment(this.sql, s, b, merged.kept.length, filter, data);
+      const filter = segmentFilter(
+        !!l.hashed,
+        merged.kept.map((e) => keyBytes(!!l.hashed, e.key)),
+        merged.kept.length,
+      );
+      writeSegment(this.sql, s, b, merged.kept.length, data);
       index.add({ s, b, n: merged.kept.length, bytes: data.length, filter });
     }
     this.open = OpenSegment.read(null);

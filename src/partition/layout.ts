@@ -77,12 +77,20 @@ export const bucketFor = (l: Layout, expiresAt: number | null) => storedBucket(l
 /** The absolute expiry of an entry of stored bucket b, its offset e in the bucket. */
 export const expiryOf = (l: Layout, b: number, e: number | null) => (e === null ? null : e + absoluteBucket(l, b) * l.width);
 
-/** A held key as a segment entry. */
+/**
+ * A held key as a segment entry. A key that expires stores its event time as
+ * its lag behind the expiry: the same for every key of a within-watermark
+ * stream (the delay) or an event-time-key one (0), so the column costs
+ * nothing (src/stream/key-segment.ts).
+ */
 export function entryOf(l: Layout, key: string, h: Held): KeyEntry {
-  return { key, b: h.b, e: h.expiresAt === null ? null : h.expiresAt - absoluteBucket(l, h.b) * l.width, t: h.t, d: h.d, n: h.n, dropped: h.dropped };
+  const e = h.expiresAt === null ? null : h.expiresAt - absoluteBucket(l, h.b) * l.width;
+  const t = h.t === null || h.expiresAt === null ? h.t : h.expiresAt - h.t;
+  return { key, b: h.b, e, t, d: h.d, n: h.n, dropped: h.dropped };
 }
 
 /** A segment entry as a held key (before this call's drops). */
 export function heldOf(l: Layout, e: KeyEntry): Held {
-  return { b: e.b, expiresAt: expiryOf(l, e.b, e.e), t: e.t, d: e.d, n: e.n, dropped: 0, conflicts: 0 };
+  const expiresAt = expiryOf(l, e.b, e.e);
+  return { b: e.b, expiresAt, t: e.t === null || expiresAt === null ? e.t : expiresAt - e.t, d: e.d, n: e.n, dropped: 0, conflicts: 0 };
 }

@@ -8,7 +8,7 @@
  *   drop count in t as number + dropped·2^32; any other key in r.
  */
 import type { KeyEntry } from "../stream/key-segment";
-import type { Layout } from "./layout";
+import { entryOf, type Held, type Layout } from "./layout";
 
 /** 2^32: number + dropped·T_SHIFT in t (compact keys) or r (others). */
 export const T_SHIFT = 4_294_967_296;
@@ -28,14 +28,7 @@ export function legacyEntry(l: Layout, row: LegacyKeyRow): KeyEntry {
   const compact = !!l.hashed && row.e !== null;
   const v = compact ? row.t : row.r;
   const n = v === null || v % T_SHIFT === 0 ? null : v % T_SHIFT;
-  const absolute = row.e === null ? null : l.base === null ? row.e : row.e + (row.b + l.base) * l.width;
-  return {
-    key: row.k,
-    b: row.b,
-    e: absolute === null ? null : absolute - (row.b + (l.base ?? 0)) * l.width,
-    t: compact ? null : row.t,
-    d: row.d,
-    n,
-    dropped: v === null ? 0 : Math.floor(v / T_SHIFT),
-  };
+  const expiresAt = row.e === null ? null : l.base === null ? row.e : row.e + (row.b + l.base) * l.width;
+  const held: Held = { b: row.b, expiresAt, t: compact ? null : row.t, d: row.d, n, dropped: v === null ? 0 : Math.floor(v / T_SHIFT), conflicts: 0 };
+  return entryOf(l, row.k, held);
 }

@@ -1,25 +1,30 @@
 /**
  * The statements on the `segments` table: a row per sealed key segment
- * (src/stream/key-segment.ts) with its bucket, its kept-key count, its
- * filter (src/stream/segment-index.ts) and its bytes. A rowid table with no
+ * (src/stream/key-segment.ts) with its bucket, its kept-key count and its
+ * bytes. A rowid table with no
  * second index: a segment written is one row written, and the scans by
  * bucket read only each row's first columns (the blobs come last, on their
  * own pages). Pure SQL helpers over a Partition's storage.
  */
-import { Bloom } from "../lib/bloom";
-import type { IndexedSegment } from "../stream/segment-index";
+import { Segment } from "../stream/key-segment";
+import { segmentFilter, type IndexedSegment } from "../stream/segment-index";
 
-export const SEGMENTS_TABLE = "CREATE TABLE segments (s INTEGER PRIMARY KEY, b INTEGER NOT NULL, n INTEGER NOT NULL, filter BLOB NOT NULL, data BLOB NOT NULL)";
+export const SEGMENTS_TABLE = "CREATE TABLE segments (s INTEGER PRIMARY KEY, b INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL)";
 
 /** A blob as SQLite takes it. */
 export const blobOf = (bytes: Uint8Array): ArrayBuffer => bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
 
-/** Every segment's index entry (its filter; not its data). */
-export function readIndex(sql: SqlStorage): IndexedSegment[] {
-  return sql
-    .exec<{ s: number; b: number; n: number; filter: ArrayBuffer; size: number }>("SELECT s, b, n, filter, length(data) AS size FROM segments")
-    .toArray()
-    .map((r) => ({ s: r.s, b: r.b, n: r.n, bytes: r.size, filter: Bloom.fromBytes(new Uint8Array(r.filter), r.n) }));
+/** Every segment's index entry, its filter made from its keys (src/stream/segment-index.ts): a row at a time, so that only one segment's bytes are held at once. */
+export function readIndex(sql: SqlStorage, hashed: boolean): IndexedSegment[] {
+  const out: IndexedSegment[] = [];
+  for (const r of sql.exec<{ s: number; b: number; n: number; data: ArrayBuffer }>("SELECT s, b, n, data FROM segments")) {
+    const kept = new Segment(new Uint8Array(r.data)).kept;
+    const keys = (function* () {
+      for (let i = 0; i < kept.count; i++) yield kept.keyBytesAt(i);
+    })();
+    out.push({ s: r.s, b: r.b, n: r.n, bytes: r.data.byteLength, filter: segmentFilter(hashed, keys, kept.count) });
+  }
+  return out;
 }
 
 /** The data of these segments, by number (one statement). */
@@ -47,8 +52,8 @@ export function readAll(sql: SqlStorage): { b: number; data: Uint8Array }[] {
 }
 
 /** Writes a segment (a new number, or one rewritten in place). */
-export function writeSegment(sql: SqlStorage, s: number, b: number, n: number, filter: Bloom, data: Uint8Array): void {
-  sql.exec("INSERT OR REPLACE INTO segments (s, b, n, filter, data) VALUES (?, ?, ?, ?, ?)", s, b, n, blobOf(filter.toBytes()), blobOf(data));
+export function writeSegment(sql: SqlStorage, s: number, b: number, n: number, data: Uint8Array): void {
+  sql.exec("INSERT OR REPLACE INTO segments (s, b, n, data) VALUES (?, ?, ?, ?)", s, b, n, blobOf(data));
 }
 
 /** Deletes the segments of these buckets whole; returns how many went. */

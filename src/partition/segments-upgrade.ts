@@ -6,7 +6,6 @@
  * key count stays as it is.
  */
 import { encodeSegment, type KeyEntry } from "../stream/key-segment";
-import { segmentFilter } from "../stream/segment-index";
 import { addColumn } from "../storage/migrations";
 import { legacyEntry, type LegacyKeyRow } from "./legacy-keys";
 import type { Layout } from "./layout";
@@ -38,16 +37,11 @@ export function upgradeToSegments(sql: SqlStorage): void {
         .toArray();
       for (let at = 0; at < rows.length; at += UPGRADE_SEGMENT_KEYS) {
         const kept: KeyEntry[] = rows.slice(at, at + UPGRADE_SEGMENT_KEYS).map((r) => legacyEntry(l, { ...r, k: String(r.k) }));
-        writeSegment(
-          sql,
-          ++s,
-          b,
-          kept.length,
-          segmentFilter(kept.map((e) => e.key)),
-          encodeSegment(!!l.hashed, kept, []),
-        );
+        writeSegment(sql, ++s, b, kept.length, encodeSegment(!!l.hashed, kept, []));
       }
     }
   }
-  sql.exec("DROP TABLE IF EXISTS keys; DROP TABLE IF EXISTS front; ALTER TABLE meta DROP COLUMN front_b;");
+  sql.exec("DROP TABLE IF EXISTS keys; DROP TABLE IF EXISTS front");
+  const metaColumns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray();
+  if (metaColumns.some((c) => c.name === "front_b")) sql.exec("ALTER TABLE meta DROP COLUMN front_b");
 }

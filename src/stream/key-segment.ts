@@ -12,8 +12,10 @@
  *   same bucket (key, that key's batch number, count).
  *
  * Each column is fixed-width per table, as narrow as its values allow:
- * a hashed key with an expiry is ~12 bytes (8 of key, ~3 of expiry within
- * its bucket, ~1 of batch number), a text key its UTF-8 length + ~12.
+ * a hashed key with an expiry is ~11 bytes (8 of key, 2–3 of expiry within
+ * its bucket, ~1 of batch number; + 8 with a content digest), a text key its
+ * UTF-8 length + ~5 (its offset, expiry, number; a column whose values are
+ * all one, such as the event time's lag behind the expiry, takes none).
  */
 import { int64Decimal } from "./content";
 
@@ -25,7 +27,7 @@ export interface KeyEntry {
   b: number;
   /** its expiry's offset in the bucket, ms (null: never expires) */
   e: number | null;
-  /** the kept copy's event time, where the expiry doesn't imply it (null: none) */
+  /** the kept copy's event time as stored (src/partition/layout.ts: its lag behind the expiry where it expires; null: none) */
   t: number | null;
   /** the kept copy's content digest (signed 64-bit decimal; null: none) */
   d: string | null;
@@ -172,11 +174,15 @@ interface NumberColumn {
   at: number;
 }
 
+/** A column's base and width; width 0: every value is the base (none null), so the column takes no byte per entry. */
 function columnOf(values: (number | null)[]): { base: number; width: number } {
   let lo = Infinity;
   let hi = -Infinity;
-  for (const v of values) if (v !== null) (lo = Math.min(lo, v)), (hi = Math.max(hi, v));
+  let nulls = false;
+  for (const v of values) if (v === null) nulls = true;
+  else (lo = Math.min(lo, v)), (hi = Math.max(hi, v));
   if (lo === Infinity) return { base: 0, width: 0 };
+  if (lo === hi && !nulls) return { base: lo, width: 0 };
   return { base: lo, width: widthOf(hi - lo + 1) };
 }
 
@@ -216,8 +222,10 @@ function writeTable(w: Writer, hashed: boolean, withBuckets: boolean, rows: read
   if (hashed) for (const { k } of keyed) w.bytes(k);
   else {
     let offset = 0;
-    w.varint(keyed.reduce((n, { k }) => n + k.length, 0));
-    for (const { k } of keyed) w.uint(offset, 4), (offset += k.length);
+    const total = keyed.reduce((n, { k }) => n + k.length, 0);
+    w.varint(total);
+    const ow = Math.max(1, widthOf(total));
+    for (const { k } of keyed) w.uint(offset, ow), (offset += k.length);
     for (const { k } of keyed) w.bytes(k);
   }
   cols.forEach(([present, values], i) => {
@@ -253,6 +261,8 @@ export class SegmentTable {
   private readonly offsetsAt: number;
   private readonly textAt: number;
   private readonly textLength: number;
+  /** bytes per text key's offset */
+  private readonly offsetWidth: number;
   private readonly dNullsAt: number;
   private readonly dAt: number;
   private readonly dropped = new Map<number, number>();
@@ -275,12 +285,13 @@ export class SegmentTable {
     });
     if (this.hashed) {
       this.keysAt = r.at;
-      this.offsetsAt = this.textAt = this.textLength = 0;
+      this.offsetsAt = this.textAt = this.textLength = this.offsetWidth = 0;
       r.at += 8 * this.count;
     } else {
       this.textLength = r.varint();
+      this.offsetWidth = Math.max(1, widthOf(this.textLength));
       this.offsetsAt = r.at;
-      this.textAt = r.at + 4 * this.count;
+      this.textAt = r.at + this.offsetWidth * this.count;
       this.keysAt = 0;
       r.at = this.textAt + this.textLength;
     }
@@ -300,8 +311,9 @@ export class SegmentTable {
 
   private keyRange(i: number): [number, number] {
     if (this.hashed) return [this.keysAt + 8 * i, 8];
-    const from = readUint(this.buf, this.offsetsAt + 4 * i, 4);
-    const to = i + 1 < this.count ? readUint(this.buf, this.offsetsAt + 4 * (i + 1), 4) : this.textLength;
+    const w = this.offsetWidth;
+    const from = readUint(this.buf, this.offsetsAt + w * i, w);
+    const to = i + 1 < this.count ? readUint(this.buf, this.offsetsAt + w * (i + 1), w) : this.textLength;
     return [this.textAt + from, to - from];
   }
 
@@ -348,6 +360,7 @@ export class SegmentTable {
 
   private num(c: NumberColumn | null, i: number): number | null {
     if (!c) return null;
+    if (c.width === 0) return c.base;
     const v = readUint(this.buf, c.at + c.width * i, c.width);
     return v === 0 ? null : v - 1 + c.base;
   }

@@ -5,6 +5,8 @@ import { createClient, type StreamBody } from "../../src/client";
 import type { Partition } from "../../src/partition/partition";
 import type { GroupApplyRequest, GroupEntry, PartitionRow } from "../../src/partition/protocol";
 import { rowColumns } from "../../src/stream/row-columns";
+import { encodeSegment, Segment, segmentsIn, type KeyEntry } from "../../src/stream/key-segment";
+import { blobOf } from "../../src/partition/segment-rows";
 
 export const TOKEN = "test-admin-token";
 export const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -158,4 +160,21 @@ export async function until<T>(what: string, probe: () => Promise<T | null | und
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** A partition's stored key entries as its storage holds them: its sealed segments' and its open segment's (src/partition/key-store.ts). */
+export function storedEntries(sql: SqlStorage): { sealed: KeyEntry[]; open: KeyEntry[] } {
+  const sealed = sql
+    .exec<{ b: number; data: ArrayBuffer }>("SELECT b, data FROM segments")
+    .toArray()
+    .flatMap((r) => [...new Segment(new Uint8Array(r.data)).kept.entries(r.b)]);
+  const stored = sql.exec<{ open: ArrayBuffer | null }>("SELECT open FROM meta").toArray()[0]?.open;
+  const open = stored ? [...segmentsIn(new Uint8Array(stored))].flatMap((s) => [...s.kept.entries()]) : [];
+  return { sealed, open };
+}
+
+/** Rewrites the open segment's kept entries (a test's way to put a partition in a state an earlier release left). */
+export function rewriteOpen(sql: SqlStorage, hashed: boolean, change: (e: KeyEntry) => KeyEntry): void {
+  const { open } = storedEntries(sql);
+  sql.exec("UPDATE meta SET open = ?", blobOf(encodeSegment(hashed, open.map(change), [], true)));
 }

@@ -16,7 +16,7 @@ import { applyBatch, isExpired, type DedupSettings } from "../../../src/stream/d
 import { keyedKeyHashLabel } from "../../../src/stream/keyed-key-hash";
 import { partitionFor } from "../../../src/stream/partition-for";
 import { contentDigest } from "../../../src/stream/content";
-import { applyOne, at, call, client, createStream, json, output, post } from "../helpers";
+import { applyOne, at, call, client, createStream, json, output, post, storedEntries } from "../helpers";
 
 let n = 0;
 const fresh = () => env.PARTITION.getByName(`compact-${++n}/0`) as DurableObjectStub<Partition>;
@@ -190,10 +190,48 @@ describe("compact state: size and eviction work", () => {
     expect((await p.lookup("e1", '["evt_00000012345"]'))[0]).toMatchObject({ batch: "s\nb12", dropped: 0 });
   });
 
-  it.each([false, true])(
-    "an apply costs three statements whatever its rows: one read, one upsert, the meta row; a row written per key stored or counted (hashed: %s)",
-    async (hashedKeys) => {
-      const p = env.PARTITION.getByName(`statements-${hashedKeys}/0`) as DurableObjectStub<Partition>;
+  /** Runs fn inside the object with its `sql` counted: the statements, their texts, and the rows they wrote and read. */
+  const counting = <T>(p: DurableObjectStub<Partition>, fn: (obj: Partition) => T) =>
+    runInDurableObject(p, (obj) => {
+      const o = obj as unknown as { sql: SqlStorage };
+      const real = o.sql;
+      const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+      const texts: string[] = [];
+      o.sql = new Proxy(real, {
+        get: (t, prop) =>
+          prop === "exec"
+            ? (...a: Parameters<SqlStorage["exec"]>) => {
+                const c = t.exec(...a);
+                texts.push(a[0]);
+                cursors.push(c);
+                return c;
+              }
+            : Reflect.get(t, prop, t),
+      });
+      try {
+        const result = fn(obj);
+        return {
+          result,
+          statements: cursors.length,
+          texts,
+          segmentReads: texts.filter((q) => /FROM segments WHERE s IN/.test(q)).length,
+          written: cursors.reduce((n, c) => n + c.rowsWritten, 0),
+          read: cursors.reduce((n, c) => n + c.rowsRead, 0),
+        };
+      } finally {
+        o.sql = real;
+      }
+    });
+
+  it.each([
+    [false, 50],
+    [true, 50],
+    [false, 2_000],
+    [true, 2_000],
+  ])(
+    "an apply writes one row whatever its rows: its keys and drop counts ride in the open segment of the meta row (hashed: %s; %i keys stored before)",
+    async (hashedKeys, before) => {
+      const p = env.PARTITION.getByName(`statements-${hashedKeys}-${before}/0`) as DurableObjectStub<Partition>;
       const settings: DedupSettings = { mode: "within-watermark", delay: 3_600_000, hasEventTime: true, hashedKeys };
       const t0 = Date.UTC(2026, 0, 1);
       const row = (index: number, id: number, digest = String(id)) => ({ index, key: `["evt_${id}"]`, eventTime: t0 + id, digest });
@@ -201,133 +239,96 @@ describe("compact state: size and eviction work", () => {
         epoch: "e1",
         group: "g1",
         watermark: 0,
-        entries: [{ batch: "s\nb1", settings, rows: rowColumns(Array.from({ length: 50 }, (_, i) => row(i, i))) }],
+        entries: [{ batch: "s\nb1", settings, rows: rowColumns(Array.from({ length: before }, (_, i) => row(i, 10_000 + i))) }],
       });
       // Two entries: 40 new keys, 10 copies of b1's keys (one key twice), 5 copies of keys the first entry adds.
       const first = Array.from({ length: 40 }, (_, i) => row(i, 100 + i));
-      const second = [...Array.from({ length: 10 }, (_, i) => row(i, i === 9 ? 0 : i)), ...Array.from({ length: 5 }, (_, i) => row(10 + i, 100 + i))];
-      const counted = await runInDurableObject(p, (obj) => {
-        const o = obj as unknown as { sql: SqlStorage };
-        const real = o.sql;
-        const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-        o.sql = new Proxy(real, {
-          get: (t, prop) =>
-            prop === "exec"
-              ? (...a: Parameters<SqlStorage["exec"]>) => {
-                  const c = t.exec(...a);
-                  cursors.push(c);
-                  return c;
-                }
-              : Reflect.get(t, prop, t),
-        });
-        try {
-          const r = obj.applyGroup({
-            epoch: "e1",
-            group: "g2",
-            watermark: 0,
-            forget: ["g1"],
-            entries: [
-              { batch: "s\nb2", settings, rows: rowColumns(first) },
-              { batch: "s\nb3", settings, rows: rowColumns(second) },
-            ],
-          });
-          return { decisions: r.decisions, statements: cursors.length, written: cursors.reduce((n, c) => n + c.rowsWritten, 0) };
-        } finally {
-          o.sql = real;
-        }
-      });
-      expect(counted.decisions).toEqual(["e".repeat(40), "d".repeat(15)]);
-      expect(counted.statements).toBe(3);
-      // 40 keys stored (b2's five copies counted in their own insert), 9 of b1's keys counted, the meta row.
-      expect(counted.written).toBe(40 + 9 + 1);
-      expect((await p.lookup("e1", '["evt_0"]'))[0]).toMatchObject({ batch: "s\nb1", dropped: 2 });
+      const second = [...Array.from({ length: 10 }, (_, i) => row(i, 10_000 + (i === 9 ? 0 : i))), ...Array.from({ length: 5 }, (_, i) => row(10 + i, 100 + i))];
+      const counted = await counting(p, (obj) =>
+        obj.applyGroup({
+          epoch: "e1",
+          group: "g2",
+          watermark: 0,
+          forget: ["g1"],
+          entries: [
+            { batch: "s\nb2", settings, rows: rowColumns(first) },
+            { batch: "s\nb3", settings, rows: rowColumns(second) },
+          ],
+        }),
+      );
+      expect(counted.result.decisions).toEqual(["e".repeat(40), "d".repeat(15)]);
+      // 50 keys fit the open segment: nothing to read. 2,000 were sealed into segment rows: one read, of those that may hold b3's copies.
+      expect(counted.segmentReads).toBe(before > 1_000 ? 1 : 0);
+      expect(counted.statements).toBe(before > 1_000 ? 2 : 1);
+      expect(counted.written).toBe(1); // the meta row
+      expect((await p.lookup("e1", '["evt_10000"]'))[0]).toMatchObject({ batch: "s\nb1", dropped: 2 });
+      expect((await p.lookup("e1", '["evt_10001"]'))[0]).toMatchObject({ batch: "s\nb1", dropped: 1 });
+      expect((await p.lookup("e1", '["evt_104"]'))[0]).toMatchObject({ batch: "s\nb2", dropped: 1 });
+      // The same after a restart: everything is in storage.
+      await evictDurableObject(p);
+      expect((await p.lookup("e1", '["evt_10000"]'))[0]).toMatchObject({ batch: "s\nb1", dropped: 2 });
       expect((await p.lookup("e1", '["evt_104"]'))[0]).toMatchObject({ batch: "s\nb2", dropped: 1 });
     },
   );
 
   it.each([false, true])(
-    "an apply whose keys are all new reads no key row: the buckets' filters answer (hashed: %s); after a restart they are made again from the buckets and still find every key",
+    "an apply whose keys are all new reads no segment: the segments' filters answer (hashed: %s); after a restart they are read back from their rows and still find every key",
     async (hashedKeys) => {
       const p = env.PARTITION.getByName(`filters-${hashedKeys}/0`) as DurableObjectStub<Partition>;
       const settings: DedupSettings = { mode: "within-watermark", delay: 3_600_000, hasEventTime: true, hashedKeys };
       const t0 = Date.UTC(2026, 0, 1);
-      // Keys over three hours of event time: about a dozen 15-minute buckets.
-      const row = (index: number, id: number) => ({ index, key: `["evt_${id}"]`, eventTime: t0 + id * 60_000 });
-      await applyOne(p, { epoch: "e1", batch: "s\nb1", watermark: 0, settings, rows: Array.from({ length: 180 }, (_, i) => row(i, i)) });
-      const counted = (rows: ReturnType<typeof row>[], batch: string) =>
-        runInDurableObject(p, (obj) => {
-          const o = obj as unknown as { sql: SqlStorage };
-          const real = o.sql;
-          const texts: string[] = [];
-          o.sql = new Proxy(real, {
-            get: (t, prop) => (prop === "exec" ? (q: string, ...a: SqlStorageValue[]) => (texts.push(q), t.exec(q, ...a)) : Reflect.get(t, prop, t)),
-          });
-          try {
-            const r = obj.applyGroup({ epoch: "e1", group: `g-${batch}`, watermark: 0, entries: [{ batch: `s\n${batch}`, settings, rows: rowColumns(rows) }] });
-            return {
-              decisions: r.decisions[0],
-              keyReads: texts.filter((q) => /^\s*SELECT[\s\S]*FROM keys WHERE b IN/.test(q)).length,
-              scans: texts.filter((q) => /FROM keys WHERE b = \?$/.test(q.trim())).length,
-            };
-          } finally {
-            o.sql = real;
-          }
-        });
-      const fresh = await counted(
-        Array.from({ length: 60 }, (_, i) => row(i, 1000 + i)),
+      // Keys over three hours of event time: about a dozen 15-minute buckets, sealed into segment rows.
+      const row = (index: number, id: number) => ({ index, key: `["evt_${id}"]`, eventTime: t0 + id * 5_000 });
+      await applyOne(p, { epoch: "e1", batch: "s\nb1", watermark: 0, settings, rows: Array.from({ length: 2160 }, (_, i) => row(i, i)) });
+      const segments = await runInDurableObject(p, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM segments").one().n);
+      expect(segments).toBeGreaterThan(10);
+      const apply = (rows: ReturnType<typeof row>[], batch: string) =>
+        counting(p, (obj) => obj.applyGroup({ epoch: "e1", group: `g-${batch}`, watermark: 0, entries: [{ batch: `s\n${batch}`, settings, rows: rowColumns(rows) }] }));
+      const fresh = await apply(
+        Array.from({ length: 60 }, (_, i) => row(i, 3000 + i)),
         "b2",
       );
-      expect(fresh).toEqual({ decisions: "e".repeat(60), keyReads: 0, scans: 0 });
+      expect(fresh.result.decisions[0]).toBe("e".repeat(60));
+      expect(fresh.segmentReads).toBe(0);
       await evictDurableObject(p);
-      // Made again from a scan of each live bucket; a copy of any stored key, early or late, is still found.
-      const again = await counted([row(0, 0), row(1, 2000), row(2, 179), row(3, 1059), row(4, 90)], "b3");
-      expect(again.decisions).toBe("dedd" + "d");
-      expect(again.keyReads).toBe(1);
-      expect(again.scans).toBeGreaterThan(1);
+      // The index is read back (filters, not data); a copy of any stored key, early or late, sealed or open, is still found.
+      const again = await apply([row(0, 0), row(1, 5000), row(2, 2159), row(3, 3059), row(4, 1080)], "b3");
+      expect(again.result.decisions[0]).toBe("dedd" + "d");
+      expect(again.segmentReads).toBe(1);
+      expect(again.texts.filter((q) => /FROM segments$/.test(q.trim())).length).toBe(1); // the index, once
     },
   );
 
-  it("evicting reads the keys it forgets, not the state: the watermark's bucket is copied once, then trimmed by expiry", async () => {
+  it("evicting deletes whole segments and reads nothing per key: the watermark's bucket is trimmed in memory, by expiry", async () => {
     const p = fresh();
     const settings: DedupSettings = { mode: "within-watermark", delay: 40 * MIN, hasEventTime: true, hashedKeys: true }; // 10-minute buckets
     const rows = Array.from({ length: 4000 }, (_, i) => ({ index: i, key: `k${i}`, eventTime: i * 600 })); // 40 minutes of keys, 100 per minute
     await applyOne(p, { epoch: "e1", batch: "s\nb", watermark: 0, settings, rows });
-    // Rows SQLite read during one advance(), summed over the partition's statements.
-    const advance = (wm: number) =>
-      runInDurableObject(p, (obj) => {
-        const o = obj as unknown as { sql: SqlStorage };
-        const real = o.sql;
-        const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-        o.sql = new Proxy(real, {
-          get: (t, prop) =>
-            prop === "exec"
-              ? (...a: Parameters<SqlStorage["exec"]>) => {
-                  const c = t.exec(...a);
-                  cursors.push(c);
-                  return c;
-                }
-              : Reflect.get(t, prop, t),
-        });
-        try {
-          const r = obj.advance("e1", wm);
-          return { removed: r.removed, rows: r.rows, read: cursors.reduce((s, c) => s + c.rowsRead, 0) };
-        } finally {
-          o.sql = real;
-        }
-      });
-    // Expiries run from 40 to 80 min (k0 was late). 45 min enters the 40-50 min bucket: it is copied once.
-    expect(await advance(45 * MIN)).toMatchObject({ removed: 500, rows: 3499 });
-    // Six seconds later ten keys expire: a few rows read for each (SQLite counts index steps), not the 3,489 held.
+    const advance = (wm: number) => counting(p, (obj) => obj.advance("e1", wm));
+    // Expiries run from 40 to 80 min (k0 was late). 45 min enters the 40-50 min bucket: its expiries are read once.
+    expect((await advance(45 * MIN)).result).toMatchObject({ removed: 500, rows: 3499 });
+    // Six seconds later ten keys expire: nothing read, nothing written but the meta row.
     const step = await advance(45 * MIN + 6000);
-    expect(step).toMatchObject({ removed: 10, rows: 3489 });
-    expect(step.read).toBeLessThan(10 * 10);
-    expect(await advance(75 * MIN)).toMatchObject({ rows: 499 });
-    const tables = await runInDurableObject(p, (_o, state) => ({
-      front: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM front").one().n,
-      indexes: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'index' AND tbl_name = 'keys'").one().n,
+    expect(step.result).toMatchObject({ removed: 10, rows: 3489 });
+    expect(step.read).toBeLessThan(5);
+    expect(step.written).toBe(1);
+    // Three buckets pass whole: a row per segment deleted, not one per key (2,990 go).
+    const far = await advance(75 * MIN);
+    expect(far.result).toMatchObject({ removed: 2990, rows: 499 });
+    expect(far.written).toBeLessThan(10);
+    const left = await runInDurableObject(p, (_o, state) => ({
+      tables: state.storage.sql
+        .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE name IN ('keys', 'front')")
+        .toArray()
+        .map((r) => r.name),
+      stored: storedEntries(state.storage.sql),
     }));
-    expect(tables.indexes).toBe(0); // no per-key expiry index
-    expect(tables.front).toBe(499); // the 70-80 min bucket's keys not expired yet
+    expect(left.tables).toEqual([]); // no row per key anywhere, no copy for expiry
+    // The 70-80 min bucket is still stored whole; the 499 keys not expired are among it.
+    expect(left.stored.sealed.length + left.stored.open.length).toBe(1000);
+    expect((await p.list("e1", "", 1000)).length).toBe(499);
+    await evictDurableObject(p);
+    expect((await advance(76 * MIN)).result).toMatchObject({ removed: 100, rows: 399 });
   });
 });
 

@@ -14,16 +14,16 @@ import { partitionFor } from "../../../src/stream/partition-for";
 import { keyHash64, keyHashLabel } from "../../../src/stream/key-hash";
 import { keyedKeyHash64 } from "../../../src/stream/keyed-key-hash";
 import { migrate } from "../../../src/storage/migrations";
-import { applyOne, at, call, createStream, json, post } from "../helpers";
+import { applyOne, at, call, createStream, json, post, rewriteOpen, storedEntries } from "../helpers";
 
 const hashed: DedupSettings = { mode: "within-watermark", delay: 3_600_000, hasEventTime: true, hashedKeys: true };
 const meta = (stub: DurableObjectStub<Partition>) =>
   runInDurableObject(stub, (_p, state) => ({
     ...state.storage.sql.exec<{ hashed: number; hash_key: string | null }>("SELECT hashed, hash_key FROM meta").one(),
-    keys: state.storage.sql
-      .exec<{ k: string }>("SELECT CAST(k AS TEXT) AS k FROM keys ORDER BY k")
-      .toArray()
-      .map((r) => r.k),
+    keys: Object.values(storedEntries(state.storage.sql))
+      .flat()
+      .map((e) => e.key)
+      .sort(),
   }));
 
 it("a new hashed partition draws its own secret and stores SipHash-2-4 under it, not the unkeyed hash", async () => {
@@ -63,7 +63,7 @@ it("a hashed partition of version 7 keeps its unkeyed hash after the upgrade, fi
   expect(first.decisions).toBe("e");
   // Rewrite it as version 7 left a hashed partition: meta.hashed 1, no secret column, the key stored by MurmurHash3.
   await runInDurableObject(stub, async (_p, state) => {
-    const row = state.storage.sql.exec<{ b: number; e: number; t: number }>("SELECT b, e, t FROM keys").one();
+    const [row] = storedEntries(state.storage.sql).open;
     const m = state.storage.sql.exec<{ width: number; base: number; watermark: number }>("SELECT width, base, watermark FROM meta").one();
     await state.storage.deleteAll();
     migrate(
@@ -78,7 +78,8 @@ it("a hashed partition of version 7 keeps its unkeyed hash after the upgrade, fi
       m.width,
       m.base,
     );
-    state.storage.sql.exec(`INSERT INTO keys (b, k, t, e, d) VALUES (?, ${keyHash64("A")}, ?, ?, NULL)`, row.b, row.t, row.e);
+    // Version 7's row: b and e relative, t the batch's number (a hashed key with an expiry).
+    state.storage.sql.exec(`INSERT INTO keys (b, k, t, e, d) VALUES (?, ${keyHash64("A")}, ?, ?, NULL)`, row.b, row.n, row.e);
   });
   await evictDurableObject(stub);
   const r = await applyOne(stub, {
@@ -110,7 +111,7 @@ it("a hashed stream's health warns while a partition keeps the unkeyed hash, and
   // The old stream's partition as an earlier release left it: the unkeyed hash (meta.hashed 1, no secret).
   const stub = env.PARTITION.getByName(`keyed-health-old/${partitionFor('["a"]', 2)}`) as DurableObjectStub<Partition>;
   await runInDurableObject(stub, (_p, state) => {
-    state.storage.sql.exec(`UPDATE keys SET k = ${keyHash64('["a"]')}`);
+    rewriteOpen(state.storage.sql, true, (e) => ({ ...e, key: keyHash64('["a"]') }));
     state.storage.sql.exec("UPDATE meta SET hashed = 1, hash_key = NULL");
   });
   await evictDurableObject(stub);

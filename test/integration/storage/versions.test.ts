@@ -165,11 +165,22 @@ it("a stream written by the per-request ledger (version 4) upgrades in place: re
   });
   // Its partition's decision for the begun batch, in partition version 3's layout: P was judged emitted (and stored) before the crash.
   const partition = env.PARTITION.getByName(`${name}/0`);
-  await runInDurableObject(partition, (_p, state) => {
-    state.storage.sql.exec("DELETE FROM ledger; ALTER TABLE meta DROP COLUMN pending; UPDATE _schema SET version = 3");
+  await runInDurableObject(partition, (p, state) => {
+    // Version 3 kept a row per key (b and e absolute): A as the partition lists it, and P.
+    const [a] = p.list(epoch, "", 10);
+    const width = state.storage.sql.exec<{ width: number }>("SELECT width FROM meta").one().width;
+    state.storage.sql.exec(`DELETE FROM ledger; DROP TABLE segments; ALTER TABLE meta DROP COLUMN pending; ALTER TABLE meta DROP COLUMN open;
+      ALTER TABLE meta ADD COLUMN front_b INTEGER; UPDATE meta SET base = NULL, names = NULL; UPDATE _schema SET version = 3;
+      CREATE TABLE keys (b INTEGER NOT NULL, k NOT NULL, t INTEGER, e INTEGER, PRIMARY KEY (b, k)) WITHOUT ROWID;
+      CREATE TABLE front (e INTEGER NOT NULL, k NOT NULL, PRIMARY KEY (e, k)) WITHOUT ROWID;`);
     state.storage.sql.exec("INSERT INTO ledger (batch, at, decisions) VALUES (?, ?, '0e')", "default\nv4-2", Date.now());
-    state.storage.sql.exec("INSERT INTO keys (b, k, t, e) SELECT b, 'P', ?, ? FROM keys LIMIT 1", at(10, 1), at(10, 6));
-    state.storage.sql.exec("UPDATE meta SET rows = rows + 1");
+    for (const [k, t, e] of [
+      [a.key, a.eventTime, a.expiresAt!],
+      ["P", at(10, 1), at(10, 6)],
+    ] as const) {
+      state.storage.sql.exec("INSERT INTO keys (b, k, t, e) VALUES (?, ?, ?, ?)", Math.floor(e / width), k, t, e);
+    }
+    state.storage.sql.exec("UPDATE meta SET rows = 2");
   });
   await evictDurableObject(stub);
   await evictDurableObject(partition);
@@ -515,7 +526,7 @@ it("a new partition gets at once the layout the migrations build step by step (t
   const stepped = env.PARTITION.getByName("versions/stepped") as DurableObjectStub<Partition>;
   await layoutAt(stepped, Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)), () => {});
   const want = await shape(stepped);
-  expect(want.tables.map((t) => t.name)).toEqual(["_schema", "front", "kept_names", "keys", "ledger", "meta", "receipts"]);
+  expect(want.tables.map((t) => t.name)).toEqual(["_schema", "kept_names", "ledger", "meta", "receipts", "segments"]);
   expect(await shape(fresh)).toEqual(want);
   // And it works as one: a batch stored, found, listed.
   const r = await applyOne(fresh, {

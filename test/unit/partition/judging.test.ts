@@ -31,7 +31,7 @@ describe("judging a call in memory", () => {
     expect(fixLayout(meta, workOf([entry("s\nb1", [row(0, "late", t0 - MIN)])], new Map()))).toBeNull();
     expect(meta.width).toBeNull();
     const l = fixLayout(meta, workOf([entry("s\nb2", [row(0, "late", t0 - MIN), row(1, "a", t0 + MIN)])], new Map()));
-    expect(l).toEqual({ hashed: 0, hashKey: null, width: 15 * MIN, base: Math.floor((t0 + 61 * MIN) / (15 * MIN)) });
+    expect(l).toEqual({ hashed: 0, hashKey: null, width: 7.5 * MIN, base: Math.floor((t0 + 61 * MIN) / (7.5 * MIN)) });
     expect(fixLayout(meta, [])).toEqual(l);
   });
 
@@ -62,8 +62,8 @@ describe("judging a call in memory", () => {
     expect(r).toEqual({ decisions: ["ede", "d"], inserted: 2, judged: 4, ledger: [expect.any(Array), expect.any(Array)] });
     expect(reads).toBe(1);
     expect(names.open).toMatchObject({ n: 7, b: ["s\nb1"] });
-    expect(held.get('["a"]')).toMatchObject({ added: true, r: 7, dropped: 1, conflicts: 0 });
-    expect(held.get('["b"]')).toMatchObject({ added: true, r: 7, dropped: 1 });
+    expect(held.get('["a"]')).toMatchObject({ added: true, n: 7, expiresAt: t0 + WW.delay, dropped: 1, conflicts: 0 });
+    expect(held.get('["b"]')).toMatchObject({ added: true, n: 7, dropped: 1 });
     const { gaps, wanted } = gapsOf(l, id, held, work);
     expect(gaps).toEqual([[2 * MIN], [5 * MIN]]);
     expect(wanted).toEqual([]);

@@ -47,8 +47,9 @@ describe("keyHash64", () => {
 describe("expiry buckets", () => {
   const within = (delay: number) => ({ mode: "within-watermark" as const, delay, hasEventTime: true });
 
-  it("a quarter of the delay wide, at least a minute; global mode has one bucket that never expires", () => {
-    expect(bucketWidthFor(within(2 * 3_600_000))).toBe(30 * 60_000);
+  it("an eighth of the delay wide, at least a second; global mode has one bucket that never expires", () => {
+    expect(bucketWidthFor(within(2 * 3_600_000))).toBe(15 * 60_000);
+    expect(bucketWidthFor(within(10_000))).toBe(1_250);
     expect(bucketWidthFor(within(0))).toBe(MIN_BUCKET_WIDTH_MS);
     expect(bucketWidthFor({ mode: "global", delay: 0, hasEventTime: false })).toBe(0);
     expect(bucketOf(null, 60_000)).toBe(0);
