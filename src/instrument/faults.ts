@@ -14,7 +14,12 @@ export const FAULT_POINTS = [
   "after-marker", // marker written, coordinator not committed
   "partition-midway", // one partition stored part of its sub-batch, then died
 ] as const;
-export type FaultPoint = (typeof FAULT_POINTS)[number];
+/** Crash points inside a partition's storage steps, armed for a partition's epoch (partitionStorageFaultKey), not by a request. */
+export const STORAGE_FAULT_POINTS = [
+  "partition-seal-midway", // a partition wrote one bucket's segment of a seal, then died
+  "partition-evict-midway", // a partition deleted the buckets an eviction passed, then died before counting them
+] as const;
+export type FaultPoint = (typeof FAULT_POINTS)[number] | (typeof STORAGE_FAULT_POINTS)[number];
 
 export class InjectedFault extends Error {
   constructor(readonly point: FaultPoint) {
@@ -29,10 +34,10 @@ export function faultsEnabled(): boolean {
   return typeof __FAULTS__ !== "undefined" && __FAULTS__;
 }
 
-export function requestedFault(headers: Headers): FaultPoint | null {
+export function requestedFault(headers: Headers): (typeof FAULT_POINTS)[number] | null {
   if (!faultsEnabled()) return null;
   const v = headers.get("x-test-fault");
-  return (FAULT_POINTS as readonly string[]).includes(v ?? "") ? (v as FaultPoint) : null;
+  return (FAULT_POINTS as readonly string[]).includes(v ?? "") ? (v as (typeof FAULT_POINTS)[number]) : null;
 }
 
 /**
@@ -47,6 +52,9 @@ const plan = new Map<string, FaultPoint>();
 export const batchFaultKey = (stream: string, batchId: string): string => `batch\n${stream}\n${batchId}`;
 /** A partition call's key: the stream's epoch and the first entry's `{source}\n{batchId}`. */
 export const partitionFaultKey = (epoch: string, batch: string): string => `partition\n${epoch}\n${batch}`;
+
+/** A partition's storage step (a seal, an eviction) in any call on this epoch of the stream. */
+export const partitionStorageFaultKey = (epoch: string): string => `partition-storage\n${epoch}`;
 
 export function armFault(key: string, point: FaultPoint | null): void {
   if (faultsEnabled() && point !== null) plan.set(key, point);

@@ -14,6 +14,7 @@ import { Segment } from "../stream/key-segment";
 import { isLive, type KeyStore } from "./key-store";
 import { absoluteBucket, expiryOf, storedBucket, type Layout } from "./layout";
 import { layoutOf, type PartitionMeta } from "./meta";
+import { dieInStorageIfArmed } from "./midway-fault";
 import { forgetReceipts, openChunk } from "./receipts";
 import { deleteBuckets, readData } from "./segment-rows";
 
@@ -48,6 +49,7 @@ export class Eviction {
     let removed = 0;
     for (const b of gone) removed += this.liveIn(meta, l, b, before);
     deleteBuckets(this.sql, [...gone]);
+    if (gone.size > 0) dieInStorageIfArmed(meta.epoch, "partition-evict-midway"); // test builds only
     for (const b of gone) this.keys.segments(l).dropBucket(b);
     this.keys.dropOpen(meta, l, gone);
     if (this.front && this.front.b < at) this.front = undefined;

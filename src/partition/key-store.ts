@@ -13,6 +13,7 @@ import { SegmentIndex, segmentFilter } from "../stream/segment-index";
 import { absoluteBucket, entryOf, expiryOf, heldOf, keyLiteral, type Held, type Layout } from "./layout";
 import type { PartitionMeta } from "./meta";
 import { OPEN_MAX_BYTES, OpenSegment } from "./open-segment";
+import { dieInStorageIfArmed } from "./midway-fault";
 import { readData, readIndex, writeSegment } from "./segment-rows";
 
 /** A bucket's newest segment takes a seal's keys while it stays under this size; past it the seal starts a new one. */
@@ -164,6 +165,7 @@ export class KeyStore {
       );
       writeSegment(this.sql, s, b, merged.kept.length, data);
       index.add({ s, b, n: merged.kept.length, bytes: data.length, filter });
+      dieInStorageIfArmed(meta.epoch, "partition-seal-midway"); // test builds only
     }
     this.open = OpenSegment.read(null);
     meta.open = null;

@@ -1,4 +1,4 @@
-import { failAt, faultsEnabled, partitionFaultKey, takeFault } from "../instrument/faults";
+import { armFault, failAt, faultsEnabled, partitionFaultKey, partitionStorageFaultKey, takeFault, type FaultPoint } from "../instrument/faults";
 import { rowColumns, rowsOf } from "../stream/row-columns";
 import type { GroupApplyRequest } from "./protocol";
 
@@ -15,4 +15,17 @@ export function dieMidwayIfArmed(req: GroupApplyRequest, store: (half: GroupAppl
   const half = rowsOf(first.rows).slice(0, Math.ceil(first.rows.index.length / 2));
   store({ ...req, entries: [{ ...first, rows: rowColumns(half) }] });
   failAt(fault, "partition-midway");
+}
+
+/**
+ * Test builds only: a partition armed with `point` for its epoch dies there,
+ * part way through a storage step (its transaction rolls back). Another
+ * point armed stays armed.
+ */
+export function dieInStorageIfArmed(epoch: string, point: Extract<FaultPoint, "partition-seal-midway" | "partition-evict-midway">): void {
+  if (!faultsEnabled()) return;
+  const key = partitionStorageFaultKey(epoch);
+  const armed = takeFault(key);
+  if (armed !== null && armed !== point) armFault(key, armed);
+  failAt(armed, point);
 }
