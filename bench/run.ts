@@ -150,7 +150,7 @@ const DUPLICATE_SHARE = 0.2;
 const RECENT_IDS = 500;
 /** A cell stops sending at its time budget; this bounds the requests too. */
 const MAX_REQUESTS_PER_CELL = 200_000;
-/** The watchdog's bound on a whole run; the default one takes ~7 minutes on this 2-core machine. */
+/** The watchdog's bound on a whole run; the default one should take ~7 minutes on this 2-core machine (by its cells' times). */
 const TOTAL_BUDGET_MS = 600_000;
 const STRICT = process.env.BENCH_STRICT === "1";
 const RANDOM_IDS = process.env.BENCH_IDS === "random";
