@@ -3,9 +3,11 @@
  * one place, with the date they were read). Source: Cloudflare's pricing pages
  * for Workers, Durable Objects (SQLite storage backend) and R2, as summarised in
  * PLATFORM.md "Pricing units". What is left out: CPU time and DO duration
- * (wall clock while awake, 128 MB), storage (SQL $0.20/GB-month, R2
- * $0.015/GB-month) and the free allowances; alarm invocations are DO requests
- * too but are not counted by src/instrument/opcount.ts.
+ * (wall clock while awake, 128 MB), R2 storage ($0.015/GB-month) and the free
+ * allowances; alarm invocations are DO requests too but are not counted by
+ * src/instrument/opcount.ts. SQLite storage is priced apart from the counted
+ * operations (storagePerMonth): it depends on how many keys a stream holds,
+ * not on what a run did.
  */
 export const PRICES = {
   readOn: '2026-12-01 (PLATFORM.md "Pricing units", gathered from Cloudflare\'s docs, late 2026)',
@@ -16,7 +18,17 @@ export const PRICES = {
   doRowsRead: 0.001,
   r2ClassA: 4.5,
   r2ClassB: 0.36,
+  /** USD per GB-month (GB = 10^9 bytes) of a SQLite Durable Object's stored data */
+  doStorageGbMonth: 0.2,
 } as const;
+
+/** Cloudflare bills storage by the month: a day is this share of one. */
+export const DAYS_PER_MONTH = 365.25 / 12;
+
+/** USD a month for keeping `bytes` in SQLite Durable Objects. */
+export function storagePerMonth(bytes: number): number {
+  return (bytes / 1e9) * PRICES.doStorageGbMonth;
+}
 
 /** R2 operations Cloudflare bills as Class A (mutations and listings); deletes are free; the rest is Class B (reads). */
 const CLASS_A = new Set(["put", "list", "createMultipartUpload", "uploadPart", "completeMultipartUpload"]);
