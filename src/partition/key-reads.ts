@@ -124,4 +124,3 @@ function neighbours(t: SegmentTable, key: Uint8Array, i: number): number[] {
 function equal(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);
 }
-

@@ -31,7 +31,9 @@ export function readIndex(sql: SqlStorage, hashed: boolean): IndexedSegment[] {
 export function readData(sql: SqlStorage, segments: Iterable<number>): Map<number, Uint8Array> {
   const list = [...segments];
   if (list.length === 0) return new Map();
-  const rows = sql.exec<{ s: number; data: ArrayBuffer }>("SELECT s, data FROM segments WHERE s IN (SELECT value FROM json_each(?))", JSON.stringify(list)).toArray();
+  const rows = sql
+    .exec<{ s: number; data: ArrayBuffer }>("SELECT s, data FROM segments WHERE s IN (SELECT value FROM json_each(?))", JSON.stringify(list))
+    .toArray();
   return new Map(rows.map((r) => [r.s, new Uint8Array(r.data)]));
 }
 

@@ -17,6 +17,7 @@
  * UTF-8 length + ~5 (its offset, expiry, number; a column whose values are
  * all one, such as the event time's lag behind the expiry, takes none).
  */
+import { compareBytes, readBig, readUint, widthOf, Writer, Reader } from "../lib/packed-bytes";
 import { int64Decimal } from "./content";
 
 /** A remembered key as a segment holds it. */
@@ -65,108 +66,6 @@ export function keyBytes(hashed: boolean, key: string): Uint8Array {
   return out;
 }
 
-function compareBytes(a: Uint8Array, ao: number, al: number, b: Uint8Array, bo: number, bl: number): number {
-  const n = Math.min(al, bl);
-  for (let i = 0; i < n; i++) {
-    const d = a[ao + i] - b[bo + i];
-    if (d !== 0) return d;
-  }
-  return al - bl;
-}
-
-/** Bytes an unsigned whole number up to 2^53 takes (0: zero only). */
-function widthOf(max: number): number {
-  let w = 0;
-  while (max > 0) (max = Math.floor(max / 256)), w++;
-  return w;
-}
-
-class Writer {
-  private buf = new Uint8Array(256);
-  private view = new DataView(this.buf.buffer);
-  at = 0;
-
-  private room(n: number): void {
-    if (this.at + n <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < this.at + n) size *= 2;
-    const next = new Uint8Array(size);
-    next.set(this.buf.subarray(0, this.at));
-    this.buf = next;
-    this.view = new DataView(next.buffer);
-  }
-
-  u8(v: number): void {
-    this.room(1);
-    this.buf[this.at++] = v;
-  }
-
-  /** An unsigned whole number in `w` bytes, little-endian. */
-  uint(v: number, w: number): void {
-    this.room(w);
-    for (let i = 0; i < w; i++) (this.buf[this.at++] = v % 256), (v = Math.floor(v / 256));
-  }
-
-  varint(v: number): void {
-    while (v >= 128) this.u8((v % 128) | 128), (v = Math.floor(v / 128));
-    this.u8(v);
-  }
-
-  f64(v: number): void {
-    this.room(8);
-    this.view.setFloat64(this.at, v, true);
-    this.at += 8;
-  }
-
-  bytes(b: Uint8Array): void {
-    this.room(b.length);
-    this.buf.set(b, this.at);
-    this.at += b.length;
-  }
-
-  done(): Uint8Array {
-    return this.buf.slice(0, this.at);
-  }
-}
-
-class Reader {
-  readonly view: DataView;
-
-  constructor(
-    readonly buf: Uint8Array,
-    public at = 0,
-  ) {
-    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  }
-
-  u8(): number {
-    return this.buf[this.at++];
-  }
-
-  varint(): number {
-    let v = 0;
-    let scale = 1;
-    for (;;) {
-      const b = this.buf[this.at++];
-      v += (b & 127) * scale;
-      if (b < 128) return v;
-      scale *= 128;
-    }
-  }
-
-  f64(): number {
-    const v = this.view.getFloat64(this.at, true);
-    this.at += 8;
-    return v;
-  }
-}
-
-function readUint(buf: Uint8Array, at: number, w: number): number {
-  let v = 0;
-  for (let i = w - 1; i >= 0; i--) v = v * 256 + buf[at + i];
-  return v;
-}
-
 /** A column of optional numbers stored as value − base + 1 (0: null) in a fixed width. */
 interface NumberColumn {
   base: number;
@@ -179,8 +78,9 @@ function columnOf(values: (number | null)[]): { base: number; width: number } {
   let lo = Infinity;
   let hi = -Infinity;
   let nulls = false;
-  for (const v of values) if (v === null) nulls = true;
-  else (lo = Math.min(lo, v)), (hi = Math.max(hi, v));
+  for (const v of values)
+    if (v === null) nulls = true;
+    else (lo = Math.min(lo, v)), (hi = Math.max(hi, v));
   if (lo === Infinity) return { base: 0, width: 0 };
   if (lo === hi && !nulls) return { base: lo, width: 0 };
   return { base: lo, width: widthOf(hi - lo + 1) };
@@ -203,7 +103,13 @@ function writeTable(w: Writer, hashed: boolean, withBuckets: boolean, rows: read
   const hasD = digests.some((v) => v !== null);
   const dNulls = hasD && digests.some((v) => v === null);
   const flags =
-    (hashed ? F_HASHED : 0) | (withBuckets ? F_BUCKETS : 0) | (hasE ? F_E : 0) | (hasT ? F_T : 0) | (hasD ? F_D : 0) | (dNulls ? F_D_NULLS : 0) | (hasN ? F_N : 0);
+    (hashed ? F_HASHED : 0) |
+    (withBuckets ? F_BUCKETS : 0) |
+    (hasE ? F_E : 0) |
+    (hasT ? F_T : 0) |
+    (hasD ? F_D : 0) |
+    (dNulls ? F_D_NULLS : 0) |
+    (hasN ? F_N : 0);
   w.u8(VERSION);
   w.u8(flags);
   w.varint(keyed.length);
@@ -390,12 +296,6 @@ export class SegmentTable {
   *entries(bucket = 0): IterableIterator<KeyEntry> {
     for (let i = 0; i < this.count; i++) yield this.entry(i, bucket);
   }
-}
-
-/** A big-endian 32-bit half of 8 bytes, as a signed 32-bit number (int64Decimal's form). */
-function readBig(buf: Uint8Array, at: number, half: 0 | 4): number {
-  const o = at + half;
-  return ((buf[o] << 24) | (buf[o + 1] << 16) | (buf[o + 2] << 8) | buf[o + 3]) | 0;
 }
 
 /** A segment: its kept keys and its drops (entries' b: the row's bucket, or per entry with `withBuckets`). */

@@ -243,7 +243,10 @@ describe("compact state: size and eviction work", () => {
       });
       // Two entries: 40 new keys, 10 copies of b1's keys (one key twice), 5 copies of keys the first entry adds.
       const first = Array.from({ length: 40 }, (_, i) => row(i, 100 + i));
-      const second = [...Array.from({ length: 10 }, (_, i) => row(i, 10_000 + (i === 9 ? 0 : i))), ...Array.from({ length: 5 }, (_, i) => row(10 + i, 100 + i))];
+      const second = [
+        ...Array.from({ length: 10 }, (_, i) => row(i, 10_000 + (i === 9 ? 0 : i))),
+        ...Array.from({ length: 5 }, (_, i) => row(10 + i, 100 + i)),
+      ];
       const counted = await counting(p, (obj) =>
         obj.applyGroup({
           epoch: "e1",
@@ -283,7 +286,9 @@ describe("compact state: size and eviction work", () => {
       const segments = await runInDurableObject(p, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM segments").one().n);
       expect(segments).toBeGreaterThan(10);
       const apply = (rows: ReturnType<typeof row>[], batch: string) =>
-        counting(p, (obj) => obj.applyGroup({ epoch: "e1", group: `g-${batch}`, watermark: 0, entries: [{ batch: `s\n${batch}`, settings, rows: rowColumns(rows) }] }));
+        counting(p, (obj) =>
+          obj.applyGroup({ epoch: "e1", group: `g-${batch}`, watermark: 0, entries: [{ batch: `s\n${batch}`, settings, rows: rowColumns(rows) }] }),
+        );
       const fresh = await apply(
         Array.from({ length: 60 }, (_, i) => row(i, 3000 + i)),
         "b2",

@@ -4,7 +4,9 @@ import { int64Decimal } from "../../../src/stream/content";
 import { encodeSegment, keyBytes, Segment, segmentsIn, type DropEntry, type KeyEntry } from "../../../src/stream/key-segment";
 import { SegmentIndex, segmentFilter } from "../../../src/stream/segment-index";
 
-const int64 = fc.tuple(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 })).map(([h, l]) => int64Decimal(h, l));
+const int64 = fc
+  .tuple(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }))
+  .map(([h, l]) => int64Decimal(h, l));
 const maybe = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null });
 
 function entries(hashed: boolean, withBuckets: boolean) {
@@ -86,7 +88,12 @@ describe("the segment index", () => {
   it("never says absent for a key a segment holds, and rarely maybe for one it doesn't", () => {
     const index = new SegmentIndex();
     const keys = (s: number) => Array.from({ length: 1_000 }, (_, i) => `k${s}-${i}`);
-    const filterOf = (ks: string[]) => segmentFilter(false, ks.map((k) => keyBytes(false, k)), ks.length);
+    const filterOf = (ks: string[]) =>
+      segmentFilter(
+        false,
+        ks.map((k) => keyBytes(false, k)),
+        ks.length,
+      );
     for (let s = 1; s <= 20; s++) index.add({ s, b: s % 3, n: 1_000, bytes: 0, filter: filterOf(keys(s)) });
     const maybe = index.maybeHeld(false, [...keys(4), ...keys(17)]);
     const found = new Map([...maybe].map(([seg, ks]) => [seg.s, ks]));
