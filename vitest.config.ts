@@ -41,7 +41,8 @@ export default defineConfig({
             },
           }),
         ],
-        define: { __FAULTS__: "true" },
+        // Test builds: fault points on; the open segment sealed at 16 KiB (src/partition/open-segment.ts), so model runs seal often.
+        define: { __FAULTS__: "true", __OPEN_MAX_BYTES__: "16384" },
         test: { name: "workers", include: ["test/integration/**/*.test.ts"], testTimeout: 30_000 },
       },
       {

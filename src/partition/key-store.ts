@@ -8,7 +8,7 @@
  * hold a key; SQLite stays the truth, and the caches are made again from
  * it after a rollback or a restart.
  */
-import { encodeSegment, keyBytes, Segment, type DropEntry, type KeyEntry } from "../stream/key-segment";
+import { encodeSegment, entryKeyBytes, keyBytes, Segment, type DropEntry, type KeyEntry } from "../stream/key-segment";
 import { SegmentIndex, segmentFilter } from "../stream/segment-index";
 import { absoluteBucket, entryOf, expiryOf, heldOf, keyLiteral, type Held, type Layout } from "./layout";
 import type { PartitionMeta } from "./meta";
@@ -160,7 +160,7 @@ export class KeyStore {
       const data = encodeSegment(!!l.hashed, merged.kept, merged.drops);
       const filter = segmentFilter(
         !!l.hashed,
-        merged.kept.map((e) => keyBytes(!!l.hashed, e.key)),
+        merged.kept.map((e) => entryKeyBytes(!!l.hashed, e)),
         merged.kept.length,
       );
       writeSegment(this.sql, s, b, merged.kept.length, data);

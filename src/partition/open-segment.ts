@@ -11,8 +11,16 @@
 import { concat } from "../lib/bytes";
 import { encodeSegment, Segment, segmentsIn, type DropEntry, type KeyEntry } from "../stream/key-segment";
 
-/** Past this size the open segment is sealed into segment rows (the meta row is rewritten by every call: it stays small). */
-export const OPEN_MAX_BYTES = 16_384;
+/**
+ * Past this size the open segment is sealed into segment rows. The meta row
+ * is rewritten by every call, so it stays well under a row's 2 MB; 48 KiB (not
+ * 16) makes seals rarer and merges into a bucket's last segment fewer: 1.5×
+ * less CPU per event for 500-event batches, no change for single events.
+ * The workers tests build with `__OPEN_MAX_BYTES__` at 16 KiB, so that their
+ * model runs reach many seals with few keys (the code path is the same).
+ */
+declare const __OPEN_MAX_BYTES__: number;
+export const OPEN_MAX_BYTES = typeof __OPEN_MAX_BYTES__ === "number" ? __OPEN_MAX_BYTES__ : 49_152;
 
 const dropId = (d: Pick<DropEntry, "key" | "b" | "n">) => `${d.b} ${d.n} ${d.key}`;
 

@@ -66,6 +66,12 @@ export function keyBytes(hashed: boolean, key: string): Uint8Array {
   return out;
 }
 
+/** The key bytes an entry was read with (entry()), so that merging a segment again need not encode its keys again. */
+const readWith = new WeakMap<KeyEntry, Uint8Array>();
+
+/** An entry's key bytes: the ones it was read with, or encoded now. */
+export const entryKeyBytes = (hashed: boolean, e: KeyEntry): Uint8Array => readWith.get(e) ?? keyBytes(hashed, e.key);
+
 /** A column of optional numbers stored as value − base + 1 (0: null) in a fixed width. */
 interface NumberColumn {
   base: number;
@@ -91,7 +97,8 @@ function columnOf(values: (number | null)[]): { base: number; width: number } {
  * count) in key order. A key appears at most once (the caller merges).
  */
 function writeTable(w: Writer, hashed: boolean, withBuckets: boolean, rows: readonly KeyEntry[]): void {
-  const keyed = rows.map((r) => ({ r, k: keyBytes(hashed, r.key) })).sort((x, y) => compareBytes(x.k, 0, x.k.length, y.k, 0, y.k.length));
+  // Rows merged from a segment come in key order with their bytes: the sort (a merge of runs) and the bytes cost little.
+  const keyed = rows.map((r) => ({ r, k: entryKeyBytes(hashed, r) })).sort((x, y) => compareBytes(x.k, 0, x.k.length, y.k, 0, y.k.length));
   const es = keyed.map(({ r }) => r.e);
   const ts = keyed.map(({ r }) => r.t);
   const ns = keyed.map(({ r }) => r.n);
@@ -277,7 +284,7 @@ export class SegmentTable {
     if (this.dAt >= 0 && (this.dNullsAt < 0 || (this.buf[this.dNullsAt + (i >> 3)] & (1 << (i & 7))) !== 0)) {
       d = int64Decimal(readBig(this.buf, this.dAt + 8 * i, 0), readBig(this.buf, this.dAt + 8 * i, 4));
     }
-    return {
+    const entry: KeyEntry = {
       key: this.keyAt(i),
       b: this.num(this.cols[0], i) ?? bucket,
       e: this.num(this.cols[1], i),
@@ -286,6 +293,8 @@ export class SegmentTable {
       n: this.num(this.cols[3], i),
       dropped: this.dropped.get(i) ?? 0,
     };
+    readWith.set(entry, this.keyBytesAt(i));
+    return entry;
   }
 
   /** Just the expiry offset at position i (eviction counts these). */
