@@ -103,7 +103,7 @@ describe("dispatch", () => {
             .sort((x, y) => x.seq - y.seq || x.idx - y.idx)
             .filter((r) => r.entity === null || (!seen.has(r.entity) && seen.add(r.entity)))
             .map((r) => ({ ...r, h: laneHash(r.entity ?? rowKey(r)) }));
-          const inFlight = { rows: new Set(due.slice(0, 2).map(rowKey)), entities: new Set(flyingEntities), lanes: new Set(busy) };
+          const inFlight = { rows: new Set(due.slice(0, 2).map(rowKey)), entities: new Set<string>(flyingEntities), lanes: new Set(busy) };
           const plan = planDispatch(due, inFlight, lanes, perLane, room);
           const sent = [...plan.values()].flat();
           expect(sent.length).toBeLessThanOrEqual(room);
