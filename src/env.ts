@@ -2,7 +2,7 @@ import type { CoordinatorRpc } from "./coordinator/protocol";
 import type { PartitionRpc } from "./partition/protocol";
 import type { RunnerRpc } from "./sources/files/protocol";
 import type { RegistryRpc } from "./registry/protocol";
-import type { DestinationRpc } from "./delivery/protocol";
+import type { DeliveryLaneRpc, DestinationRpc } from "./delivery/protocol";
 
 // Stubs are typed by each object's RPC interface (its protocol module), never by its class: nothing here imports a Durable Object's module.
 /** The Worker's bindings (wrangler.toml) and secrets (.dev.vars / wrangler secret). */
@@ -23,6 +23,8 @@ export interface Env {
   DLQ: Queue;
   /** one sender per destination and one index per stream (src/delivery) */
   DESTINATION: DurableObjectNamespace<DestinationRpc>;
+  /** a destination's lanes: the senders its rows are spread over (src/delivery/lane.ts) */
+  DELIVERY_LANE: DurableObjectNamespace<DeliveryLaneRpc>;
   /** a Queues producer that queue destinations may name (wrangler.toml; more can be added) */
   DELIVERIES?: Queue;
   /** "true" accepts http://127.0.0.1 and http://localhost destinations (local development and tests only) */
@@ -65,6 +67,11 @@ export function runnerStub(env: Env, stream: string): DurableObjectStub<RunnerRp
 
 export function destinationStub(env: Env, stream: string, name: string): DurableObjectStub<DestinationRpc> {
   return env.DESTINATION.getByName(`${stream}/${name}`);
+}
+
+/** Lane `lane` of a destination. */
+export function laneStub(env: Env, stream: string, name: string, lane: number): DurableObjectStub<DeliveryLaneRpc> {
+  return env.DELIVERY_LANE.getByName(`${stream}/${name}#${lane}`);
 }
 
 /** The stream's index of destinations. */

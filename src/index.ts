@@ -8,6 +8,7 @@ export { Partition } from "./partition/partition";
 export { Runner } from "./sources/files/runner";
 export { Registry } from "./registry/registry";
 export { Destination } from "./delivery/destination";
+export { DeliveryLane } from "./delivery/lane";
 export { EdgeDedup } from "./rpc/entrypoint";
 
 const http = withOpCount(app);

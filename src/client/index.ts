@@ -31,7 +31,15 @@ import type {
 import type { credentialBody } from "../credentials/credential.ts";
 import type { runBody } from "../sources/files/run-body.ts";
 import type { destinationBodySchema, replayBodySchema, rotateBodySchema } from "../delivery/config.ts";
-import type { deadLaneSchema, destinationListSchema, destinationPutSchema, destinationSchema, replaySchema, rotatedSchema } from "../delivery/schemas.ts";
+import type {
+  attemptsListSchema,
+  deadLaneSchema,
+  destinationListSchema,
+  destinationPutSchema,
+  destinationSchema,
+  replaySchema,
+  rotatedSchema,
+} from "../delivery/schemas.ts";
 import type { streamBodySchema } from "../stream/config.ts";
 import type { z } from "zod";
 import type { ProviderType } from "../webhooks/provider.ts";
@@ -73,6 +81,7 @@ export type Destination = z.infer<typeof destinationSchema>;
 export type DestinationPut = z.infer<typeof destinationPutSchema>;
 export type DeadLane = z.infer<typeof deadLaneSchema>;
 export type Replayed = z.infer<typeof replaySchema>;
+export type Attempts = z.infer<typeof attemptsListSchema>;
 export type RotatedSecret = z.infer<typeof rotatedSchema>;
 
 export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
@@ -345,6 +354,9 @@ export function createClient(options: ClientOptions) {
     deadLane: (stream: string, name: string, opts: { limit?: number; after?: string } = {}) =>
       get<DeadLane>(`${streamPath(stream)}/destinations/${seg(name)}/dead${query(opts)}`),
 
+    /** a row's last attempts by its webhook-id; without one, the failing, dead and recently delivered rows' */
+    attempts: (stream: string, name: string, opts: { id?: string; limit?: number } = {}) =>
+      get<Attempts>(`${streamPath(stream)}/destinations/${seg(name)}/attempts${query(opts)}`),
     async replayDestination(stream: string, name: string, body: z.input<typeof replayBodySchema>): Promise<Replayed> {
       return json<Replayed>(await expectStatus([202], "POST", `${streamPath(stream)}/destinations/${seg(name)}/replay`, jsonBody(body)));
     },

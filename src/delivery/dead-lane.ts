@@ -1,3 +1,4 @@
+import { parseAttempts, type AttemptRecord } from "./attempts-log";
 import { webhookId } from "./message";
 import type { DeadRow } from "./protocol";
 import { MAX_ROW_BYTES } from "./rows";
@@ -15,7 +16,7 @@ export class DeadLane {
   page(d: Pick<DestRow, "stream" | "incarnation">, after: { seq: number; index: number }, limit: number): DeadRow[] {
     return this.sql
       .exec<PendingRow & { died_at: number }>(
-        "SELECT seq, idx, row, committed_at, attempts, last_error, died_at FROM dead WHERE (seq, idx) > (?, ?) ORDER BY seq, idx LIMIT ?",
+        "SELECT seq, idx, row, committed_at, attempts, last_error, died_at, tries FROM dead WHERE (seq, idx) > (?, ?) ORDER BY seq, idx LIMIT ?",
         after.seq,
         after.index,
         limit,
@@ -30,7 +31,31 @@ export class DeadLane {
         diedAt: r.died_at,
         committedAt: r.committed_at,
         row: r.row,
+        history: parseAttempts(r.tries),
       }));
+  }
+
+  /** A dead row's attempts and when it died, or null. */
+  find(seq: number, idx: number): { diedAt: number; attempts: AttemptRecord[]; lastError: string | null } | null {
+    const r = this.sql
+      .exec<{ died_at: number; tries: string | null; last_error: string | null }>(
+        "SELECT died_at, tries, last_error FROM dead WHERE seq = ? AND idx = ?",
+        seq,
+        idx,
+      )
+      .toArray()[0];
+    return r ? { diedAt: r.died_at, attempts: parseAttempts(r.tries), lastError: r.last_error } : null;
+  }
+
+  /** The newest dead rows' places, attempts and when they died. */
+  newest(limit: number): { seq: number; idx: number; diedAt: number; attempts: AttemptRecord[] }[] {
+    return this.sql
+      .exec<{ seq: number; idx: number; died_at: number; tries: string | null }>(
+        "SELECT seq, idx, died_at, tries FROM dead ORDER BY died_at DESC LIMIT ?",
+        limit,
+      )
+      .toArray()
+      .map((r) => ({ seq: r.seq, idx: r.idx, diedAt: r.died_at, attempts: parseAttempts(r.tries) }));
   }
 
   countFrom(seq: number): number {
@@ -56,9 +81,9 @@ export class DeadLane {
   }
 
   /** A pending row that failed its last attempt. */
-  add(r: PendingRow, attempts: number, error: string, now: number): void {
+  add(r: PendingRow, attempts: number, error: string, now: number, tries: string | null): void {
     this.sql.exec(
-      "INSERT OR REPLACE INTO dead (seq, idx, row, committed_at, attempts, last_error, died_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      "INSERT OR REPLACE INTO dead (seq, idx, row, committed_at, attempts, last_error, died_at, tries) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
       r.seq,
       r.idx,
       r.row,
@@ -66,6 +91,7 @@ export class DeadLane {
       attempts,
       error,
       now,
+      tries,
     );
   }
 

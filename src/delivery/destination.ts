@@ -2,46 +2,51 @@ import { destinationStub, type Env } from "../env";
 import type { Migration } from "../storage/migrations";
 import { SqliteObject } from "../storage/sqlite-object";
 
-import type { Verdict } from "./attempt";
+import { rowAttempts, recentAttempts } from "./attempts";
 import { DEFAULT_ROTATION_OVERLAP_MS, type DestinationConfig } from "./config";
 import { newSigningSecret } from "./message";
-import { recordOutcome } from "./outcomes";
-import { readAhead } from "./read-ahead";
+import { placementOf, sameOrdering } from "./ordering";
 import { afterRotation } from "./secrets";
-import { sendHttp } from "./send-http";
-import { sendQueue } from "./send-queue";
+import { Sender } from "./sender";
 import { SigningKeys } from "./signing";
 import { destinationStatus, type DestinationStatus } from "./status";
-import { DEST_INCARNATION, DESTINATION_TABLES, MAX_PENDING, type DestRow, type PendingRow } from "./store";
+import { DEST_INCARNATION, DEST_LANES, DESTINATION_TABLES, MAX_PENDING } from "./store";
 import { destinationTables } from "./tables";
-import type { ConfigureResult, DeadRow, DestinationRpc } from "./protocol";
-
-/** Rows sent per alarm round (each a subrequest); the alarm re-arms for the rest. */
-const ROUND_ROWS = 50;
+import type { ConfigureResult, DeadRow, DestinationRpc, RowAttempts } from "./protocol";
 
 /** The Destination's storage layouts, oldest first (src/storage/migrations.ts). */
 export const DESTINATION_MIGRATIONS: readonly Migration[] = [
   { version: 1, does: "the destination, its pending and dead rows, commit-time marks, the index's members", up: (sql) => sql.exec(DESTINATION_TABLES) },
   { version: 2, does: "dest.incarnation: the stream's incarnation, which its webhook-ids carry", up: (sql) => sql.exec(DEST_INCARNATION) },
+  { version: 3, does: "lanes, ordering and attempts: pending rows' entity and lane hash, rows' last attempts, recent deliveries", up: placeByLane },
 ];
 
+/** Migration 3: the tables, and the rows pending under a version-2 layout placed as an unordered destination places them. */
+function placeByLane(sql: SqlStorage): void {
+  sql.exec(DEST_LANES);
+  for (const r of sql.exec<{ seq: number; idx: number }>("SELECT seq, idx FROM pending").toArray()) {
+    sql.exec("UPDATE pending SET h = ? WHERE seq = ? AND idx = ?", placementOf(null, r.seq, r.idx, "none").h, r.seq, r.idx);
+  }
+}
+
 /**
- * One sender per destination, named `{stream}/{name}`, driven by its alarm:
+ * One object per destination, named `{stream}/{name}`, driven by its alarm:
  * it reads committed output through the Coordinator's commit index (rows still
  * in the outbox or in R2), keeps at most MAX_PENDING of them, and sends each
- * until it is delivered or its retryFor runs out (then the dead lane). Every
- * step is recorded before the next, so a crash or restart resends at most the
- * rows in flight, under the same id. The object named `{stream}` is the
+ * over its lanes (./lane.ts) until it is delivered or its retryFor runs out
+ * (then the dead lane). Every step is recorded before the next, so a crash or
+ * restart resends at most the rows in flight, under the same id. The object named `{stream}` is the
  * stream's index: the names of its destinations, which the Coordinator's
  * poke fans out to. A slow receiver delays only its own object.
  *
- * A thin shell: its tables are the modules of ./tables.ts, reading ahead is
- * ./read-ahead.ts, sending ./send-http.ts and ./send-queue.ts, and what an
- * attempt's outcome changes ./outcomes.ts.
+ * A thin shell: its tables are the modules of ./tables.ts, sending is
+ * ./sender.ts (reading ahead ./read-ahead.ts, choosing rows ./dispatch.ts,
+ * outcomes ./outcomes.ts), attempts as GET shows them ./attempts.ts.
  */
 export class Destination extends SqliteObject<Env> implements DestinationRpc {
   private readonly tables = destinationTables(this.sql);
   private readonly keys = new SigningKeys(this.env);
+  private readonly sender = new Sender(this.env, this.ctx.storage, this.tables, this.keys);
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, { migrations: DESTINATION_MIGRATIONS, countAs: null });
@@ -103,7 +108,12 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     }
     // A new destination starts with the next commit (replay reaches back); PUT again also resumes a paused one.
     if (!current) this.tables.record.create(stream, name, config, secrets, now, at);
-    else this.tables.record.reconfigure(config, secrets);
+    else
+      this.ctx.storage.transactionSync(() => {
+        this.tables.record.reconfigure(config, secrets);
+        // Rows read under another ordering are placed again: their entities (and lanes) are the new ordering's.
+        if (!sameOrdering(current.config.ordering, config.ordering)) this.tables.pending.replace(config.ordering);
+      });
     await this.ctx.storage.setAlarm(now);
     return { status: current ? "updated" : "created", secret };
   }
@@ -114,7 +124,17 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     const now = Date.now();
     const pending = this.tables.pending.summary();
     const unreadAt = this.tables.marks.timeOf(d.readSeq + 1);
-    return destinationStatus(d, pending, unreadAt, this.tables.dead.count(), now);
+    return destinationStatus(d, pending, this.tables.pending.byLane(d.config.lanes), unreadAt, this.tables.dead.count(), now);
+  }
+
+  attempts(seq: number, index: number): RowAttempts | null {
+    const d = this.tables.record.read();
+    return d ? rowAttempts(this.tables, d, seq, index) : null;
+  }
+
+  recentAttempts(limit: number): RowAttempts[] {
+    const d = this.tables.record.read();
+    return d ? recentAttempts(this.tables, d, limit) : [];
   }
 
   /** A new signing secret; the old ones keep signing for `overlapMs` (then stop), at most two of them (./secrets.ts). Null: not an http destination. */
@@ -136,6 +156,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     if (!d) return;
     if (lastSeq > d.readSeq) this.tables.marks.add(lastSeq, at);
     if (d.paused) return;
+    this.sender.poke();
     const alarm = await this.ctx.storage.getAlarm();
     if (alarm === null || alarm > Date.now()) await this.ctx.storage.setAlarm(Date.now());
   }
@@ -163,6 +184,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
       else record.resume();
       return n;
     });
+    this.sender.reread();
     await this.ctx.storage.setAlarm(Date.now());
     return { fromSeq, fromDead };
   }
@@ -177,20 +199,12 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     return true;
   }
 
-  /** One round: read ahead what is committed, send the rows that are due, re-arm for the rest. */
+  /** One invocation of sending (./sender.ts), then the alarm for what is left. */
   async alarm(): Promise<void> {
-    const before = this.tables.record.read();
-    if (!before || before.paused) return;
-    await readAhead(this.env, this.ctx.storage, this.tables, before);
-    // As readAhead() left it (a re-created stream moves the epoch and the incarnation its ids carry), or gone.
     const d = this.tables.record.read();
     if (!d || d.paused) return;
-    const due = this.tables.pending.due(Date.now(), ROUND_ROWS);
-    if (due.length > 0) {
-      const record = (rows: PendingRow[], verdict: Verdict, sentAt: number) => this.record(d, rows, verdict, sentAt);
-      if (d.config.type === "http") await sendHttp(this.env, d, d.config, due, () => this.keys.open(d), record);
-      else await sendQueue(this.env, d, d.config.binding, due, record);
-    }
+    // A failed read throws before re-arming: the runtime retries the alarm, with its backoff.
+    await this.sender.run();
     await this.rearm();
   }
 
@@ -203,11 +217,5 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     const count = this.tables.pending.count();
     const at = unread && count < MAX_PENDING ? Date.now() : next;
     if (at !== null) await this.ctx.storage.setAlarm(Math.max(at, Date.now()));
-  }
-
-  /** Records attempts' outcome, in one transaction (./outcomes.ts). */
-  private record(d: DestRow, rows: PendingRow[], verdict: Verdict, sentAt: number): void {
-    const now = Date.now();
-    this.ctx.storage.transactionSync(() => recordOutcome(this.tables, d, rows, verdict, sentAt, now));
   }
 }

@@ -19,6 +19,20 @@ export const MESSAGE_TYPE = "row.emitted";
 export const webhookId = (stream: string, seq: number, index: number, incarnation = 1) =>
   `${stream}${incarnation > 1 ? `~${incarnation}` : ""}.${seq}.${index}`;
 
+/**
+ * The place a webhook-id names: `{stream}[~n].{seq}.{index}` → {incarnation, seq, index}, or null when it is not one of
+ * `stream`'s ids (another stream's, or malformed).
+ */
+export function parseWebhookId(stream: string, id: string): { incarnation: number; seq: number; index: number } | null {
+  const m = /^(.*)\.(\d+)\.(\d+)$/.exec(id);
+  if (!m) return null;
+  const named = /^(.*?)(?:~(\d+))?$/.exec(m[1])!;
+  if (named[1] !== stream) return null;
+  const incarnation = named[2] === undefined ? 1 : Number(named[2]);
+  if (incarnation < 2 && named[2] !== undefined) return null;
+  return { incarnation, seq: Number(m[2]), index: Number(m[3]) };
+}
+
 export function messageBody(row: unknown, committedAt: number): string {
   return JSON.stringify({ type: MESSAGE_TYPE, timestamp: new Date(committedAt).toISOString(), data: row });
 }

@@ -1,46 +1,58 @@
 import { afterFailure, type Verdict } from "./attempt";
+import { withAttempt, type AttemptRecord } from "./attempts-log";
 import type { DestRow, PendingRow } from "./store";
 import type { DestinationTables } from "./tables";
 
-/** How a sender reports attempts' outcome (the Destination records it in a transaction). */
-export type RecordOutcome = (rows: PendingRow[], verdict: Verdict, sentAt: number) => void;
+/** One attempt of one row: the row as it was sent, what its answer means, and the attempt as it is kept. */
+export interface Outcome {
+  row: PendingRow;
+  verdict: Verdict;
+  attempt: AttemptRecord;
+}
 
 /**
  * Records attempts' outcome (in the caller's transaction): delivered rows
- * leave, failed ones get their next attempt or go to the dead lane, and the
- * destination's counters (and a gone endpoint's pause) are updated.
+ * leave (their attempts to the ring of recent deliveries), failed ones get
+ * their next attempt or go to the dead lane, and the destination's counters
+ * (and a gone endpoint's pause) are updated.
  */
-export function recordOutcome(
-  t: Pick<DestinationTables, "record" | "pending" | "dead">,
+export function recordOutcomes(
+  t: Pick<DestinationTables, "record" | "pending" | "dead" | "recent">,
   d: DestRow,
-  rows: PendingRow[],
-  verdict: Verdict,
-  sentAt: number,
+  outcomes: readonly Outcome[],
   now: number,
 ): void {
-  for (const r of rows) {
+  let delivered = 0;
+  let failed = 0;
+  let lastError: string | null = null;
+  let gone: string | null = null;
+  let slot = t.record.read()?.delivered ?? 0;
+  for (const { row: r, verdict, attempt } of outcomes) {
     // A replay or delete meanwhile may have taken the row away (or back): only the row as it was is updated.
     if (t.pending.attemptsOf(r.seq, r.idx) !== r.attempts) continue;
+    const tries = withAttempt(r.tries, attempt);
     if (verdict.kind === "delivered") {
       t.pending.remove(r.seq, r.idx);
+      t.recent.put(slot++, r.seq, r.idx, now, tries);
+      delivered++;
       continue;
     }
-    const firstAt = r.first_at ?? sentAt;
+    failed++;
+    lastError = verdict.error;
+    if (verdict.kind === "gone") gone = verdict.error;
+    const firstAt = r.first_at ?? attempt.at;
     const failures = r.attempts + 1;
     const next = afterFailure(verdict, { failures, firstAttemptAt: firstAt }, d.config, now, Math.random);
     if (next === "dead") {
-      t.dead.add(r, failures, verdict.error, now);
+      t.dead.add(r, failures, verdict.error, now, tries);
       t.pending.remove(r.seq, r.idx);
       t.record.countDied();
       t.dead.trim();
     } else {
-      t.pending.retryAt(r.seq, r.idx, failures, firstAt, next.at, verdict.error);
+      t.pending.retryAt(r.seq, r.idx, failures, firstAt, next.at, verdict.error, tries);
     }
   }
-  if (verdict.kind === "delivered") {
-    t.record.countDelivered(rows.length, now);
-  } else {
-    t.record.countFailures(rows.length, verdict.error, now);
-    if (verdict.kind === "gone") t.record.pause(verdict.error);
-  }
+  if (delivered > 0) t.record.countDelivered(delivered, now);
+  if (failed > 0 && lastError !== null) t.record.countFailures(failed, lastError, now);
+  if (gone !== null) t.record.pause(gone);
 }

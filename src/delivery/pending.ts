@@ -1,9 +1,10 @@
-import type { PendingRow, PendingSummary } from "./store";
+import { placementOf, type Ordering } from "./ordering";
+import type { LaneSummary, PendingRow, PendingSummary } from "./store";
 
 /**
  * The rows read from the committed output and not yet delivered, each with
- * its attempts so far and when the next one is due (at most MAX_PENDING of
- * them, ./store.ts).
+ * its entity and lane hash (./ordering.ts), its attempts so far and when the
+ * next one is due (at most MAX_PENDING of them, ./store.ts).
  */
 export class Pending {
   constructor(private readonly sql: SqlStorage) {}
@@ -14,13 +15,32 @@ export class Pending {
       .one();
   }
 
+  /** Each lane's pending rows, lowest seq and oldest commit time (lanes without rows are absent). */
+  byLane(lanes: number): LaneSummary[] {
+    return this.sql
+      .exec<LaneSummary>("SELECT h % ? AS lane, count(*) AS n, min(seq) AS low, min(committed_at) AS oldest FROM pending GROUP BY 1 ORDER BY 1", lanes)
+      .toArray();
+  }
+
   count(): number {
     return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM pending").one().n;
   }
 
-  /** The rows due at `now`, in order, at most `limit`. */
+  /**
+   * The rows due at `now`, in commit order, at most `limit`, each the oldest
+   * pending row of its entity: a later row of an entity waits until the
+   * earlier one is delivered or dead, whenever that is due.
+   */
   due(now: number, limit: number): PendingRow[] {
-    return this.sql.exec<PendingRow>("SELECT * FROM pending WHERE next_at <= ? ORDER BY seq, idx LIMIT ?", now, limit).toArray();
+    return this.sql
+      .exec<PendingRow>(
+        `SELECT * FROM pending p WHERE next_at <= ?
+           AND (entity IS NULL OR NOT EXISTS (SELECT 1 FROM pending q WHERE q.entity = p.entity AND (q.seq, q.idx) < (p.seq, p.idx)))
+         ORDER BY seq, idx LIMIT ?`,
+        now,
+        limit,
+      )
+      .toArray();
   }
 
   /** When the next row is due, or null when none is pending. */
@@ -28,17 +48,34 @@ export class Pending {
     return this.sql.exec<{ at: number | null }>("SELECT min(next_at) AS at FROM pending").one().at;
   }
 
-  /** Rows `first`, `first + 1`, … of commit `seq`, due at `now` (a row already pending stays as it is). */
-  insert(seq: number, first: number, rows: string[], committedAt: number, now: number): void {
+  /** When the next row that is not yet due comes due, or null. */
+  nextDueAfter(now: number): number | null {
+    return this.sql.exec<{ at: number | null }>("SELECT min(next_at) AS at FROM pending WHERE next_at > ?", now).one().at;
+  }
+
+  /** Rows `first`, `first + 1`, … of commit `seq`, due at `now`, placed under `ordering` (a row already pending stays as it is). */
+  insert(seq: number, first: number, rows: string[], ordering: Ordering, committedAt: number, now: number): void {
+    const placed = rows.map((text, i) => {
+      const { entity, h } = placementOf(ordering === "none" ? null : JSON.parse(text), seq, first + i, ordering);
+      return [text, entity, h];
+    });
     this.sql.exec(
-      `INSERT OR IGNORE INTO pending (seq, idx, row, committed_at, next_at)
-               SELECT ?, ? + key, value, ?, ? FROM json_each(?)`,
+      `INSERT OR IGNORE INTO pending (seq, idx, row, committed_at, next_at, entity, h)
+               SELECT ?, ? + key, value ->> 0, ?, ?, value ->> 1, value ->> 2 FROM json_each(?)`,
       seq,
       first,
       committedAt,
       now,
-      JSON.stringify(rows),
+      JSON.stringify(placed),
     );
+  }
+
+  /** The ordering changed: every pending row's entity and lane hash again. */
+  replace(ordering: Ordering): void {
+    for (const r of this.sql.exec<{ seq: number; idx: number; row: string }>("SELECT seq, idx, row FROM pending").toArray()) {
+      const { entity, h } = placementOf(ordering === "none" ? null : JSON.parse(r.row), r.seq, r.idx, ordering);
+      this.sql.exec("UPDATE pending SET entity = ?, h = ? WHERE seq = ? AND idx = ?", entity, h, r.seq, r.idx);
+    }
   }
 
   /** The attempts a pending row has had, or undefined when it is not pending. */
@@ -46,18 +83,28 @@ export class Pending {
     return this.sql.exec<{ attempts: number }>("SELECT attempts FROM pending WHERE seq = ? AND idx = ?", seq, idx).toArray()[0]?.attempts;
   }
 
+  find(seq: number, idx: number): PendingRow | undefined {
+    return this.sql.exec<PendingRow>("SELECT * FROM pending WHERE seq = ? AND idx = ?", seq, idx).toArray()[0];
+  }
+
+  /** The pending rows that have failed, the most recently failed first. */
+  failing(limit: number): PendingRow[] {
+    return this.sql.exec<PendingRow>("SELECT * FROM pending WHERE attempts > 0 ORDER BY next_at DESC LIMIT ?", limit).toArray();
+  }
+
   remove(seq: number, idx: number): void {
     this.sql.exec("DELETE FROM pending WHERE seq = ? AND idx = ?", seq, idx);
   }
 
   /** A failed attempt: the row's next one is due at `nextAt`. */
-  retryAt(seq: number, idx: number, attempts: number, firstAt: number, nextAt: number, error: string): void {
+  retryAt(seq: number, idx: number, attempts: number, firstAt: number, nextAt: number, error: string, tries: string): void {
     this.sql.exec(
-      "UPDATE pending SET attempts = ?, first_at = ?, next_at = ?, last_error = ? WHERE seq = ? AND idx = ?",
+      "UPDATE pending SET attempts = ?, first_at = ?, next_at = ?, last_error = ?, tries = ? WHERE seq = ? AND idx = ?",
       attempts,
       firstAt,
       nextAt,
       error,
+      tries,
       seq,
       idx,
     );

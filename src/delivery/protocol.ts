@@ -1,3 +1,4 @@
+import type { AttemptRecord } from "./attempts-log";
 import type { DestinationConfig } from "./config";
 import type { DestinationStatus } from "./status";
 
@@ -18,6 +19,21 @@ export interface DeadRow {
   committedAt: number;
   /** the row as JSON text (RPC types can't carry `unknown`) */
   row: string;
+  /** its last attempts (./attempts-log.ts) */
+  history: AttemptRecord[];
+}
+
+/** A row's attempts (GET …/attempts?id=): where it is now and its last few attempts, newest last. */
+export interface RowAttempts {
+  id: string;
+  seq: number;
+  index: number;
+  state: "pending" | "dead" | "delivered";
+  attempts: AttemptRecord[];
+  /** pending: when the next attempt is due */
+  nextAt?: number;
+  /** dead: when it went to the dead lane; delivered: when it was delivered */
+  at?: number;
 }
 
 export interface DestinationRpc extends Rpc.DurableObjectBranded {
@@ -36,6 +52,31 @@ export interface DestinationRpc extends Rpc.DurableObjectBranded {
   rotateSecret(overlapMs?: number): Promise<{ secret: string; id: string } | null>;
   poke(lastSeq: number, at: number): Promise<void>;
   dead(after: { seq: number; index: number }, limit: number): DeadRow[];
+  /** A row's attempts by its place; null when the destination keeps none for it (unknown, or delivered long ago). */
+  attempts(seq: number, index: number): RowAttempts | null;
+  /** The rows with attempts to show: failing pending rows, the newest dead and the newest delivered. */
+  recentAttempts(limit: number): RowAttempts[];
   replay(fromSeq: number): Promise<{ fromSeq: number; fromDead: number } | null>;
   remove(): Promise<boolean>;
+}
+
+/** One signed POST a lane makes (the Destination signs it and checks the URL first). */
+export interface LaneRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  timeoutMs: number;
+}
+
+/** What one POST came to: when it started, how long it took, and the status or the error. */
+export interface LaneAnswer {
+  at: number;
+  ms: number;
+  status: number | null;
+  retryAfter: string | null;
+  error: string | null;
+}
+
+export interface DeliveryLaneRpc extends Rpc.DurableObjectBranded {
+  post(requests: LaneRequest[]): Promise<LaneAnswer[]>;
 }

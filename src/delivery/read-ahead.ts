@@ -62,7 +62,7 @@ export async function readAhead(env: Env, storage: DurableObjectStorage, t: Dest
       storage.transactionSync(() => {
         const now = Date.now();
         // In slices of at most ~1 MB of text: a bound value, like a stored row, is limited to 2 MB.
-        for (const slice of slices(take, start, INSERT_CHARS)) t.pending.insert(part.seq, slice.first, slice.rows, committedAt, now);
+        for (const slice of slices(take, start, INSERT_CHARS)) t.pending.insert(part.seq, slice.first, slice.rows, d.config.ordering, committedAt, now);
         // A row too large to keep (or to POST sensibly) goes to the dead lane at once, as a stand-in that says so.
         take.forEach((line, i) => {
           if (!tooLarge(line)) return;

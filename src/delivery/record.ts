@@ -1,4 +1,4 @@
-import type { DestinationConfig } from "./config";
+import { storedConfig, type DestinationConfig } from "./config";
 import type { SealedSecret } from "./secrets";
 import type { DestRow } from "./store";
 
@@ -16,7 +16,7 @@ export class DestinationRecord {
     return {
       stream: r.stream,
       name: r.name,
-      config: JSON.parse(r.config),
+      config: storedConfig(JSON.parse(r.config)),
       secrets: JSON.parse(r.secrets),
       createdAt: r.created_at,
       epoch: r.epoch,

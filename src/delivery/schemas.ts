@@ -21,10 +21,35 @@ export const destinationSchema = z.object({
   delivered: z.number().int().describe("rows delivered, all time"),
   failures: z.number().int().describe("failed attempts, all time"),
   dead: z.number().int().describe("rows in the dead lane"),
+  lanes: z.number().int().describe("lanes sending at once, each up to 6 requests in flight (http) or one sendBatch (queue)"),
+  ordering: z
+    .union([z.literal("none"), z.object({ by: z.array(z.string()) })])
+    .describe('"none", or {by: [columns]}: rows with equal values are delivered one at a time, in commit order'),
+  maxPerSecond: z.number().int().nullable().describe("at most this many attempts start in any second (null: no cap)"),
+  laneStatus: z
+    .array(z.object({ lane: z.number().int(), deliveredSeq: z.number().int(), pending: z.number().int(), lagMs: z.number() }))
+    .describe("each lane's progress"),
   secrets: z
     .array(z.object({ id: z.string(), createdAt: z.number(), expiresAt: z.number().nullable() }))
     .describe("http: the secrets that sign now (never their values)"),
 });
+const attemptSchema = z.object({
+  at: z.number().describe("when it started (ms since the epoch)"),
+  ms: z.number().describe("how long it took"),
+  status: z.number().int().nullable().describe("the HTTP status (null: no answer, or a queue)"),
+  error: z.string().nullable().describe("why it failed (never the row's bytes); null: delivered"),
+});
+const ID_FORM = "{stream}.{seq}.{index}, or {stream}~{n}.{seq}.{index} for the n-th creation of the stream's name";
+export const rowAttemptsSchema = z.object({
+  id: z.string().describe(`the webhook-id: ${ID_FORM}`),
+  seq: z.number().int(),
+  index: z.number().int(),
+  state: z.enum(["pending", "dead", "delivered"]),
+  attempts: z.array(attemptSchema).describe("the last few attempts, oldest first"),
+  nextAt: z.number().optional().describe("pending: when the next attempt is due"),
+  at: z.number().optional().describe("dead: when it went to the dead lane; delivered: when it was delivered"),
+});
+export const attemptsListSchema = z.object({ rows: z.array(rowAttemptsSchema) });
 export const destinationPutSchema = z.object({
   stream: z.string(),
   name: z.string(),
@@ -36,7 +61,7 @@ export const destinationListSchema = z.object({ destinations: z.array(destinatio
 export const deadLaneSchema = z.object({
   rows: z.array(
     z.object({
-      id: z.string().describe("the webhook-id it had: {stream}.{seq}.{index}, or {stream}~{n}.{seq}.{index} for the n-th creation of the stream's name"),
+      id: z.string().describe(`the webhook-id it had: ${ID_FORM}`),
       seq: z.number().int(),
       index: z.number().int(),
       attempts: z.number().int(),
@@ -44,6 +69,7 @@ export const deadLaneSchema = z.object({
       diedAt: z.number(),
       committedAt: z.number(),
       row: z.unknown(),
+      history: z.array(attemptSchema).describe("its last few attempts, oldest first"),
     }),
   ),
   next: z.string().nullable().describe("pass as ?after= for the next page"),

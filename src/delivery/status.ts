@@ -1,6 +1,15 @@
 import { deliveredSeq } from "./attempt";
 import { signingSecrets } from "./secrets";
-import type { DestRow, PendingSummary } from "./store";
+import type { Ordering } from "./ordering";
+import type { DestRow, LaneSummary, PendingSummary } from "./store";
+
+/** One lane as GET shows it. */
+export interface LaneStatus {
+  lane: number;
+  deliveredSeq: number;
+  pending: number;
+  lagMs: number;
+}
 
 /** What GET …/destinations/{name} answers (src/delivery/schemas.ts publishes its shape). Pure. */
 export interface DestinationStatus {
@@ -23,12 +32,26 @@ export interface DestinationStatus {
   delivered: number;
   failures: number;
   dead: number;
+  lanes: number;
+  ordering: Ordering;
+  maxPerSecond: number | null;
+  /** each lane's progress: every lane, those without pending rows caught up */
+  laneStatus: LaneStatus[];
   secrets: { id: string; createdAt: number; expiresAt: number | null }[];
 }
 
 /** The status of destination `d`, from its pending rows, the first unread commit's time, and its dead lane's size, at `now`. */
-export function destinationStatus(d: DestRow, p: PendingSummary, unreadAt: number | null, dead: number, now: number): DestinationStatus {
+export function destinationStatus(d: DestRow, p: PendingSummary, byLane: LaneSummary[], unreadAt: number | null, dead: number, now: number): DestinationStatus {
   const oldest = p.oldest ?? unreadAt;
+  const lag = (at: number | null) => (at === null ? 0 : Math.max(0, now - at));
+  const busy = new Map(byLane.map((l) => [l.lane, l]));
+  const laneStatus = Array.from({ length: d.config.lanes }, (_, lane) => {
+    const l = busy.get(lane);
+    // A lane without pending rows has sent all it was given; rows not read yet are every lane's lag.
+    return l
+      ? { lane, deliveredSeq: deliveredSeq(l.low, d.readSeq), pending: l.n, lagMs: lag(l.oldest) }
+      : { lane, deliveredSeq: d.readSeq, pending: 0, lagMs: lag(unreadAt) };
+  });
   return {
     stream: d.stream,
     name: d.name,
@@ -43,10 +66,14 @@ export function destinationStatus(d: DestRow, p: PendingSummary, unreadAt: numbe
     lastError: d.paused ?? d.lastError,
     lastErrorAt: d.lastErrorAt,
     lastSuccessAt: d.lastSuccessAt,
-    lagMs: oldest === null ? 0 : Math.max(0, now - oldest),
+    lagMs: lag(oldest),
     delivered: d.delivered,
     failures: d.failures,
     dead,
+    lanes: d.config.lanes,
+    ordering: d.config.ordering,
+    maxPerSecond: d.config.maxPerSecond,
+    laneStatus,
     secrets: signingSecrets(d.secrets, now).map(({ id, createdAt, expiresAt }) => ({ id, createdAt, expiresAt })),
   };
 }

@@ -30,8 +30,27 @@ export const DESTINATION_TABLES = `
 /** Migration 2: which incarnation of the stream the destination sends (its webhook-ids carry it from the second on). */
 export const DEST_INCARNATION = "ALTER TABLE dest ADD COLUMN incarnation INTEGER NOT NULL DEFAULT 1";
 
-/** Rows read ahead of delivery, at most. */
-export const MAX_PENDING = 1_000;
+/**
+ * Migration 3 (lanes, ordering, attempts): a pending row's entity (null when
+ * the destination keeps no order) and lane hash, indexed by entity only where
+ * there is one; each pending and dead row's last attempts; the ring of
+ * recently delivered rows' attempts (./recent.ts).
+ */
+export const DEST_LANES = `
+  ALTER TABLE pending ADD COLUMN entity TEXT;
+  ALTER TABLE pending ADD COLUMN h INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE pending ADD COLUMN tries TEXT;
+  ALTER TABLE dead ADD COLUMN tries TEXT;
+  CREATE INDEX pending_entity ON pending (entity, seq, idx) WHERE entity IS NOT NULL;
+  CREATE TABLE recent (slot INTEGER PRIMARY KEY, seq INTEGER NOT NULL, idx INTEGER NOT NULL, delivered_at INTEGER NOT NULL, tries TEXT NOT NULL);
+`;
+
+/**
+ * Rows read ahead of delivery, at most. Ten thousand, so that an ordered
+ * destination's failing entity holds back only its own rows until this many
+ * are pending (the others keep flowing past it).
+ */
+export const MAX_PENDING = 10_000;
 /** Dead rows kept (the oldest go first beyond this; `died` still counts them). */
 export const MAX_DEAD = 10_000;
 /** Commit-time marks kept, at most. */
@@ -66,6 +85,12 @@ export type PendingRow = {
   first_at: number | null;
   next_at: number;
   last_error: string | null;
+  /** the row's entity under the destination's ordering (./ordering.ts), null when unordered */
+  entity: string | null;
+  /** its lane is h % lanes */
+  h: number;
+  /** its last attempts (./attempts-log.ts) */
+  tries: string | null;
 };
 
 /** What the status reports of the pending rows. */
@@ -78,3 +103,6 @@ export type PendingSummary = {
   /** 1 when a pending row has failed an attempt */
   failing: number;
 };
+
+/** One lane's share of the pending rows (GET's `laneStatus`). */
+export type LaneSummary = { lane: number; n: number; low: number; oldest: number };

@@ -2,6 +2,7 @@ import { DeadLane } from "./dead-lane";
 import { CommitMarks } from "./marks";
 import { Members } from "./members";
 import { Pending } from "./pending";
+import { RecentDeliveries } from "./recent";
 import { DestinationRecord } from "./record";
 
 /** The Destination's tables (./store.ts), each behind its module. */
@@ -11,13 +12,14 @@ export interface DestinationTables {
   dead: DeadLane;
   marks: CommitMarks;
   members: Members;
-  /** the stream started over: its pending rows and commit marks go (./store.ts) */
+  recent: RecentDeliveries;
+  /** the stream started over: its pending rows, commit marks and recent attempts go (./store.ts) */
   forgetEpoch(): void;
 }
 
 /** The stream started over (a new epoch): the rows read ahead of it and the commit marks it reported go. */
 function forgetEpoch(sql: SqlStorage): void {
-  sql.exec("DELETE FROM pending; DELETE FROM marks;");
+  sql.exec("DELETE FROM pending; DELETE FROM marks; DELETE FROM recent;");
 }
 
 export function destinationTables(sql: SqlStorage): DestinationTables {
@@ -27,6 +29,7 @@ export function destinationTables(sql: SqlStorage): DestinationTables {
     dead: new DeadLane(sql),
     marks: new CommitMarks(sql),
     members: new Members(sql),
+    recent: new RecentDeliveries(sql),
     forgetEpoch: () => forgetEpoch(sql),
   };
 }

@@ -11,7 +11,16 @@ import {
 } from "../../delivery/config";
 import { destinationIndex, destinationStub } from "../../env";
 import { forgetNoDestinations } from "../../delivery/poke";
-import { deadLaneSchema, destinationListSchema, destinationPutSchema, destinationSchema, replaySchema, rotatedSchema } from "../../delivery/schemas";
+import { parseWebhookId } from "../../delivery/message";
+import {
+  attemptsListSchema,
+  deadLaneSchema,
+  destinationListSchema,
+  destinationPutSchema,
+  destinationSchema,
+  replaySchema,
+  rotatedSchema,
+} from "../../delivery/schemas";
 import { checkDestinationUrl } from "../../delivery/url";
 import { MAX_SIGNING_SECRETS } from "../../delivery/secrets";
 import { badRequest, notFound, tooManyDestinations } from "../../http/problem";
@@ -163,6 +172,42 @@ export const deadLane = route({
   },
 });
 
+const attemptsQuery = z.object({
+  id: z.string().optional().describe("a webhook-id: that row's attempts (without it: the rows worth a look, failing ones first)"),
+  limit: intIn(1, 100).default(20).describe("rows, without id"),
+});
+
+export const attempts = route({
+  method: "get",
+  path: `${ONE}/attempts`,
+  summary: "A row's last attempts by its webhook-id, or the failing, dead and recently delivered rows'",
+  tag: "delivery",
+  auth: "admin",
+  description:
+    "Each attempt: when it started, how long it took, the status, and the error (never the row's bytes). Kept for pending and dead rows and for the last 1,000 delivered; older delivered rows answer 404.",
+  request: { query: attemptsQuery },
+  responses: { 200: { schema: attemptsListSchema, description: "{rows}" } },
+  handler: async (c) => {
+    const stream = c.get("stream");
+    const name = c.req.param("name")!;
+    const dest = destinationStub(c.env, stream, name);
+    const id = c.req.query("id");
+    if (id === undefined) {
+      const limit = intQuery(c, attemptsQuery, "limit");
+      const [status, rows] = await Promise.all([dest.status(), dest.recentAttempts(limit)]);
+      if (!status) throw missing(stream, name);
+      return c.json({ rows });
+    }
+    const place = parseWebhookId(stream, id);
+    if (!place) throw badRequest(`id must be one of this stream's webhook-ids, ${stream}.{seq}.{index} or ${stream}~{n}.{seq}.{index}`);
+    const [status, row] = await Promise.all([dest.status(), dest.attempts(place.seq, place.index)]);
+    if (!status) throw missing(stream, name);
+    // An id of an earlier creation of the stream's name names rows this destination never had.
+    if (!row || row.id !== id) throw notFound(`destination "${name}" keeps no attempts of ${id} (not a row it has, or delivered long ago)`);
+    return c.json({ rows: [row] });
+  },
+});
+
 export const replay = route({
   method: "post",
   path: `${ONE}/replay`,
@@ -208,4 +253,4 @@ function safeJson(text: string): unknown {
   }
 }
 
-export const routes = [listDestinations, putDestination, getDestination, deleteDestination, deadLane, replay, rotateSecret];
+export const routes = [listDestinations, putDestination, getDestination, deleteDestination, deadLane, attempts, replay, rotateSecret];

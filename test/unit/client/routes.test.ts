@@ -55,6 +55,7 @@ const CALLS: { [K in Exclude<keyof Client, "request">]: (c: Client) => Promise<u
   getDestination: (c) => c.getDestination("s", "hook"),
   deleteDestination: (c) => c.deleteDestination("s", "hook"),
   deadLane: (c) => c.deadLane("s", "hook", { limit: 10, after: "3.1" }),
+  attempts: (c) => c.attempts("s", "hook", { id: "s.3.1", limit: 5 }),
   replayDestination: (c) => c.replayDestination("s", "hook", { fromSeq: 1 }),
   rotateDestinationSecret: (c) => c.rotateDestinationSecret("s", "hook"),
   metrics: (c) => c.metrics(),

@@ -5,7 +5,7 @@ import { backoffDelay, BASE_DELAY_MS, MAX_DELAY_MS, MAX_RETRY_AFTER_MS, nextAtte
 import { checkDestinationUrl } from "../../../src/delivery/url";
 import { messageBody, newSigningSecret, queueMessage, signedHeaders, webhookId } from "../../../src/delivery/message";
 import { deliveredSeq, describeError, judge } from "../../../src/delivery/attempt";
-import { destinationBodySchema, toConfig, DEFAULT_RETRY_FOR_MS, DEFAULT_TIMEOUT_MS } from "../../../src/delivery/config";
+import { destinationBodySchema, toConfig, DEFAULT_LANES, DEFAULT_RETRY_FOR_MS, DEFAULT_TIMEOUT_MS } from "../../../src/delivery/config";
 
 describe("backoff", () => {
   it("doubles from the base, within equal jitter, capped", () => {
@@ -145,11 +145,19 @@ describe("attempt verdicts", () => {
 describe("destination bodies", () => {
   it("take defaults and durations, refuse unknown fields", () => {
     const http = destinationBodySchema.parse({ type: "http", url: "https://x.example.com/" });
-    expect(toConfig(http)).toEqual({ type: "http", url: "https://x.example.com/", timeoutMs: DEFAULT_TIMEOUT_MS, retryForMs: DEFAULT_RETRY_FOR_MS });
+    const sending = { lanes: DEFAULT_LANES, ordering: "none", maxPerSecond: null };
+    expect(toConfig(http)).toEqual({
+      type: "http",
+      url: "https://x.example.com/",
+      timeoutMs: DEFAULT_TIMEOUT_MS,
+      retryForMs: DEFAULT_RETRY_FOR_MS,
+      ...sending,
+    });
     expect(toConfig(destinationBodySchema.parse({ type: "queue", binding: "DELIVERIES", retryFor: "1 hour" }))).toEqual({
       type: "queue",
       binding: "DELIVERIES",
       retryForMs: 3_600_000,
+      ...sending,
     });
     expect(toConfig(destinationBodySchema.parse({ type: "http", url: "https://x.example.com/", timeout: "2 seconds" }))).toMatchObject({ timeoutMs: 2000 });
     expect(destinationBodySchema.safeParse({ type: "http", url: "https://x.example.com/", timeout: "2 minutes" }).success).toBe(false);
