@@ -64,6 +64,21 @@
  * ≤ 20 B hashed, ≤ 20 B + the key's text). They run on edge-dedup,
  * edge-dedup-hashed, baseline and echo (the floor); other targets skip them.
  *
+ * The delivery load (deliver16, issue #30; bench/deliver.ts): webhook16's
+ * ingest (1 event per request, 16 clients, one timed run of the cell's
+ * seconds) into an edge-dedup stream with ONE HTTP destination, whose handler
+ * (node:http on 127.0.0.1 in the bench's process) answers 200 after 100 ms
+ * and verifies nothing: it notes arrivals and distinct webhook-ids. It prints
+ * ingested rows/s (distinct rows committed ÷ the ingest's duration), rows
+ * delivered by the end of ingest (÷ the same duration), the rate while
+ * delivering (those rows ÷ the time from the first arrival to the end of
+ * ingest) and its ratio to the ingest (goal ≥ 1.0×: delivery keeps up), how
+ * long after the last request every row had arrived (goal ≤ 5 s; waited for
+ * at most 120 s, else "not drained"), and the destination's lagMs and
+ * pending every second, during the cell and after. It runs on edge-dedup
+ * only (the others skip it); its cell has no operation counts (the lag
+ * readings are requests too). The destination is deleted at the cell's end.
+ *
  * edge-dedup's counts include its background work for the cell's stream: what
  * runs between rounds (after a life round, a settle for the eviction its last
  * commits asked for) and, after the cell, until its outbox has flushed (small
@@ -90,8 +105,10 @@
  *   BENCH_CELL_SECONDS=8    timed seconds per (target, load) cell, split into
  *   BENCH_ROUNDS=2          interleaved rounds (targets A B C, then C B A)
  *   BENCH_TARGETS=edge-dedup,redis,ceiling   a subset, while developing
- *   BENCH_LOADS=batch500x4,webhook16,webhook64,batch500x4-life,webhook16-life
+ *   BENCH_LOADS=batch500x4,webhook16,webhook64,batch500x4-life,webhook16-life,deliver16
  *                           (also: webhook1, webhook10, webhook100)
+ *   BENCH_LANES=n           deliver16's destination asks for n lanes (1–64); unset:
+ *                           no "lanes" field (the service's default)
  *   BENCH_BASELINE=dir      adds the target "baseline": edge-dedup built from another
  *                           checkout (e.g. main, `git worktree add`), run exactly as
  *                           edge-dedup is, so that a change's before/after is one run
@@ -104,7 +121,8 @@
  *                           printed, not judged
  *   BENCH_STRICT=1
  *
- * Safety: every server (wrangler dev ×2, redis-server, the Redis script) runs
+ * Safety: every server (wrangler dev ×2, redis-server, the Redis script; the
+ * delivery handler listens on 127.0.0.1 in the bench's process) runs
  * in its own process group on 127.0.0.1 and is killed at the end, on error and
  * on SIGINT/SIGTERM (bench/harness.ts); temporary directories are removed;
  * every loop is bounded by time and count; a watchdog ends the whole run.
@@ -120,6 +138,7 @@ import { join, resolve } from "node:path";
 import { createClient, type Outcome, type StreamBody } from "../src/client/index.ts";
 import type { MicroBatchTimes } from "../src/instrument/batch-timing.ts";
 import { rng } from "../test/support/rng.ts";
+import { DELIVER_CELL_EXTRA_MS, DELIVER_GOALS, DRAIN_TIMEOUT_MS, type DeliveryResult, measureDelivery, printDelivery } from "./deliver.ts";
 import { costOf, DAYS_PER_MONTH, PRICES, storagePerMonth } from "./pricing.ts";
 import {
   BENCH_DIR,
@@ -207,6 +226,10 @@ const FORGET_POLL_MS = 250;
 const LIFE_SETTLE_MS = 1_000;
 /** The targets that have a watermark and forget keys (echo: the floor); the others skip the life loads. */
 const LIFE_TARGETS: readonly TargetName[] = ["edge-dedup", "edge-dedup-hashed", "baseline", "echo"];
+/** The delivery loads run on edge-dedup alone (the others have no destinations, or share its server). */
+const DELIVER_TARGETS: readonly TargetName[] = ["edge-dedup"];
+/** The edge-dedup server's key for sealing destinations' signing secrets (an http destination needs one). */
+const CREDENTIALS_KEY = "bench-credentials-key-0123456789abcdef";
 
 interface Load {
   name: string;
@@ -215,6 +238,8 @@ interface Load {
   clients: number;
   /** a key's whole life in the cell: a 4-minute delay, event times that advance (LIFE_CLOCK_RATE), every key forgotten at the end */
   life?: true;
+  /** ingest into a stream with one HTTP destination, its delivery measured (bench/deliver.ts); edge-dedup only */
+  deliver?: true;
 }
 const ALL_LOADS: Load[] = [
   { name: "batch500x4", label: "500-event batches, 4 clients", batch: 500, clients: 4 },
@@ -222,13 +247,14 @@ const ALL_LOADS: Load[] = [
   { name: "webhook64", label: "1 event/request, 64 clients", batch: 1, clients: 64 },
   { name: "batch500x4-life", label: "500-event batches, 4 clients, keys expiring", batch: 500, clients: 4, life: true },
   { name: "webhook16-life", label: "1 event/request, 16 clients, keys expiring", batch: 1, clients: 16, life: true },
+  { name: "deliver16", label: "1 event/request, 16 clients, delivered to a 100 ms handler", batch: 1, clients: 16, deliver: true },
   // Not in the default run: R2 writes per event by concurrency (README), e.g.
   // BENCH_TARGETS=edge-dedup BENCH_LOADS=webhook1,webhook10,webhook100 npm run bench
   { name: "webhook1", label: "1 event/request, 1 client", batch: 1, clients: 1 },
   { name: "webhook10", label: "1 event/request, 10 clients", batch: 1, clients: 10 },
   { name: "webhook100", label: "1 event/request, 100 clients", batch: 1, clients: 100 },
 ];
-const DEFAULT_LOADS = "batch500x4,webhook16,webhook64,batch500x4-life,webhook16-life";
+const DEFAULT_LOADS = "batch500x4,webhook16,webhook64,batch500x4-life,webhook16-life,deliver16";
 const delayOf = (load: Load) => (load.life ? LIFE_DELAY_MS : CLASSIC_DELAY_MS);
 type TargetName = "edge-dedup" | "edge-dedup-hashed" | "redis" | "ceiling" | "echo" | "echo-do" | "echo-sql" | "baseline";
 const ALL_TARGETS: TargetName[] = ["edge-dedup", "edge-dedup-hashed", "redis", "ceiling", "echo", "echo-do", "echo-sql", "baseline"];
@@ -625,7 +651,8 @@ async function startEdgeDedup(name: "edge-dedup" | "edge-dedup-hashed"): Promise
     const server = await startWrangler({
       name: "edge-dedup",
       files: PROJECT_FILES,
-      vars: { ADMIN_TOKEN: TOKEN },
+      // deliver16's destination POSTs to the bench's handler on 127.0.0.1; an http destination needs the credentials key.
+      vars: { ADMIN_TOKEN: TOKEN, CREDENTIALS_KEY, ALLOW_LOOPBACK_DESTINATIONS: "true" },
       defines: { __OPCOUNT__: "true" },
       // Only our server has the counters route (a 200 with its JSON shape).
       ready: async (url) => {
@@ -820,6 +847,8 @@ interface Cell {
   state: { rows: number; bytes: number | null; batches: number | null; bytesPerKey: number | null } | null;
   /** a life load's keys over their whole life (stateful targets) */
   life?: Life;
+  /** a deliver load's destination: ingest and delivery rates, drain, the lag series (bench/deliver.ts) */
+  delivery?: DeliveryResult;
   ops?: {
     counts: OpCounts;
     perRequest: { doCalls: number; sql: number; r2Puts: number };
@@ -853,6 +882,26 @@ async function prepareCell(target: Target, load: Load, seed: number): Promise<Pe
   const stream = `bench-${target.name}-${load.name}-${runId}-${streamSeq++}`;
   await target.prepare(stream, load);
   return { target, load, stream, work: new Workload(stream, seed, load.life), d: emptyDrive(), counts: null, rounds: [] };
+}
+
+/**
+ * A deliver cell's timed run: one drive of the cell's whole time (only
+ * edge-dedup runs it, so there is nothing to interleave), its destination
+ * made and measured around it. No operation counts: the lag readings are
+ * requests to the same Worker (the next cell's first take drops them).
+ */
+async function runDeliverCell(c: Pending): Promise<DeliveryResult> {
+  return measureDelivery({
+    url: c.target.url,
+    token: TOKEN,
+    stream: c.stream,
+    ingest: async () => {
+      const d = await drive(c.target, c.stream, c.load, CELL_MS, c.work);
+      c.rounds.push((d.requests * c.load.batch) / (d.ms / 1000));
+      mergeDrive(c.d, d);
+      return d;
+    },
+  });
 }
 
 /** One timed round; operation counters are taken around it, so they see only its requests. */
@@ -1326,19 +1375,20 @@ function printSeed(seeds: SeedCost[]): void {
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const watchdog = setTimeout(() => {
-    console.error(`bench: still running after ${TOTAL_BUDGET_MS / 1000} s; giving up`);
-    killEverything();
-    process.exit(1);
-  }, TOTAL_BUDGET_MS);
-  watchdog.unref();
-
   const loads = ALL_LOADS.filter((l) =>
     pick(
       process.env.BENCH_LOADS ?? DEFAULT_LOADS,
       ALL_LOADS.map((x) => x.name),
     ).includes(l.name),
   );
+  // A deliver cell may wait for its backlog (bounded): the watchdog allows for it.
+  const budgetMs = TOTAL_BUDGET_MS + loads.filter((l) => l.deliver).length * DELIVER_CELL_EXTRA_MS;
+  const watchdog = setTimeout(() => {
+    console.error(`bench: still running after ${budgetMs / 1000} s; giving up`);
+    killEverything();
+    process.exit(1);
+  }, budgetMs);
+  watchdog.unref();
   let targetNames = pick(process.env.BENCH_TARGETS, ALL_TARGETS);
   console.log(
     `edge-dedup bench (Node ${process.version}, ${cpus().length} CPUs, load average ${loadavg()
@@ -1390,14 +1440,32 @@ async function main(): Promise<void> {
     // ratio compares runs made close together in time on a shared machine.
     for (const [li, load] of loads.entries()) {
       console.log(`\n${load.label}`);
-      const runs = targets.filter((t) => !load.life || LIFE_TARGETS.includes(t.name));
+      const runs = targets.filter((t) => (load.deliver ? DELIVER_TARGETS : load.life ? LIFE_TARGETS : [t.name]).includes(t.name));
       const left = targets.filter((t) => !runs.includes(t)).map((t) => t.name);
       if (left.length > 0) {
-        const msg = `${load.name}: ${left.join(", ")} skipped (no watermark that forgets keys; the load runs on ${LIFE_TARGETS.join(", ")})`;
+        const msg = load.deliver
+          ? `${load.name}: ${left.join(", ")} skipped (the delivery load measures edge-dedup's destinations; it runs on ${DELIVER_TARGETS.join(", ")})`
+          : `${load.name}: ${left.join(", ")} skipped (no watermark that forgets keys; the load runs on ${LIFE_TARGETS.join(", ")})`;
         console.log(`  SKIP: ${msg}`);
         skipped.push(msg);
       }
       const pending: Pending[] = [];
+      if (load.deliver) {
+        for (const t of runs) {
+          const c = await prepareCell(t, load, 100 * (li + 1));
+          const delivery = await runDeliverCell(c);
+          const cell = await finishCell(c);
+          printDelivery(delivery);
+          const what = `${t.name} ${load.name}`;
+          check(delivery.foreign === 0, `${what}: ${delivery.foreign} requests at the handler without this stream's webhook-id`);
+          check(
+            delivery.arrived <= delivery.rowsCommitted,
+            `${what}: ${delivery.arrived} distinct webhook-ids arrived for ${delivery.rowsCommitted} rows committed`,
+          );
+          cells.push({ ...cell, delivery });
+        }
+        continue;
+      }
       for (const t of runs) pending.push(await prepareCell(t, load, 100 * (li + 1)));
       for (let round = 0; round < ROUNDS; round++) {
         for (const c of round % 2 === 0 ? pending : [...pending].reverse()) await runRound(c, CELL_MS / ROUNDS);
@@ -1630,7 +1698,7 @@ async function main(): Promise<void> {
 
   // ---- goals
   for (const l of loads) {
-    if (l.life) continue; // redis and the ceiling skip the life loads; their goals are the classic loads'
+    if (l.life || l.deliver) continue; // redis and the ceiling skip the life and delivery loads; their goals are the classic loads'
     if (l.batch > 1) {
       verdict(`${l.name}: edge-dedup/redis events/s`, ratios[l.name].vsRedis, { atLeast: 1.0 });
       verdict(`${l.name}: edge-dedup/ceiling events/s`, ratios[l.name].vsCeiling, { atLeast: 0.9 });
@@ -1682,6 +1750,24 @@ async function main(): Promise<void> {
       `${keyCell.load}, ${fmt(life.end.rows)} keys, ±${fmt(life.pageRoundingBytes!, 1)} B page rounding${robust ? "" : ": too few keys to judge"}` +
       (text ? `; ${KEY_BYTES_GOAL} B + ${fmt(life.keyTextBytes, 1)} B of key text` : "");
     verdict(`${t}: bytes per remembered key, keys expiring`, life.bytesPerKey, { atMost: goal }, " B", detail, robust);
+  }
+  // Delivery keeps up with ingest (DESIGN §10, issue #30).
+  for (const c of cells.filter((x) => x.delivery)) {
+    const d = c.delivery!;
+    verdict(
+      `${c.load}: delivered ÷ ingested rows/s`,
+      d.ratio,
+      { atLeast: DELIVER_GOALS.ratio },
+      "×",
+      `${fmt(d.deliveryRatePerSec)} of ${fmt(d.ingestedPerSec)} rows/s; ${fmt(100 * d.shareByEnd)}% arrived by the end of ingest`,
+    );
+    verdict(
+      `${c.load}: backlog drained after the last request`,
+      d.drained ? d.drainSeconds : DRAIN_TIMEOUT_MS / 1000,
+      { atMost: DELIVER_GOALS.drainSeconds },
+      " s",
+      d.drained ? undefined : `not drained within ${DRAIN_TIMEOUT_MS / 1000} s: ${fmt(d.arrived)} of ${fmt(d.rowsCommitted)} rows arrived`,
+    );
   }
   for (const s of seeds.filter((x) => x.load === SEED_LOAD)) {
     verdict(`${s.target}: the seed's sizing, USD per day all in`, s.total, { atMost: SEED.goalUsdPerDay }, " USD", `from ${s.load}'s figures`);
