@@ -189,6 +189,12 @@ describe("http destinations", () => {
     expect(dead.rows).toHaveLength(emitted);
     expect(new Set(dead.rows.map((r: any) => r.id)).size).toBe(emitted);
     expect(dead.rows[0]).toMatchObject({ seq: 1, index: 0, lastError: "HTTP 500" });
+    // Each dead row keeps its last attempts (at most 5), the last one the 500 that ended it; no row bytes in them.
+    for (const r of dead.rows) {
+      expect(r.history.length).toBeGreaterThan(0);
+      expect(r.history.length).toBeLessThanOrEqual(5);
+      expect(r.history.at(-1)).toMatchObject({ status: 500, error: "HTTP 500" });
+    }
     const down = await getJson(D(s, "down"));
     expect(down).toMatchObject({ deliveredSeq: 3, pending: 0, dead: emitted, failing: false });
     expect(receiver.got.get("down")).toBeUndefined();
