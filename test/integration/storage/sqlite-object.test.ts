@@ -76,3 +76,41 @@ it("a Destination index written before versions keeps its members and records ve
   expect(await stub.members()).toEqual(["hook", "queue"]);
   expect((await runInDurableObject(stub, (_d, state) => stored(state))).version).toBe(latest(DESTINATION_MIGRATIONS));
 });
+
+it("a Destination written before lanes (version 2) keeps its pending and dead rows, places them on lanes, and lists their attempts", async () => {
+  const stub = env.DESTINATION.getByName("stream-v2/hook");
+  await runInDurableObject(stub, async (_d, state) => {
+    await state.storage.deleteAll();
+    const config = JSON.stringify({ type: "queue", binding: "DELIVERIES", retryForMs: 60_000 }); // as version 2 stored it: no lanes, order or cap
+    state.storage.sql.exec(
+      DESTINATION_TABLES +
+        `ALTER TABLE dest ADD COLUMN incarnation INTEGER NOT NULL DEFAULT 1;
+        CREATE TABLE _schema (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+        INSERT INTO _schema VALUES (1, 2);
+        INSERT INTO dest (id, stream, name, config, secrets, created_at, epoch, read_seq, read_index, paused)
+          VALUES (1, 'stream-v2', 'hook', '${config}', '[]', 1, 'e1', 3, 0, 'paused by the test');
+        INSERT INTO pending (seq, idx, row, committed_at, attempts, first_at, next_at, last_error) VALUES
+          (2, 0, '{"id":1}', 10, 2, 11, 99, 'HTTP 500'), (2, 1, '{"id":2}', 10, 0, NULL, 50, NULL), (3, 0, '{"id":3}', 20, 0, NULL, 50, NULL);
+        INSERT INTO dead (seq, idx, row, committed_at, attempts, last_error, died_at) VALUES (1, 0, '{"id":0}', 5, 9, 'HTTP 500', 7);`,
+    );
+  });
+  await evictDurableObject(stub);
+  const status = (await stub.status())!;
+  expect(status).toMatchObject({ lanes: 16, ordering: "none", maxPerSecond: null, pending: 3, dead: 1, deliveredSeq: 1 });
+  expect(status.laneStatus).toHaveLength(16);
+  expect(status.laneStatus.reduce((n, l) => n + l.pending, 0)).toBe(3);
+  // Placed as an unordered destination places a row it reads: by its place in the output.
+  const placed = await runInDurableObject(stub, (_d, state) =>
+    state.storage.sql
+      .exec<{ seq: number; idx: number; entity: string | null; h: number }>("SELECT seq, idx, entity, h FROM pending ORDER BY seq, idx")
+      .toArray(),
+  );
+  const { placementOf } = await import("../../../src/delivery/ordering");
+  const unordered = (seq: number, idx: number) => ({ seq, idx, entity: null, h: placementOf(null, seq, idx, "none").h });
+  expect(placed).toEqual([unordered(2, 0), unordered(2, 1), unordered(3, 0)]);
+  expect(await stub.attempts(2, 0)).toMatchObject({ id: "stream-v2.2.0", state: "pending", attempts: [], nextAt: 99 });
+  expect(await stub.attempts(1, 0)).toMatchObject({ id: "stream-v2.1.0", state: "dead", attempts: [], at: 7 });
+  expect(await stub.attempts(9, 0)).toBeNull();
+  expect((await stub.dead({ seq: 0, index: -1 }, 10))[0]).toMatchObject({ id: "stream-v2.1.0", attempts: 9, history: [] });
+  expect((await runInDurableObject(stub, (_d, state) => stored(state))).version).toBe(latest(DESTINATION_MIGRATIONS));
+});
