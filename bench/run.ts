@@ -138,7 +138,7 @@ import { join, resolve } from "node:path";
 import { createClient, type Outcome, type StreamBody } from "../src/client/index.ts";
 import type { MicroBatchTimes } from "../src/instrument/batch-timing.ts";
 import { rng } from "../test/support/rng.ts";
-import { DELIVER_CELL_EXTRA_MS, DELIVER_GOALS, DRAIN_TIMEOUT_MS, type DeliveryResult, measureDelivery, printDelivery } from "./deliver.ts";
+import { DELIVER_CELL_EXTRA_MS, DELIVER_GOALS, DELIVER_MIN_MS, DRAIN_TIMEOUT_MS, type DeliveryResult, measureDelivery, printDelivery } from "./deliver.ts";
 import { costOf, DAYS_PER_MONTH, PRICES, storagePerMonth } from "./pricing.ts";
 import {
   BENCH_DIR,
@@ -885,7 +885,7 @@ async function prepareCell(target: Target, load: Load, seed: number): Promise<Pe
 }
 
 /**
- * A deliver cell's timed run: one drive of the cell's whole time (only
+ * A deliver cell's timed run: one drive of the cell's whole time, at least DELIVER_MIN_MS (only
  * edge-dedup runs it, so there is nothing to interleave), its destination
  * made and measured around it. No operation counts: the lag readings are
  * requests to the same Worker (the next cell's first take drops them).
@@ -896,7 +896,7 @@ async function runDeliverCell(c: Pending): Promise<DeliveryResult> {
     token: TOKEN,
     stream: c.stream,
     ingest: async () => {
-      const d = await drive(c.target, c.stream, c.load, CELL_MS, c.work);
+      const d = await drive(c.target, c.stream, c.load, Math.max(CELL_MS, DELIVER_MIN_MS), c.work);
       c.rounds.push((d.requests * c.load.batch) / (d.ms / 1000));
       mergeDrive(c.d, d);
       return d;
