@@ -53,6 +53,14 @@ svg .axis { stroke:var(--line); }
 .note { font-size:12px; color:var(--mute); margin:4px 0 0; }
 .held { color:var(--crit); font-weight:600; }
 tr.total td { font-weight:600; }
+.destination { margin-top:14px; padding-top:10px; border-top:1px solid var(--line); }
+.destination h3 { font-size:14px; margin:0 0 2px; } .destination h4 { font-size:12px; color:var(--mute); margin:10px 0 4px; font-weight:600; }
+.destination p { margin:2px 0; }
+.destination button, .destination input { font:inherit; padding:3px 8px; border-radius:6px; border:1px solid var(--line); }
+.destination button { cursor:pointer; background:#eef2fb; } .destination button:disabled { cursor:default; opacity:.6; }
+ol.attempts { margin:2px 0 0; padding-left:20px; font-size:12px; text-align:left; }
+details summary { cursor:pointer; color:var(--accent); }
+.finder { margin-top:8px; } .finder .found { margin-top:4px; }
 `;
 
 const HTML = `<!doctype html>

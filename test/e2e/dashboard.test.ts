@@ -4,11 +4,17 @@
  * it shows a stream's own figures, read from the JSON API with the token typed
  * into the page, and says so plainly when the token is wrong or the stream is gone.
  *
+ * A destination whose handler (a node:http server on 127.0.0.1) always answers
+ * 500 shows its lanes, its dead rows with their attempts, its recent attempts,
+ * a row's attempts found by webhook-id, and a replay that sends the rows again.
+ *
  * Needs /usr/bin/chromium (.ci/run installs it); without it the tests fail, they do not skip.
  * The screenshot goes to a temporary directory (its path is printed); with
  * UPDATE_DASHBOARD_SCREENSHOT=1 it also replaces docs/guides/dashboard.png.
  */
 import { copyFileSync, existsSync, mkdtempSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -331,6 +337,147 @@ describe("the dashboard in a browser", () => {
     }
     expect(errors).toEqual([]);
     await page.context().close();
+  });
+
+  test("the delivery panel: a destination's lanes, its dead lane with each row's attempts, attempts by webhook-id, replay", async () => {
+    theBrowser();
+    // The handler: answers 500 to everything, and notes when each webhook-id came.
+    const seen = new Map<string, number[]>();
+    const handler = createServer((req, res) => {
+      const id = String(req.headers["webhook-id"]);
+      (seen.get(id) ?? seen.set(id, []).get(id)!).push(Date.now());
+      req.resume();
+      req.on("end", () => res.writeHead(500).end("down"));
+    });
+    await new Promise<void>((r) => handler.listen(0, "127.0.0.1", r));
+    try {
+      const s = "dash-deliver";
+      const D = `/v1/streams/${s}/destinations/hook`;
+      const get = async (path: string) => {
+        const r = await api.request("GET", path);
+        expect(r.status, r.text).toBe(200);
+        return JSON.parse(r.text);
+      };
+      await api.putStream(s, { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 2 });
+      const put = await api.request("PUT", D, {
+        body: JSON.stringify({
+          type: "http",
+          url: `http://127.0.0.1:${(handler.address() as AddressInfo).port}/hook`,
+          timeout: "1 second",
+          retryFor: "1 second",
+          lanes: 4,
+          ordering: { by: ["id"] },
+          maxPerSecond: 50,
+        }),
+        headers: { "content-type": "application/json" },
+      });
+      expect(put.status, put.text).toBe(201);
+      expect(
+        await api.ingest(s, [
+          { id: "p", ts: at(10) },
+          { id: "q", ts: at(10, 1) },
+        ]),
+      ).toMatchObject({ emitted: 2 });
+      const dead = await pollUntil(
+        () => get(`${D}/dead`),
+        (p) => p.rows.length === 2,
+        60_000,
+        250,
+      );
+      expect(dead.rows.map((r: { seq: number }) => r.seq)).toEqual([1, 1]);
+      const [first, second] = dead.rows;
+      expect(first.history.length).toBeGreaterThan(0);
+
+      const { page, errors } = await openPage();
+      await enterToken(page, server.token);
+      await page.waitForSelector(`#stream option[value="${s}"]`, { state: "attached" });
+      await page.selectOption("#stream", s);
+      await page.waitForSelector(`tr[data-dead-id="${second.id}"]`, { timeout: 15_000 });
+      await page.click("#pause"); // what follows reads a page that holds still
+      const block = '[data-destination-detail="hook"]';
+
+      // The lanes: four, ordered by id, capped at 50 a second, nothing pending.
+      expect(await text(page, `${block} [data-figure="lanes"]`)).toBe("4 lanes · ordered by id · ≤ 50/s — no lane has rows pending");
+      expect(await text(page, 'tr[data-destination="hook"] [data-figure="dead"]')).toBe("2");
+
+      // The dead lane: each row's id, commit, when it died, its attempts, its last error; its attempts beside it.
+      for (const r of dead.rows) {
+        const row = `${block} tr[data-dead-id="${r.id}"]`;
+        expect(await text(page, `${row} [data-field="seq"]`)).toBe("1");
+        expect(await text(page, `${row} [data-field="died-at"]`)).toBe(iso(r.diedAt));
+        expect(await text(page, `${row} [data-field="attempts"]`)).toBe(String(r.attempts));
+        expect(await text(page, `${row} [data-field="last-error"]`)).toBe("HTTP 500");
+      }
+      const firstRow = `${block} tr[data-dead-id="${first.id}"]`;
+      expect(await page.isVisible(`${firstRow} li[data-attempt]`)).toBe(false);
+      await page.click(`${firstRow} details summary`);
+      const lines = await page.$$eval(`${firstRow} li[data-attempt]`, (lis) =>
+        lis.map((li) => Object.fromEntries(Array.from(li.querySelectorAll("[data-field]")).map((f) => [f.getAttribute("data-field"), f.textContent]))),
+      );
+      const ms = (n: number) => `${n.toLocaleString("en-US")} ms`;
+      expect(lines).toEqual(first.history.map((a: { at: number; ms: number }) => ({ at: iso(a.at), status: "500", ms: ms(a.ms), error: "HTTP 500" })));
+      // Opened, it stays open through a refresh (which draws it anew).
+      await page.$eval(`${firstRow} details`, (el) => el.setAttribute("data-drawn-before", ""));
+      await page.click("#refresh");
+      await page.waitForFunction((sel) => !document.querySelector(sel)?.hasAttribute("data-drawn-before"), `${firstRow} details`, { timeout: 10_000 });
+      expect(await page.isVisible(`${firstRow} li[data-attempt]`)).toBe(true);
+
+      // Recent attempts: both rows, dead, last answered 500.
+      const recent = await get(`${D}/attempts`);
+      expect(recent.rows.map((r: { state: string }) => r.state)).toEqual(["dead", "dead"]);
+      for (const r of dead.rows) {
+        const row = `${block} .attempts-table tr[data-attempt-id="${r.id}"]`;
+        expect(await text(page, `${row} [data-field="state"]`)).toBe("dead");
+        expect(await text(page, `${row} [data-field="status"]`)).toBe("500");
+        expect(await text(page, `${row} [data-field="error"]`)).toBe("HTTP 500");
+        expect(await text(page, `${row} [data-field="attempts"]`)).toBe(String(r.history.length));
+      }
+
+      // Find by webhook-id: the row's attempts; an id the destination has no row of, the server's own detail.
+      await page.fill(`${block} input[name="webhook-id"]`, second.id);
+      await page.click(`${block} .finder button`);
+      await page.waitForSelector(`${block} [data-found-id="${second.id}"]`);
+      expect(await text(page, `${block} [data-found-id] [data-field="state"]`)).toBe("dead");
+      expect(await page.$$eval(`${block} [data-found-id] li [data-field="status"]`, (fs) => fs.map((f) => f.textContent))).toEqual(
+        second.history.map(() => "500"),
+      );
+      await page.fill(`${block} input[name="webhook-id"]`, `${s}.99.0`);
+      await page.click(`${block} .finder button`);
+      await page.waitForSelector(`${block} [data-role="not-found"]`);
+      expect(await text(page, `${block} [data-role="not-found"]`)).toBe(
+        `404: destination "hook" keeps no attempts of ${s}.99.0 (not a row it has, or delivered long ago)`,
+      );
+
+      // Replay: asked first, then the rows go again under the ids they had, and the page says so.
+      let asked = "";
+      page.once("dialog", (d) => {
+        asked = d.message();
+        void d.accept();
+      });
+      const replayedAt = Date.now();
+      await page.click(`${block} button[data-role="replay"]`);
+      await page.waitForFunction(
+        (sel) => document.querySelector(sel)?.textContent === "replaying 2 dead rows from commit 1",
+        `${block} [data-role="replayed"]`,
+        { timeout: 10_000 },
+      );
+      expect(asked).toContain('Send the 2 dead rows of destination "hook" again?');
+      expect(asked).toContain("from commit 1");
+      await pollUntil(
+        async () => (seen.get(first.id) ?? []).filter((t) => t >= replayedAt).length,
+        (n) => n > 0,
+        15_000,
+        100,
+      );
+      expect((seen.get(first.id) ?? []).some((t) => t >= replayedAt)).toBe(true);
+      expect((seen.get(second.id) ?? []).some((t) => t >= replayedAt)).toBe(true);
+      expect([...seen.keys()].sort()).toEqual([first.id, second.id].sort());
+      expect(errors).toEqual([]);
+      await page.context().close();
+    } finally {
+      handler.closeAllConnections();
+      await new Promise((r) => handler.close(r));
+    }
   });
 
   test("a wrong token is a clear 403 in the page; an unreadable one a 401; a deleted stream a 404", async () => {

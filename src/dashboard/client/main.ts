@@ -1,9 +1,9 @@
 // The dashboard's browser script (the page is ../page.ts): the operator's controls, then the first refresh.
 import { byId, h } from "./dom";
-import { refresh, setPaused, showError } from "./refresh";
+import { refresh, refreshSoon, setPaused, showError } from "./refresh";
 import { showNoStream } from "./show-stream";
 import { forgetToken, readToken, saveToken } from "./token";
-import { view } from "./view";
+import { REFRESH_EVENT, view } from "./view";
 
 const tokenInput = byId<HTMLInputElement>("token");
 const streamPicker = byId<HTMLSelectElement>("stream");
@@ -36,6 +36,7 @@ byId("pause").addEventListener("click", () => {
   if (!view.paused) refresh();
 });
 byId("refresh").addEventListener("click", refresh);
+document.addEventListener(REFRESH_EVENT, refreshSoon);
 
 if (readToken()) tokenInput.placeholder = "token set (this tab only)";
 setPaused(false);

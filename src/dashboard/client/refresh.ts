@@ -10,6 +10,8 @@ const REFRESH_MS = 5000;
 
 let timer: number | null = null;
 let busy = false;
+/** refreshSoon() was called while a refresh was under way: it runs once more after it. */
+let again = false;
 
 export function showError(msg: string): void {
   const el = byId("error");
@@ -21,6 +23,7 @@ export function showError(msg: string): void {
 export async function refresh(): Promise<void> {
   if (busy) return;
   busy = true;
+  again = false;
   try {
     if (!readToken()) {
       showError("Enter the admin token (the Worker's ADMIN_TOKEN) to see the streams.");
@@ -38,7 +41,14 @@ export async function refresh(): Promise<void> {
     if (e instanceof ApiError && (e.status === 401 || e.status === 403)) setPaused(true);
   } finally {
     busy = false;
+    if (again) void refresh();
   }
+}
+
+/** A refresh now, or right after the one under way (what a panel's action changed shows even while paused). */
+export function refreshSoon(): void {
+  if (busy) again = true;
+  else void refresh();
 }
 
 /** Pauses or resumes the refresh every REFRESH_MS. */

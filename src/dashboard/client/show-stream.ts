@@ -12,7 +12,7 @@ import { view } from "./view";
 
 /** Reads one stream's figures and draws every panel with them. */
 export async function showStream(name: string): Promise<void> {
-  const { info, health, progress, advice, destinations, parts } = await fetchStreamFigures(name);
+  const { info, health, progress, advice, destinations, details, parts } = await fetchStreamFigures(name);
   if (name !== view.current) return; // the operator picked another stream meanwhile
   byId("panels").hidden = false;
   byId("empty").hidden = true;
@@ -23,7 +23,7 @@ export async function showStream(name: string): Promise<void> {
   renderRates(progress);
   renderBatches(progress);
   renderAdvice(advice);
-  renderDelivery(destinations);
+  renderDelivery(name, destinations, details);
 }
 
 /** No stream picked: the panels give way to the hint. */

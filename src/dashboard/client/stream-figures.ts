@@ -1,4 +1,5 @@
 import { api } from "./api";
+import { type DestinationDetail, fetchDestinationDetails } from "./delivery-figures";
 import type { Advice, Destination, Health, PartitionState, Progress, StreamInfo } from "./types";
 
 /** Everything the panels show of one stream. */
@@ -8,6 +9,8 @@ export interface StreamFigures {
   progress: Progress[];
   advice: Advice;
   destinations: Destination[];
+  /** per destination name: its dead lane's first rows and its recent attempts */
+  details: Map<string, DestinationDetail>;
   parts: PartitionState[];
 }
 
@@ -28,6 +31,7 @@ export async function fetchStreamFigures(name: string): Promise<StreamFigures> {
     api<Advice>(`${base}/advice`),
     api<{ destinations: Destination[] }>(`${base}/destinations`),
   ]);
+  const details = fetchDestinationDetails(name, destinations.destinations);
   const cached = stateCache.get(name);
   const partitions = info.config.partitions;
   const parts =
@@ -35,5 +39,5 @@ export async function fetchStreamFigures(name: string): Promise<StreamFigures> {
       ? cached.parts
       : await Promise.all(Array.from({ length: partitions }, (_, p) => api<PartitionState>(`${base}/state?partition=${p}&limit=1`)));
   stateCache.set(name, { at: cached && cached.parts === parts ? cached.at : Date.now(), parts });
-  return { info, health, progress: progress.progress, advice, destinations: destinations.destinations, parts };
+  return { info, health, progress: progress.progress, advice, destinations: destinations.destinations, details: await details, parts };
 }

@@ -102,6 +102,55 @@ export interface Destination {
   dead: number;
   lastSuccessAt: number | null;
   lastError: string | null;
+  lanes: number;
+  ordering: "none" | { by: string[] };
+  maxPerSecond: number | null;
+  laneStatus: LaneStatus[];
+}
+
+/** One lane of a destination: how far it has delivered, and what it still has. */
+export interface LaneStatus {
+  lane: number;
+  deliveredSeq: number;
+  pending: number;
+  lagMs: number;
+}
+
+/** One attempt to send a row: when, how long, the status (null: no answer), why it failed (null: delivered). */
+export interface Attempt {
+  at: number;
+  ms: number;
+  status: number | null;
+  error: string | null;
+}
+
+/** One row of GET /v1/streams/{stream}/destinations/{name}/dead */
+export interface DeadRow {
+  id: string;
+  seq: number;
+  index: number;
+  attempts: number;
+  lastError: string | null;
+  diedAt: number;
+  committedAt: number;
+  history: Attempt[];
+}
+
+/** One row of GET /v1/streams/{stream}/destinations/{name}/attempts */
+export interface RowAttempts {
+  id: string;
+  seq: number;
+  index: number;
+  state: "pending" | "dead" | "delivered";
+  attempts: Attempt[];
+  nextAt?: number;
+  at?: number;
+}
+
+/** POST /v1/streams/{stream}/destinations/{name}/replay */
+export interface Replayed {
+  fromSeq: number;
+  fromDead: number;
 }
 
 /** One partition's state, from GET /v1/streams/{stream}/state?partition=N&limit=1 */
