@@ -12,7 +12,7 @@ import { SigningKeys } from "./signing";
 import { destinationStatus, type DestinationStatus } from "./status";
 import { DEST_INCARNATION, DEST_LANES, DESTINATION_TABLES, MAX_PENDING } from "./store";
 import { destinationTables } from "./tables";
-import type { ConfigureResult, DeadRow, DestinationRpc, RowAttempts } from "./protocol";
+import type { AttemptsQuery, ConfigureResult, DeadRow, DestinationRpc, RowAttempts } from "./protocol";
 
 /** The Destination's storage layouts, oldest first (src/storage/migrations.ts). */
 export const DESTINATION_MIGRATIONS: readonly Migration[] = [
@@ -127,14 +127,13 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     return destinationStatus(d, pending, this.tables.pending.byLane(d.config.lanes), unreadAt, this.tables.dead.count(), now);
   }
 
-  attempts(seq: number, index: number): RowAttempts | null {
+  /** One row's attempts by its place ([] when it keeps none), or the rows worth a look; null: no such destination. */
+  attempts(q: AttemptsQuery): RowAttempts[] | null {
     const d = this.tables.record.read();
-    return d ? rowAttempts(this.tables, d, seq, index) : null;
-  }
-
-  recentAttempts(limit: number): RowAttempts[] {
-    const d = this.tables.record.read();
-    return d ? recentAttempts(this.tables, d, limit) : [];
+    if (!d) return null;
+    if ("limit" in q) return recentAttempts(this.tables, d, q.limit);
+    const row = rowAttempts(this.tables, d, q.seq, q.index);
+    return row ? [row] : [];
   }
 
   /** A new signing secret; the old ones keep signing for `overlapMs` (then stop), at most two of them (./secrets.ts). Null: not an http destination. */

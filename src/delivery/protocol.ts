@@ -36,6 +36,9 @@ export interface RowAttempts {
   at?: number;
 }
 
+/** GET …/attempts: one row by its place, or the `limit` rows worth a look. */
+export type AttemptsQuery = { seq: number; index: number } | { limit: number };
+
 export interface DestinationRpc extends Rpc.DurableObjectBranded {
   // The stream's index
   /** "full": the stream has `max` destinations already, and `name` is not one of them. */
@@ -52,10 +55,11 @@ export interface DestinationRpc extends Rpc.DurableObjectBranded {
   rotateSecret(overlapMs?: number): Promise<{ secret: string; id: string } | null>;
   poke(lastSeq: number, at: number): Promise<void>;
   dead(after: { seq: number; index: number }, limit: number): DeadRow[];
-  /** A row's attempts by its place; null when the destination keeps none for it (unknown, or delivered long ago). */
-  attempts(seq: number, index: number): RowAttempts | null;
-  /** The rows with attempts to show: failing pending rows, the newest dead and the newest delivered. */
-  recentAttempts(limit: number): RowAttempts[];
+  /**
+   * A row's attempts by its place ([] when the destination keeps none for it: unknown, or delivered long ago), or the
+   * rows with attempts to show (failing pending rows, the newest dead, the newest delivered); null: no such destination.
+   */
+  attempts(q: AttemptsQuery): RowAttempts[] | null;
   replay(fromSeq: number): Promise<{ fromSeq: number; fromDead: number } | null>;
   remove(): Promise<boolean>;
 }

@@ -190,21 +190,15 @@ export const attempts = route({
   handler: async (c) => {
     const stream = c.get("stream");
     const name = c.req.param("name")!;
-    const dest = destinationStub(c.env, stream, name);
     const id = c.req.query("id");
-    if (id === undefined) {
-      const limit = intQuery(c, attemptsQuery, "limit");
-      const [status, rows] = await Promise.all([dest.status(), dest.recentAttempts(limit)]);
-      if (!status) throw missing(stream, name);
-      return c.json({ rows });
-    }
-    const place = parseWebhookId(stream, id);
-    if (!place) throw badRequest(`id must be one of this stream's webhook-ids, ${stream}.{seq}.{index} or ${stream}~{n}.{seq}.{index}`);
-    const [status, row] = await Promise.all([dest.status(), dest.attempts(place.seq, place.index)]);
-    if (!status) throw missing(stream, name);
+    const place = id === undefined ? null : parseWebhookId(stream, id);
+    if (id !== undefined && !place) throw badRequest(`id must be one of this stream's webhook-ids, ${stream}.{seq}.{index} or ${stream}~{n}.{seq}.{index}`);
+    // One call: the destination answers null when it does not exist.
+    const rows = await destinationStub(c.env, stream, name).attempts(place ?? { limit: intQuery(c, attemptsQuery, "limit") });
+    if (!rows) throw missing(stream, name);
     // An id of an earlier creation of the stream's name names rows this destination never had.
-    if (!row || row.id !== id) throw notFound(`destination "${name}" keeps no attempts of ${id} (not a row it has, or delivered long ago)`);
-    return c.json({ rows: [row] });
+    if (id !== undefined && rows[0]?.id !== id) throw notFound(`destination "${name}" keeps no attempts of ${id} (not a row it has, or delivered long ago)`);
+    return c.json({ rows });
   },
 });
 

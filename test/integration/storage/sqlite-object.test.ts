@@ -108,9 +108,16 @@ it("a Destination written before lanes (version 2) keeps its pending and dead ro
   const { placementOf } = await import("../../../src/delivery/ordering");
   const unordered = (seq: number, idx: number) => ({ seq, idx, entity: null, h: placementOf(null, seq, idx, "none").h });
   expect(placed).toEqual([unordered(2, 0), unordered(2, 1), unordered(3, 0)]);
-  expect(await stub.attempts(2, 0)).toMatchObject({ id: "stream-v2.2.0", state: "pending", attempts: [], nextAt: 99 });
-  expect(await stub.attempts(1, 0)).toMatchObject({ id: "stream-v2.1.0", state: "dead", attempts: [], at: 7 });
-  expect(await stub.attempts(9, 0)).toBeNull();
+  const [pending] = (await stub.attempts({ seq: 2, index: 0 }))!;
+  expect(pending).toMatchObject({ id: "stream-v2.2.0", state: "pending", attempts: [], nextAt: 99 });
+  const [dead] = (await stub.attempts({ seq: 1, index: 0 }))!;
+  expect(dead).toMatchObject({ id: "stream-v2.1.0", state: "dead", attempts: [], at: 7 });
+  expect(await stub.attempts({ seq: 9, index: 0 })).toEqual([]);
+  expect((await stub.attempts({ limit: 10 }))!.map((r) => [r.id, r.state])).toEqual([
+    ["stream-v2.2.0", "pending"],
+    ["stream-v2.1.0", "dead"],
+  ]);
+  expect(await env.DESTINATION.getByName("stream-v2/none").attempts({ limit: 10 })).toBeNull();
   expect((await stub.dead({ seq: 0, index: -1 }, 10))[0]).toMatchObject({ id: "stream-v2.1.0", attempts: 9, history: [] });
   expect((await runInDurableObject(stub, (_d, state) => stored(state))).version).toBe(latest(DESTINATION_MIGRATIONS));
 });
