@@ -178,7 +178,12 @@ describe("delivery lanes", () => {
     expect(unknown.status).toBe(404);
     expect(unknown.headers.get("content-type")).toMatch(/problem\+json/);
     expect((await api.request("GET", `${D(s, "order")}/attempts?id=other.1.0`)).status).toBe(400);
-    const status = await getJson(D(s, "order"));
+    // The handler counts a row on arrival; its lane records the outcome a moment after the response.
+    const status = await pollUntil(
+      () => getJson(D(s, "order")),
+      (d) => d.pending === 0,
+      10_000,
+    );
     expect(status).toMatchObject({ pending: 0, dead: 0, deliveredSeq: 16 });
     for (const l of status.laneStatus) expect(l).toMatchObject({ pending: 0, deliveredSeq: 16, lagMs: 0 });
   });
