@@ -1,3 +1,4 @@
+import type { ClockRpc } from "./clock/protocol";
 import type { CoordinatorRpc } from "./coordinator/protocol";
 import type { PartitionRpc } from "./partition/protocol";
 import type { RunnerRpc } from "./sources/files/protocol";
@@ -8,6 +9,8 @@ import type { DeliveryLaneRpc, DestinationRpc } from "./delivery/protocol";
 /** The Worker's bindings (wrangler.toml) and secrets (.dev.vars / wrangler secret). */
 export interface Env {
   COORDINATOR: DurableObjectNamespace<CoordinatorRpc>;
+  /** one per stream with several shards: gathers their sources' progress into the global watermark (src/clock) */
+  CLOCK: DurableObjectNamespace<ClockRpc>;
   PARTITION: DurableObjectNamespace<PartitionRpc>;
   REGISTRY: DurableObjectNamespace<RegistryRpc>;
   SINK: R2Bucket;
@@ -57,8 +60,14 @@ export function partitionStub(env: Env, stream: string, p: number): DurableObjec
   return env.PARTITION.getByName(`${stream}/${p}`);
 }
 
-export function coordinatorStub(env: Env, stream: string): CoordinatorStub {
-  return env.COORDINATOR.getByName(stream);
+/** Shard 0 of a stream (the only one of a stream with one shard) is the Coordinator named `{stream}`; shard k > 0 is `{stream}#{k}` (a stream name has no '#'). */
+export function coordinatorStub(env: Env, stream: string, shard = 0): CoordinatorStub {
+  return env.COORDINATOR.getByName(shard === 0 ? stream : `${stream}#${shard}`);
+}
+
+/** The stream's clock: the one global watermark its shards share (src/clock). */
+export function clockStub(env: Env, stream: string): DurableObjectStub<ClockRpc> {
+  return env.CLOCK.getByName(stream);
 }
 
 export function runnerStub(env: Env, stream: string): DurableObjectStub<RunnerRpc> {

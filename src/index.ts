@@ -4,6 +4,7 @@ import { withOpCount } from "./instrument/opcount";
 import { consumeQueue } from "./sources/queue/consumer";
 
 export { Coordinator } from "./coordinator/coordinator";
+export { Clock } from "./clock/clock";
 export { Partition } from "./partition/partition";
 export { Runner } from "./sources/files/runner";
 export { Registry } from "./registry/registry";

@@ -1,3 +1,4 @@
+import { hearShards } from "../ingest/shard-router";
 import type { Admission, CallerClaim, IngestAuth, SealedSigner } from "../coordinator/protocol";
 import type { StreamConfig } from "../stream/config";
 import type { CoordinatorStub, Env } from "../env";
@@ -201,6 +202,7 @@ async function admission(
   if (cached) return cached;
   const r = await coordinator.admit(sourceHeader, claim);
   if (r.kind !== "admitted") throw refusal(r, claim, stream, sourceHeader);
+  hearShards(stream, r.shards ?? 1); // where its batches go (src/ingest/shard-router.ts)
   // An answer from a Coordinator of the release before (no webhookBytes) caps at the stream's limit, as it did.
   const admitted: Admitted = { source: r.source, limits: r.limits, webhookBytes: r.webhookBytes ?? r.limits.maxBodyBytes, signers: r.signers };
   admissions.set(key, admitted, now);

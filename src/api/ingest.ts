@@ -1,8 +1,9 @@
 import { NAME_PATTERN, NAME_RULE } from "../stream/name-rule";
 import type { BatchOutcome } from "../stream/batch-outcome";
-import { coordinatorStub, type CoordinatorStub, type Env } from "../env";
+import { coordinatorStub, type Env } from "../env";
 import type { ReceivedBatch } from "../coordinator/protocol";
 import { submitBatch } from "../ingest/submit";
+import { ShardRouter } from "../ingest/shard-router";
 import { exhaustive, type SubmitResult } from "../ingest/result";
 import { batchFaultKey, requestedFault, withFault } from "../instrument/faults";
 import { BATCH_ID_PATTERN, foreignBatchId } from "../ingest/batch-id-namespaces";
@@ -37,7 +38,8 @@ export async function ingest(env: Env, stream: string, req: Request): Promise<{ 
   }
   // A batch that began under higher limits (they were lowered since) still replays.
   let known: Promise<boolean> | undefined;
-  const beganBefore = () => (known ??= coordinator.knownBatch(caller.source, batchId));
+  const router = new ShardRouter(env, stream, coordinator); // the admission told it the stream's shards
+  const beganBefore = () => (known ??= router.knownBatch(caller.source, batchId));
   const bytes = await readBody(req, caller.limits.maxBodyBytes, async () => ((await beganBefore()) ? HARD_BODY_LIMIT : null));
   const { auth, version } = await proveCaller(env, stream, coordinator, caller, sourceHeader, bytes, {
     stream,
@@ -54,7 +56,7 @@ export async function ingest(env: Env, stream: string, req: Request): Promise<{ 
   }
   const batch = { sourceHeader, batchId, auth, rows, identity: await batchIdentity(bytes, parseMode(contentType)), bytes: bytes.byteLength };
   // Test builds only: the request's crash point is armed in the fault plan for as long as its call lasts.
-  const outcome = await withFault(batchFaultKey(stream, batchId), requestedFault(req.headers), () => processBatch(env, stream, batch, coordinator));
+  const outcome = await withFault(batchFaultKey(stream, batchId), requestedFault(req.headers), () => processBatch(env, stream, batch, router));
   const headers: Record<string, string> =
     version === "v1" ? { deprecation: "true", warning: '299 edge-dedup "X-Signature v1 is deprecated: sign with v2"' } : {};
   return { outcome, batchId, headers };
@@ -68,8 +70,8 @@ export async function ingest(env: Env, stream: string, req: Request): Promise<{ 
  * caller whose credential the Coordinator's admission no longer accepts, revoked or its source
  * disabled since the admission was cached, gets the 401 of a bad signature).
  */
-export async function processBatch(env: Env, stream: string, received: ReceivedBatch, coordinator?: CoordinatorStub): Promise<BatchOutcome> {
-  return httpOutcome(await submitBatch(env, stream, received, coordinator), received);
+export async function processBatch(env: Env, stream: string, received: ReceivedBatch, router?: ShardRouter): Promise<BatchOutcome> {
+  return httpOutcome(await submitBatch(env, stream, received, router), received);
 }
 
 /**

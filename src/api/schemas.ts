@@ -132,6 +132,11 @@ export const streamInfoSchema = z.object({
   epoch: z.string().describe("this incarnation of the stream: a deleted and re-created stream has a new one"),
   createdAt: z.number(),
   watermark: z.number(),
+  watermarkApplied: z
+    .number()
+    .describe(
+      "the lowest watermark a shard judges by now (DESIGN §12): once it equals `watermark`, the next batch anywhere is judged as with one shard; always equal with one",
+    ),
   sources: z.record(z.string(), sourceInfoSchema),
   state: stateTotals,
   batches: z.object({ committed: z.number().int() }),

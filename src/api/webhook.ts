@@ -7,6 +7,7 @@ import { readBody } from "../http/body";
 import { sha256Hex } from "../lib/bytes";
 import { httpOutcome } from "./ingest";
 import { submitBatch } from "../ingest/submit";
+import { ShardRouter } from "../ingest/shard-router";
 import { exhaustive, type SubmitResult } from "../ingest/result";
 import { HttpError, webhookUnauthorized } from "../http/problem";
 
@@ -98,7 +99,7 @@ export async function webhook(
       identity: `webhook:${batchId}`,
       bytes: body.byteLength,
     },
-    coordinator,
+    new ShardRouter(env, stream, coordinator),
   );
   if (r.kind === "replayed") count("replayed");
   return { outcome: webhookOutcome(r, source), batchId };

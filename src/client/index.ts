@@ -122,12 +122,20 @@ export interface IngestOptions extends RequestOptions {
   batchId?: string;
 }
 
+/** Where a lane's read starts: `after` a commit number, or a `cursor` as X-Commit-Seq gave it (a stream with several shards: one number per shard). */
+export interface LaneOptions {
+  after?: number;
+  cursor?: string;
+}
+
 export interface Lane<T> {
   /** NDJSON as served */
   text: string;
   rows: T[];
-  /** X-Commit-Seq: the last commit this read covers; pass it as `after` to read what comes next */
+  /** X-Commit-Seq: the last commit this read covers (a stream with several shards: shard 0's); pass `cursor` as `after` to read what comes next */
   commitSeq: number;
+  /** a stream with several shards: X-Commit-Seq as served, one commit number per shard; pass it as `cursor` to read on */
+  cursor?: string;
 }
 
 /** The service answered, but not with what the operation promises (a success whose body is not JSON, say). */
@@ -250,10 +258,12 @@ export function createClient(options: ClientOptions) {
     return { ...init, headers, body: init.body ?? JSON.stringify(rows) };
   }
 
-  async function lane<T>(path: string, stream: string, opts: { after?: number } & RequestOptions = {}): Promise<Lane<T>> {
-    const { after, ...init } = opts;
-    const res = await expectStatus([200], "GET", `${streamPath(stream)}/${path}${query({ after })}`, init);
-    return { text: res.text, rows: parseNdjson<T>(res.text), commitSeq: Number(res.headers.get("x-commit-seq")) };
+  async function lane<T>(path: string, stream: string, opts: LaneOptions & RequestOptions = {}): Promise<Lane<T>> {
+    const { after, cursor: from, ...init } = opts;
+    const res = await expectStatus([200], "GET", `${streamPath(stream)}/${path}${query({ after: from ?? after })}`, init);
+    const seq = res.headers.get("x-commit-seq") ?? "0";
+    const lane = { text: res.text, rows: parseNdjson<T>(res.text), commitSeq: Number(seq.split(",")[0]) };
+    return seq.includes(",") ? { ...lane, cursor: seq } : lane;
   }
 
   return {
@@ -287,13 +297,13 @@ export function createClient(options: ClientOptions) {
       return json<Outcome>(res);
     },
 
-    output: <T = Record<string, unknown>>(stream: string, opts?: { after?: number } & RequestOptions) => lane<T>("output", stream, opts),
-    late: <T = Record<string, unknown>>(stream: string, opts?: { after?: number } & RequestOptions) => lane<T>("late", stream, opts),
-    rejected: <T = Record<string, unknown>>(stream: string, opts?: { after?: number } & RequestOptions) => lane<T>("rejected", stream, opts),
+    output: <T = Record<string, unknown>>(stream: string, opts?: LaneOptions & RequestOptions) => lane<T>("output", stream, opts),
+    late: <T = Record<string, unknown>>(stream: string, opts?: LaneOptions & RequestOptions) => lane<T>("late", stream, opts),
+    rejected: <T = Record<string, unknown>>(stream: string, opts?: LaneOptions & RequestOptions) => lane<T>("rejected", stream, opts),
     /** Copies of a remembered id whose content differed from the kept copy's (DESIGN §11). */
-    conflicts: <T = Record<string, unknown>>(stream: string, opts?: { after?: number } & RequestOptions) => lane<T>("conflicts", stream, opts),
+    conflicts: <T = Record<string, unknown>>(stream: string, opts?: LaneOptions & RequestOptions) => lane<T>("conflicts", stream, opts),
     /** Every dropped copy, for a stream with keepDuplicates. */
-    duplicates: <T = Record<string, unknown>>(stream: string, opts?: { after?: number } & RequestOptions) => lane<T>("duplicates", stream, opts),
+    duplicates: <T = Record<string, unknown>>(stream: string, opts?: LaneOptions & RequestOptions) => lane<T>("duplicates", stream, opts),
 
     /** The last `limit` (default 100, at most 1000) batches' reports, oldest first. */
     async progress(stream: string, opts: { limit?: number } = {}): Promise<ProgressReport[]> {

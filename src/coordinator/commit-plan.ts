@@ -63,6 +63,8 @@ export interface CommitInput<O extends Objects, R extends PlannedRequest<O>> {
   outbox?: { entry: number; ranges: Record<keyof O & string, (ByteRange | null)[]> } | null;
   /** a committed member's recorded outcome (the ledger decodes it) */
   recorded(row: MemberRow, source: string, batchId: string): BatchOutcome;
+  /** a shard of a stream with several: the watermark is the stream's clock's (src/coordinator/clock-link.ts), which its sources here alone may be ahead of */
+  sharded?: boolean;
 }
 
 export interface CommitPlan<O extends Objects, R extends PlannedRequest<O>> {
@@ -95,6 +97,7 @@ export function planCommit<O extends Objects, R extends PlannedRequest<O>>(input
     observations.push({ req: r, maxBefore: own(state.sources, r.source)?.maxEventTime ?? null });
     state = advanceWatermark(config, state, r.source, r.maxEventTime, now);
   }
+  if (input.sharded) state = { ...state, watermark: input.state.watermark };
   // The group's last figures per partition (members list them in the order they were decided).
   const latest = new Map<number, R["touched"][number]>(freshReqs.flatMap((r) => r.touched.map((t) => [t.p, t] as const)));
   const after = new Map<number, { rows: number; bytes: number }>(input.figures);

@@ -1,4 +1,5 @@
 import type { StoredCredential } from "../credentials/credential";
+import type { WatermarkPush } from "../clock/protocol";
 import type { Env } from "../env";
 import type { Lane } from "../output/sink";
 import type { TablePublishing } from "../output/publisher";
@@ -8,6 +9,9 @@ import type { StreamConfig } from "../stream/config";
 import type { StreamMetrics } from "../stream/metrics";
 import type { ProgressReport } from "../stream/batch-outcome";
 import { Callers } from "./callers";
+import { ClockLink } from "./clock-link";
+import { otherShards } from "./other-shards";
+import type { ShardFigures } from "./shard-figures";
 import { Intake } from "./intake";
 import { Lifecycle } from "./lifecycle";
 import { COORDINATOR_MIGRATIONS } from "./migrations";
@@ -23,6 +27,7 @@ import type {
   StreamLocation,
   StreamPublication,
   StreamSummary,
+  WrongShard,
 } from "./protocol";
 import { StreamReads } from "./reads";
 import { CoordinatorStores } from "./stores";
@@ -43,6 +48,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   private readonly callers: Callers;
   private readonly lifecycle: Lifecycle;
   private readonly stores: CoordinatorStores;
+  private readonly clock: ClockLink;
 
   constructor(ctx: DurableObjectState, env: Env) {
     // Whether this stream exists is whether its tables do (`exists`): the schema is created
@@ -51,8 +57,9 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     super(ctx, env, { migrations: COORDINATOR_MIGRATIONS, countAs: "Coordinator", countCalls: true, createdWith: "meta" });
     const stores = new CoordinatorStores(this.sql, ctx.storage, env, () => this.exists);
     this.stores = stores;
-    this.upkeep = new Upkeep(stores, ctx, this.env);
-    this.intake = new Intake(stores, ctx, this.env, this.upkeep);
+    this.clock = new ClockLink(stores, this.env, (meta, before, after) => this.upkeep.evictionIfDue(meta.config, before, after));
+    this.upkeep = new Upkeep(stores, ctx, this.env, this.clock);
+    this.intake = new Intake(stores, ctx, this.env, this.upkeep, this.clock);
     this.reads = new StreamReads(stores, this.env);
     this.callers = new Callers(stores);
     this.lifecycle = new Lifecycle(stores, this.env, this.upkeep, {
@@ -61,7 +68,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
         this.exists = true;
       },
       storageDeleted: () => void (this.exists = false), // until an admin creates the stream anew
-      forgetInflight: () => this.intake.forget(),
+      forgetInflight: () => (this.intake.forget(), this.clock.forget()),
       deleteAll: () => ctx.storage.deleteAll(),
     });
   }
@@ -72,6 +79,18 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   }
   drop(): Promise<boolean> {
     return this.lifecycle.drop();
+  }
+  configureShard(name: string, config: StreamConfig, shard: { index: number; epoch: string; incarnation: number }): Promise<ConfigureResult> {
+    return this.lifecycle.configureShard(name, config, shard);
+  }
+  dropShard(): Promise<void> {
+    return this.lifecycle.dropShard();
+  }
+
+  // The stream's clock (./clock-link.ts), telling a shard that has not asked lately
+  async applyWatermark(push: WatermarkPush): Promise<void> {
+    const meta = this.stores.meta();
+    if (meta?.epoch === push.epoch) await this.clock.told(meta, push.watermark);
   }
 
   // Who may send (./callers.ts)
@@ -84,8 +103,18 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   knownBatch(source: string, batchId: string): boolean {
     return this.callers.knownBatch(source, batchId);
   }
-  addCredential(c: StoredCredential): "added" | "missing" | "duplicate" | "other-provider" {
-    return this.callers.addCredential(c);
+  /** On shard 0: every shard holds the stream's credentials (each checks its batches' callers), so one that could not take it undoes the add. */
+  async addCredential(c: StoredCredential): Promise<"added" | "missing" | "duplicate" | "other-provider"> {
+    const r = this.callers.addCredential(c);
+    const meta = this.stores.meta();
+    if (r !== "added" || !meta) return r;
+    try {
+      await Promise.all(otherShards(this.env, meta).map((stub) => stub.addCredential(c)));
+    } catch (e) {
+      await Promise.all([this.callers.deleteCredential(c.source, c.id), ...otherShards(this.env, meta).map((stub) => stub.deleteCredential(c.source, c.id))]);
+      throw e;
+    }
+    return r;
   }
   resealCredential(id: string, from: string, to: string): void {
     this.callers.resealCredential(id, from, to);
@@ -93,7 +122,10 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   credentials(source: string, withMaterial = false): StoredCredential[] {
     return this.callers.credentials(source, withMaterial);
   }
-  deleteCredential(source: string, id: string): boolean {
+  async deleteCredential(source: string, id: string): Promise<boolean> {
+    const meta = this.stores.meta();
+    const others = meta ? otherShards(this.env, meta) : [];
+    await Promise.all(others.map((stub) => stub.deleteCredential(source, id)));
     return this.callers.deleteCredential(source, id);
   }
 
@@ -102,9 +134,10 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   async ingest(req: IngestRequest): Promise<IngestResult> {
     const [r] = await this.intake.ingestMany([req]);
     if (r.kind === "failed") throw new Error(r.message);
+    if (r.kind === "moved") throw new Error(`this shard does not judge batch ${req.batchId}`);
     return r;
   }
-  ingestMany(reqs: IngestRequest[], deadline?: number): Promise<(IngestResult | FailedRun)[]> {
+  ingestMany(reqs: IngestRequest[], deadline?: number): Promise<(IngestResult | FailedRun | WrongShard)[]> {
     return this.intake.ingestMany(reqs, deadline);
   }
 
@@ -120,14 +153,17 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   describe(): Promise<StreamDescription | null> {
     return this.reads.describe();
   }
-  summary(): StreamSummary | null {
+  summary(): Promise<StreamSummary | null> {
     return this.reads.summary();
   }
   locate(): StreamLocation | null {
     return this.reads.locate();
   }
-  metrics(): StreamMetrics | null {
+  metrics(): Promise<StreamMetrics | null> {
     return this.reads.metrics();
+  }
+  shardFigures(): ShardFigures | null {
+    return this.reads.shardFigures();
   }
   advice(): LiveAdvice | null {
     return this.reads.advice();
@@ -135,10 +171,10 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   tablePublishing(): TablePublishing | null {
     return this.reads.tablePublishing();
   }
-  publication(): StreamPublication | null {
+  publication(): Promise<StreamPublication | null> {
     return this.reads.publication();
   }
-  progress(limit: number): ProgressReport[] {
+  progress(limit: number): Promise<ProgressReport[]> {
     return this.reads.progress(limit);
   }
   commits(lane: Lane, afterSeq: number, upToSeq: number, limit: number): ({ seq: number } & ({ ref: string } | { bytes: Uint8Array }))[] {

@@ -12,10 +12,12 @@ import { commitGroup, type Begun, type CommittedGroup, type NextGroup, type Subm
 import { recordedOutcome, sameBody } from "./ledger";
 import type { BatchRow } from "./ledger-records";
 import type { Meta } from "./meta";
-import { WAIT_FOR_INFLIGHT_MS, type BatchAnswer, type FailedRun, type IngestAuth, type IngestRequest, type IngestResult } from "./protocol";
+import { WAIT_FOR_INFLIGHT_MS, type BatchAnswer, type FailedRun, type IngestAuth, type IngestRequest, type IngestResult, type WrongShard } from "./protocol";
+import { shardFor, shardsOf } from "../stream/shards";
 import { begunGroup } from "./state";
 import type { CoordinatorStores } from "./stores";
 import type { Upkeep } from "./upkeep";
+import type { ClockLink } from "./clock-link";
 
 /** How long a begun batch holds its id against a concurrent request with the same id. */
 export const LEASE_MS = 30_000;
@@ -64,6 +66,7 @@ export class Intake {
     private readonly ctx: DurableObjectState,
     private readonly env: Env,
     private readonly upkeep: Upkeep,
+    private readonly clock: ClockLink,
   ) {}
 
   /**
@@ -72,14 +75,20 @@ export class Intake {
    * micro-batch that fails answers its members `failed` (safe to retry). A
    * `busy` answer means the same batch id is in flight.
    */
-  async ingestMany(reqs: IngestRequest[], deadline = Date.now() + WAIT_FOR_INFLIGHT_MS): Promise<(IngestResult | FailedRun)[]> {
+  async ingestMany(reqs: IngestRequest[], deadline = Date.now() + WAIT_FOR_INFLIGHT_MS): Promise<(IngestResult | FailedRun | WrongShard)[]> {
     const meta = this.s.meta();
     const now = Date.now();
-    const answers: (IngestResult | Promise<IngestResult> | null)[] = [];
+    const answers: (IngestResult | WrongShard | Promise<IngestResult> | null)[] = [];
     const queued: Submission[] = [];
     for (const req of reqs) {
       if (!meta) {
         answers.push(req.auth.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" });
+        continue;
+      }
+      // One shard judges a batch id, ever: a sender with a stale count of shards is told to route it again.
+      const shards = shardsOf(meta.config);
+      if (shardFor(req.batchId, shards) !== meta.shard) {
+        answers.push({ kind: "moved", shards });
         continue;
       }
       const faultKey = batchFaultKey(meta.name, req.batchId);
@@ -145,7 +154,7 @@ export class Intake {
     await Promise.race([running, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]);
     clearTimeout(timer);
     const [r] = await this.ingestMany([req], Date.now() < deadline ? deadline : 0);
-    if (r.kind === "failed") throw new Error(r.message);
+    if (r.kind === "failed" || r.kind === "moved") throw new Error(r.kind === "failed" ? r.message : "the batch moved to another shard");
     return r;
   }
 
@@ -191,6 +200,7 @@ export class Intake {
       const failedAlone = (i: number) => new ItemFailed(failed.get(i));
       if (commits.length === 0) return items.map((_, i) => failedAlone(i));
       await this.batcher.gatherNext(); // a micro-batch of one: the next one, which its commit fixes, may grow meanwhile
+      await this.clock.beforeCommit(meta, commits); // several shards: a source's first commit here is the clock's to know first
       if (this.s.meta()?.epoch !== meta.epoch) throw new Error("stream was deleted while the batch ran");
       const committed = failed.size === 0 ? members : members.filter((_, i) => !failed.has(i));
       const begun = { id: group, members: committed, firstSeq };
@@ -223,6 +233,7 @@ export class Intake {
       for (const t of r.touched) forget.add(t.p);
     }
     for (const p of forget) this.s.partitions.forgetLater(p, group);
+    this.clock.afterCommit(meta);
     await this.upkeep.evictionIfDue(meta.config, meta.watermark, done.watermark);
     if (viaOutbox) await alarms.flush(outbox.pending());
     // Published soon: objects written now (the outbox's are published after their flush), and the table.

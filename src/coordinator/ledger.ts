@@ -69,6 +69,8 @@ export class BatchLedger {
     private readonly sql: SqlStorage,
     /** where commit-index references into the outbox resolve */
     private readonly outbox: Outbox,
+    /** the commit number before this shard's first (src/stream/shards.ts seqBase: 0 for shard 0) */
+    private readonly base: () => number = () => 0,
   ) {
     this.ids = new CommittedIds(sql, (after) => this.committedAfter(after));
     this.begun = new BegunRecords(sql);
@@ -195,10 +197,12 @@ export class BatchLedger {
     return record;
   }
 
-  /** The last commit number (0 before the first commit). */
+  /** The last commit number (the shard's base, 0 for shard 0, before the first commit). */
   lastSeq(): number {
     this.cachedSeq ??= this.sql
-      .exec<{ s: number }>(`SELECT coalesce(max(seq), 0) AS s FROM (${["SELECT max(seq) AS seq FROM groups", ...this.outbox.lastSeqs()].join(" UNION ALL ")})`)
+      .exec<{ s: number }>(
+        `SELECT coalesce(max(seq), ${this.base()}) AS s FROM (${["SELECT max(seq) AS seq FROM groups", ...this.outbox.lastSeqs()].join(" UNION ALL ")})`,
+      )
       .one().s;
     return this.cachedSeq;
   }
@@ -331,9 +335,14 @@ export class BatchLedger {
     this.begun.prune(before);
   }
 
-  /** The first commit number the commit index holds (1 when nothing was forgotten; lastSeq + 1 with no commits). */
+  /** The first commit number the commit index holds (the shard's first, base + 1, when nothing was forgotten). */
   indexedFrom(): number {
-    return this.firstSeq() ?? 1;
+    return this.firstSeq() ?? this.base() + 1;
+  }
+
+  /** How many commits this shard has made: its numbers run base + 1, base + 2, … with no gaps. */
+  commitCount(): number {
+    return this.lastSeq() - this.base();
   }
 
   /** The first commit number remembered (null: none committed). */

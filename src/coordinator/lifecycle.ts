@@ -1,7 +1,9 @@
-import { destinationIndex, partitionStub, registryStub, type Env } from "../env";
+import { clockStub, destinationIndex, partitionStub, registryStub, type Env } from "../env";
 import { deleteStreamObjects } from "../output/sink";
 import { boundFieldChanges } from "../stream/bound-fields";
 import type { StreamConfig } from "../stream/config";
+import { shardsOf } from "../stream/shards";
+import { otherShards } from "./other-shards";
 import { globalWatermark } from "../stream/watermark";
 import type { ConfigureResult } from "./protocol";
 import type { CoordinatorStores } from "./stores";
@@ -27,7 +29,33 @@ export class Lifecycle {
     private readonly hooks: ObjectHooks,
   ) {}
 
+  /** The stream created or its config changed (shard 0: the route's call); its other shards, and its clock, follow. */
   async configure(name: string, config: StreamConfig): Promise<ConfigureResult> {
+    const r = await this.configureHere(name, config);
+    const meta = this.s.meta();
+    if (r.status !== "conflict" && meta && shardsOf(meta.config) > 1) {
+      // Every PUT reaches every shard: one that a failed PUT left behind is brought level by the retry.
+      const shard = (index: number) => ({ index, epoch: meta.epoch, incarnation: meta.incarnation });
+      await Promise.all(otherShards(this.env, meta).map((stub, i) => stub.configureShard(name, meta.config, shard(i + 1))));
+      await clockStub(this.env, name).configure(name, meta.epoch, meta.configVersion, meta.config);
+    }
+    return r;
+  }
+
+  /** Shard k > 0 of a stream, as its shard 0 creates or updates it: the stream's epoch and incarnation, its own commit numbers. */
+  async configureShard(name: string, config: StreamConfig, shard: { index: number; epoch: string; incarnation: number }): Promise<ConfigureResult> {
+    const meta = this.s.meta();
+    if (meta && meta.epoch !== shard.epoch) await this.dropShard(); // left by a deleted incarnation of the stream
+    if (!this.s.meta()) {
+      this.hooks.createStorage();
+      this.s.metaStore.create(name, config, Date.now(), shard.incarnation, { index: shard.index, epoch: shard.epoch });
+      this.s.forgetCaches();
+      return { status: "created", config };
+    }
+    return this.configureHere(name, config);
+  }
+
+  private async configureHere(name: string, config: StreamConfig): Promise<ConfigureResult> {
     const meta = this.s.meta();
     if (!meta) {
       // The Registry counts creations of a name across deletes: a re-created stream's webhook-ids differ from the last one's.
@@ -41,8 +69,8 @@ export class Lifecycle {
     const changed = boundFieldChanges(meta.config, config);
     if (changed.length > 0) return { status: "conflict", changed, config: meta.config };
     if (JSON.stringify(meta.config) === JSON.stringify(config)) return { status: "unchanged", config };
-    // A new delay or new declared sources can move the watermark (never back).
-    const watermark = globalWatermark(config, this.s.sourceProgress(), meta.watermark, Date.now());
+    // A new delay or new declared sources can move the watermark (never back); with several shards the clock moves it.
+    const watermark = shardsOf(config) > 1 ? meta.watermark : globalWatermark(config, this.s.sourceProgress(), meta.watermark, Date.now());
     this.s.metaStore.update(config, meta.configVersion + 1, watermark);
     this.s.forgetCaches();
     await this.upkeep.evictionIfDue(config, meta.watermark, watermark);
@@ -62,14 +90,25 @@ export class Lifecycle {
     await destinationIndex(this.env, meta.name).removeMembers(meta.name);
     await Promise.all(Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p).drop()));
     await deleteStreamObjects(this.env.SINK, meta.name);
+    if (shardsOf(meta.config) > 1) {
+      await Promise.all(otherShards(this.env, meta).map((stub) => stub.dropShard()));
+      await clockStub(this.env, meta.name).drop();
+    }
+    await this.dropShard();
+    return true;
+  }
+
+  /** This shard's own storage goes (shard 0's drop() has let go of everything the stream owns elsewhere). */
+  async dropShard(): Promise<void> {
+    if (!this.s.meta()) return;
     await this.s.alarms.cancel();
     this.s.observer.flush(); // the last commits' line, before the stream is gone
     await this.hooks.deleteAll();
     this.s.forgetCaches();
     this.s.forgetUnstored();
     this.s.partitions.forgetAll(); // ledgers of the old incarnation: the new one's partitions never held them
+    this.s.clockWatermark = 0;
     this.hooks.storageDeleted();
     this.hooks.forgetInflight();
-    return true;
   }
 }

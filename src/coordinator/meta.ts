@@ -1,4 +1,5 @@
 import type { StreamConfig } from "../stream/config";
+import { seqBase } from "../stream/shards";
 
 /** The stream's meta row as the Coordinator uses it. */
 export interface Meta {
@@ -13,6 +14,8 @@ export interface Meta {
   watermark: number;
   /** outbox entry ids start above this (Coordinator migration 9; src/output/outbox.ts) */
   outboxFloor: number;
+  /** which ingest shard this Coordinator is (src/stream/shards.ts): 0 for the stream's own */
+  shard: number;
 }
 
 type MetaRow = {
@@ -24,6 +27,7 @@ type MetaRow = {
   created_at: number;
   watermark: number;
   outbox_floor: number;
+  shard: number;
 };
 
 /**
@@ -42,7 +46,9 @@ export class MetaStore {
   /** The meta row (null: the stream is not created); `watermark` is meta's own, without the commits'. */
   read(): (Omit<Meta, "watermark"> & { metaWatermark: number }) | null {
     if (this.cached !== undefined) return this.cached;
-    const row = this.sql.exec<MetaRow>("SELECT name, config, config_version, epoch, incarnation, created_at, watermark, outbox_floor FROM meta").toArray()[0];
+    const row = this.sql
+      .exec<MetaRow>("SELECT name, config, config_version, epoch, incarnation, created_at, watermark, outbox_floor, shard FROM meta")
+      .toArray()[0];
     this.cached = row
       ? {
           name: row.name,
@@ -53,6 +59,7 @@ export class MetaStore {
           createdAt: row.created_at,
           metaWatermark: row.watermark,
           outboxFloor: row.outbox_floor,
+          shard: row.shard,
         }
       : null;
     return this.cached;
@@ -62,15 +69,22 @@ export class MetaStore {
     this.cached = undefined;
   }
 
-  /** A new stream's row and its first config version. */
-  create(name: string, config: StreamConfig, now: number, incarnation: number): void {
+  /** A new stream's row and its first config version; a shard k > 0 takes its stream's epoch (the partitions' state is the stream's). */
+  create(
+    name: string,
+    config: StreamConfig,
+    now: number,
+    incarnation: number,
+    shard: { index: number; epoch: string } = { index: 0, epoch: crypto.randomUUID() },
+  ): void {
     this.sql.exec(
-      "INSERT INTO meta (id, name, config, config_version, epoch, incarnation, created_at, watermark) VALUES (1, ?, ?, 1, ?, ?, ?, 0)",
+      "INSERT INTO meta (id, name, config, config_version, epoch, incarnation, created_at, watermark, shard) VALUES (1, ?, ?, 1, ?, ?, ?, 0, ?)",
       name,
       JSON.stringify(config),
-      crypto.randomUUID(),
+      shard.epoch,
       incarnation,
       now,
+      shard.index,
     );
     this.sql.exec("INSERT INTO configs (version, config) VALUES (1, ?)", JSON.stringify(config));
     this.forget();
@@ -94,9 +108,9 @@ export class MetaStore {
     return JSON.parse(this.sql.exec<{ config: string }>("SELECT config FROM configs WHERE version = ?", version).one().config);
   }
 
-  /** The last commit the manifest or the table holds. */
+  /** The last commit the manifest or the table holds (the shard's base, 0 for shard 0, before any). */
   published(what: "table" | "manifest"): number {
-    return this.sql.exec<{ seq: number }>("SELECT seq FROM published WHERE what = ?", what).toArray()[0]?.seq ?? 0;
+    return this.sql.exec<{ seq: number }>("SELECT seq FROM published WHERE what = ?", what).toArray()[0]?.seq ?? seqBase(this.read()?.shard ?? 0);
   }
 
   setPublished(what: "table" | "manifest", seq: number): void {

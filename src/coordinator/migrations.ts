@@ -80,4 +80,12 @@ export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
       if (!columns.some((c) => c.name === "incarnation")) sql.exec("ALTER TABLE meta ADD COLUMN incarnation INTEGER NOT NULL DEFAULT 1");
     },
   },
+  {
+    version: 12,
+    does: "meta.shard: which of the stream's ingest shards this Coordinator is (0: the stream's own, and the only one of a stream with one shard)",
+    up: (sql) => {
+      const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray();
+      if (!columns.some((c) => c.name === "shard")) sql.exec("ALTER TABLE meta ADD COLUMN shard INTEGER NOT NULL DEFAULT 0");
+    },
+  },
 ];

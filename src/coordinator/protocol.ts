@@ -1,3 +1,4 @@
+import type { WatermarkPush } from "../clock/protocol";
 import type { StreamConfig } from "../stream/config";
 import type { BatchOutcome } from "../stream/batch-outcome";
 import type { Lane } from "../output/sink";
@@ -7,6 +8,7 @@ import type { LiveAdvice } from "../stream/advisor/live";
 import type { TablePublishing } from "../output/publisher";
 import type { CredentialType, StoredCredential } from "../credentials/credential";
 import type { Bookkeeping } from "./window";
+import type { SourceProgress } from "../stream/watermark";
 
 /**
  * The Coordinator's protocol: what its RPC methods take and answer. Callers
@@ -57,7 +59,10 @@ export type Admission =
   | { kind: "unauthorized" }
   | { kind: "forbidden"; detail: string }
   /** webhookBytes: a provider webhook's body cap for the source (src/stream/config.ts webhookBodyLimit) */
-  | { kind: "admitted"; source: string; limits: StreamConfig["limits"]; signers: SealedSigner[]; webhookBytes: number };
+  | { kind: "admitted"; source: string; limits: StreamConfig["limits"]; signers: SealedSigner[]; webhookBytes: number; shards?: number };
+
+/** A batch sent to a shard that does not judge it (the sender's count of shards is stale): the stream's shards, to route it again (src/ingest/shard-router.ts). */
+export type WrongShard = { kind: "moved"; shards: number };
 
 /** What ingest answers a batch it does not run: refused, or answered from the ledger (a replay). */
 export type BatchAnswer =
@@ -74,6 +79,8 @@ export interface StreamDescription {
   epoch: string;
   createdAt: number;
   watermark: number;
+  /** the lowest watermark a shard judges by now (DESIGN §12; = watermark with one shard) */
+  watermarkApplied: number;
   sources: Record<string, { maxEventTime: number | null; watermark: number; lastBatchAt: number | null; declared: boolean; idle: boolean }>;
   /** unkeyedHashPartitions: partitions that store keys by the unkeyed hash of a release before 27 (absent: none) */
   state: { rows: number; bytes: number; unkeyedHashPartitions?: number };
@@ -82,6 +89,24 @@ export interface StreamDescription {
   bookkeeping: Bookkeeping;
   /** per webhook source: redeliveries answered as replays, refused signatures by reason, its committed rows (absent: none counted) */
   webhooks?: Record<string, WebhookCounts>;
+}
+
+/** One shard's own figures, as shard 0 gathers them to answer for the stream (./reads.ts). */
+export interface ShardFigures {
+  shard: number;
+  sources: Record<string, SourceProgress>;
+  counters: { name: string; source: string; n: number }[];
+  /** commits made (its numbers run from its base with no gaps) */
+  committed: number;
+  lastSeq: number;
+  /** the last commit the manifest and the table hold (the shard's base before any) */
+  published: { manifest: number; table: number };
+  /** the Coordinator's own storage and the batch ids it remembers */
+  bytes: number;
+  batchesRemembered: number;
+  /** the watermark it judges by */
+  watermark: number;
+  state: { rows: number; bytes: number };
 }
 
 export type WebhookCounts = { replayed: number; refused: Record<string, number>; rows: number };
@@ -100,6 +125,8 @@ export interface StreamLocation {
   lastSeq: number;
   indexedFrom: number;
   config: StreamConfig;
+  /** which ingest shard answered (each answers for its own commits: src/stream/shards.ts) */
+  shard: number;
 }
 
 /** A stream in a list of streams: figures as its partitions last reported them. */
@@ -116,11 +143,18 @@ export interface StreamPublication {
   committed: number;
   manifest: number;
   table: number | null;
+  /** a stream with several shards: the figures above count commits over them; these are each shard's own commit numbers, shard 0 first */
+  shards?: { committed: number; manifest: number; table: number | null }[];
 }
 
 export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
   // Config
   configure(name: string, config: StreamConfig): Promise<ConfigureResult>;
+  /** Shard k > 0 of a stream with several (src/stream/shards.ts), as shard 0 creates, updates and deletes it. */
+  configureShard(name: string, config: StreamConfig, shard: { index: number; epoch: string; incarnation: number }): Promise<ConfigureResult>;
+  dropShard(): Promise<void>;
+  /** The stream's clock tells a shard the global watermark (src/clock). */
+  applyWatermark(push: WatermarkPush): Promise<void>;
   describe(): Promise<StreamDescription | null>;
   locate(): StreamLocation | null;
   drop(): Promise<boolean>;
@@ -129,20 +163,22 @@ export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
   knownBatch(source: string, batchId: string): boolean;
   noteWebhooks(source: string, deltas: [string, number][]): void;
   ingest(req: IngestRequest): Promise<IngestResult>;
-  ingestMany(reqs: IngestRequest[], deadline?: number): Promise<(IngestResult | FailedRun)[]>;
+  ingestMany(reqs: IngestRequest[], deadline?: number): Promise<(IngestResult | FailedRun | WrongShard)[]>;
   flush(): Promise<number>;
   // Reads
-  progress(limit: number): ProgressReport[];
+  progress(limit: number): Promise<ProgressReport[]>;
   commits(lane: Lane, afterSeq: number, upToSeq: number, limit: number): ({ seq: number } & ({ ref: string } | { bytes: Uint8Array }))[];
   committedSeq(source: string, batchId: string): number | null;
-  summary(): StreamSummary | null;
-  metrics(): StreamMetrics | null;
+  summary(): Promise<StreamSummary | null>;
+  metrics(): Promise<StreamMetrics | null>;
+  /** one shard's own figures (shard 0 gathers them for the stream) */
+  shardFigures(): ShardFigures | null;
   advice(): LiveAdvice | null;
   tablePublishing(): TablePublishing | null;
-  publication(): StreamPublication | null;
+  publication(): Promise<StreamPublication | null>;
   // Credentials (src/coordinator/credentials.ts)
-  addCredential(c: StoredCredential): "added" | "missing" | "duplicate" | "other-provider";
+  addCredential(c: StoredCredential): Promise<"added" | "missing" | "duplicate" | "other-provider">;
   resealCredential(id: string, from: string, to: string): void;
   credentials(source: string, withMaterial?: boolean): StoredCredential[];
-  deleteCredential(source: string, id: string): boolean;
+  deleteCredential(source: string, id: string): Promise<boolean>;
 }

@@ -1,4 +1,4 @@
-import { partitionStub, type Env } from "../env";
+import { clockStub, partitionStub, type Env } from "../env";
 import { own } from "../lib/own";
 import { PublishGuard, tablePublishingOf, type TablePublishing } from "../output/publisher";
 import { liveAdvice, type DelayFloor, type LiveAdvice } from "../stream/advisor/live";
@@ -10,7 +10,11 @@ import { horizonReason, RETRY_HORIZON_MS } from "../webhooks/retry-horizon";
 import type { Meta } from "./meta";
 import type { StreamDescription, StreamLocation, StreamPublication, StreamSummary } from "./protocol";
 import type { CoordinatorStores } from "./stores";
-import type { Bookkeeping } from "./window";
+import { otherShards } from "./other-shards";
+import { mergeProgress, mergeShardFigures, shardFiguresOf, type ShardFigures } from "./shard-figures";
+import { seqBase, shardsOf } from "../stream/shards";
+import { shardedWatermark } from "../stream/shard-watermark";
+import { clockInterval } from "../clock/protocol";
 
 /**
  * What callers read of a stream, one read per question (none writes):
@@ -30,7 +34,11 @@ export class StreamReads {
   async describe(): Promise<StreamDescription | null> {
     const meta = this.s.meta();
     if (!meta) return null;
-    const progress = this.s.sourceProgress();
+    const [view, stats] = await Promise.all([
+      this.view(meta),
+      Promise.all(Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p).describe(meta.epoch))),
+    ]);
+    const progress = view.sources;
     const names = new Set([...Object.keys(meta.config.sources), ...Object.keys(progress)]);
     const sources: StreamDescription["sources"] = {};
     for (const s of [...names].sort()) {
@@ -42,27 +50,31 @@ export class StreamReads {
         idle: isIdle(meta.config, s, own(progress, s), Date.now()),
       };
     }
-    const stats = await Promise.all(Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p).describe(meta.epoch)));
-    // Commit numbers run 1, 2, 3… with no gaps: the last one is the count, without a scan of the ledger.
-    const committed = this.s.ledger.lastSeq();
-    const webhooks = webhookFigures(this.s.counters.all());
+    const webhooks = webhookFigures(view.counters);
     return {
       config: meta.config,
       epoch: meta.epoch,
       createdAt: meta.createdAt,
-      watermark: meta.watermark,
+      watermark: view.watermark,
+      watermarkApplied: view.watermarkApplied,
       sources,
       state: { rows: stats.reduce((a, s) => a + s.rows, 0), bytes: stats.reduce((a, s) => a + s.bytes, 0), ...unkeyedHash(stats) },
-      batches: { committed },
-      bookkeeping: this.bookkeeping(meta),
+      batches: { committed: view.committed },
+      bookkeeping: { bytes: view.bytes, batchesRemembered: view.batchesRemembered, idempotencyWindow: idempotencyWindowOf(meta.config) },
       ...(webhooks.length > 0 ? { webhooks: Object.fromEntries(webhooks.map(({ source, ...w }) => [source, w])) } : {}),
     };
   }
 
-  summary(): StreamSummary | null {
+  async summary(): Promise<StreamSummary | null> {
     const meta = this.s.meta();
     if (!meta) return null;
-    return { createdAt: meta.createdAt, watermark: meta.watermark, state: this.s.partitions.totals(), batches: { committed: this.s.ledger.lastSeq() } };
+    const view = await this.view(meta);
+    return { createdAt: meta.createdAt, watermark: view.watermark, state: view.state, batches: { committed: view.committed } };
+  }
+
+  /** This shard's own figures (shard 0 gathers them: ./shard-figures.ts). */
+  shardFigures(): ShardFigures | null {
+    return shardFiguresOf(this.s);
   }
 
   /** `indexedFrom`: the first commit the ledger's commit index still holds (earlier ones are read from the committed manifest). */
@@ -77,23 +89,23 @@ export class StreamReads {
       lastSeq: this.s.ledger.lastSeq(),
       indexedFrom: this.s.ledger.indexedFrom(),
       config: meta.config,
+      shard: meta.shard,
     };
   }
 
-  metrics(): StreamMetrics | null {
+  async metrics(): Promise<StreamMetrics | null> {
     const meta = this.s.meta();
     if (!meta) return null;
-    const progress = this.s.sourceProgress();
+    const view = await this.view(meta);
     const sources: Record<string, number> = {};
-    for (const s of new Set([...Object.keys(meta.config.sources), ...Object.keys(progress)])) {
-      sources[s] = sourceWatermark(meta.config, s, own(progress, s));
+    for (const s of new Set([...Object.keys(meta.config.sources), ...Object.keys(view.sources)])) {
+      sources[s] = sourceWatermark(meta.config, s, own(view.sources, s));
     }
-    const { bytes, batchesRemembered } = this.bookkeeping(meta);
-    return streamMetricsOf(meta.name, this.s.counters.all(), {
-      watermark: meta.watermark,
+    return streamMetricsOf(meta.name, view.counters, {
+      watermark: view.watermark,
       sources,
-      state: this.s.partitions.totals(),
-      bookkeeping: { bytes, batchesRemembered },
+      state: view.state,
+      bookkeeping: { bytes: view.bytes, batchesRemembered: view.batchesRemembered },
     });
   }
 
@@ -116,22 +128,58 @@ export class StreamReads {
    * A file run is done only once they hold its commits
    * (src/sources/files/runner.ts), as Spark's processAllAvailable().
    */
-  publication(): StreamPublication | null {
+  async publication(): Promise<StreamPublication | null> {
     const meta = this.s.meta();
     if (!meta) return null;
-    const published = (what: "table" | "manifest") => this.s.metaStore.published(what);
-    return { epoch: meta.epoch, committed: this.s.ledger.lastSeq(), manifest: published("manifest"), table: meta.config.table ? published("table") : null };
+    const figures = await this.gathered(meta);
+    const table = !!meta.config.table;
+    const shards = figures.map((f) => ({ committed: f.lastSeq, manifest: f.published.manifest, table: table ? f.published.table : null }));
+    if (shards.length === 1) return { epoch: meta.epoch, ...shards[0] };
+    // Several shards: counts of commits over them, and each shard's own numbers (what a wait must compare: ./shard-figures.ts).
+    const count = (pick: (f: ShardFigures) => number) => figures.reduce((a, f) => a + pick(f) - seqBase(f.shard), 0);
+    return {
+      epoch: meta.epoch,
+      committed: count((f) => f.lastSeq),
+      manifest: count((f) => f.published.manifest),
+      table: table ? count((f) => f.published.table) : null,
+      shards,
+    };
   }
 
-  /** The most recent `limit` progress reports, oldest first. */
-  progress(limit: number): ProgressReport[] {
-    if (!this.s.exists()) return [];
-    return this.s.ledger.progress(limit);
+  /** The most recent `limit` progress reports, oldest first (over every shard, on shard 0). */
+  async progress(limit: number): Promise<ProgressReport[]> {
+    const meta = this.s.meta();
+    if (!meta) return [];
+    const own = this.s.ledger.progress(limit);
+    const others = otherShards(this.env, meta);
+    if (others.length === 0) return own;
+    return mergeProgress([own, ...(await Promise.all(others.map((o) => o.progress(limit))))], limit);
   }
 
-  /** The Coordinator's own storage and the batch ids it remembers (GET /v1/streams/{stream}, /metrics). */
-  private bookkeeping(meta: Meta): Bookkeeping {
-    return { bytes: this.s.storage.sql.databaseSize, batchesRemembered: this.s.ledger.remembered(), idempotencyWindow: idempotencyWindowOf(meta.config) };
+  /** Shard 0 of a stream with several: every shard's figures (this one's first); otherwise this shard's. */
+  private async gathered(meta: Meta): Promise<ShardFigures[]> {
+    const own = shardFiguresOf(this.s)!;
+    const others = otherShards(this.env, meta);
+    if (others.length === 0) return [own];
+    const got: (ShardFigures | null)[] = await Promise.all(others.map((o) => o.shardFigures()));
+    return [own, ...got.filter((f) => f !== null)];
+  }
+
+  /** The figures a read answers with: this shard's, or on shard 0 of several every shard's merged, with the clock's watermark. */
+  private async view(meta: Meta) {
+    const figures = await this.gathered(meta);
+    const merged = mergeShardFigures(figures);
+    if (figures.length === 1) return { ...merged, watermark: meta.watermark, watermarkApplied: meta.watermark };
+    const clock = await clockStub(this.env, meta.name).read(
+      meta.epoch,
+      figures.map((f) => ({ shard: f.shard, sources: f.sources, applied: f.watermark })),
+    );
+    // The watermark over every shard's progress as it is now (the clock's may not have heard the last commits yet),
+    // and the lowest one a shard judges by: once they are equal, the next batch anywhere is judged as with one shard.
+    const floor = Math.max(clock?.watermark ?? 0, ...figures.map((f) => f.watermark));
+    const reports = figures.map((f) => ({ sources: f.sources, pending: {} }));
+    const watermark = shardedWatermark(meta.config, reports, floor, Date.now(), clockInterval(shardsOf(meta.config)));
+    return { ...merged, watermark, watermarkApplied: Math.min(...figures.map((f) => f.watermark)) };
   }
 
   /** Per webhook source (one with a provider credential), the least delay the advisor may propose: its provider's retry horizon. */

@@ -3,6 +3,7 @@ import { CommitObserver } from "../instrument/observe";
 import { Outbox } from "../output/outbox";
 import type { Lane } from "../output/sink";
 import { LEDGER_RETENTION_MS } from "../partition/protocol";
+import { seqBase } from "../stream/shards";
 import type { SourceProgress } from "../stream/watermark";
 import type { AdviceFigures } from "./advice";
 import { Alarms } from "./alarms";
@@ -43,6 +44,8 @@ export class CoordinatorStores {
   readonly alarms: Alarms;
   /** the commit log line and data point (src/instrument/observe.ts) */
   readonly observer: CommitObserver;
+  /** the stream's clock's watermark, as this shard last heard it (a stream with several shards: ./clock-link.ts); a commit stores it in its state record */
+  clockWatermark = 0;
   /** no prune step can forget anything before this (the oldest group's window ends then; 0: unknown); a config change resets it */
   pruneNotBefore = 0;
 
@@ -54,7 +57,8 @@ export class CoordinatorStores {
     readonly exists: () => boolean,
   ) {
     this.outbox = new Outbox(sql);
-    this.ledger = new BatchLedger(sql, this.outbox);
+    this.metaStore = new MetaStore(sql);
+    this.ledger = new BatchLedger(sql, this.outbox, () => seqBase(this.metaStore.read()?.shard ?? 0));
     this.credentials = new CredentialStore(sql);
     this.book = new StateBook(
       sql,
@@ -65,7 +69,6 @@ export class CoordinatorStores {
     this.partitions = this.book.partitions;
     this.laneRefs = new LaneRefs(sql, this.outbox);
     this.counters = this.book.counters;
-    this.metaStore = new MetaStore(sql);
     this.alarms = new Alarms(storage);
     this.observer = new CommitObserver(env);
   }
@@ -81,7 +84,7 @@ export class CoordinatorStores {
     const row = this.metaStore.read();
     if (!row) return null;
     const { metaWatermark, ...rest } = row;
-    return { ...rest, watermark: Math.max(metaWatermark, this.book.current().watermark) };
+    return { ...rest, watermark: Math.max(metaWatermark, this.book.current().watermark, this.clockWatermark) };
   }
 
   sourceProgress(): Record<string, SourceProgress> {

@@ -7,6 +7,7 @@ import { globalWatermark, hasIdleTimeout } from "../stream/watermark";
 import { recordColumns } from "../table/known-columns";
 import { Alarms } from "./alarms";
 import type { Meta } from "./meta";
+import { ClockLink } from "./clock-link";
 import type { CoordinatorStores } from "./stores";
 import { PRUNE_STEP_GROUPS, pruneStep } from "./window";
 
@@ -21,6 +22,7 @@ export class Upkeep {
     private readonly s: CoordinatorStores,
     private readonly ctx: DurableObjectState,
     private readonly env: Env,
+    private readonly clock: ClockLink,
   ) {}
 
   /**
@@ -31,7 +33,7 @@ export class Upkeep {
   async alarm(): Promise<void> {
     const { alarms, outbox, ledger, metaStore } = this.s;
     alarms.fired();
-    const meta = this.refreshIdle();
+    const meta = await this.refreshIdle();
     if (!meta) return;
     if (Alarms.flushDue(outbox.pending(), Date.now())) await this.flushChunk(meta);
     await this.publish(meta); // never throws: a failing publication backs off (src/output/publisher.ts)
@@ -121,10 +123,14 @@ export class Upkeep {
     return step;
   }
 
-  /** The meta row after sources that have turned idle left the watermark (which may then advance). */
-  private refreshIdle(): Meta | null {
+  /** The meta row after sources that have turned idle left the watermark (which may then advance; with several shards, the clock says). */
+  private async refreshIdle(): Promise<Meta | null> {
     const meta = this.s.meta();
     if (!meta || !hasIdleTimeout(meta.config)) return meta;
+    if (ClockLink.sharded(meta)) {
+      await this.clock.refresh(meta).catch(() => undefined); // the clock unreachable: the watermark waits for the next report
+      return this.s.meta();
+    }
     const watermark = globalWatermark(meta.config, this.s.sourceProgress(), meta.watermark, Date.now());
     if (watermark === meta.watermark) return meta;
     this.s.metaStore.setWatermark(watermark);
@@ -138,6 +144,7 @@ export class Upkeep {
     const ctx: PublishContext = {
       stream: meta.name,
       epoch: meta.epoch,
+      shard: meta.shard,
       config: meta.config,
       bucket: this.env.SINK,
       lastSeq: ledger.lastSeq(),

@@ -2,7 +2,8 @@ import { NAME_RULE } from "../stream/name-rule";
 import { BATCH_ID_PATTERN, foreignBatchId } from "./batch-id-namespaces";
 import { valueShapeFault } from "../lib/json";
 import { batchIdentity } from "../stream/batch-identity";
-import { coordinatorStub, type CoordinatorStub, type Env } from "../env";
+import type { Env } from "../env";
+import { ShardRouter } from "./shard-router";
 import { WAIT_FOR_INFLIGHT_MS, type FailedRun, type IngestResult, type ReceivedBatch } from "../coordinator/protocol";
 import { resultOf, type Refusal, type SubmitResult } from "./result";
 
@@ -19,13 +20,13 @@ export async function submitBatch(
   env: Env,
   stream: string,
   received: ReceivedBatch,
-  /** the caller's stub for the stream's Coordinator, if it has one (each stub made costs a lookup) */
-  coordinator: CoordinatorStub = coordinatorStub(env, stream),
+  /** the caller's router to the stream's shards, if it has one (each stub made costs a lookup) */
+  router: ShardRouter = new ShardRouter(env, stream),
 ): Promise<SubmitResult> {
   // One call per request: coalescing happens in the Coordinator (a Worker can't share a
   // pending call between requests: each request's I/O belongs to that request).
   // ingestMany, not ingest: it answers a failed micro-batch as a value, where a throwing RPC method is logged as uncaught per request.
-  const r = await ingestOrWait(async () => (await coordinator.ingestMany([received]))[0]);
+  const r = await ingestOrWait(async () => (await router.ingestMany([received]))[0]);
   return resultOf(r, stream, received.batchId, received.sourceHeader);
 }
 

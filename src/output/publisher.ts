@@ -1,3 +1,4 @@
+import { manifestKey } from "./manifest-layout";
 import { parseRef } from "./object-ref";
 import { readParts, type CommitPart } from "./reader";
 import type { StreamConfig } from "../stream/config";
@@ -12,7 +13,8 @@ import { appendToTable, compactTable, r2Store } from "../table";
  *   appended in commit order; each snapshot records the last commit it holds,
  *   so an append retried after a crash is skipped by the table itself;
  * - the committed manifest of the NDJSON output: one entry per published
- *   range of commits, `streams/{stream}/_manifest/{epoch}/{last seq}.json`,
+ *   range of commits, `streams/{stream}/_manifest/{epoch}/{last seq}.json`
+ *   (shard k > 0 of a stream with several: `{epoch}.shard-{k}/`),
  *   listing the object ranges that hold exactly those commits' rows. Only
  *   what is committed and in R2 (not still in the outbox) is listed, so a
  *   reader that follows the manifest never sees an uncommitted object.
@@ -20,6 +22,8 @@ import { appendToTable, compactTable, r2Store } from "../table";
 export interface PublishContext {
   stream: string;
   epoch: string;
+  /** which ingest shard publishes (its own commits; absent: 0) */
+  shard?: number;
   config: StreamConfig;
   bucket: R2Bucket;
   lastSeq: number;
@@ -34,6 +38,7 @@ export interface PublishContext {
 
 /** How far each publication has got, in the Coordinator's SQLite. */
 export const PUBLISHED_TABLE = "CREATE TABLE IF NOT EXISTS published (what TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;";
+export { manifestFolder, manifestKey } from "./manifest-layout";
 export {
   PUBLISH_FAILURES_TABLE,
   PublishGuard,
@@ -119,7 +124,7 @@ export async function publishManifest(ctx: PublishContext): Promise<{ entries: n
       ...(late?.length ? { late } : {}),
       ...(rejected?.length ? { rejected } : {}),
     };
-    await ctx.bucket.put(manifestKey(ctx.stream, ctx.epoch, upTo), JSON.stringify(entry), {
+    await ctx.bucket.put(manifestKey(ctx.stream, ctx.epoch, upTo, ctx.shard ?? 0), JSON.stringify(entry), {
       onlyIf: { etagDoesNotMatch: "*" },
       httpMetadata: { contentType: "application/json" },
     });
@@ -128,11 +133,6 @@ export async function publishManifest(ctx: PublishContext): Promise<{ entries: n
     entries++;
   }
   return { entries };
-}
-
-/** Zero-padded so that listing the prefix returns entries in commit order. */
-export function manifestKey(stream: string, epoch: string, toSeq: number): string {
-  return `streams/${stream}/_manifest/${epoch}/${String(toSeq).padStart(12, "0")}.json`;
 }
 
 async function rowsOf(bucket: R2Bucket, page: readonly CommitPart[]): Promise<Record<string, unknown>[]> {

@@ -1,6 +1,7 @@
 import type { Lane } from "./sink";
 import { coalesceRefs, formatRef, parseRef, type ObjectRef } from "./object-ref";
 import { readObject } from "./sink";
+import { manifestFolder } from "./manifest-layout";
 
 /** A committed request's rows of one lane: still in the outbox (bytes), or a range of an R2 object. */
 export type CommitPart = { seq: number } & ({ ref: string } | { bytes: Uint8Array });
@@ -50,7 +51,7 @@ const MANIFEST_FIELD = { data: "objects", late: "late", rejected: "rejected" } a
  */
 export async function* committedPages(
   bucket: R2Bucket,
-  where: { name: string; epoch: string; indexedFrom: number },
+  where: { name: string; epoch: string; indexedFrom: number; shard?: number },
   /** the manifest lists data, late and rejected objects; for the other lanes indexedFrom is 0 (all in the index) */
   lane: Lane,
   afterSeq: number,
@@ -60,7 +61,7 @@ export async function* committedPages(
   let after = afterSeq;
   const fromManifest = Math.min(upToSeq, where.indexedFrom - 1);
   if (after < fromManifest) {
-    const prefix = `streams/${where.name}/_manifest/${where.epoch}/`;
+    const prefix = manifestFolder(where.name, where.epoch, where.shard ?? 0);
     let cursor: string | undefined;
     // Entries are named by their last commit, zero-padded: listing after `after`'s name starts at the entry that holds after + 1.
     let startAfter: string | undefined = `${prefix}${String(after).padStart(12, "0")}.json`;

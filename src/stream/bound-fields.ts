@@ -1,3 +1,4 @@
+import { shardsOf } from "./shards";
 import { own } from "../lib/own";
 import { isTimestampType, type StreamConfig } from "./config";
 
@@ -13,6 +14,7 @@ export function boundFieldChanges(old: StreamConfig, next: StreamConfig): string
   if (old.mode !== next.mode) changed.push("mode");
   if (old.eventTime !== next.eventTime) changed.push("eventTime");
   if (old.partitions !== next.partitions) changed.push("partitions");
+  if (shardsOf(old) !== shardsOf(next)) changed.push("shards");
   if ((old.stateKeys ?? "text") !== (next.stateKeys ?? "text")) changed.push("stateKeys");
   // The kept copies' digests in state were taken without these fields.
   if (JSON.stringify(old.volatile ?? []) !== JSON.stringify(next.volatile ?? [])) changed.push("volatile");

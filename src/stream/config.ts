@@ -5,6 +5,7 @@ import { own } from "../lib/own";
 import { ColumnBudget, DEFAULT_MAX_COLUMNS, MAX_COLUMNS_LIMIT } from "./table-fields";
 import { PROVIDER_VOLATILE } from "./provider-volatile";
 import { expandVolatile, WEBHOOK_PRESET } from "./volatile-fields";
+import { shardsField } from "./shards";
 
 export const MODES = ["within-watermark", "event-time-key", "global"] as const;
 export type Mode = (typeof MODES)[number];
@@ -16,8 +17,6 @@ export type ColumnType = (typeof COLUMN_TYPES)[number];
 export function isTimestampType(type: ColumnType | undefined): type is TimestampType {
   return type !== undefined && (TIMESTAMP_TYPES as readonly string[]).includes(type);
 }
-
-const nameMessage = NAME_RULE;
 
 /**
  * What one stream's config may hold. A config is read on every call to its
@@ -117,6 +116,7 @@ export const streamBodySchema = z
     mode: z.enum(MODES).default("within-watermark"),
     watermarkDelay: interval.optional().describe('"10 seconds", "2 hours", "1 hour 30 minutes", "500 ms", or ms; required when eventTime is set'),
     partitions: z.number().int().min(1).max(1024).default(8).describe("state partitions"),
+    shards: shardsField,
     watermarkPolicy: z.enum(["min", "max"]).default("min").describe("how the sources' watermarks combine"),
     schema: z
       .record(column, z.enum(COLUMN_TYPES))
@@ -124,7 +124,7 @@ export const streamBodySchema = z
       .default({})
       .describe(`column → type: coerces and checks the columns it names; others pass through; at most ${MAX_SCHEMA_COLUMNS} columns`),
     sources: z
-      .record(z.string().regex(NAME_PATTERN, nameMessage), sourceSchema)
+      .record(z.string().regex(NAME_PATTERN, NAME_RULE), sourceSchema)
       .refine((s) => Object.keys(s).length <= MAX_SOURCES, `at most ${MAX_SOURCES} sources may be declared`)
       .default({})
       .describe(`declared sources by name; at most ${MAX_SOURCES}`),
@@ -202,6 +202,7 @@ export const streamBodySchema = z
     if (b.idempotencyWindow !== undefined && (b.idempotencyWindow < MIN_IDEMPOTENCY_WINDOW_MS || b.idempotencyWindow > MAX_IDEMPOTENCY_WINDOW_MS)) {
       ctx.addIssue({ code: "custom", path: ["idempotencyWindow"], message: 'must be at least "1 minute" and at most "365 days"' });
     }
+    if (b.shards > 1 && b.table) ctx.addIssue({ code: "custom", path: ["shards"], message: "a stream with a table takes one shard for now" });
     if (b.idleTimeout === 0) ctx.addIssue({ code: "custom", path: ["idleTimeout"], message: "must be more than 0" });
     for (const [name, src] of Object.entries(b.sources)) {
       if (src.idleTimeout === 0) ctx.addIssue({ code: "custom", path: ["sources", name, "idleTimeout"], message: "must be more than 0" });
@@ -243,6 +244,8 @@ export interface StreamConfig {
   /** ms */
   watermarkDelay: number;
   partitions: number;
+  /** ingest shards (src/stream/shards.ts, DESIGN §12); absent: 1 */
+  shards?: number;
   watermarkPolicy: "min" | "max";
   schema: Record<string, ColumnType>;
   /** declared sources: their own delay and caps; a disabled source's batches are refused */
@@ -316,6 +319,7 @@ export function parseStreamConfig(body: unknown): ConfigResult {
       mode: b.mode,
       watermarkDelay: b.watermarkDelay ?? 0,
       partitions: b.partitions,
+      ...(b.shards > 1 ? { shards: b.shards } : {}),
       watermarkPolicy: b.watermarkPolicy,
       schema: b.schema,
       sources: b.sources,
@@ -345,7 +349,7 @@ function keysZodSkips(body: unknown): FieldError[] {
   const dunder = (v: unknown) => v !== null && typeof v === "object" && Object.hasOwn(v, "__proto__");
   return [
     ...(Object.hasOwn(b, "schema") && dunder(b.schema) ? [{ path: "schema.__proto__", message: '"__proto__" cannot be a column name' }] : []),
-    ...(Object.hasOwn(b, "sources") && dunder(b.sources) ? [{ path: "sources.__proto__", message: nameMessage }] : []),
+    ...(Object.hasOwn(b, "sources") && dunder(b.sources) ? [{ path: "sources.__proto__", message: NAME_RULE }] : []),
   ];
 }
 

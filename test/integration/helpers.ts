@@ -42,6 +42,21 @@ export async function output(stream: string): Promise<any[]> {
   return (await client.output(stream)).rows;
 }
 
+/**
+ * A stream with several shards (DESIGN §12): waits until every shard judges by
+ * the global watermark (GET's watermarkApplied == watermark), so that the next
+ * batch is judged as with one shard. Returns the stream's GET.
+ */
+export async function settled(stream: string, timeoutMs = 10_000): Promise<any> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const d = await json(call("GET", `/v1/streams/${stream}`));
+    if (d.watermarkApplied === d.watermark) return d;
+    if (Date.now() > until) throw new Error(`${stream}: watermarkApplied ${d.watermarkApplied} never reached watermark ${d.watermark}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** 2024-01-01 at hh:mm UTC, epoch ms */
 export const at = (hh: number, mm: number) => Date.UTC(2024, 0, 1, hh, mm);
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { shardsOf } from "../../stream/shards";
 import { coordinatorStub } from "../../env";
 import { zodErrors } from "../../stream/config";
 import {
@@ -23,7 +24,7 @@ import {
 } from "../../delivery/schemas";
 import { checkDestinationUrl } from "../../delivery/url";
 import { MAX_SIGNING_SECRETS } from "../../delivery/secrets";
-import { badRequest, notFound, tooManyDestinations } from "../../http/problem";
+import { badRequest, conflict, notFound, tooManyDestinations } from "../../http/problem";
 import { sealingKeys } from "../../credentials/sealing";
 import { route } from "../route";
 import { intIn, intQuery, STREAM } from "./shared";
@@ -87,6 +88,11 @@ export const putDestination = route({
     }
     const at = await coordinatorStub(c.env, stream).locate();
     if (!at) throw notFound(`stream "${stream}" does not exist`);
+    if (shardsOf(at.config) > 1) {
+      // A destination reads one shard's commits: it would miss the others' rows.
+      const reason = `stream "${stream}" has ${shardsOf(at.config)} ingest shards; destinations take streams of one shard for now`;
+      throw conflict("destinations-need-one-shard", reason);
+    }
     // Listed first, so that the cap is checked where the names are (atomically) and no destination exists unlisted.
     const index = destinationIndex(c.env, stream);
     const listed = await index.addMember(name, MAX_DESTINATIONS_PER_STREAM);

@@ -40,7 +40,7 @@ export const putStream = route({
   tag: "streams",
   auth: "admin",
   description:
-    "The whole config every time: fields left out take their defaults (not a patch). A changed bound field (`key`, `mode`, `eventTime`, `partitions`, `stateKeys`, a key column's type) is a 409 `bound-field-changed`; an invalid config a 400; " +
+    "The whole config every time: fields left out take their defaults (not a patch). A changed bound field (`key`, `mode`, `eventTime`, `partitions`, `shards`, `stateKeys`, a key column's type) is a 409 `bound-field-changed`; an invalid config a 400; " +
     `a body over ${MAX_CONFIG_BYTES} bytes (${MAX_CONFIG_BYTES / 1024} KiB) a 413 \`body-too-large\`.`,
   request: { body: streamBodySchema },
   responses: {

@@ -1,5 +1,6 @@
 import type { IngestRequest } from "../../coordinator/protocol";
 import { submitBatch } from "../../ingest/submit";
+import { hearShards, ShardRouter } from "../../ingest/shard-router";
 import { resultOf } from "../../ingest/result";
 import { coordinatorStub, type Env } from "../../env";
 import type { Migration } from "../../storage/migrations";
@@ -157,6 +158,7 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
   private async step(run: Run): Promise<number | null> {
     const stream = this.meta.stream();
     const coordinator = coordinatorStub(this.env, stream);
+    const router = new ShardRouter(this.env, stream, coordinator); // the admission below tells it the stream's shards
     const deadline = Date.now() + ALARM_BUDGET_MS;
     if (run.publication) return this.awaitPublication(run, stream);
     let limits;
@@ -168,6 +170,7 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
         return this.finish(run, "failed", { key: "", detail: admission.kind === "forbidden" ? admission.detail : `stream "${stream}" refused the run` });
       }
       limits = admission.limits;
+      hearShards(stream, admission.shards ?? 1);
       // The run's own multiLine, else its source's (a declared source may say how its files are written).
       multiLine ??= sourceConfig(where.config, run.source)?.multiLine;
       if (needsListing(this.files.count(run.id), run.listed === 1)) await this.listPage(run);
@@ -178,7 +181,7 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
     const perAlarm = Math.max(FILES_PER_ALARM, perTrigger);
     const files = this.files.next(run.id, perAlarm);
     const take = takeSlice(files, perAlarm);
-    const read = (f: RunFile) => readObjectBatch(this.env.INPUT, f.key, run.source, limits, (s, b) => coordinator.knownBatch(s, b), { multiLine });
+    const read = (f: RunFile) => readObjectBatch(this.env.INPUT, f.key, run.source, limits, (s, b) => router.knownBatch(s, b), { multiLine });
     for (const [g, group] of groupsOf(files.slice(0, take), perTrigger).entries()) {
       if (g > 0 && Date.now() >= deadline) break;
       const batches: { f: RunFile; r: Extract<ObjectBatch, { kind: "batch" }> }[] = [];
@@ -190,15 +193,15 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
         });
         if (outcome !== undefined) return outcome;
       }
-      // One micro-batch (one commit) for the group; a file the Coordinator did not take goes alone, for its own answer.
-      const together = batches.length > 1 ? await coordinator.ingestMany(batches.map(({ r }): IngestRequest => r.batch)).catch(() => null) : null;
+      // One micro-batch (one commit) for the group (one per shard it spans); a file the Coordinator did not take goes alone, for its own answer.
+      const together = batches.length > 1 ? await router.ingestMany(batches.map(({ r }): IngestRequest => r.batch)).catch(() => null) : null;
       for (const [i, { f, r }] of batches.entries()) {
         const answer = together?.[i];
         const outcome = await this.attempt(run, f, async () => {
           const result =
             answer && (answer.kind === "done" || answer.kind === "replay")
               ? resultOf(answer, stream, r.batch.batchId, r.batch.sourceHeader)
-              : await submitBatch(this.env, stream, r.batch);
+              : await submitBatch(this.env, stream, r.batch, router);
           const v = fileVerdict(result);
           if (v.kind !== "done") return v;
           this.fileDone(run, f.n, f.key, r.etag, v.outcome);

@@ -1,4 +1,5 @@
 import type { IngestRequest } from "../../coordinator/protocol";
+import { hearShards, ShardRouter } from "../../ingest/shard-router";
 import { coordinatorStub, runnerStub, type Env } from "../../env";
 import { sourceConfig } from "../../stream/config";
 import { explicitQueueBatchId, queueBatchId, queueIdentity, messageHash } from "../ids";
@@ -32,6 +33,7 @@ export async function consumeQueue(batch: MessageBatch<unknown>, env: Env): Prom
 
 async function consumeStream(env: Env, queue: string, stream: string, items: Item[]): Promise<void> {
   const coordinator = coordinatorStub(env, stream);
+  const router = new ShardRouter(env, stream, coordinator); // batches go to the shards that judge them
   const done = new Set<Message<unknown>>();
   const verdicts: Promise<void>[] = [];
   const decide = (msg: Message<unknown>, v: Verdict) => {
@@ -52,6 +54,7 @@ async function consumeStream(env: Env, queue: string, stream: string, items: Ite
     const readOptions = () => (options ??= coordinator.locate().then((w) => ({ multiLine: w ? sourceConfig(w.config, FILES_SOURCE)?.multiLine : undefined })));
     if (objects.length > 0) {
       const admission = await coordinator.admit(FILES_SOURCE, { kind: "admin" });
+      if (admission.kind === "admitted") hearShards(stream, admission.shards ?? 1);
       for (const { msg, c } of objects) {
         if (admission.kind !== "admitted") {
           decide(msg, queueVerdict(resultOf(admission, stream, "", FILES_SOURCE), stream, ""));
@@ -59,7 +62,7 @@ async function consumeStream(env: Env, queue: string, stream: string, items: Ite
         }
         const key = (c as Extract<Classified, { kind: "object" }>).key;
         try {
-          const r = await readObjectBatch(env.INPUT, key, FILES_SOURCE, admission.limits, (s, b) => coordinator.knownBatch(s, b), await readOptions());
+          const r = await readObjectBatch(env.INPUT, key, FILES_SOURCE, admission.limits, (s, b) => router.knownBatch(s, b), await readOptions());
           if (r.kind === "gone")
             decide(msg, { action: "ack" }); // deleted since: nothing to ingest
           else add(msg, r.batch, { key, etag: r.etag });
@@ -88,7 +91,7 @@ async function consumeStream(env: Env, queue: string, stream: string, items: Ite
     }
     const list = [...pending.values()];
     if (list.length === 0) return;
-    const results = await coordinator.ingestMany(list.map((p) => p.req));
+    const results = await router.ingestMany(list.map((p) => p.req));
     const files: { key: string; etag: string }[] = [];
     results.forEach((r, i) => {
       const { batchId, sourceHeader } = list[i].req;
