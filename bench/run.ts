@@ -119,6 +119,13 @@
  *                           1–1024: what fewer or more cost at a load (docs/SCALING.md).
  *                           The goals are set for 8: with another count they are
  *                           printed, not judged
+ *   BENCH_SHARDS=S          1–64: edge-dedup's (hashed's, baseline's) streams are PUT with
+ *                           "shards": S, Coordinators sharing the stream's ingest; unset
+ *                           or 1: no "shards" field (a server without shards still runs).
+ *                           Every edge-dedup cell prints its hottest object: of the DO
+ *                           calls to the stream's objects (named the stream, "{stream}/…"
+ *                           or "{stream}#…"), the largest one object's share, which
+ *                           object, and its calls/s; webhook64's goal with S ≥ 4: ≤ 0.30
  *   BENCH_STRICT=1
  *
  * Safety: every server (wrangler dev ×2, redis-server, the Redis script; the
@@ -181,6 +188,18 @@ function partitionsOf(v: string | undefined): number {
   if (v === undefined || v === "") return GOAL_PARTITIONS;
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1 || n > 1024) throw new Error(`BENCH_PARTITIONS: a whole number from 1 to 1024, not ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** The Coordinator shards of this run's edge-dedup streams (1: the field is left out, so today's server accepts the stream). */
+const SHARDS = shardsOf(process.env.BENCH_SHARDS);
+/** webhook64 with this many shards or more: its hottest object may take at most this share of the stream's DO calls. */
+const SHARDED_GOAL = { shards: 4, hottestShare: 0.3 };
+
+function shardsOf(v: string | undefined): number {
+  if (v === undefined || v === "") return 1;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`BENCH_SHARDS: a whole number from 1 to 64, not ${JSON.stringify(v)}`);
   return n;
 }
 
@@ -580,6 +599,8 @@ async function drive(target: Target, stream: string, load: Load, ms: number, wor
 interface OpCounts {
   requests: number;
   doCalls: Record<string, number>;
+  /** `BINDING name` → calls, by the object called (src/instrument/opcount.ts); a server of an older release has none */
+  doCallsByObject?: Record<string, number>;
   sql: Record<string, number>;
   rowsWritten: Record<string, number>;
   rowsRead: Record<string, number>;
@@ -607,6 +628,8 @@ interface Target {
   takeOpCounts?(): Promise<OpCounts>;
   /** what one state() call adds to the counters (with takeOpCounts): the bench's own reads are taken out of a cell's counts */
   stateReadCounts?: OpCounts;
+  /** the stream stateReadCounts was read on: its objects' names are the cell's stream's, once renamed */
+  stateReadStream?: string;
   stop(): Promise<void>;
 }
 
@@ -619,7 +642,7 @@ const sum = (t: Record<string, number>) => Object.values(t).reduce((a, b) => a +
  * duplicate, not a conflict (docs/concepts/same-event.md).
  */
 function streamBody(load: Load, stateKeys?: "text" | "hashed"): StreamBody {
-  return {
+  const body: StreamBody = {
     key: ["id"],
     eventTime: "ts",
     mode: "within-watermark",
@@ -628,6 +651,48 @@ function streamBody(load: Load, stateKeys?: "text" | "hashed"): StreamBody {
     ...(stateKeys ? { stateKeys } : {}),
     volatile: ["ts", "v"],
   };
+  // Cast: the client's StreamBody has no shards yet (the server learns them in "ingest shards").
+  return SHARDS > 1 ? ({ ...body, shards: SHARDS } as StreamBody) : body;
+}
+
+/** Whether an object's name (getByName's) is one of `stream`'s: the stream itself, a partition `{stream}/…`, a shard `{stream}#…`. */
+const ofStream = (name: string, stream: string) => name === stream || name.startsWith(`${stream}/`) || name.startsWith(`${stream}#`);
+/** `BINDING name` (doCallsByObject's key) → its binding and name. */
+function objectOf(key: string): { binding: string; name: string } {
+  const i = key.indexOf(" ");
+  return i < 0 ? { binding: key, name: "" } : { binding: key.slice(0, i), name: key.slice(i + 1) };
+}
+
+/** Counts read on stream `from` as if on `to`: a state read's calls, to be taken out of another stream's cell. */
+function renamedObjects(counts: OpCounts, from: string, to: string): OpCounts {
+  const byObject: Record<string, number> = {};
+  for (const [key, n] of Object.entries(counts.doCallsByObject ?? {})) {
+    const { binding, name } = objectOf(key);
+    byObject[ofStream(name, from) ? `${binding} ${to}${name.slice(from.length)}` : key] = n;
+  }
+  return { ...counts, doCallsByObject: byObject };
+}
+
+interface Hottest {
+  /** `BINDING name` of the object with the most calls */
+  object: string;
+  calls: number;
+  /** its calls ÷ all calls to the stream's objects */
+  share: number;
+  /** its calls ÷ the cell's timed seconds (the counted background work included) */
+  callsPerSec: number;
+  /** DO calls to the stream's objects, and how many objects took them */
+  streamCalls: number;
+  objects: number;
+}
+
+/** The stream's hottest object: what a single Durable Object must keep up with (null: no calls by object counted). */
+function hottestObject(counts: OpCounts, stream: string, seconds: number): Hottest | null {
+  const mine = Object.entries(counts.doCallsByObject ?? {}).filter(([key]) => ofStream(objectOf(key).name, stream));
+  if (mine.length === 0) return null;
+  const streamCalls = mine.reduce((a, [, n]) => a + n, 0);
+  const [object, calls] = mine.reduce((a, b) => (b[1] > a[1] ? b : a));
+  return { object, calls, share: calls / streamCalls, callsPerSec: calls / seconds, streamCalls, objects: mine.length };
 }
 
 /**
@@ -644,7 +709,7 @@ async function measureStateRead(url: string, read: () => Promise<unknown>): Prom
 }
 
 /** One wrangler dev serves both edge-dedup targets (text and hashed keys); the last target to stop stops it. */
-let edgeServer: { server: Awaited<ReturnType<typeof startWrangler>>; users: number; stateReadCounts?: OpCounts } | null = null;
+let edgeServer: { server: Awaited<ReturnType<typeof startWrangler>>; users: number; stateReadCounts?: OpCounts; stateReadStream?: string } | null = null;
 
 async function startEdgeDedup(name: "edge-dedup" | "edge-dedup-hashed"): Promise<Target> {
   if (!edgeServer) {
@@ -676,6 +741,7 @@ async function startEdgeDedup(name: "edge-dedup" | "edge-dedup-hashed"): Promise
     const stream = `state-read-${runId}`;
     await api.putStream(stream, streamBody(ALL_LOADS[0]));
     shared.stateReadCounts = await measureStateRead(server.url, () => state(stream));
+    shared.stateReadStream = stream;
   }
   return {
     name,
@@ -684,6 +750,7 @@ async function startEdgeDedup(name: "edge-dedup" | "edge-dedup-hashed"): Promise
     state,
     takeOpCounts: () => httpJson<OpCounts>("GET", `${server.url}/__opcount`),
     stateReadCounts: shared.stateReadCounts,
+    stateReadStream: shared.stateReadStream,
     stop: async () => {
       if (--shared.users === 0) await server.stop();
     },
@@ -855,6 +922,8 @@ interface Cell {
     perEvent: { doCalls: number; sql: number; r2Puts: number; rowsWritten: number; rowsRead: number };
     /** USD per million events, from the counted operations (bench/pricing.ts) */
     costPerMillionEvents: ReturnType<typeof costOf>;
+    /** the cell's stream's most called object; null: the server counts no calls by object */
+    hottest: Hottest | null;
   };
 }
 
@@ -928,7 +997,7 @@ async function runRound(c: Pending, ms: number): Promise<void> {
   }
 }
 
-const COUNT_TABLES = ["doCalls", "sql", "rowsWritten", "rowsRead", "rowsWrittenBy", "rowsReadBy", "r2", "microBatches"] as const;
+const COUNT_TABLES = ["doCalls", "doCallsByObject", "sql", "rowsWritten", "rowsRead", "rowsWrittenBy", "rowsReadBy", "r2", "microBatches"] as const;
 
 function mergeCounts(into: OpCounts, more: OpCounts): void {
   into.requests += more.requests;
@@ -989,7 +1058,8 @@ async function readState(c: Pending): Promise<TargetState | null> {
   mergeCounts(c.counts, await target.takeOpCounts());
   const state = await target.state(c.stream);
   const meanwhile = await target.takeOpCounts();
-  subtractCounts(meanwhile, target.stateReadCounts);
+  const read = target.stateReadStream ? renamedObjects(target.stateReadCounts, target.stateReadStream, c.stream) : target.stateReadCounts;
+  subtractCounts(meanwhile, read);
   mergeCounts(c.counts, meanwhile);
   return state;
 }
@@ -1131,6 +1201,7 @@ async function finishCell(c: Pending): Promise<Cell> {
         rowsRead: sum(counts.rowsRead ?? {}) / d.events,
       },
       costPerMillionEvents: Object.fromEntries(Object.entries(cost).map(([k, v]) => [k, (v / d.events) * 1e6])) as typeof cost,
+      hottest: hottestObject(counts, c.stream, cell.seconds),
     };
   }
   const forgottenMeanwhile = life ? `, ${fmt(d.distinct - life.end.rows)} forgotten during the cell` : "";
@@ -1138,11 +1209,16 @@ async function finishCell(c: Pending): Promise<Cell> {
     `  ${target.name.padEnd(10)} ${fmt(cell.eventsPerSec).padStart(8)} events/s  ${fmt(cell.requestsPerSec, 1).padStart(8)} req/s` +
       `  p50 ${fmt(cell.p50ms, 1)} ms  p99 ${fmt(cell.p99ms, 1)} ms  (${fmt(d.requests)} requests, ${fmt(d.events)} events, ${fmt(d.distinct)} distinct${forgottenMeanwhile})`,
   );
+  const hot = cell.ops?.hottest;
+  if (hot) console.log(`             hottest object: ${hottestText(hot)}`);
   return cell;
 }
 
 // ---------------------------------------------------------------------------
 // Output: a table, result.json and chart.svg
+
+const hottestText = (h: Hottest) =>
+  `${fmt(h.share, 3)} of the stream's ${fmt(h.streamCalls)} DO calls (${h.objects} objects): ${h.object}, ${fmt(h.callsPerSec)} calls/s`;
 
 function outDir(): string {
   if (process.env.BENCH_OUT) {
@@ -1397,7 +1473,7 @@ async function main(): Promise<void> {
   );
   console.log(
     `  ${CELL_MS / 1000} s per cell in ${ROUNDS} interleaved round(s), after ${WARM_MS / 1000} s of warm-up;` +
-      ` ~${DUPLICATE_SHARE * 100}% duplicate ids, ${RANDOM_IDS ? "random" : "sequential"} ids; edge-dedup streams of ${PARTITIONS} partition${PARTITIONS === 1 ? "" : "s"}; the same load generator for every target`,
+      ` ~${DUPLICATE_SHARE * 100}% duplicate ids, ${RANDOM_IDS ? "random" : "sequential"} ids; edge-dedup streams of ${PARTITIONS} partition${PARTITIONS === 1 ? "" : "s"}${SHARDS > 1 ? ` and ${SHARDS} shards` : ""}; the same load generator for every target`,
   );
 
   const skipped: string[] = [];
@@ -1609,7 +1685,19 @@ async function main(): Promise<void> {
   if (edgeCells.length > 0) {
     console.log("\nedge-dedup operations (counted by src/instrument/opcount.ts under --define __OPCOUNT__:true)");
     table(
-      ["load", "target", "DO calls/req", "SQL/req", "R2 puts/req", "DO calls/event", "SQL/event", "R2 puts/event", "DO calls by method"],
+      [
+        "load",
+        "target",
+        "DO calls/req",
+        "SQL/req",
+        "R2 puts/req",
+        "DO calls/event",
+        "SQL/event",
+        "R2 puts/event",
+        "hottest share",
+        "hottest calls/s",
+        "DO calls by method",
+      ],
       edgeCells.map((c) => [
         c.load,
         c.target,
@@ -1619,6 +1707,8 @@ async function main(): Promise<void> {
         fmt(c.ops!.perEvent.doCalls, 3),
         fmt(c.ops!.perEvent.sql, 3),
         fmt(c.ops!.perEvent.r2Puts, 3),
+        c.ops!.hottest ? fmt(c.ops!.hottest.share, 3) : "n/a",
+        c.ops!.hottest ? fmt(c.ops!.hottest.callsPerSec) : "",
         Object.entries(c.ops!.counts.doCalls)
           .map(([k, v]) => `${k} ${fmt(v / c.requests, 2)}`)
           .join(", "),
@@ -1626,6 +1716,12 @@ async function main(): Promise<void> {
     );
     console.log("  DO calls are counted at the caller (Worker and Coordinator, so the eviction fan-out's PARTITION.advance counts);");
     console.log("  alarm invocations are not. Every R2 put here writes an object (create-only; no batch is replayed).");
+    // One object takes a share of the stream's calls: with shards, no single Coordinator should take most of them.
+    console.log("  hottest share: of the DO calls to the cell's stream's objects (the stream's name, {stream}/… or {stream}#…), the");
+    console.log("  most called object's; calls/s over the cell's timed seconds (its background work included). Which object:");
+    for (const c of edgeCells) if (c.ops!.hottest) console.log(`    ${c.load} ${c.target}: ${c.ops!.hottest.object}`);
+    const unnamed = edgeCells.filter((c) => (c.ops!.counts.doCallsByObject?.other ?? 0) > 0);
+    if (unnamed.length > 0) console.log(`  (${unnamed.map((c) => c.load).join(", ")}: calls to objects past the counters' bound of names counted as "other")`);
 
     // Wall time, not CPU: what a request waits for inside the Coordinator (src/instrument/batch-timing.ts).
     const timed = edgeCells.filter((c) => (c.ops!.counts.microBatches?.runs ?? 0) > 0);
@@ -1769,6 +1865,18 @@ async function main(): Promise<void> {
       d.drained ? undefined : `not drained within ${DRAIN_TIMEOUT_MS / 1000} s: ${fmt(d.arrived)} of ${fmt(d.rowsCommitted)} rows arrived`,
     );
   }
+  // Ingest shards: with 4 or more, webhook64's load spreads so that no one object takes more than 0.30 of the stream's calls.
+  const wh64 = cell("edge-dedup", "webhook64");
+  if (SHARDS >= SHARDED_GOAL.shards && wh64?.ops) {
+    const h = wh64.ops.hottest;
+    verdict(
+      "webhook64: hottest object's share of the stream's DO calls",
+      h?.share ?? null,
+      { atMost: SHARDED_GOAL.hottestShare },
+      "",
+      h ? `${h.object}, ${fmt(h.callsPerSec)} calls/s; ${SHARDS} shards` : `${SHARDS} shards`,
+    );
+  }
   for (const s of seeds.filter((x) => x.load === SEED_LOAD)) {
     verdict(`${s.target}: the seed's sizing, USD per day all in`, s.total, { atMost: SEED.goalUsdPerDay }, " USD", `from ${s.load}'s figures`);
   }
@@ -1797,6 +1905,7 @@ async function main(): Promise<void> {
       cellSeconds: CELL_MS / 1000,
       rounds: ROUNDS,
       partitions: PARTITIONS,
+      shards: SHARDS,
       warmSeconds: WARM_MS / 1000,
       duplicateShare: DUPLICATE_SHARE,
       life: {

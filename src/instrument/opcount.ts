@@ -12,7 +12,10 @@
  *   namespace in an env (stubs it hands out count each method call) and every
  *   R2 bucket (each method call counts). The Worker's env is wrapped at the
  *   entry (`withOpCount` in src/index.ts), a Durable Object's own env in its
- *   constructor, so DO→DO calls (eviction fan-out) count too.
+ *   constructor, so DO→DO calls (eviction fan-out) count too. Each call
+ *   counts twice over: by `BINDING.method` and by the object called
+ *   (`BINDING name`), so the bench can tell how the load spreads over a
+ *   stream's objects (its hottest object's share).
  * - SQL statements: `countedSql(ctx.storage.sql, "Partition")` in each DO's
  *   constructor counts every `exec` (a multi-statement string counts once).
  * - SQLite rows written and read (what Cloudflare bills a SQLite Durable
@@ -41,6 +44,13 @@ export interface OpCounts {
   requests: number;
   /** `BINDING.method` → calls, e.g. `PARTITION.apply` */
   doCalls: Record<string, number>;
+  /**
+   * `BINDING name` → calls: the same calls by the object called, named as its
+   * stub was got (`getByName`/`idFromName`; else the id's name or hex), e.g.
+   * `COORDINATOR s`, `PARTITION s/3`. At most MAX_OBJECT_KEYS names between
+   * two takes; calls to further objects count under `other`.
+   */
+  doCallsByObject: Record<string, number>;
   /** DO class → `sql.exec` calls */
   sql: Record<string, number>;
   /** DO class → SQLite rows written (cursor.rowsWritten) */
@@ -61,11 +71,15 @@ export interface OpCounts {
 
 let counts = fresh();
 let since = Date.now();
+/** Bounds doCallsByObject: a load over many streams must not grow the counters without end. */
+export const MAX_OBJECT_KEYS = 10_000;
+let objectKeys = 0;
 
 function fresh(): OpCounts {
   return {
     requests: 0,
     doCalls: {},
+    doCallsByObject: {},
     sql: {},
     rowsWritten: {},
     rowsRead: {},
@@ -100,6 +114,7 @@ export function takeOpCounts(): OpCounts {
   settleOpen();
   const out = { ...counts, sinceMs: Date.now() - since };
   counts = fresh();
+  objectKeys = 0;
   since = Date.now();
   return out;
 }
@@ -109,8 +124,21 @@ export function batchTimer(): BatchTimer | null {
   return opcountEnabled() ? new BatchTimer(() => counts.microBatches) : null;
 }
 
+function bumpObject(key: string): void {
+  const table = counts.doCallsByObject;
+  if (!(key in table)) {
+    if (objectKeys >= MAX_OBJECT_KEYS) key = "other";
+    else objectKeys++;
+  }
+  bump(table, key);
+}
+
 /** A function property of a native object, called on that object, counted first. */
-function countedMethods<T extends object>(target: T, onCall: (method: string) => void, wrapResult?: (method: string, r: unknown) => unknown): T {
+function countedMethods<T extends object>(
+  target: T,
+  onCall: (method: string) => void,
+  wrapResult?: (method: string, r: unknown, args: unknown[]) => unknown,
+): T {
   return new Proxy(target, {
     get(t, prop) {
       const v = Reflect.get(t, prop);
@@ -118,7 +146,7 @@ function countedMethods<T extends object>(target: T, onCall: (method: string) =>
       return (...args: unknown[]) => {
         onCall(prop);
         const r = Reflect.apply(v, t, args);
-        return wrapResult ? wrapResult(prop, r) : r;
+        return wrapResult ? wrapResult(prop, r, args) : r;
       };
     },
   });
@@ -163,14 +191,26 @@ export function countedEnv<E extends object>(env: E): E {
       const name = String(prop);
       let w: unknown = v;
       if (isNamespace(v)) {
-        // get/getByName hand out stubs; every method call on a stub is one DO call.
+        // get/getByName hand out stubs; every method call on a stub is one DO call, counted by method and by object.
+        // An id keeps the name idFromName made it from (id.name may be missing on older runtimes).
+        const names = new WeakMap<object, string>();
         w = countedMethods(
           v,
           () => undefined,
-          (method, stub) =>
-            (method === "get" || method === "getByName") && typeof stub === "object" && stub !== null
-              ? countedMethods(stub, (m) => bump(counts.doCalls, `${name}.${m}`))
-              : stub,
+          (method, r, args) => {
+            if (typeof r !== "object" || r === null) return r;
+            if (method === "idFromName") {
+              names.set(r, String(args[0]));
+              return r;
+            }
+            if (method !== "get" && method !== "getByName") return r;
+            const id = args[0] as DurableObjectId;
+            const object = `${name} ${method === "getByName" ? String(args[0]) : (names.get(id) ?? id.name ?? id.toString())}`;
+            return countedMethods(r, (m) => {
+              bump(counts.doCalls, `${name}.${m}`);
+              bumpObject(object);
+            });
+          },
         );
       } else if (isBucket(v)) {
         w = countedMethods(v, (m) => bump(counts.r2, `${name}.${m}`));
