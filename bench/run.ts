@@ -199,7 +199,7 @@ const SHARDED_GOAL = { shards: 4, hottestShare: 0.3 };
 function shardsOf(v: string | undefined): number {
   if (v === undefined || v === "") return 1;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`BENCH_SHARDS: a whole number from 1 to 64, not ${JSON.stringify(v)}`);
+  if (!Number.isInteger(n) || n < 1 || n > 256) throw new Error(`BENCH_SHARDS: a whole number from 1 to 256, not ${JSON.stringify(v)}`);
   return n;
 }
 
