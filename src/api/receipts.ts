@@ -1,6 +1,7 @@
 import { parseBatchKey } from "../stream/batch-key";
 import type { CoordinatorStub } from "../env";
 import type { StreamConfig } from "../stream/config";
+import { shardFor, shardsOf } from "../stream/shards";
 import { receiptOf, type Receipt, type StoredReceipt } from "../stream/receipt";
 
 /**
@@ -8,12 +9,13 @@ import { receiptOf, type Receipt, type StoredReceipt } from "../stream/receipt";
  * with its kept copy's commit number, which the Coordinator's ledger holds
  * (a partition learns none: it decides before the commit).
  */
-export async function withReceipts(coordinator: CoordinatorStub, config: StreamConfig, entries: readonly StoredReceipt[]): Promise<Receipt[]> {
+export async function withReceipts(shardStub: (shard: number) => CoordinatorStub, config: StreamConfig, entries: readonly StoredReceipt[]): Promise<Receipt[]> {
   const seqs = await Promise.all(
     entries.map((e) => {
       if (e.batch === null) return null;
       const { source, batchId } = parseBatchKey(e.batch);
-      return coordinator.committedSeq(source, batchId);
+      // The shard that judged the batch holds its commit number (a stream with one shard: the one).
+      return shardStub(shardFor(batchId, shardsOf(config))).committedSeq(source, batchId);
     }),
   );
   return entries.map((e, i) => receiptOf(config, e, () => seqs[i]));

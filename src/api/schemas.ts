@@ -272,6 +272,10 @@ export const publicationSchema = z.object({
   manifest: z.number().int().describe("the last commit the committed manifest holds"),
   table: z.number().int().nullable().describe("the last commit the Iceberg table holds (null: no table)"),
   snapshot: snapshotBrief.nullable().describe("the table's current snapshot"),
+  shards: z
+    .array(z.object({ committed: z.number().int(), manifest: z.number().int(), table: z.number().int().nullable() }))
+    .optional()
+    .describe("a stream with several shards: the figures above count commits over them; these are each shard's own last commits (wait for each)"),
 });
 
 export const credentialSchema = z.object({

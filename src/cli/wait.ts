@@ -20,7 +20,9 @@ export interface Published {
 
 export const WAIT_POLL_MS = 250;
 
-type View = { committed: number; manifest: number; table: number | null; snapshot: Published["snapshot"] };
+type Figures = { committed: number; manifest: number; table: number | null };
+/** `shards`: a stream with several, each one's own figures (the top ones count commits over them) */
+type View = Figures & { snapshot: Published["snapshot"]; shards?: Figures[] };
 
 function viewOf(text: string): View | null {
   try {
@@ -39,6 +41,7 @@ export async function waitPublished(target: Target, deps: SendDeps, timeoutMs: n
   const path = `/v1/streams/${encodeURIComponent(target.stream)}/publication`;
   const started = deps.now();
   let commitSeq: number | null = null;
+  let perShard: number[] | null = null;
   let noted = false;
   for (;;) {
     let view: View | null = null;
@@ -51,7 +54,10 @@ export async function waitPublished(target: Target, deps: SendDeps, timeoutMs: n
     }
     if (view) {
       commitSeq ??= view.committed;
-      const caughtUp = view.manifest >= commitSeq && (view.table === null || view.table >= commitSeq);
+      // Several shards: each shard's own last commit, as first seen, must be held (counts over shards could be made up by another's).
+      perShard ??= view.shards?.map((s) => s.committed) ?? null;
+      const holds = (f: Figures, upTo: number) => f.manifest >= upTo && (f.table === null || f.table >= upTo);
+      const caughtUp = perShard && view.shards?.length === perShard.length ? view.shards.every((s, k) => holds(s, perShard![k])) : holds(view, commitSeq);
       const waitedMs = deps.now() - started;
       if (caughtUp || waitedMs >= timeoutMs) {
         return { commitSeq, manifest: view.manifest, table: view.table, snapshot: view.snapshot ?? null, caughtUp, waitedMs };

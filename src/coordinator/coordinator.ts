@@ -168,7 +168,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   advice(): LiveAdvice | null {
     return this.reads.advice();
   }
-  tablePublishing(): TablePublishing | null {
+  tablePublishing(): Promise<TablePublishing | null> {
     return this.reads.tablePublishing();
   }
   publication(): Promise<StreamPublication | null> {

@@ -174,7 +174,7 @@ export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
   /** one shard's own figures (shard 0 gathers them for the stream) */
   shardFigures(): ShardFigures | null;
   advice(): LiveAdvice | null;
-  tablePublishing(): TablePublishing | null;
+  tablePublishing(): Promise<TablePublishing | null>;
   publication(): Promise<StreamPublication | null>;
   // Credentials (src/coordinator/credentials.ts)
   addCredential(c: StoredCredential): Promise<"added" | "missing" | "duplicate" | "other-provider">;

@@ -11,7 +11,7 @@ import type { Meta } from "./meta";
 import type { StreamDescription, StreamLocation, StreamPublication, StreamSummary } from "./protocol";
 import type { CoordinatorStores } from "./stores";
 import { otherShards } from "./other-shards";
-import { mergeProgress, mergeShardFigures, shardFiguresOf, type ShardFigures } from "./shard-figures";
+import { mergeProgress, mergeShardFigures, mergeTablePublishing, shardFiguresOf, type ShardFigures } from "./shard-figures";
 import { seqBase, shardsOf } from "../stream/shards";
 import { shardedWatermark } from "../stream/shard-watermark";
 import { clockInterval } from "../clock/protocol";
@@ -116,10 +116,14 @@ export class StreamReads {
   }
 
   /** For GET …/table and …/health: how far the table has got, and whether appending to it keeps failing. */
-  tablePublishing(): TablePublishing | null {
+  async tablePublishing(): Promise<TablePublishing | null> {
     const meta = this.s.meta();
     if (!meta?.config.table) return null;
-    return tablePublishingOf(this.s.metaStore.published("table"), this.s.ledger.lastSeq(), new PublishGuard(this.s.sql).failure("table"));
+    const own = tablePublishingOf(this.s.metaStore.published("table"), this.s.ledger.lastSeq(), new PublishGuard(this.s.sql).failure("table"));
+    const others = otherShards(this.env, meta);
+    if (others.length === 0) return own;
+    const got: (TablePublishing | null)[] = await Promise.all(others.map((o) => o.tablePublishing()));
+    return mergeTablePublishing([{ shard: 0, p: own }, ...got.flatMap((p, i) => (p ? [{ shard: i + 1, p }] : []))]);
   }
 
   /**

@@ -1,4 +1,6 @@
+import type { TablePublishing } from "../output/publisher";
 import type { ProgressReport } from "../stream/batch-outcome";
+import { seqBase } from "../stream/shards";
 import { mergeSources } from "../stream/shard-watermark";
 import type { SourceProgress } from "../stream/watermark";
 import type { Counter } from "./counters";
@@ -61,4 +63,22 @@ export function mergeProgress(lists: readonly ProgressReport[][], limit: number)
     .flat()
     .sort((a, b) => a.committedAt - b.committedAt || a.commitSeq - b.commitSeq)
     .slice(-limit);
+}
+
+/** The table's publication over every shard: commits counted from each shard's base, failing if any shard's appends are (the latest failure told). */
+export function mergeTablePublishing(list: readonly { shard: number; p: TablePublishing }[]): TablePublishing | null {
+  if (list.length === 0) return null;
+  if (list.length === 1) return list[0].p;
+  const count = (pick: (p: TablePublishing) => number) => list.reduce((a, { shard, p }) => a + pick(p) - seqBase(shard), 0);
+  const failing = list.map((l) => l.p).filter((p) => p.failing);
+  const last = failing.sort((a, b) => (b.lastErrorAt ?? 0) - (a.lastErrorAt ?? 0))[0];
+  return {
+    publishedSeq: count((p) => p.publishedSeq),
+    committedSeq: count((p) => p.committedSeq),
+    failing: failing.length > 0,
+    failures: Math.max(...list.map((l) => l.p.failures)),
+    lastError: last?.lastError ?? null,
+    lastErrorAt: last?.lastErrorAt ?? null,
+    nextAttemptAt: last?.nextAttemptAt ?? null,
+  };
 }

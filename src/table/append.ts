@@ -1,9 +1,20 @@
 import type { ColumnType } from "../stream/config";
 import { own } from "../lib/own";
+import { shardOfSeq } from "../stream/shards";
 import { loadTable, MAX_COMMIT_ATTEMPTS, metadataLocation } from "./commit";
 import { dataPath, DEFAULT_BASE_URI, digestOf, keyOf, tableLocation, uriOf } from "./layout";
 import { STATUS, type DataFileEntry } from "./manifest";
-import { COMMIT_SEQ_KEY, currentSchema, DROPPED_FIELDS_KEY, currentSnapshot, emptyTable, newSnapshotId, recordedCommitSeq, totals } from "./metadata";
+import {
+  commitSeqKey,
+  commitSeqsOf,
+  currentSchema,
+  DROPPED_FIELDS_KEY,
+  currentSnapshot,
+  emptyTable,
+  newSnapshotId,
+  recordedCommitSeq,
+  totals,
+} from "./metadata";
 import { encodeDataFile } from "./parquet";
 import { commitSnapshot } from "./snapshot-commit";
 import { hasLiveFiles, manifestsOf } from "./snapshot-files";
@@ -58,7 +69,8 @@ export async function appendToTable(store: TableStore, input: AppendInput): Prom
     const loaded = await loadTable(store, stream);
     const table = loaded?.table ?? emptyTable(tableLocation(input.baseUri ?? DEFAULT_BASE_URI, stream), crypto.randomUUID(), now);
     const parent = currentSnapshot(table);
-    if (rows.length === 0 || commitSeq <= recordedCommitSeq(table)) {
+    // Each shard's commits are skipped by its own record (a stream with one shard: the one record, as always).
+    if (rows.length === 0 || commitSeq <= recordedCommitSeq(table, shardOfSeq(commitSeq))) {
       const current = currentSchema(table);
       return {
         ...(current ? { columns: current.fields.map((f) => f.name) } : {}),
@@ -105,7 +117,8 @@ export async function appendToTable(store: TableStore, input: AppendInput): Prom
         "added-files-size": String(data.length),
         "changed-partition-count": "1",
         ...totals(parent, { records: rows.length, files: 1, bytes: data.length }),
-        [COMMIT_SEQ_KEY]: String(commitSeq),
+        ...commitSeqsOf(parent),
+        [commitSeqKey(shardOfSeq(commitSeq))]: String(commitSeq),
         ...(dropped.length > 0 ? { [DROPPED_FIELDS_KEY]: String(dropped.length) } : {}),
       },
     });

@@ -1,7 +1,7 @@
 import { loadTable, MAX_COMMIT_ATTEMPTS } from "./commit";
 import { dataPath, digestOf, keyOf, uriOf } from "./layout";
 import { STATUS, type DataFileEntry } from "./manifest";
-import { COMMIT_SEQ_KEY, currentSchema, currentSnapshot, newSnapshotId, totals } from "./metadata";
+import { commitSeqsOf, currentSchema, currentSnapshot, newSnapshotId, totals } from "./metadata";
 import { dataFileFieldIds, decodeDataFile, encodeDataFile } from "./parquet";
 import { commitSnapshot } from "./snapshot-commit";
 import { liveDataFiles, readDataFileBytes } from "./snapshot-files";
@@ -92,7 +92,7 @@ export async function compactTable(store: TableStore, stream: string, options: C
         "removed-files-size": String(removedBytes),
         "changed-partition-count": "1",
         ...totals(parent, { records: 0, files: 1 - small.length, bytes: data.length - removedBytes }),
-        [COMMIT_SEQ_KEY]: parent.summary[COMMIT_SEQ_KEY],
+        ...commitSeqsOf(parent),
       },
     });
     if (committed) return { compacted: true, filesRewritten: small.length, snapshotId, sequenceNumber, ...committed };

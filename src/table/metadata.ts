@@ -84,10 +84,20 @@ export function currentSchema(table: TableMetadata): IcebergSchema | null {
   return table.schemas.find((s) => s["schema-id"] === table["current-schema-id"]) ?? null;
 }
 
-/** The commit sequence the current snapshot records; -1 before any. */
-export function recordedCommitSeq(table: TableMetadata): number {
-  const seq = currentSnapshot(table)?.summary[COMMIT_SEQ_KEY];
+/** Where a snapshot records shard k's last commit (a stream with several shards: each appends its own commits, src/stream/shards.ts). */
+export const commitSeqKey = (shard: number): string => (shard === 0 ? COMMIT_SEQ_KEY : `${COMMIT_SEQ_KEY}.shard-${shard}`);
+
+/** The commit sequence of `shard` the current snapshot records; -1 before any. */
+export function recordedCommitSeq(table: TableMetadata, shard = 0): number {
+  const seq = currentSnapshot(table)?.summary[commitSeqKey(shard)];
   return seq === undefined ? -1 : Number(seq);
+}
+
+/** Every shard's recorded commit sequence of a snapshot: a new snapshot carries them all, and moves its own. */
+export function commitSeqsOf(snapshot: Snapshot | null): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(snapshot?.summary ?? {})) if (k === COMMIT_SEQ_KEY || k.startsWith(`${COMMIT_SEQ_KEY}.shard-`)) out[k] = v;
+  return out;
 }
 
 /**

@@ -58,7 +58,7 @@ export const state = route({
       probe ? stub.lookup(where.epoch, probe.stateKey) : stub.list(where.epoch, after, limit),
     ]);
     // Asked by row: the remembered key's receipt (src/api/receipts.ts).
-    const answered = probe ? await withReceipts(coordinatorStub(c.env, c.get("stream")), where.config, keys as unknown as StoredReceipt[]) : keys;
+    const answered = probe ? await withReceipts((k) => coordinatorStub(c.env, c.get("stream"), k), where.config, keys as unknown as StoredReceipt[]) : keys;
     return c.json({ partition, watermark: stats.watermark, rows: stats.rows, bytes: stats.bytes, keys: answered });
   },
 });

@@ -175,6 +175,38 @@ export interface RunPublication {
   snapshot: { "snapshot-id": number; "sequence-number": number; "total-records": number; "commit-seq": number } | null;
   /** when the wait began (ms) */
   since: number;
+  /** a stream with several shards: the figures above count commits over them, and each shard's own are waited for (no shard's progress stands in for another's) */
+  shards?: { commitSeq: number; manifest: number; table: number | null }[];
+}
+
+/** How far a stream's output is published, as its Coordinator says (src/coordinator/protocol.ts StreamPublication). */
+type StreamPublication = {
+  committed: number;
+  manifest: number;
+  table: number | null;
+  shards?: { committed: number; manifest: number; table: number | null }[];
+};
+
+/** The wait a run begins once its files are settled: the stream's publication now (each shard's own too, with several). */
+export function publicationWait(p: StreamPublication, now: number): RunPublication {
+  return {
+    commitSeq: p.committed,
+    manifest: p.manifest,
+    table: p.table,
+    snapshot: null,
+    since: now,
+    ...(p.shards ? { shards: p.shards.map((s) => ({ commitSeq: s.committed, manifest: s.manifest, table: s.table })) } : {}),
+  };
+}
+
+/** What a later look at the stream's publication says of the places a run waits for. */
+export function heard(wait: RunPublication, p: StreamPublication): void {
+  wait.manifest = p.manifest;
+  wait.table = p.table;
+  wait.shards?.forEach((s, k) => {
+    s.manifest = p.shards?.[k]?.manifest ?? s.manifest;
+    s.table = p.shards?.[k]?.table ?? s.table;
+  });
 }
 
 /** A run gives up waiting for publication after this long (its rows are committed; only readers outside lag). */
@@ -183,8 +215,12 @@ export const PUBLISH_WAIT_MS = 5 * 60_000;
 export const PUBLISH_POLL_MS = 250;
 
 /** Whether what a run committed is readable everywhere yet: done, wait more, or give up. */
-export function publicationState(p: Pick<RunPublication, "commitSeq" | "manifest" | "table" | "since">, now: number): "published" | "waiting" | "timed-out" {
-  if (p.manifest >= p.commitSeq && (p.table === null || p.table >= p.commitSeq)) return "published";
+export function publicationState(
+  p: Pick<RunPublication, "commitSeq" | "manifest" | "table" | "since" | "shards">,
+  now: number,
+): "published" | "waiting" | "timed-out" {
+  const holds = (s: { commitSeq: number; manifest: number; table: number | null }) => s.manifest >= s.commitSeq && (s.table === null || s.table >= s.commitSeq);
+  if (p.shards ? p.shards.every(holds) : holds(p)) return "published";
   return now - p.since >= PUBLISH_WAIT_MS ? "timed-out" : "waiting";
 }
 

@@ -14,6 +14,8 @@ export interface PublicationView {
   manifest: number;
   table: number | null;
   snapshot: RunPublication["snapshot"];
+  /** several shards: each one's own (src/coordinator/protocol.ts StreamPublication) */
+  shards?: { committed: number; manifest: number; table: number | null }[];
 }
 
 /** The table's current snapshot, as much of it as a run records. */
@@ -38,5 +40,6 @@ export async function publicationOf(env: Env, stream: string): Promise<Publicati
     manifest: p.manifest,
     table: p.table,
     snapshot: p.table === null ? null : await snapshotOf(env, stream),
+    ...(p.shards ? { shards: p.shards } : {}),
   };
 }

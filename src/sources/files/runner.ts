@@ -23,8 +23,10 @@ import {
   MAX_TRANSIENT_ATTEMPTS,
   needsListing,
   planPage,
+  heard,
   publicationLag,
   publicationState,
+  publicationWait,
   PUBLISH_POLL_MS,
   retryDelayMs,
   takeSlice,
@@ -244,7 +246,7 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
       return this.transient(run, "", e);
     }
     if (!p || p.epoch !== run.epoch) return this.finish(run, "failed", { key: "", detail: `stream "${stream}" was deleted` });
-    run.publication = { commitSeq: p.committed, manifest: p.manifest, table: p.table, snapshot: null, since: Date.now() };
+    run.publication = publicationWait(p, Date.now());
     this.runs.beginPublication(run);
     return this.awaitPublication(run, stream);
   }
@@ -254,8 +256,7 @@ export class Runner extends SqliteObject<Env> implements RunnerRpc {
     try {
       const p = await coordinatorStub(this.env, stream).publication();
       if (!p || p.epoch !== run.epoch) return this.finish(run, "failed", { key: "", detail: `stream "${stream}" was deleted` });
-      wait.manifest = p.manifest;
-      wait.table = p.table;
+      heard(wait, p);
       const state = publicationState(wait, Date.now());
       if (state === "published" && wait.table !== null) wait.snapshot = await snapshotOf(this.env, stream);
       this.runs.savePublication(run.id, wait);

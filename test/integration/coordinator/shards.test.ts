@@ -31,10 +31,7 @@ describe("ingest shards", () => {
     expect(changed.status).toBe(409);
     expect((await changed.json<any>()).errors).toEqual([{ path: "shards", message: "bound at creation" }]);
     expect((await call("PUT", "/v1/streams/sh-fixed", { ...base, shards: 4 })).status).toBe(200);
-    // Not yet with several shards: a table, destinations (each would read one shard's commits).
-    const table = await call("PUT", "/v1/streams/sh-table", { ...base, shards: 2, table: { format: "iceberg" } });
-    expect(table.status).toBe(400);
-    expect((await table.json<any>()).errors).toEqual([{ path: "shards", message: "a stream with a table takes one shard for now" }]);
+    // Not yet with several shards: destinations (each would read one shard's commits).
     const dest = await call("PUT", "/v1/streams/sh-fixed/destinations/d", { type: "http", url: "https://example.com/hook" });
     expect(dest.status).toBe(409);
     expect((await dest.json<any>()).type).toMatch(/destinations-need-one-shard/);
@@ -64,6 +61,11 @@ describe("ingest shards", () => {
     const progress = (await json(call("GET", `/v1/streams/${s}/progress`))).progress;
     expect(progress).toHaveLength(8);
     for (const p of progress) expect(shardOfSeq(p.commitSeq)).toBe(sent.find((b) => b.id === p.batchId)!.k);
+    // A receipt names the kept copy's commit, which the shard that judged it holds.
+    const b5 = sent[5];
+    const receipt = await json(call("GET", `/v1/streams/${s}/state?row=${encodeURIComponent(JSON.stringify(b5.rows[0]))}`));
+    expect(receipt.keys[0].kept).toMatchObject({ batchId: b5.id, seq: progress.find((p: any) => p.batchId === b5.id).commitSeq });
+    expect(shardOfSeq(receipt.keys[0].kept.seq)).toBe(b5.k);
     // A retry is a replay whichever shard it reaches first; another body under the same id is a 422.
     const again = await post(s, sent[5].rows, { "idempotency-key": sent[5].id });
     expect(again).toEqual({ ...outcomes[5], replayed: true });

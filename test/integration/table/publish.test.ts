@@ -11,6 +11,7 @@ import { loadTable } from "../../../src/table/commit";
 import { currentSchema } from "../../../src/table/metadata";
 import { decodeDataFile } from "../../../src/table/parquet";
 import { liveDataFiles, readDataFileBytes } from "../../../src/table/snapshot-files";
+import { SHARD_SEQ_BASE, shardFor } from "../../../src/stream/shards";
 import { at, call, createStream, json, post } from "../helpers";
 
 const base = { key: ["id"], eventTime: "ts", watermarkDelay: "5 minutes", partitions: 3, schema: { id: "string", ts: "timestamp", n: "long" } };
@@ -92,6 +93,46 @@ describe("the Iceberg table", () => {
     const second = await json(call("GET", "/v1/streams/pt/table"));
     expect(second.snapshot.summary).toMatchObject({ "total-records": "4", "edge-dedup.commit-seq": "3" });
     expect((await tableIds("pt")).sort()).toEqual(["a", "b", "c", "d"]);
+  });
+
+  it("with several shards: each shard appends its own commits once, the snapshots carry every shard's record, a publication waits for each", async () => {
+    const s = "pt-shards";
+    await createStream(s, { ...base, table: { format: "iceberg" }, shards: 3 });
+    const stubs = [0, 1, 2].map((k) => env.COORDINATOR.getByName(k === 0 ? s : `${s}#${k}`));
+    const ids = (k: number) => {
+      const out: string[] = [];
+      for (let i = 0; out.length < 2; i++) if (shardFor(`t${i}`, 3) === k) out.push(`t${i}`);
+      return out;
+    };
+    for (let k = 0; k < 3; k++) for (const [n, id] of ids(k).entries()) await post(s, [{ id: `${id}-row`, ts: at(10, n) }], { "idempotency-key": id });
+    const before = await json(call("GET", `/v1/streams/${s}/publication`));
+    expect(before.committed).toBe(6);
+    expect(before.shards.map((x: any) => x.committed)).toEqual([2, SHARD_SEQ_BASE + 2, 2 * SHARD_SEQ_BASE + 2]);
+    // Two shards publish; the third has not: the counts over shards and its own figures say so.
+    await runDurableObjectAlarm(stubs[2]);
+    await runDurableObjectAlarm(stubs[0]);
+    const part = await json(call("GET", `/v1/streams/${s}/publication`));
+    expect(part.table).toBe(4);
+    expect(part.shards[1].table).toBeLessThan(SHARD_SEQ_BASE + 2);
+    expect((await tableIds(s)).length).toBe(4);
+    await runDurableObjectAlarm(stubs[1]);
+    for (const stub of stubs) await runDurableObjectAlarm(stub); // again: nothing appended twice
+    const summary = (await json(call("GET", `/v1/streams/${s}/table`))).snapshot.summary;
+    expect(summary).toMatchObject({
+      "total-records": "6",
+      "edge-dedup.commit-seq": "2",
+      "edge-dedup.commit-seq.shard-1": String(SHARD_SEQ_BASE + 2),
+      "edge-dedup.commit-seq.shard-2": String(2 * SHARD_SEQ_BASE + 2),
+    });
+    expect((await tableIds(s)).sort()).toEqual([0, 1, 2].flatMap((k) => ids(k).map((id) => `${id}-row`)).sort());
+    const after = await json(call("GET", `/v1/streams/${s}/publication`));
+    expect(after).toMatchObject({ committed: 6, table: 6 });
+    // Each shard's manifest lies in its own folder, in its commit order.
+    for (const stub of stubs) await runInDurableObject(stub, (c) => c.flush());
+    for (const stub of stubs) await runDurableObjectAlarm(stub);
+    const folders = new Set((await env.SINK.list({ prefix: `streams/${s}/_manifest/` })).objects.map((o) => o.key.split("/")[3]));
+    expect(folders.size).toBe(3);
+    expect(await json(call("GET", `/v1/streams/${s}/publication`))).toMatchObject({ committed: 6, manifest: 6 });
   });
 
   it("goes with the stream when it is deleted", async () => {

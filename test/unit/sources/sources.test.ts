@@ -141,6 +141,17 @@ describe("run publication and options", () => {
     expect(publicationState({ ...p, manifest: 4 }, 1000 + PUBLISH_WAIT_MS)).toBe("timed-out");
     expect(publicationLag({ ...p, table: 3, snapshot: null })).toMatch(/the table holds commit 3/);
   });
+  it("with several shards waits for each shard's own last commit, whatever the counts over them say", () => {
+    const B = 1_000_000_000_000;
+    const shards = [
+      { commitSeq: 3, manifest: 3, table: 3 },
+      { commitSeq: B + 2, manifest: B + 1, table: B + 2 },
+    ];
+    // Counted over shards the manifest holds enough (another shard's later commits make up for it): not published.
+    expect(publicationState({ commitSeq: 5, manifest: 9, table: 9, since: 1000, shards }, 1000)).toBe("waiting");
+    shards[1].manifest = B + 2;
+    expect(publicationState({ commitSeq: 5, manifest: 5, table: 5, since: 1000, shards }, 1000)).toBe("published");
+  });
   it("groups files into micro-batches of maxFilesPerTrigger; archives under the directory", () => {
     expect(groupsOf([1, 2, 3, 4, 5], 2)).toEqual([[1, 2], [3, 4], [5]]);
     expect(groupsOf([1, 2], undefined)).toEqual([[1], [2]]);
