@@ -49,10 +49,11 @@ export class ClockState {
       applied: Math.max(r.applied, this.data.entries[r.shard]?.applied ?? 0),
     };
     this.advance(now);
-    const known = knownSources(this.data.config, this.reports());
+    const all = knownSources(this.data.config, this.reports());
     // The shard judges by this watermark from its answer on.
     this.data.entries[r.shard].applied = Math.max(this.data.entries[r.shard].applied, this.data.watermark);
-    return { answer: { kind: "ok", watermark: this.data.watermark, known }, grew: known.some((n) => !before.has(n)) };
+    const known = knownSources(this.data.config, this.reports(), false);
+    return { answer: { kind: "ok", watermark: this.data.watermark, known }, grew: all.some((n) => !before.has(n)) };
   }
 
   configure(version: number, config: StreamConfig): void {

@@ -109,9 +109,15 @@ export class ClockLink {
       pending,
       applied: meta.watermark,
     };
-    let answer: ClockAnswer = await clock.exchange(report);
-    if (answer.kind === "config") answer = await clock.exchange({ ...report, config: meta.config });
-    if (answer.kind !== "ok") throw new Error("the stream's clock did not take its config");
+    let answer: ClockAnswer;
+    try {
+      answer = await clock.exchange(report);
+      if (answer.kind === "config") answer = await clock.exchange({ ...report, config: meta.config });
+      if (answer.kind !== "ok") throw new Error("the stream's clock did not take its config");
+    } catch (e) {
+      this.dirty = true; // reported again at the next interval
+      throw e;
+    }
     this.known = new Set(answer.known);
     await this.apply(meta, answer.watermark);
   }

@@ -51,10 +51,14 @@ export function shardedWatermark(config: StreamConfig, reports: readonly ShardSo
   return Math.min(globalWatermark(config, committed, previous, judgedAt), globalWatermark(config, withPending, previous, judgedAt));
 }
 
-/** The sources the clock knows of: declared, committed anywhere, or pending. */
-export function knownSources(config: StreamConfig, reports: readonly ShardSources[]): string[] {
+/**
+ * The sources the clock knows of: declared, committed anywhere, and (with
+ * `pending`) about to be. What a shard is told it need not report first
+ * leaves the pending out: a batch that was pending may fail and never commit.
+ */
+export function knownSources(config: StreamConfig, reports: readonly ShardSources[], pending = true): string[] {
   const names = new Set(Object.keys(config.sources));
-  for (const r of reports) for (const n of [...Object.keys(r.sources), ...Object.keys(r.pending)]) names.add(n);
+  for (const r of reports) for (const n of [...Object.keys(r.sources), ...(pending ? Object.keys(r.pending) : [])]) names.add(n);
   return [...names].sort();
 }
 

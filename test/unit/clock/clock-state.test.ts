@@ -25,6 +25,9 @@ describe("a stream's clock (src/clock/clock-state.ts)", () => {
     expect(b.answer).toEqual({ kind: "ok", watermark: 9 * MIN, known: ["a", "b"] });
     const c = clock.exchange(report(0, { b: { maxEventTime: 20 * MIN, lastBatchAt: 0 } }), 0);
     expect(c).toEqual({ answer: { kind: "ok", watermark: 11 * MIN, known: ["a", "b"] }, grew: false });
+    // A source only pending in a shard is counted, but not told as known: its batch may fail.
+    const p = clock.exchange(report(1, { a: { maxEventTime: 12 * MIN, lastBatchAt: 0 } }, { pending: { z: 2 * MIN } }), 0);
+    expect(p).toEqual({ answer: { kind: "ok", watermark: 11 * MIN, known: ["a", "b"] }, grew: true });
     // A newer config version is asked for; an older report's version is not.
     expect(clock.exchange(report(0, {}, { configVersion: 2 }), 0).answer).toEqual({ kind: "config" });
     expect(
