@@ -14,6 +14,8 @@ interface ShardEntry {
 export interface ClockData {
   stream: string;
   epoch: string;
+  /** which creation of the stream's name (src/registry): a report of an older one is a leftover, refused */
+  incarnation?: number;
   shards: number;
   configVersion: number;
   config: StreamConfig | null;
@@ -32,8 +34,8 @@ export class ClockState {
     readonly lagMs: number,
   ) {}
 
-  static fresh(stream: string, epoch: string, shards: number, lagMs: number): ClockState {
-    return new ClockState({ stream, epoch, shards, configVersion: 0, config: null, watermark: 0, entries: {} }, lagMs);
+  static fresh(stream: string, at: { epoch: string; incarnation: number }, shards: number, lagMs: number): ClockState {
+    return new ClockState({ stream, ...at, shards, configVersion: 0, config: null, watermark: 0, entries: {} }, lagMs);
   }
 
   /** A shard's report: its figures replace its last ones; `grew`: the clock learned of a source (stored at once). */

@@ -29,7 +29,8 @@ export class Clock extends SqliteObject<Env> implements ClockRpc {
   }
 
   async exchange(report: ClockReport): Promise<ClockAnswer> {
-    const state = this.current(report.stream, report.epoch, report.shards);
+    const state = this.current(report.stream, report, report.shards);
+    if (!state) return { kind: "stale" };
     const { answer, grew } = state.exchange(report, Date.now());
     if (answer.kind === "ok") {
       this.store(grew);
@@ -38,8 +39,8 @@ export class Clock extends SqliteObject<Env> implements ClockRpc {
     return answer;
   }
 
-  configure(stream: string, epoch: string, configVersion: number, config: StreamConfig): void {
-    this.current(stream, epoch, shardsOf(config)).configure(configVersion, config);
+  configure(stream: string, at: { epoch: string; incarnation: number }, configVersion: number, config: StreamConfig): void {
+    this.current(stream, at, shardsOf(config))?.configure(configVersion, config);
     this.store(true);
   }
 
@@ -58,11 +59,12 @@ export class Clock extends SqliteObject<Env> implements ClockRpc {
     this.rows.clear();
   }
 
-  /** The clock of this stream incarnation: a report of a new epoch (the stream was deleted and created again) starts afresh. */
-  private current(stream: string, epoch: string, shards: number): ClockState {
+  /** The clock of this stream incarnation: a newer one (the stream was deleted and created again) starts afresh; an older one gets null. */
+  private current(stream: string, at: { epoch: string; incarnation: number }, shards: number): ClockState | null {
     const s = this.loaded();
-    if (s && s.data.epoch === epoch) return s;
-    this.state = ClockState.fresh(stream, epoch, shards, clockInterval(shards));
+    if (s && s.data.epoch === at.epoch) return s;
+    if (s && at.incarnation < (s.data.incarnation ?? 0)) return null;
+    this.state = ClockState.fresh(stream, at, shards, clockInterval(shards));
     this.store(true);
     return this.state;
   }

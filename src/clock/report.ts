@@ -15,6 +15,7 @@ export function clockInterval(shards: number): number {
 export interface ClockReport extends ShardSources {
   stream: string;
   epoch: string;
+  incarnation: number;
   shard: number;
   shards: number;
   configVersion: number;
@@ -27,6 +28,8 @@ export interface ClockReport extends ShardSources {
 export type ClockAnswer =
   /** the clock's config is older than the report's: send it again with `config` */
   | { kind: "config" }
+  /** the report is of an incarnation of the stream older than the clock's (a shard a delete left behind) */
+  | { kind: "stale" }
   /** the global watermark, and every source the clock knows of (one the shard commits for the first time must be reported first) */
   | { kind: "ok"; watermark: number; known: string[] };
 

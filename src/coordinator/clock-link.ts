@@ -102,6 +102,7 @@ export class ClockLink {
     const report: ClockReport = {
       stream: meta.name,
       epoch: meta.epoch,
+      incarnation: meta.incarnation,
       shard: meta.shard,
       shards: shardsOf(meta.config),
       configVersion: meta.configVersion,
@@ -113,6 +114,7 @@ export class ClockLink {
     try {
       answer = await clock.exchange(report);
       if (answer.kind === "config") answer = await clock.exchange({ ...report, config: meta.config });
+      if (answer.kind === "stale") throw new Error(`stream ${meta.name} was created again: this shard is a leftover of an older one`);
       if (answer.kind !== "ok") throw new Error("the stream's clock did not take its config");
     } catch (e) {
       this.dirty = true; // reported again at the next interval

@@ -37,7 +37,7 @@ export class Lifecycle {
       // Every PUT reaches every shard: one that a failed PUT left behind is brought level by the retry.
       const shard = (index: number) => ({ index, epoch: meta.epoch, incarnation: meta.incarnation });
       await Promise.all(otherShards(this.env, meta).map((stub, i) => stub.configureShard(name, meta.config, shard(i + 1))));
-      await clockStub(this.env, name).configure(name, meta.epoch, meta.configVersion, meta.config);
+      await clockStub(this.env, name).configure(name, { epoch: meta.epoch, incarnation: meta.incarnation }, meta.configVersion, meta.config);
     }
     return r;
   }

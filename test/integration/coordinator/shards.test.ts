@@ -154,6 +154,10 @@ describe("ingest shards", () => {
     // A batch that shard 2 judged before is judged anew by this incarnation's shard.
     expect(await post(s, [{ id: "r2", ts: at(10, 2) }], { "idempotency-key": idFor(2, 3) })).toMatchObject({ emitted: 1, replayed: false });
     expect((await settled(s)).batches.committed).toBe(1);
+    // A shard of the old incarnation that a delete had left behind is refused by the clock, which keeps the new one's.
+    const leftover = { stream: s, epoch: "old", incarnation: 1, shard: 2, shards: 3, configVersion: 1, sources: {}, pending: {}, applied: 0 };
+    expect(await env.CLOCK.getByName(s).exchange(leftover)).toEqual({ kind: "stale" });
+    expect((await settled(s)).watermark).toBe(at(10, 2) - 5 * 60_000);
   });
 
   it("a shard that restarts keeps judging by a watermark no newer than the clock's, and catches up", async () => {

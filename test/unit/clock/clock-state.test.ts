@@ -11,12 +11,12 @@ const config = (body: Record<string, unknown> = {}): StreamConfig => {
 const MIN = 60_000;
 
 function report(shard: number, sources: ClockReport["sources"], extra: Partial<ClockReport> = {}): ClockReport {
-  return { stream: "s", epoch: "e1", shard, shards: 3, configVersion: 1, sources, pending: {}, applied: 0, ...extra };
+  return { stream: "s", epoch: "e1", incarnation: 1, shard, shards: 3, configVersion: 1, sources, pending: {}, applied: 0, ...extra };
 }
 
 describe("a stream's clock (src/clock/clock-state.ts)", () => {
   test("asks for the config it lacks, then answers the global watermark over every shard's report", () => {
-    const clock = ClockState.fresh("s", "e1", 3, 100);
+    const clock = ClockState.fresh("s", { epoch: "e1", incarnation: 1 }, 3, 100);
     expect(clock.exchange(report(1, {}), 0).answer).toEqual({ kind: "config" });
     const a = clock.exchange(report(1, { a: { maxEventTime: 10 * MIN, lastBatchAt: 0 } }, { config: config() }), 0);
     expect(a).toEqual({ answer: { kind: "ok", watermark: 9 * MIN, known: ["a"] }, grew: true });
@@ -39,7 +39,7 @@ describe("a stream's clock (src/clock/clock-state.ts)", () => {
   });
 
   test("knows which shards judge by an older watermark; what it told them, and the lowest applied", () => {
-    const clock = ClockState.fresh("s", "e1", 3, 100);
+    const clock = ClockState.fresh("s", { epoch: "e1", incarnation: 1 }, 3, 100);
     clock.exchange(report(0, { a: { maxEventTime: 10 * MIN, lastBatchAt: 0 } }, { config: config() }), 1_000);
     // Shards 1 and 2 never asked: they are behind, and told once an interval has passed for them (at once: never heard).
     expect(clock.lagging(1_000)).toEqual([1, 2]);
@@ -56,7 +56,7 @@ describe("a stream's clock (src/clock/clock-state.ts)", () => {
   });
 
   test("a source turns idle an interval later than its timeout, and then lets the watermark go", () => {
-    const clock = ClockState.fresh("s", "e1", 2, 100);
+    const clock = ClockState.fresh("s", { epoch: "e1", incarnation: 1 }, 2, 100);
     const c = config({ idleTimeout: "1 second" });
     clock.exchange(report(0, { a: { maxEventTime: 10 * MIN, lastBatchAt: 0 }, b: { maxEventTime: 2 * MIN, lastBatchAt: 0 } }, { config: c }), 0);
     expect(clock.advance(500)).toBe(1 * MIN);
