@@ -1,6 +1,7 @@
 import { clockStub, type Env } from "../env";
 import { clockInterval, type ClockAnswer, type ClockReport } from "../clock/protocol";
-import { shardsOf } from "../stream/shards";
+import { pendingSources } from "../stream/shard-watermark";
+import { isSharded, shardsOf } from "../stream/shards";
 import type { Meta } from "./meta";
 import type { CoordinatorStores } from "./stores";
 
@@ -28,32 +29,24 @@ export class ClockLink {
     private readonly moved: (meta: Meta, before: number, after: number) => Promise<void>,
   ) {}
 
-  static sharded(meta: Meta | null): boolean {
-    return meta !== null && shardsOf(meta.config) > 1;
-  }
-
   /** Before a commit: sources it holds that the clock does not know are reported first (with their planned max event time). */
   async beforeCommit(meta: Meta, members: readonly { source: string; maxEventTime: number | null }[]): Promise<void> {
-    if (!ClockLink.sharded(meta)) return;
+    if (!isSharded(meta.config)) return;
     const committed = this.s.sourceProgress();
-    const pending: Record<string, number | null> = {};
-    for (const m of members) {
-      if (this.known.has(m.source) || Object.hasOwn(committed, m.source)) continue;
-      pending[m.source] = Object.hasOwn(pending, m.source) ? minOf(pending[m.source], m.maxEventTime) : m.maxEventTime;
-    }
+    const pending = pendingSources(members, (source) => this.known.has(source) || Object.hasOwn(committed, source));
     if (Object.keys(pending).length > 0) await this.report(meta, pending);
   }
 
   /** After a commit: reported now if the last report is an interval old, else once the interval ends. */
   afterCommit(meta: Meta): void {
-    if (!ClockLink.sharded(meta)) return;
+    if (!isSharded(meta.config)) return;
     this.dirty = true;
     this.soon(meta);
   }
 
   /** Reports now (an alarm's idle check, a read): the clock may move the watermark without a commit. */
   async refresh(meta: Meta): Promise<void> {
-    if (ClockLink.sharded(meta)) await this.report(meta, {});
+    if (isSharded(meta.config)) await this.report(meta, {});
   }
 
   /** The clock told this shard the watermark (it had not asked lately). */
@@ -131,5 +124,3 @@ export class ClockLink {
     await this.moved(before, before.watermark, watermark);
   }
 }
-
-const minOf = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.min(a, b));

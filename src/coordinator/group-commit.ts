@@ -5,7 +5,7 @@ import type { BegunMember, GroupResult } from "../microbatch/run-group";
 import type { LaneKeys } from "../output/sink";
 import type { LiveFigures } from "../stream/advisor/live";
 import type { BatchOutcome } from "../stream/batch-outcome";
-import { shardsOf } from "../stream/shards";
+import { isSharded } from "../stream/shards";
 import type { SourceProgress } from "../stream/watermark";
 import { planCommit, type MemberRow } from "./commit-plan";
 import { recordedOutcome } from "./ledger";
@@ -75,7 +75,7 @@ export function commitGroup(
       figures: s.partitions.figures(),
       recorded: recordedOutcome,
       outbox: outbox ? { entry: meta.outboxFloor + lastSeq + 1, ranges: outbox.ranges } : null,
-      sharded: shardsOf(meta.config) > 1,
+      sharded: isSharded(meta.config),
     });
     if (!plan.fresh) return { plan, next: null };
     const changed = new Map<string, LiveFigures>();

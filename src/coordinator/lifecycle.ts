@@ -2,7 +2,7 @@ import { clockStub, destinationIndex, partitionStub, registryStub, type Env } fr
 import { deleteStreamObjects } from "../output/sink";
 import { boundFieldChanges } from "../stream/bound-fields";
 import type { StreamConfig } from "../stream/config";
-import { shardsOf } from "../stream/shards";
+import { isSharded } from "../stream/shards";
 import { otherShards } from "./other-shards";
 import { globalWatermark } from "../stream/watermark";
 import type { ConfigureResult } from "./protocol";
@@ -33,7 +33,7 @@ export class Lifecycle {
   async configure(name: string, config: StreamConfig): Promise<ConfigureResult> {
     const r = await this.configureHere(name, config);
     const meta = this.s.meta();
-    if (r.status !== "conflict" && meta && shardsOf(meta.config) > 1) {
+    if (r.status !== "conflict" && meta && isSharded(meta.config)) {
       // Every PUT reaches every shard: one that a failed PUT left behind is brought level by the retry.
       const shard = (index: number) => ({ index, epoch: meta.epoch, incarnation: meta.incarnation });
       await Promise.all(otherShards(this.env, meta).map((stub, i) => stub.configureShard(name, meta.config, shard(i + 1))));
@@ -70,7 +70,7 @@ export class Lifecycle {
     if (changed.length > 0) return { status: "conflict", changed, config: meta.config };
     if (JSON.stringify(meta.config) === JSON.stringify(config)) return { status: "unchanged", config };
     // A new delay or new declared sources can move the watermark (never back); with several shards the clock moves it.
-    const watermark = shardsOf(config) > 1 ? meta.watermark : globalWatermark(config, this.s.sourceProgress(), meta.watermark, Date.now());
+    const watermark = isSharded(config) ? meta.watermark : globalWatermark(config, this.s.sourceProgress(), meta.watermark, Date.now());
     this.s.metaStore.update(config, meta.configVersion + 1, watermark);
     this.s.forgetCaches();
     await this.upkeep.evictionIfDue(config, meta.watermark, watermark);
@@ -90,7 +90,7 @@ export class Lifecycle {
     await destinationIndex(this.env, meta.name).removeMembers(meta.name);
     await Promise.all(Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p).drop()));
     await deleteStreamObjects(this.env.SINK, meta.name);
-    if (shardsOf(meta.config) > 1) {
+    if (isSharded(meta.config)) {
       await Promise.all(otherShards(this.env, meta).map((stub) => stub.dropShard()));
       await clockStub(this.env, meta.name).drop();
     }

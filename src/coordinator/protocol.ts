@@ -98,9 +98,6 @@ export interface ShardFigures {
   counters: { name: string; source: string; n: number }[];
   /** commits made (its numbers run from its base with no gaps) */
   committed: number;
-  lastSeq: number;
-  /** the last commit the manifest and the table hold (the shard's base before any) */
-  published: { manifest: number; table: number };
   /** the Coordinator's own storage and the batch ids it remembers */
   bytes: number;
   batchesRemembered: number;

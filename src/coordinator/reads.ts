@@ -1,4 +1,4 @@
-import { clockStub, partitionStub, type Env } from "../env";
+import { clockStub, partitionStub, type CoordinatorStub, type Env } from "../env";
 import { own } from "../lib/own";
 import { PublishGuard, tablePublishingOf, type TablePublishing } from "../output/publisher";
 import { liveAdvice, type DelayFloor, type LiveAdvice } from "../stream/advisor/live";
@@ -11,8 +11,8 @@ import type { Meta } from "./meta";
 import type { StreamDescription, StreamLocation, StreamPublication, StreamSummary } from "./protocol";
 import type { CoordinatorStores } from "./stores";
 import { otherShards } from "./other-shards";
-import { mergeProgress, mergeShardFigures, mergeTablePublishing, shardFiguresOf, type ShardFigures } from "./shard-figures";
-import { seqBase, shardsOf } from "../stream/shards";
+import { mergeProgress, mergePublication, mergeShardFigures, mergeTablePublishing, shardFiguresOf, type ShardFigures } from "./shard-figures";
+import { shardsOf } from "../stream/shards";
 import { shardedWatermark } from "../stream/shard-watermark";
 import { clockInterval } from "../clock/protocol";
 
@@ -120,10 +120,7 @@ export class StreamReads {
     const meta = this.s.meta();
     if (!meta?.config.table) return null;
     const own = tablePublishingOf(this.s.metaStore.published("table"), this.s.ledger.lastSeq(), new PublishGuard(this.s.sql).failure("table"));
-    const others = otherShards(this.env, meta);
-    if (others.length === 0) return own;
-    const got: (TablePublishing | null)[] = await Promise.all(others.map((o) => o.tablePublishing()));
-    return mergeTablePublishing([{ shard: 0, p: own }, ...got.flatMap((p, i) => (p ? [{ shard: i + 1, p }] : []))]);
+    return mergeTablePublishing(await this.everyShard(meta, own, (o) => o.tablePublishing()));
   }
 
   /**
@@ -135,38 +132,43 @@ export class StreamReads {
   async publication(): Promise<StreamPublication | null> {
     const meta = this.s.meta();
     if (!meta) return null;
-    const figures = await this.gathered(meta);
-    const table = !!meta.config.table;
-    const shards = figures.map((f) => ({ committed: f.lastSeq, manifest: f.published.manifest, table: table ? f.published.table : null }));
-    if (shards.length === 1) return { epoch: meta.epoch, ...shards[0] };
-    // Several shards: counts of commits over them, and each shard's own numbers (what a wait must compare: ./shard-figures.ts).
-    const count = (pick: (f: ShardFigures) => number) => figures.reduce((a, f) => a + pick(f) - seqBase(f.shard), 0);
-    return {
+    const published = (what: "table" | "manifest") => this.s.metaStore.published(what);
+    const own = {
       epoch: meta.epoch,
-      committed: count((f) => f.lastSeq),
-      manifest: count((f) => f.published.manifest),
-      table: table ? count((f) => f.published.table) : null,
-      shards,
+      committed: this.s.ledger.lastSeq(),
+      manifest: published("manifest"),
+      table: meta.config.table ? published("table") : null,
     };
+    return mergePublication(await this.everyShard(meta, own, (o) => o.publication()));
   }
 
   /** The most recent `limit` progress reports, oldest first (over every shard, on shard 0). */
   async progress(limit: number): Promise<ProgressReport[]> {
     const meta = this.s.meta();
     if (!meta) return [];
-    const own = this.s.ledger.progress(limit);
-    const others = otherShards(this.env, meta);
-    if (others.length === 0) return own;
-    return mergeProgress([own, ...(await Promise.all(others.map((o) => o.progress(limit))))], limit);
+    const all = await this.everyShard(meta, this.s.ledger.progress(limit), (o) => o.progress(limit));
+    return all.length === 1
+      ? all[0].value
+      : mergeProgress(
+          all.map((a) => a.value),
+          limit,
+        );
   }
 
   /** Shard 0 of a stream with several: every shard's figures (this one's first); otherwise this shard's. */
   private async gathered(meta: Meta): Promise<ShardFigures[]> {
-    const own = shardFiguresOf(this.s)!;
+    return (await this.everyShard(meta, shardFiguresOf(this.s)!, (o) => o.shardFigures())).map((a) => a.value);
+  }
+
+  /**
+   * This shard's answer, and on shard 0 of a stream with several each other
+   * shard's to the same question (one call each, at once), shard 0's first;
+   * a shard with none (being deleted) is left out.
+   */
+  private async everyShard<T>(meta: Meta, own: T, ask: (shard: CoordinatorStub) => Promise<T | null> | T | null): Promise<{ shard: number; value: T }[]> {
     const others = otherShards(this.env, meta);
-    if (others.length === 0) return [own];
-    const got: (ShardFigures | null)[] = await Promise.all(others.map((o) => o.shardFigures()));
-    return [own, ...got.filter((f) => f !== null)];
+    const got = await Promise.all(others.map((o) => ask(o)));
+    return [{ shard: meta.shard, value: own }, ...got.flatMap((value, i) => (value === null ? [] : [{ shard: i + 1, value: value as T }]))];
   }
 
   /** The figures a read answers with: this shard's, or on shard 0 of several every shard's merged, with the clock's watermark. */

@@ -4,7 +4,7 @@ import { seqBase } from "../stream/shards";
 import { mergeSources } from "../stream/shard-watermark";
 import type { SourceProgress } from "../stream/watermark";
 import type { Counter } from "./counters";
-import type { ShardFigures } from "./protocol";
+import type { ShardFigures, StreamPublication } from "./protocol";
 import type { CoordinatorStores } from "./stores";
 
 export type { ShardFigures };
@@ -17,8 +17,6 @@ export function shardFiguresOf(s: CoordinatorStores): ShardFigures | null {
     sources: s.sourceProgress(),
     counters: s.counters.all(),
     committed: s.ledger.commitCount(),
-    lastSeq: s.ledger.lastSeq(),
-    published: { manifest: s.metaStore.published("manifest"), table: s.metaStore.published("table") },
     bytes: s.storage.sql.databaseSize,
     batchesRemembered: s.ledger.remembered(),
     watermark: meta.watermark,
@@ -66,19 +64,32 @@ export function mergeProgress(lists: readonly ProgressReport[][], limit: number)
 }
 
 /** The table's publication over every shard: commits counted from each shard's base, failing if any shard's appends are (the latest failure told). */
-export function mergeTablePublishing(list: readonly { shard: number; p: TablePublishing }[]): TablePublishing | null {
-  if (list.length === 0) return null;
-  if (list.length === 1) return list[0].p;
-  const count = (pick: (p: TablePublishing) => number) => list.reduce((a, { shard, p }) => a + pick(p) - seqBase(shard), 0);
-  const failing = list.map((l) => l.p).filter((p) => p.failing);
+export function mergeTablePublishing(list: readonly { shard: number; value: TablePublishing }[]): TablePublishing {
+  if (list.length === 1) return list[0].value;
+  const count = (pick: (p: TablePublishing) => number) => list.reduce((a, { shard, value }) => a + pick(value) - seqBase(shard), 0);
+  const failing = list.map((l) => l.value).filter((p) => p.failing);
   const last = failing.sort((a, b) => (b.lastErrorAt ?? 0) - (a.lastErrorAt ?? 0))[0];
   return {
     publishedSeq: count((p) => p.publishedSeq),
     committedSeq: count((p) => p.committedSeq),
     failing: failing.length > 0,
-    failures: Math.max(...list.map((l) => l.p.failures)),
+    failures: Math.max(...list.map((l) => l.value.failures)),
     lastError: last?.lastError ?? null,
     lastErrorAt: last?.lastErrorAt ?? null,
     nextAttemptAt: last?.nextAttemptAt ?? null,
+  };
+}
+
+/** How far the output is published over every shard: commits counted from each shard's base, and each shard's own numbers (what a wait must compare). */
+export function mergePublication(list: readonly { shard: number; value: StreamPublication }[]): StreamPublication {
+  if (list.length === 1) return list[0].value;
+  const count = (pick: (p: StreamPublication) => number) => list.reduce((a, { shard, value }) => a + pick(value) - seqBase(shard), 0);
+  const table = list.every((l) => l.value.table !== null);
+  return {
+    epoch: list[0].value.epoch,
+    committed: count((p) => p.committed),
+    manifest: count((p) => p.manifest),
+    table: table ? count((p) => p.table!) : null,
+    shards: list.map(({ value: p }) => ({ committed: p.committed, manifest: p.manifest, table: p.table })),
   };
 }

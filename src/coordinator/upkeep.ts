@@ -7,7 +7,8 @@ import { globalWatermark, hasIdleTimeout } from "../stream/watermark";
 import { recordColumns } from "../table/known-columns";
 import { Alarms } from "./alarms";
 import type { Meta } from "./meta";
-import { ClockLink } from "./clock-link";
+import type { ClockLink } from "./clock-link";
+import { isSharded } from "../stream/shards";
 import type { CoordinatorStores } from "./stores";
 import { PRUNE_STEP_GROUPS, pruneStep } from "./window";
 
@@ -127,7 +128,7 @@ export class Upkeep {
   private async refreshIdle(): Promise<Meta | null> {
     const meta = this.s.meta();
     if (!meta || !hasIdleTimeout(meta.config)) return meta;
-    if (ClockLink.sharded(meta)) {
+    if (isSharded(meta.config)) {
       await this.clock.refresh(meta).catch(() => undefined); // the clock unreachable: the watermark waits for the next report
       return this.s.meta();
     }

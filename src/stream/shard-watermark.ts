@@ -62,4 +62,27 @@ export function knownSources(config: StreamConfig, reports: readonly ShardSource
   return [...names].sort();
 }
 
-const maxOf = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.max(a, b));
+/**
+ * What a shard reports before a commit: each source of its members that the
+ * clock does not know yet (`known`), with the least of their planned max
+ * event times (a min is then never above what commits).
+ */
+export function pendingSources(
+  members: readonly { source: string; maxEventTime: number | null }[],
+  known: (source: string) => boolean,
+): Record<string, number | null> {
+  const pending: Record<string, number | null> = {};
+  for (const m of members) {
+    if (known(m.source)) continue;
+    pending[m.source] = Object.hasOwn(pending, m.source) ? minOf(pending[m.source], m.maxEventTime) : m.maxEventTime;
+  }
+  return pending;
+}
+
+/** `pick` over two figures, either of which may be null (unknown): the other one then. */
+const nullable =
+  (pick: (a: number, b: number) => number) =>
+  (a: number | null, b: number | null): number | null =>
+    a === null ? b : b === null ? a : pick(a, b);
+const maxOf = nullable(Math.max);
+const minOf = nullable(Math.min);

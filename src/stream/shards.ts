@@ -19,6 +19,9 @@ const SHARD_SEED = 0x5eed;
 
 export const shardsOf = (config: { shards?: number }): number => config.shards ?? 1;
 
+/** Whether a stream has several shards: its watermark is then its clock's (src/clock), and shard 0 answers reads for all of them. */
+export const isSharded = (config: { shards?: number }): boolean => shardsOf(config) > 1;
+
 /** The stream config's `shards` (src/stream/config.ts). */
 export const shardsField = z
   .number()

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { shardsOf } from "../../stream/shards";
+import { isSharded, shardsOf } from "../../stream/shards";
 import { coordinatorStub } from "../../env";
 import { zodErrors } from "../../stream/config";
 import {
@@ -88,7 +88,7 @@ export const putDestination = route({
     }
     const at = await coordinatorStub(c.env, stream).locate();
     if (!at) throw notFound(`stream "${stream}" does not exist`);
-    if (shardsOf(at.config) > 1) {
+    if (isSharded(at.config)) {
       // A destination reads one shard's commits: it would miss the others' rows.
       const reason = `stream "${stream}" has ${shardsOf(at.config)} ingest shards; destinations take streams of one shard for now`;
       throw conflict("destinations-need-one-shard", reason);

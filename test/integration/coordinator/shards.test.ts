@@ -99,6 +99,9 @@ describe("ingest shards", () => {
     expect(all.batches.committed).toBe(9);
     expect(all.state.rows).toBe(10);
     expect(all.watermark).toBe(at(10, 9) - 5 * 60_000);
+    // Health reads the stream as one: its watermark, and every shard's batches in the recent reports.
+    const health = await json(call("GET", `/v1/streams/${s}/health`));
+    expect(health).toMatchObject({ stream: s, watermark: all.watermark });
     const metrics = await (await call("GET", "/metrics")).text();
     expect(metrics).toMatch(new RegExp(`edge_dedup_batches_total\\{stream="${s}"\\} 9`));
   });

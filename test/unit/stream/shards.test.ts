@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { parseStreamConfig, type StreamConfig } from "../../../src/stream/config";
 import { formatCursor, parseCursor } from "../../../src/stream/shard-cursor";
-import { knownSources, mergeSources, shardedWatermark, type ShardSources } from "../../../src/stream/shard-watermark";
+import { knownSources, mergeSources, pendingSources, shardedWatermark, type ShardSources } from "../../../src/stream/shard-watermark";
 import { SHARD_SEQ_BASE, seqBase, shardFor, shardOfSeq } from "../../../src/stream/shards";
 import { globalWatermark, type SourceProgress } from "../../../src/stream/watermark";
 
@@ -139,6 +139,15 @@ describe("the global watermark over shards (src/stream/shard-watermark.ts)", () 
     expect(shardedWatermark(min, withPending, 0, 10, 100)).toBe(60_000);
     expect(shardedWatermark(config({ watermarkPolicy: "max" }), [{ sources: {}, pending: { b: 900_000 } }, ...reports], 0, 10, 100)).toBe(540_000);
     expect(knownSources(min, withPending)).toEqual(["a", "b"]);
+    // What a shard reports before a commit: the unknown sources, each with the least planned max (null only when none has one).
+    const members = [
+      { source: "a", maxEventTime: 5 },
+      { source: "n", maxEventTime: 9 },
+      { source: "n", maxEventTime: 3 },
+      { source: "m", maxEventTime: null },
+      { source: "n", maxEventTime: null },
+    ];
+    expect(pendingSources(members, (s) => s === "a")).toEqual({ n: 3, m: null });
     expect(knownSources(min, withPending, false)).toEqual(["a"]); // b's batch may yet fail: another shard must report b itself
     // Never below the floor it is given.
     expect(shardedWatermark(min, withPending, 100_000, 10, 100)).toBe(100_000);
