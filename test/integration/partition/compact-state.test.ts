@@ -215,6 +215,7 @@ describe("compact state: size and eviction work", () => {
           statements: cursors.length,
           texts,
           segmentReads: texts.filter((q) => /FROM segments WHERE s IN/.test(q)).length,
+          segmentsRead: cursors.reduce((n, c, i) => n + (/FROM segments WHERE s IN/.test(texts[i]) ? c.rowsRead : 0), 0),
           written: cursors.reduce((n, c) => n + c.rowsWritten, 0),
           read: cursors.reduce((n, c) => n + c.rowsRead, 0),
         };
@@ -294,7 +295,11 @@ describe("compact state: size and eviction work", () => {
         "b2",
       );
       expect(fresh.result.decisions[0]).toBe("e".repeat(60));
-      expect(fresh.segmentReads).toBe(0);
+      // Each new key is probed in every segment's filter (60 × ~12 probes at ~4·10⁻⁵ false "maybe" each):
+      // none read almost always, but a hashed partition's keys hash under its own random secret, so a
+      // false "maybe" (one segment read) in ~3% of runs, three in ~1 in 250,000. Without filters all would be read.
+      if (hashedKeys) expect(fresh.segmentsRead).toBeLessThanOrEqual(2);
+      else expect(fresh.segmentReads).toBe(0);
       await evictDurableObject(p);
       // The index is read back (filters, not data); a copy of any stored key, early or late, sealed or open, is still found.
       const again = await apply([row(0, 0), row(1, 5000), row(2, 2159), row(3, 3059), row(4, 1080)], "b3");
