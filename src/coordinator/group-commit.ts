@@ -97,6 +97,6 @@ export function commitGroup(
   if (done.length > 0) s.observer.commit(meta.name, done, meta.watermark, watermark);
   // Not forgetCaches(): a commit writes no meta row, and the ledger's figures are known (three statements fewer per micro-batch).
   if (plan.fresh) s.ledger.committed(plan.firstSeq + plan.records.length - 1);
-  if (done.length > 0) pokeDestinations(object.ctx, object.env, meta.name, () => s.ledger.lastSeq()); // delivery (src/delivery), not awaited
+  if (done.length > 0) pokeDestinations(object.ctx, object.env, meta.name, () => s.ledger.lastSeq(), meta.shard); // delivery (src/delivery), not awaited
   return { outcomes: plan.outcomes, next, watermark, sources };
 }

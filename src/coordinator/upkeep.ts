@@ -38,7 +38,7 @@ export class Upkeep {
     if (!meta) return;
     if (Alarms.flushDue(outbox.pending(), Date.now())) await this.flushChunk(meta);
     await this.publish(meta); // never throws: a failing publication backs off (src/output/publisher.ts)
-    pokeDestinations(this.ctx, this.env, meta.name, () => ledger.lastSeq()); // a poke lost to a crash after its commit
+    pokeDestinations(this.ctx, this.env, meta.name, () => ledger.lastSeq(), meta.shard); // a poke lost to a crash after its commit
     if (meta.config.mode !== "global") await this.evictDue(meta);
     const now = this.s.meta();
     if (!now || now.epoch !== meta.epoch) return; // dropped meanwhile

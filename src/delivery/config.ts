@@ -148,10 +148,25 @@ export const rotateBodySchema = z
   })
   .default({});
 
-export const replayBodySchema = z.strictObject({
-  fromSeq: z
-    .number()
-    .int()
-    .min(1)
-    .describe("the first commit seq to send again (the seq of a webhook-id {stream}.{seq}.{index} or {stream}~{n}.{seq}.{index})"),
-});
+export const replayBodySchema = z.union([
+  z.strictObject({
+    fromSeq: z
+      .number()
+      .int()
+      .min(1)
+      .describe(
+        "the first commit seq to send again, with the later commits of its shard (the seq of a webhook-id {stream}.{seq}.{index} or {stream}~{n}.{seq}.{index})",
+      ),
+  }),
+  z.strictObject({
+    from: z.literal("dead").describe("every shard from its oldest dead row's commit on (the dashboard's replay button)"),
+  }),
+  z.strictObject({
+    after: z
+      .string()
+      .max(8192)
+      .describe(
+        "send again every commit after this cursor, in every shard: one commit number per shard, comma-separated (deliveredCursor, X-Commit-Seq); a shard not named from its start",
+      ),
+  }),
+]);

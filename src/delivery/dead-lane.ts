@@ -1,3 +1,5 @@
+import { SHARD_SEQ_BASE, shardOfSeq } from "../stream/shards";
+import { shardEnd } from "./cursors";
 import { parseAttempts, type AttemptRecord } from "./attempts-log";
 import { webhookId } from "./message";
 import type { DeadRow } from "./protocol";
@@ -58,13 +60,22 @@ export class DeadLane {
       .map((r) => ({ seq: r.seq, idx: r.idx, diedAt: r.died_at, attempts: parseAttempts(r.tries) }));
   }
 
-  countFrom(seq: number): number {
-    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM dead WHERE seq >= ?", seq).one().n;
+  /** Per shard with dead rows, its oldest dead row's commit (a replay of the dead lane starts there). */
+  oldestByShard(): number[] {
+    return this.sql
+      .exec<{ low: number }>("SELECT min(seq) AS low FROM dead GROUP BY CAST(seq / ? AS INTEGER) ORDER BY 1", SHARD_SEQ_BASE)
+      .toArray()
+      .map((r) => r.low);
   }
 
-  /** Forgets the dead rows from commit `seq` on. */
+  /** Dead rows of commit `seq` and the later ones of its shard. */
+  countFrom(seq: number): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM dead WHERE seq >= ? AND seq < ?", seq, shardEnd(shardOfSeq(seq))).one().n;
+  }
+
+  /** Forgets the dead rows from commit `seq` on (in its shard). */
   dropFrom(seq: number): void {
-    this.sql.exec("DELETE FROM dead WHERE seq >= ?", seq);
+    this.sql.exec("DELETE FROM dead WHERE seq >= ? AND seq < ?", seq, shardEnd(shardOfSeq(seq)));
   }
 
   /** A row too large to keep (`length` characters): a stand-in that says so, never attempted. */

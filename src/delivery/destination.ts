@@ -2,15 +2,17 @@ import { destinationStub, type Env } from "../env";
 import type { Migration } from "../storage/migrations";
 import { SqliteObject } from "../storage/sqlite-object";
 
+import { shardOfSeq } from "../stream/shards";
 import { rowAttempts, recentAttempts } from "./attempts";
 import { DEFAULT_ROTATION_OVERLAP_MS, type DestinationConfig } from "./config";
+import { cursorOf, withCursor } from "./cursors";
 import { newSigningSecret } from "./message";
 import { placementOf, sameOrdering } from "./ordering";
 import { afterRotation } from "./secrets";
 import { Sender } from "./sender";
 import { SigningKeys } from "./signing";
 import { destinationStatus, type DestinationStatus } from "./status";
-import { DEST_INCARNATION, DEST_LANES, DESTINATION_TABLES, MAX_PENDING } from "./store";
+import { DEST_INCARNATION, DEST_LANES, DEST_SHARD_CURSORS, DESTINATION_TABLES, MAX_PENDING } from "./store";
 import { destinationTables } from "./tables";
 import type { AttemptsQuery, ConfigureResult, DeadRow, DestinationRpc, RowAttempts } from "./protocol";
 
@@ -19,6 +21,7 @@ export const DESTINATION_MIGRATIONS: readonly Migration[] = [
   { version: 1, does: "the destination, its pending and dead rows, commit-time marks, the index's members", up: (sql) => sql.exec(DESTINATION_TABLES) },
   { version: 2, does: "dest.incarnation: the stream's incarnation, which its webhook-ids carry", up: (sql) => sql.exec(DEST_INCARNATION) },
   { version: 3, does: "lanes, ordering and attempts: pending rows' entity and lane hash, rows' last attempts, recent deliveries", up: placeByLane },
+  { version: 4, does: "dest.shard_cursors: the read cursors of a stream's shards after the first", up: (sql) => sql.exec(DEST_SHARD_CURSORS) },
 ];
 
 /** Migration 3: the tables, and the rows pending under a version-2 layout placed as an unordered destination places them. */
@@ -31,8 +34,9 @@ function placeByLane(sql: SqlStorage): void {
 
 /**
  * One object per destination, named `{stream}/{name}`, driven by its alarm:
- * it reads committed output through the Coordinator's commit index (rows still
- * in the outbox or in R2), keeps at most MAX_PENDING of them, and sends each
+ * it reads committed output through the Coordinators' commit indexes (rows
+ * still in the outbox or in R2; a cursor per ingest shard, ./cursors.ts),
+ * keeps at most MAX_PENDING of them, and sends each
  * over its lanes (./lane.ts) until it is delivered or its retryFor runs out
  * (then the dead lane). Every step is recorded before the next, so a crash or
  * restart resends at most the rows in flight, under the same id. The object named `{stream}` is the
@@ -76,7 +80,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     return names.length;
   }
 
-  /** Tells each destination of the stream that commits up to `lastSeq` exist (committed at `at`). */
+  /** Tells each destination of the stream that commits up to `lastSeq` exist (in the shard it names, committed at `at`). */
   async pokeMembers(stream: string, lastSeq: number, at: number): Promise<number> {
     const names = this.members();
     await Promise.all(
@@ -96,7 +100,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     stream: string,
     name: string,
     config: DestinationConfig,
-    at: { epoch: string; incarnation: number; lastSeq: number },
+    at: { epoch: string; incarnation: number; lastSeqs: readonly number[] },
   ): Promise<ConfigureResult> {
     const now = Date.now();
     const current = this.tables.record.read();
@@ -122,9 +126,11 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     const d = this.tables.record.read();
     if (!d) return null;
     const now = Date.now();
-    const pending = this.tables.pending.summary();
-    const unreadAt = this.tables.marks.timeOf(d.readSeq + 1);
-    return destinationStatus(d, pending, this.tables.pending.byLane(d.config.lanes), unreadAt, this.tables.dead.count(), now);
+    const { pending, marks, dead } = this.tables;
+    // The oldest commit reported and not read yet, of any shard.
+    const unread = d.cursors.map((c) => marks.timeOf(c.seq + 1)).filter((at) => at !== null);
+    const unreadAt = unread.length > 0 ? Math.min(...unread) : null;
+    return destinationStatus(d, pending.summary(), pending.byLane(d.config.lanes), pending.lows(d.config.lanes), unreadAt, dead.count(), now);
   }
 
   /** One row's attempts by its place ([] when it keeps none), or the rows worth a look; null: no such destination. */
@@ -149,11 +155,11 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     return { secret, id: fresh.id };
   }
 
-  /** Recorded when the Coordinator commits: commits up to `lastSeq` exist. Starts a round soon. */
+  /** Recorded when a Coordinator (a shard) commits: its commits up to `lastSeq` exist. Starts a round soon. */
   async poke(lastSeq: number, at: number): Promise<void> {
     const d = this.tables.record.read();
     if (!d) return;
-    if (lastSeq > d.readSeq) this.tables.marks.add(lastSeq, at);
+    if (lastSeq > cursorOf(d.cursors, shardOfSeq(lastSeq)).seq) this.tables.marks.add(lastSeq, at);
     if (d.paused) return;
     this.sender.poke();
     const alarm = await this.ctx.storage.getAlarm();
@@ -167,25 +173,34 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
   }
 
   /**
-   * Sends every row from commit `fromSeq` on again (dead ones included), with
-   * the ids they had. Returns how many dead rows it takes back, or null when
-   * the destination does not exist.
+   * Sends every row from each commit of `from` on again (dead ones
+   * included), with the ids they had: one commit per shard named, each
+   * shard's later commits with it; shards not named are left as they are.
+   * "dead": from each shard's oldest dead row. Returns the commits it
+   * starts from and how many dead rows it takes back, or null when the
+   * destination does not exist.
    */
-  async replay(fromSeq: number): Promise<{ fromSeq: number; fromDead: number } | null> {
+  async replay(from: readonly number[] | "dead"): Promise<{ fromSeqs: number[]; fromDead: number } | null> {
     const d = this.tables.record.read();
     if (!d) return null;
     const { record, pending, dead } = this.tables;
+    const fromSeqs = from === "dead" ? dead.oldestByShard() : [...from];
     const fromDead = this.ctx.storage.transactionSync(() => {
-      const n = dead.countFrom(fromSeq);
-      dead.dropFrom(fromSeq);
-      pending.dropFrom(fromSeq);
-      if (d.readSeq >= fromSeq - 1) record.rewind(fromSeq - 1);
-      else record.resume();
+      let n = 0;
+      let cursors = d.cursors;
+      for (const fromSeq of fromSeqs) {
+        const k = shardOfSeq(fromSeq);
+        n += dead.countFrom(fromSeq);
+        dead.dropFrom(fromSeq);
+        pending.dropFrom(fromSeq);
+        if (cursorOf(cursors, k).seq >= fromSeq - 1) cursors = withCursor(cursors, k, { seq: fromSeq - 1, index: 0 });
+      }
+      record.rewind(cursors);
       return n;
     });
     this.sender.reread();
     await this.ctx.storage.setAlarm(Date.now());
-    return { fromSeq, fromDead };
+    return { fromSeqs, fromDead };
   }
 
   /** Stops and forgets the destination (DELETE). */
@@ -212,7 +227,7 @@ export class Destination extends SqliteObject<Env> implements DestinationRpc {
     if (!d || d.paused) return;
     const next = this.tables.pending.nextDueAt();
     // Commits the Coordinator reported that are not read yet: read on at once.
-    const unread = this.tables.marks.anyAfter(d.readSeq);
+    const unread = this.tables.marks.anyAfter(d.cursors);
     const count = this.tables.pending.count();
     const at = unread && count < MAX_PENDING ? Date.now() : next;
     if (at !== null) await this.ctx.storage.setAlarm(Math.max(at, Date.now()));

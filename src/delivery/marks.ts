@@ -1,32 +1,54 @@
+import { SHARD_SEQ_BASE, seqBase, shardOfSeq } from "../stream/shards";
+import { cursorOf, shardEnd, type ReadCursor } from "./cursors";
 import { MAX_MARKS } from "./store";
 
 /**
- * Commit times the Coordinator's pokes reported (the newest MAX_MARKS,
- * ./store.ts): a row's body carries its commit time on every attempt, and a
- * mark past the read cursor says there is more to read.
+ * Commit times the Coordinators' pokes reported (each shard's newest
+ * MAX_MARKS, ./store.ts): a row's body carries its commit time on every
+ * attempt, and a mark past a shard's read cursor says there is more to read.
+ * A commit number names its shard (src/stream/shards.ts), so one table holds
+ * every shard's marks, each shard's compared only with its own.
  */
 export class CommitMarks {
   constructor(private readonly sql: SqlStorage) {}
 
-  /** Commits up to `seq` exist, the last committed at `at`. */
+  /** Commits up to `seq` exist (in its shard), the last committed at `at`. */
   add(seq: number, at: number): void {
+    const k = shardOfSeq(seq);
     this.sql.exec("INSERT OR IGNORE INTO marks (seq, at) VALUES (?, ?)", seq, at);
-    this.sql.exec("DELETE FROM marks WHERE seq NOT IN (SELECT seq FROM marks ORDER BY seq DESC LIMIT ?)", MAX_MARKS);
+    this.sql.exec(
+      "DELETE FROM marks WHERE seq >= ?1 AND seq < ?2 AND seq NOT IN (SELECT seq FROM marks WHERE seq >= ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3)",
+      seqBase(k),
+      shardEnd(k),
+      MAX_MARKS,
+    );
   }
 
-  /** The commit time reported for `seq` (the first mark at or after it), or null. */
+  /** The commit time reported for `seq` (the first mark of its shard at or after it), or null. */
   timeOf(seq: number): number | null {
-    return this.sql.exec<{ at: number }>("SELECT at FROM marks WHERE seq >= ? ORDER BY seq LIMIT 1", seq).toArray()[0]?.at ?? null;
+    return (
+      this.sql.exec<{ at: number }>("SELECT at FROM marks WHERE seq >= ? AND seq < ? ORDER BY seq LIMIT 1", seq, shardEnd(shardOfSeq(seq))).toArray()[0]?.at ??
+      null
+    );
   }
 
-  /** Whether a commit after `seq` was reported. */
-  anyAfter(seq: number): boolean {
-    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM marks WHERE seq > ?", seq).one().n > 0;
+  /** The shards with a commit reported past their cursor. */
+  unread(cursors: readonly ReadCursor[]): number[] {
+    return this.sql
+      .exec<{ k: number; top: number }>("SELECT CAST(seq / ? AS INTEGER) AS k, max(seq) AS top FROM marks GROUP BY 1 ORDER BY 1", SHARD_SEQ_BASE)
+      .toArray()
+      .filter((r) => r.top > cursorOf(cursors, r.k).seq)
+      .map((r) => r.k);
   }
 
-  /** Forgets the marks up to `seq` (read). */
-  dropUpTo(seq: number): void {
-    this.sql.exec("DELETE FROM marks WHERE seq <= ?", seq);
+  /** Whether any shard has a commit reported past its cursor. */
+  anyAfter(cursors: readonly ReadCursor[]): boolean {
+    return this.unread(cursors).length > 0;
+  }
+
+  /** Forgets shard k's marks up to `seq` (read). */
+  dropUpTo(k: number, seq: number): void {
+    this.sql.exec("DELETE FROM marks WHERE seq >= ? AND seq <= ?", seqBase(k), seq);
   }
 
   clear(): void {

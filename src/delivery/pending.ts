@@ -1,3 +1,5 @@
+import { SHARD_SEQ_BASE, shardOfSeq } from "../stream/shards";
+import { shardEnd } from "./cursors";
 import { placementOf, type Ordering } from "./ordering";
 import type { LaneSummary, PendingRow, PendingSummary } from "./store";
 
@@ -29,14 +31,19 @@ export class Pending {
   /**
    * The rows due at `now`, in commit order, at most `limit`, each the oldest
    * pending row of its entity: a later row of an entity waits until the
-   * earlier one is delivered or dead, whenever that is due.
+   * earlier one is delivered or dead, whenever that is due. Across shards
+   * (`byTime`), commit order is commit time, then commit number: each
+   * shard's rows stay in its order, and no shard's backlog holds back another's.
    */
-  due(now: number, limit: number): PendingRow[] {
+  due(now: number, limit: number, byTime = false): PendingRow[] {
+    const order = byTime
+      ? ["committed_at, seq, idx", "(q.committed_at, q.seq, q.idx) < (p.committed_at, p.seq, p.idx)"]
+      : ["seq, idx", "(q.seq, q.idx) < (p.seq, p.idx)"];
     return this.sql
       .exec<PendingRow>(
         `SELECT * FROM pending p WHERE next_at <= ?
-           AND (entity IS NULL OR NOT EXISTS (SELECT 1 FROM pending q WHERE q.entity = p.entity AND (q.seq, q.idx) < (p.seq, p.idx)))
-         ORDER BY seq, idx LIMIT ?`,
+           AND (entity IS NULL OR NOT EXISTS (SELECT 1 FROM pending q WHERE q.entity = p.entity AND ${order[1]}))
+         ORDER BY ${order[0]} LIMIT ?`,
         now,
         limit,
       )
@@ -110,8 +117,19 @@ export class Pending {
     );
   }
 
-  /** Forgets the rows from commit `seq` on. */
+  /** Forgets the rows from commit `seq` on (in its shard). */
   dropFrom(seq: number): void {
-    this.sql.exec("DELETE FROM pending WHERE seq >= ?", seq);
+    this.sql.exec("DELETE FROM pending WHERE seq >= ? AND seq < ?", seq, shardEnd(shardOfSeq(seq)));
+  }
+
+  /** Per lane and shard, the lowest seq pending (a stream of several shards reports a delivered cursor per lane). */
+  lows(lanes: number): { lane: number; k: number; low: number }[] {
+    return this.sql
+      .exec<{ lane: number; k: number; low: number }>(
+        "SELECT h % ? AS lane, CAST(seq / ? AS INTEGER) AS k, min(seq) AS low FROM pending GROUP BY 1, 2",
+        lanes,
+        SHARD_SEQ_BASE,
+      )
+      .toArray();
   }
 }

@@ -1,10 +1,12 @@
+import { seqBase } from "../stream/shards";
+
 /**
  * The Coordinator's one hook into delivery: after a commit (and in its alarm,
  * which survives a crash between the commit and the poke) it tells the
  * stream's destinations how far the commits go. Never awaited on the ingest
  * path and never throws. Per isolate, a stream found to have no destinations
- * is not asked again for NO_DESTINATIONS_TTL_MS, and pokes to one stream are
- * sent at most every MIN_POKE_INTERVAL_MS (the last one trailing), so
+ * is not asked again for NO_DESTINATIONS_TTL_MS, and pokes for one shard of a
+ * stream are sent at most every MIN_POKE_INTERVAL_MS (the last one trailing), so
  * delivery adds no Durable Object call per commit to a busy stream.
  */
 export const NO_DESTINATIONS_TTL_MS = 2_000;
@@ -16,22 +18,25 @@ interface StreamPokes {
   /** the highest seq waiting for the trailing poke */
   waiting: number | null;
 }
-const pokes = new Map<string, StreamPokes>();
+/** stream → shard → its pokes (each shard's Coordinator pokes for its own commits, src/stream/shards.ts) */
+const pokes = new Map<string, Map<number, StreamPokes>>();
 
 /** What the poke needs of the Worker's env (the DESTINATION namespace; structural, so the pure tests need no workerd types). */
 export interface PokeEnv {
   DESTINATION?: { getByName(name: string): { pokeMembers(stream: string, lastSeq: number, at: number): Promise<number> } };
 }
 
-/** `seq` is asked only when a poke goes out: a stream without destinations pays no statement per commit. */
-export function pokeDestinations(ctx: { waitUntil(p: Promise<unknown>): void }, env: PokeEnv, stream: string, seq: () => number): void {
+/** `seq` (shard `shard`'s last commit) is asked only when a poke goes out: a stream without destinations pays no statement per commit. */
+export function pokeDestinations(ctx: { waitUntil(p: Promise<unknown>): void }, env: PokeEnv, stream: string, seq: () => number, shard = 0): void {
   if (!env.DESTINATION) return;
   const now = Date.now();
-  const s = pokes.get(stream) ?? { noneUntil: 0, lastSentAt: 0, waiting: null };
-  pokes.set(stream, s);
+  const shards = pokes.get(stream) ?? new Map<number, StreamPokes>();
+  pokes.set(stream, shards);
+  const s = shards.get(shard) ?? { noneUntil: 0, lastSentAt: 0, waiting: null };
+  shards.set(shard, s);
   if (s.noneUntil > now) return;
   const lastSeq = seq();
-  if (lastSeq <= 0) return;
+  if (lastSeq <= seqBase(shard)) return; // nothing committed in this shard yet
   if (s.waiting !== null) {
     s.waiting = Math.max(s.waiting, lastSeq);
     return;
@@ -56,6 +61,5 @@ export function pokeDestinations(ctx: { waitUntil(p: Promise<unknown>): void }, 
 
 /** A destination was added: pokes reach the stream at once again (this isolate). */
 export function forgetNoDestinations(stream: string): void {
-  const s = pokes.get(stream);
-  if (s) s.noneUntil = 0;
+  for (const s of pokes.get(stream)?.values() ?? []) s.noneUntil = 0;
 }

@@ -50,7 +50,13 @@ export interface DestinationRpc extends Rpc.DurableObjectBranded {
   /** Pokes every member with the stream's last commit number; returns how many. */
   pokeMembers(stream: string, lastSeq: number, at: number): Promise<number>;
   // One destination
-  configure(stream: string, name: string, config: DestinationConfig, at: { epoch: string; incarnation: number; lastSeq: number }): Promise<ConfigureResult>;
+  /** `at.lastSeqs`: each shard's last commit (a new destination starts after them). */
+  configure(
+    stream: string,
+    name: string,
+    config: DestinationConfig,
+    at: { epoch: string; incarnation: number; lastSeqs: readonly number[] },
+  ): Promise<ConfigureResult>;
   status(): DestinationStatus | null;
   rotateSecret(overlapMs?: number): Promise<{ secret: string; id: string } | null>;
   poke(lastSeq: number, at: number): Promise<void>;
@@ -60,7 +66,8 @@ export interface DestinationRpc extends Rpc.DurableObjectBranded {
    * rows with attempts to show (failing pending rows, the newest dead, the newest delivered); null: no such destination.
    */
   attempts(q: AttemptsQuery): RowAttempts[] | null;
-  replay(fromSeq: number): Promise<{ fromSeq: number; fromDead: number } | null>;
+  /** From each of these commits on (one per shard named; "dead": each shard's oldest dead row's), every row again. */
+  replay(from: readonly number[] | "dead"): Promise<{ fromSeqs: number[]; fromDead: number } | null>;
   remove(): Promise<boolean>;
 }
 

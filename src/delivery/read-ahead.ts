@@ -1,4 +1,6 @@
 import { coordinatorStub, type Env } from "../env";
+import { shardsOf } from "../stream/shards";
+import { cursorOf } from "./cursors";
 import { committedPages, readParts } from "../output/reader";
 import { INSERT_CHARS, slices, tooLarge } from "./rows";
 import { MAX_PENDING, type DestRow } from "./store";
@@ -8,15 +10,24 @@ import type { DestinationTables } from "./tables";
 const COMMITS_PER_READ = 20;
 
 /**
- * Reads committed rows after the destination's cursor into `pending`, up to
- * MAX_PENDING, through the Coordinator's commit index (or the committed
- * manifest, for commits the index has forgotten). Each slice read is
- * recorded, with the cursor, before the next await, and a read that finds
- * the cursor moved meanwhile (a replay, a delete) stops.
+ * Reads committed rows after the destination's cursors into `pending`, up to
+ * MAX_PENDING, through each shard's Coordinator's commit index (or the
+ * committed manifest, for commits the index has forgotten): the shards in
+ * `which` ("all", or those with commits reported unread), starting at shard
+ * `turn` (the sender turns it, so that no shard's backlog always comes first).
+ * Each slice read is recorded, with its shard's cursor, before the next
+ * await, and a read that finds the cursor moved meanwhile (a replay, a
+ * delete) stops.
  */
-export async function readAhead(env: Env, storage: DurableObjectStorage, t: DestinationTables, d: DestRow): Promise<void> {
-  const coordinator = coordinatorStub(env, d.stream);
-  const at = await coordinator.locate();
+export async function readAhead(
+  env: Env,
+  storage: DurableObjectStorage,
+  t: DestinationTables,
+  d: DestRow,
+  which: "all" | readonly number[] = "all",
+  turn = 0,
+): Promise<void> {
+  const at = await coordinatorStub(env, d.stream).locate();
   if (!at) {
     // The stream is gone (or not there yet): nothing to read, and no reported commit to wait for.
     t.marks.clear();
@@ -27,12 +38,43 @@ export async function readAhead(env: Env, storage: DurableObjectStorage, t: Dest
     // with their stream, or raced a PUT): its commits start over, under ids this destination never sent.
     t.forgetEpoch();
     const incarnation = Math.max(at.incarnation, d.incarnation + 1);
-    t.record.startOver(at.epoch, incarnation);
+    t.record.startOver(at.epoch, incarnation, shardsOf(at.config));
     d = t.record.read()!;
+    which = "all";
   }
-  let readSeq = d.readSeq;
-  let readIndex = d.readIndex;
+  const shards = shardsOf(at.config);
   let room = MAX_PENDING - t.pending.count();
+  for (let i = 0; i < shards && room > 0; i++) {
+    const k = (turn + i) % shards;
+    if (which !== "all" && !which.includes(k)) continue;
+    const here = k === 0 ? at : await coordinatorStub(env, d.stream, k).locate();
+    // A shard not (yet, or no longer) of this epoch has nothing of it to read.
+    if (!here || here.epoch !== at.epoch) continue;
+    const left = await readShard(env, storage, t, d, here, room);
+    if (left === null) return;
+    room = left;
+  }
+}
+
+/** Where one shard's commits are (its Coordinator's locate(), as much of it as a read needs). */
+interface ShardAt {
+  name: string;
+  epoch: string;
+  shard: number;
+  lastSeq: number;
+  indexedFrom: number;
+}
+
+/** Reads shard `at.shard`'s commits after its cursor, into at most `room` rows; what room is left, or null when the read went stale. */
+async function readShard(env: Env, storage: DurableObjectStorage, t: DestinationTables, d: DestRow, at: ShardAt, room: number): Promise<number | null> {
+  const k = at.shard;
+  const coordinator = coordinatorStub(env, d.stream, k);
+  let { seq: readSeq, index: readIndex } = cursorOf(d.cursors, k);
+  const stale = () => {
+    const again = t.record.read();
+    const c = again && cursorOf(again.cursors, k);
+    return !c || c.seq !== readSeq || c.index !== readIndex || again.epoch !== at.epoch;
+  };
   while (room > 0 && readSeq < at.lastSeq) {
     // Commits the ledger has forgotten (past the idempotency window: a replay, or a destination far behind) are
     // read from the committed manifest, as /output reads them; the rest from the Coordinator's commit index.
@@ -42,9 +84,8 @@ export async function readAhead(env: Env, storage: DurableObjectStorage, t: Dest
       : await coordinator.commits("data", readSeq, at.lastSeq, COMMITS_PER_READ);
     if (forgotten && parts.length === 0) {
       // No output rows in the forgotten commits after the cursor: on to the ones the index holds.
-      const again = t.record.read();
-      if (!again || again.readSeq !== readSeq || again.epoch !== at.epoch) return;
-      t.record.readUpTo(at.indexedFrom - 1);
+      if (stale()) return null;
+      t.record.moveCursor(k, at.indexedFrom - 1, 0);
       readSeq = at.indexedFrom - 1;
       readIndex = 0;
       continue;
@@ -56,9 +97,8 @@ export async function readAhead(env: Env, storage: DurableObjectStorage, t: Dest
       const take = lines.slice(start, start + room);
       const committedAt = t.marks.timeOf(part.seq) ?? Date.now();
       const complete = start + take.length >= lines.length;
-      const again = t.record.read();
       // A replay or a delete while this read awaited moved the cursor: this read is stale.
-      if (!again || again.readSeq !== readSeq || again.readIndex !== readIndex || again.epoch !== at.epoch) return;
+      if (stale()) return null;
       storage.transactionSync(() => {
         const now = Date.now();
         // In slices of at most ~1 MB of text: a bound value, like a stored row, is limited to 2 MB.
@@ -71,7 +111,7 @@ export async function readAhead(env: Env, storage: DurableObjectStorage, t: Dest
         });
         readSeq = complete ? part.seq : part.seq - 1;
         readIndex = complete ? 0 : start + take.length;
-        t.record.moveCursor(readSeq, readIndex);
+        t.record.moveCursor(k, readSeq, readIndex);
       });
       room -= take.length;
       if (!complete) {
@@ -81,15 +121,15 @@ export async function readAhead(env: Env, storage: DurableObjectStorage, t: Dest
     }
     // Fewer parts than asked: every commit up to lastSeq has been seen (commits without output rows have none).
     if (full && !forgotten && parts.length < COMMITS_PER_READ) {
-      const again = t.record.read();
-      if (!again || again.readSeq !== readSeq || again.epoch !== at.epoch) return;
-      t.record.readUpTo(at.lastSeq);
+      if (stale()) return null;
+      t.record.moveCursor(k, at.lastSeq, 0);
       readSeq = at.lastSeq;
       readIndex = 0;
     }
     if (!full) break;
   }
-  t.marks.dropUpTo(readSeq);
+  t.marks.dropUpTo(k, readSeq);
+  return room;
 }
 
 async function linesOf(bucket: R2Bucket, part: Parameters<typeof readParts>[1][number]): Promise<string[]> {

@@ -1,11 +1,14 @@
 import { storedConfig, type DestinationConfig } from "./config";
+import { cursorOf, startCursors, withCursor, type ReadCursor } from "./cursors";
 import type { SealedSecret } from "./secrets";
 import type { DestRow } from "./store";
 
 /**
  * The destination itself: the one row of `dest` (./store.ts), with its
- * config, sealed secrets, read cursor, the stream epoch and incarnation it
- * reads, and its counters.
+ * config, sealed secrets, read cursors (shard 0's in read_seq and
+ * read_index, as a stream of one shard always had it; the other shards' in
+ * shard_cursors, ./cursors.ts), the stream epoch and incarnation it reads,
+ * and its counters.
  */
 export class DestinationRecord {
   constructor(private readonly sql: SqlStorage) {}
@@ -21,8 +24,7 @@ export class DestinationRecord {
       createdAt: r.created_at,
       epoch: r.epoch,
       incarnation: r.incarnation,
-      readSeq: r.read_seq,
-      readIndex: r.read_index,
+      cursors: [{ seq: r.read_seq, index: r.read_index }, ...(r.shard_cursors ? (JSON.parse(r.shard_cursors) as ReadCursor[]) : [])],
       paused: r.paused,
       lastError: r.last_error,
       lastErrorAt: r.last_error_at,
@@ -33,17 +35,17 @@ export class DestinationRecord {
     };
   }
 
-  /** A new destination, its cursor at the stream's last commit (it starts with the next one). */
+  /** A new destination, each shard's cursor at its last commit (it starts with the next one). */
   create(
     stream: string,
     name: string,
     config: DestinationConfig,
     secrets: SealedSecret[],
     createdAt: number,
-    at: { epoch: string; incarnation: number; lastSeq: number },
+    at: { epoch: string; incarnation: number; lastSeqs: readonly number[] },
   ): void {
     this.sql.exec(
-      "INSERT INTO dest (id, stream, name, config, secrets, created_at, epoch, incarnation, read_seq, read_index) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+      "INSERT INTO dest (id, stream, name, config, secrets, created_at, epoch, incarnation, read_seq, read_index, shard_cursors) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
       stream,
       name,
       JSON.stringify(config),
@@ -51,7 +53,8 @@ export class DestinationRecord {
       createdAt,
       at.epoch,
       at.incarnation,
-      at.lastSeq,
+      at.lastSeqs[0],
+      shardCursors(at.lastSeqs.map((seq) => ({ seq, index: 0 }))),
     );
   }
 
@@ -64,24 +67,28 @@ export class DestinationRecord {
     this.sql.exec("UPDATE dest SET secrets = ? WHERE id = 1", JSON.stringify(secrets));
   }
 
-  /** The cursor: read up to row `readIndex` of commit `readSeq + 1` (0: all of commit `readSeq`). */
-  moveCursor(readSeq: number, readIndex: number): void {
-    this.sql.exec("UPDATE dest SET read_seq = ?, read_index = ? WHERE id = 1", readSeq, readIndex);
+  /** Shard k's cursor: read up to row `index` of commit `seq + 1` (0: all of commit `seq`). */
+  moveCursor(k: number, seq: number, index: number): void {
+    if (k === 0) this.sql.exec("UPDATE dest SET read_seq = ?, read_index = ? WHERE id = 1", seq, index);
+    else this.setCursors(withCursor(this.read()!.cursors, k, { seq, index }));
   }
 
-  /** Every commit up to `readSeq` read. */
-  readUpTo(readSeq: number): void {
-    this.sql.exec("UPDATE dest SET read_seq = ?, read_index = 0 WHERE id = 1", readSeq);
+  /** Every cursor (shards not listed: from their start). */
+  setCursors(cursors: readonly ReadCursor[]): void {
+    const first = cursorOf(cursors, 0);
+    this.sql.exec("UPDATE dest SET read_seq = ?, read_index = ?, shard_cursors = ? WHERE id = 1", first.seq, first.index, shardCursors(cursors));
   }
 
-  /** The stream was created again: its commits start over, under the new incarnation. */
-  startOver(epoch: string, incarnation: number): void {
-    this.sql.exec("UPDATE dest SET epoch = ?, incarnation = ?, read_seq = 0, read_index = 0 WHERE id = 1", epoch, incarnation);
+  /** The stream was created again (with `shards` shards): its commits start over, every shard's, under the new incarnation. */
+  startOver(epoch: string, incarnation: number, shards: number): void {
+    this.sql.exec("UPDATE dest SET epoch = ?, incarnation = ? WHERE id = 1", epoch, incarnation);
+    this.setCursors(startCursors(shards));
   }
 
-  /** A replay: the cursor back to `readSeq`, and the destination resumed. */
-  rewind(readSeq: number): void {
-    this.sql.exec("UPDATE dest SET read_seq = ?, read_index = 0, paused = NULL WHERE id = 1", readSeq);
+  /** A replay: the cursors back, and the destination resumed. */
+  rewind(cursors: readonly ReadCursor[]): void {
+    this.setCursors(cursors);
+    this.resume();
   }
 
   resume(): void {
@@ -103,4 +110,9 @@ export class DestinationRecord {
   countFailures(rows: number, error: string, at: number): void {
     this.sql.exec("UPDATE dest SET failures = failures + ?, last_error = ?, last_error_at = ? WHERE id = 1", rows, error, at);
   }
+}
+
+/** Shards 1…'s cursors as stored (null: one shard). */
+function shardCursors(cursors: readonly ReadCursor[]): string | null {
+  return cursors.length > 1 ? JSON.stringify(cursors.slice(1).map((_, i) => cursorOf(cursors, i + 1))) : null;
 }

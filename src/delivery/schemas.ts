@@ -10,7 +10,14 @@ export const destinationSchema = z.object({
   timeoutMs: z.number().int().optional().describe("http: per attempt"),
   retryForMs: z.number().int().describe("how long a row is retried before the dead lane"),
   createdAt: z.number(),
-  deliveredSeq: z.number().int().describe("every row of every commit up to this seq is delivered (or in the dead lane)"),
+  deliveredSeq: z
+    .number()
+    .int()
+    .describe("every row of every commit up to this seq is delivered (or in the dead lane); on a stream of several shards, shard 0's"),
+  deliveredCursor: z
+    .string()
+    .optional()
+    .describe("a stream of several shards: deliveredSeq per shard, comma-separated (the form X-Commit-Seq and replay's `after` take)"),
   pending: z.number().int().describe("rows read and not yet delivered"),
   failing: z.boolean().describe("a pending row has failed at least once, or the destination is paused"),
   paused: z.boolean().describe("the receiver answered 410 Gone; PUT the destination again to resume"),
@@ -27,7 +34,15 @@ export const destinationSchema = z.object({
     .describe('"none", or {by: [columns]}: rows with equal values are delivered one at a time, in commit order'),
   maxPerSecond: z.number().int().nullable().describe("at most this many attempts start in any second (null: no cap)"),
   laneStatus: z
-    .array(z.object({ lane: z.number().int(), deliveredSeq: z.number().int(), pending: z.number().int(), lagMs: z.number() }))
+    .array(
+      z.object({
+        lane: z.number().int(),
+        deliveredSeq: z.number().int(),
+        deliveredCursor: z.string().optional(),
+        pending: z.number().int(),
+        lagMs: z.number(),
+      }),
+    )
     .describe("each lane's progress"),
   secrets: z
     .array(z.object({ id: z.string(), createdAt: z.number(), expiresAt: z.number().nullable() }))
@@ -74,5 +89,13 @@ export const deadLaneSchema = z.object({
   ),
   next: z.string().nullable().describe("pass as ?after= for the next page"),
 });
-export const replaySchema = z.object({ fromSeq: z.number().int(), fromDead: z.number().int().describe("rows taken back from the dead lane") });
+export const replaySchema = z.object({
+  fromSeq: z
+    .number()
+    .int()
+    .optional()
+    .describe("the first commit sent again (the lowest, when several shards are); absent when `from: dead` found no dead row"),
+  fromSeqs: z.array(z.number().int()).optional().describe("when more than one shard is sent again: each one's first commit sent again"),
+  fromDead: z.number().int().describe("rows taken back from the dead lane"),
+});
 export const rotatedSchema = z.object({ id: z.string(), secret: z.string().describe("the new whsec_ secret, shown once") });

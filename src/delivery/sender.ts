@@ -34,6 +34,8 @@ export class Sender {
   private cap: RateCap | null = null;
   private wake: (() => void) | null = null;
   private mustRead = true;
+  /** the shard a read starts with (./read-ahead.ts), turned at each read */
+  private turn = 0;
 
   constructor(
     private readonly env: Env,
@@ -67,10 +69,10 @@ export class Sender {
       let now = Date.now();
       const open = now < deadline;
       // Each invocation reads once whatever the marks say (a replay rewound the cursor, the stream was re-created), then as commits are reported.
-      const unread = this.mustRead || this.t.marks.anyAfter(d.readSeq);
-      if (open && !reading && readError === null && unread && this.t.pending.count() < MAX_PENDING) {
+      const unread = this.mustRead ? "all" : this.t.marks.unread(d.cursors);
+      if (open && !reading && readError === null && (unread === "all" || unread.length > 0) && this.t.pending.count() < MAX_PENDING) {
         this.mustRead = false;
-        reading = readAhead(this.env, this.storage, this.t, d)
+        reading = readAhead(this.env, this.storage, this.t, d, unread, this.turn++)
           .catch((e) => void (readError = e))
           .finally(() => void (reading = null));
       }
@@ -80,7 +82,7 @@ export class Sender {
         const room = cap ? cap.room(now) : Infinity;
         if (idle > 0 && room > 0) {
           const perLane = d.config.type === "http" ? LANE_CONNECTIONS : QUEUE_BATCH;
-          const due = this.t.pending.due(now, Math.min(MAX_PENDING, rows.size + idle * perLane * LOOK_AHEAD));
+          const due = this.t.pending.due(now, Math.min(MAX_PENDING, rows.size + idle * perLane * LOOK_AHEAD), d.cursors.length > 1);
           const plan = planDispatch(due, { rows, entities, lanes: new Set(flying.keys()) }, d.config.lanes, perLane, room);
           for (const [lane, chunk] of plan) {
             cap?.take(chunk.length, now);

@@ -1,4 +1,5 @@
 import type { DestinationConfig } from "./config";
+import type { ReadCursor } from "./cursors";
 import type { SealedSecret } from "./secrets";
 
 /**
@@ -45,6 +46,9 @@ export const DEST_LANES = `
   CREATE TABLE recent (slot INTEGER PRIMARY KEY, seq INTEGER NOT NULL, idx INTEGER NOT NULL, delivered_at INTEGER NOT NULL, tries TEXT NOT NULL);
 `;
 
+/** Migration 4 (streams of several shards): shards 1…'s read cursors, as JSON (shard 0's stays in read_seq, read_index). */
+export const DEST_SHARD_CURSORS = "ALTER TABLE dest ADD COLUMN shard_cursors TEXT";
+
 /**
  * Rows read ahead of delivery, at most. Ten thousand, so that an ordered
  * destination's failing entity holds back only its own rows until this many
@@ -65,8 +69,8 @@ export interface DestRow {
   epoch: string;
   /** the stream's incarnation (src/registry/incarnations.ts): part of every webhook-id */
   incarnation: number;
-  readSeq: number;
-  readIndex: number;
+  /** per shard, how far its commits are read (./cursors.ts) */
+  cursors: ReadCursor[];
   paused: string | null;
   lastError: string | null;
   lastErrorAt: number | null;

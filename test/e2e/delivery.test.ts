@@ -14,6 +14,7 @@ import { existsSync } from "node:fs";
 import { chromium } from "playwright-core";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { SHARD_SEQ_BASE, shardOfSeq } from "../../src/stream/shards";
 import { at, pollUntil, rng, sleep, useServer } from "./server";
 
 const { server, api } = useServer();
@@ -119,16 +120,18 @@ async function putDestination(stream: string, name: string, body: Record<string,
 const batch = (b: number) => Array.from({ length: 10 }, (_, i) => ({ id: 8 * b + i, ts: at(10, b % 60), b }));
 
 describe("http destinations", () => {
-  test("every emitted row reaches a flaky, slow handler once per id with its body, through a crash and restart", async () => {
-    const s = "deliver";
-    await api.putStream(s, config);
+  // With four ingest shards (DESIGN §12) the destination reads each shard's commits through a cursor of its own.
+  test.each([1, 4])("every emitted row reaches a flaky, slow handler once per id with its body, through a crash and restart (%i shard(s))", async (shards) => {
+    const s = shards === 1 ? "deliver" : `deliver-${shards}`;
+    const flaky = `flaky-${shards}`;
+    await api.putStream(s, { ...config, ...(shards > 1 ? { shards } : {}) });
     // Down at first, so that a backlog (rows failed, waiting for their retry) is there when the server crashes.
-    receiver.modes.set("flaky", "fail");
-    receiver.secrets.set("flaky", await putDestination(s, "flaky", { type: "http", url: receiver.url("flaky"), timeout: "1 second" }));
+    receiver.modes.set(flaky, "fail");
+    receiver.secrets.set(flaky, await putDestination(s, flaky, { type: "http", url: receiver.url(flaky), timeout: "1 second" }));
     let emitted = 0;
     for (let b = 0; b < 12; b++) emitted += (await api.ingest(s, batch(b), { batchId: `b${b}` })).emitted;
     const before = await pollUntil(
-      () => getJson(D(s, "flaky")),
+      () => getJson(D(s, flaky)),
       (d) => d.failing && d.pending > 0,
       30_000,
       250,
@@ -136,11 +139,11 @@ describe("http destinations", () => {
     expect(before).toMatchObject({ failing: true, deliveredSeq: 0, lastError: "HTTP 500" });
     // A crash in the middle: the backlog, and deliveries in flight, survive it.
     await server.restart("SIGKILL");
-    receiver.modes.set("flaky", "flaky");
+    receiver.modes.set(flaky, "flaky");
     for (let b = 12; b < 24; b++) emitted += (await api.ingest(s, batch(b), { batchId: `b${b}` })).emitted;
     expect(emitted).toBe(24 * 8 + 2);
 
-    const got = () => receiver.got.get("flaky") ?? new Map<string, Delivery>();
+    const got = () => receiver.got.get(flaky) ?? new Map<string, Delivery>();
     await pollUntil(
       async () => got().size,
       (n) => n >= emitted,
@@ -155,17 +158,22 @@ describe("http destinations", () => {
     for (const b of bodies) expect(b).toMatchObject({ type: "row.emitted", timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
     const byId = (rows: { id: number }[]) => [...rows].sort((a, b) => a.id - b.id);
     expect(byId(bodies.map((b) => b.data))).toEqual(byId(await api.output<{ id: number }>(s)));
-    for (const id of got().keys()) expect(id).toMatch(/^deliver\.\d+\.\d$/);
+    for (const id of got().keys()) expect(id).toMatch(new RegExp(`^${s}\\.\\d+\\.\\d$`));
     // Some requests failed or timed out, so retries happened.
     expect(receiver.requests).toBeGreaterThan(emitted);
 
+    // Every shard's last commit delivered: with one shard commit 24, with several each shard's own last.
+    const seqs = [...got().keys()].map((id) => Number(id.split(".")[1]));
+    const last = Array.from({ length: shards }, (_, k) => Math.max(k * SHARD_SEQ_BASE, ...seqs.filter((q) => shardOfSeq(q) === k)));
+    if (shards === 1) expect(last).toEqual([24]);
+    else expect(last.every((q, k) => q > k * SHARD_SEQ_BASE)).toBe(true); // every shard judged some of the 24 batches
     const status = await pollUntil(
-      () => getJson(D(s, "flaky")),
-      (d) => d.pending === 0 && d.deliveredSeq === 24,
+      () => getJson(D(s, flaky)),
+      (d) => d.pending === 0 && d.deliveredSeq === last[0] && (shards === 1 || d.deliveredCursor === last.join(",")),
       30_000,
       250,
     );
-    expect(status).toMatchObject({ deliveredSeq: 24, pending: 0, lagMs: 0, dead: 0, paused: false });
+    expect(status).toMatchObject({ deliveredSeq: last[0], pending: 0, lagMs: 0, dead: 0, paused: false });
     expect(status.lastSuccessAt).toBeGreaterThan(0);
     expect(status.delivered).toBeGreaterThanOrEqual(emitted);
     expect(status.failures).toBeGreaterThan(0);

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { isSharded, shardsOf } from "../../stream/shards";
+import { parseCursor } from "../../stream/shard-cursor";
+import { isSharded, seqBase, shardList, shardsOf } from "../../stream/shards";
 import { coordinatorStub } from "../../env";
 import { zodErrors } from "../../stream/config";
 import {
@@ -24,7 +25,7 @@ import {
 } from "../../delivery/schemas";
 import { checkDestinationUrl } from "../../delivery/url";
 import { MAX_SIGNING_SECRETS } from "../../delivery/secrets";
-import { badRequest, conflict, notFound, tooManyDestinations } from "../../http/problem";
+import { badRequest, notFound, tooManyDestinations } from "../../http/problem";
 import { sealingKeys } from "../../credentials/sealing";
 import { route } from "../route";
 import { intIn, intQuery, STREAM } from "./shared";
@@ -88,11 +89,12 @@ export const putDestination = route({
     }
     const at = await coordinatorStub(c.env, stream).locate();
     if (!at) throw notFound(`stream "${stream}" does not exist`);
-    if (isSharded(at.config)) {
-      // A destination reads one shard's commits: it would miss the others' rows.
-      const reason = `stream "${stream}" has ${shardsOf(at.config)} ingest shards; destinations take streams of one shard for now`;
-      throw conflict("destinations-need-one-shard", reason);
-    }
+    // A new destination starts after every shard's last commit.
+    const lastSeqs = isSharded(at.config)
+      ? await Promise.all(
+          shardList(shardsOf(at.config)).map(async (k) => (k === 0 ? at : await coordinatorStub(c.env, stream, k).locate())?.lastSeq ?? seqBase(k)),
+        )
+      : [at.lastSeq];
     // Listed first, so that the cap is checked where the names are (atomically) and no destination exists unlisted.
     const index = destinationIndex(c.env, stream);
     const listed = await index.addMember(name, MAX_DESTINATIONS_PER_STREAM);
@@ -102,7 +104,7 @@ export const putDestination = route({
     const dest = destinationStub(c.env, stream, name);
     let r;
     try {
-      r = await dest.configure(stream, name, config, { epoch: at.epoch, incarnation: at.incarnation, lastSeq: at.lastSeq });
+      r = await dest.configure(stream, name, config, { epoch: at.epoch, incarnation: at.incarnation, lastSeqs });
     } catch (e) {
       if (listed === "added") await index.removeMember(name).catch(() => undefined);
       throw e;
@@ -218,10 +220,28 @@ export const replay = route({
   responses: { 202: { schema: replaySchema, description: "{fromSeq, fromDead}" } },
   handler: async (c) => {
     const parsed = replayBodySchema.safeParse(await c.req.json().catch(() => undefined));
-    if (!parsed.success) throw badRequest('send {"fromSeq": <the first commit seq to send again>}', { errors: zodErrors(parsed.error) });
-    const r = await destinationStub(c.env, c.get("stream"), c.req.param("name")!).replay(parsed.data.fromSeq);
+    if (!parsed.success) {
+      throw badRequest(
+        'send {"fromSeq": <the first commit seq to send again>}, {"from": "dead"} or {"after": "<a cursor: every commit after it, in every shard>"}',
+        {
+          errors: zodErrors(parsed.error),
+        },
+      );
+    }
+    let from: number[] | "dead";
+    if ("fromSeq" in parsed.data) from = [parsed.data.fromSeq];
+    else if ("from" in parsed.data) from = "dead";
+    else {
+      const at = await coordinatorStub(c.env, c.get("stream")).locate();
+      if (!at) throw missing(c.get("stream"), c.req.param("name"));
+      const cursor = parseCursor(parsed.data.after, shardsOf(at.config));
+      if (!cursor.ok) throw badRequest(cursor.detail, { errors: [{ path: "after", message: cursor.detail }] });
+      from = cursor.after.map((seq) => seq + 1);
+    }
+    const r = await destinationStub(c.env, c.get("stream"), c.req.param("name")!).replay(from);
     if (!r) throw missing(c.get("stream"), c.req.param("name"));
-    return c.json(r, 202);
+    const { fromSeqs, fromDead } = r;
+    return c.json({ ...(fromSeqs.length > 0 ? { fromSeq: fromSeqs[0] } : {}), ...(fromSeqs.length > 1 ? { fromSeqs } : {}), fromDead }, 202);
   },
 });
 

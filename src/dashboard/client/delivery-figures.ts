@@ -35,7 +35,7 @@ export async function findAttempts(stream: string, name: string, id: string): Pr
   return r.rows[0] ?? null;
 }
 
-/** Sends every row from commit `fromSeq` on again, dead ones included (POST …/replay). */
-export function replayFrom(stream: string, name: string, fromSeq: number): Promise<Replayed> {
-  return api<Replayed>(`${destinationPath(stream, name)}/replay`, { fromSeq });
+/** Sends every row from the oldest dead row's commit on again, in each shard with dead rows (POST …/replay {"from": "dead"}). */
+export function replayDead(stream: string, name: string): Promise<Replayed> {
+  return api<Replayed>(`${destinationPath(stream, name)}/replay`, { from: "dead" });
 }

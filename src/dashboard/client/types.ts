@@ -149,7 +149,10 @@ export interface RowAttempts {
 
 /** POST /v1/streams/{stream}/destinations/{name}/replay */
 export interface Replayed {
-  fromSeq: number;
+  /** the lowest commit sent again (absent: no dead row was left) */
+  fromSeq?: number;
+  /** several shards sent again: each one's first commit */
+  fromSeqs?: number[];
   fromDead: number;
 }
 

@@ -1,5 +1,5 @@
 import { failure } from "../api";
-import { replayFrom } from "../delivery-figures";
+import { replayDead } from "../delivery-figures";
 import { h } from "../dom";
 import { num, ts } from "../format";
 import type { DeadRow } from "../types";
@@ -73,19 +73,20 @@ function history(key: string, r: DeadRow): HTMLElement {
   return el;
 }
 
-/** Replay from the lowest dead row's commit: asks first, then says what the server took back and refreshes. */
+/** Replay from the lowest dead row's commit (each shard's, on a stream of several): asks first, then says what the server took back and refreshes. */
 function replayButton(at: DeadLanePlace, fromSeq: number): HTMLElement {
   const button = h("button", { type: "button", "data-role": "replay" }, [`Replay ${rows(at.dead)}`]) as HTMLButtonElement;
   button.addEventListener("click", () => {
     const question =
       `Send the ${rows(at.dead)} of destination "${at.name}" again?\n\n` +
-      `Every row from commit ${fromSeq} on is sent again (those delivered since too), with the webhook-ids they had.`;
+      `Every row from commit ${fromSeq} on is sent again (those delivered since too; with several shards, from each shard's oldest dead row), with the webhook-ids they had.`;
     if (!window.confirm(question)) return;
     button.disabled = true;
     at.notice.textContent = `asking to replay from commit ${fromSeq}…`;
-    replayFrom(at.stream, at.name, fromSeq).then(
+    replayDead(at.stream, at.name).then(
       (r) => {
-        at.notice.textContent = `replaying ${rows(r.fromDead)} from commit ${r.fromSeq}`;
+        const from = r.fromSeqs ? `commits ${r.fromSeqs.join(", ")}` : r.fromSeq === undefined ? "nowhere (no dead row left)" : `commit ${r.fromSeq}`;
+        at.notice.textContent = `replaying ${rows(r.fromDead)} from ${from}`;
         requestRefresh();
       },
       (e: unknown) => {
