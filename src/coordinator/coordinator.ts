@@ -165,8 +165,11 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   shardFigures(): ShardFigures | null {
     return this.reads.shardFigures();
   }
-  advice(): LiveAdvice | null {
+  advice(): Promise<LiveAdvice | null> {
     return this.reads.advice();
+  }
+  adviceFigures(): string {
+    return this.reads.adviceFigures();
   }
   tablePublishing(): Promise<TablePublishing | null> {
     return this.reads.tablePublishing();

@@ -170,7 +170,9 @@ export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
   metrics(): Promise<StreamMetrics | null>;
   /** one shard's own figures (shard 0 gathers them for the stream) */
   shardFigures(): ShardFigures | null;
-  advice(): LiveAdvice | null;
+  advice(): Promise<LiveAdvice | null>;
+  /** This shard's own advisor figures, as JSON (shard 0's advice() merges every shard's). */
+  adviceFigures(): string;
   tablePublishing(): Promise<TablePublishing | null>;
   publication(): Promise<StreamPublication | null>;
   // Credentials (src/coordinator/credentials.ts)

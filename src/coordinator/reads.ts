@@ -1,7 +1,7 @@
 import { clockStub, partitionStub, type CoordinatorStub, type Env } from "../env";
 import { own } from "../lib/own";
 import { PublishGuard, tablePublishingOf, type TablePublishing } from "../output/publisher";
-import { liveAdvice, type DelayFloor, type LiveAdvice } from "../stream/advisor/live";
+import { figuresFromJson, liveAdvice, mergeSourceFigures, type DelayFloor, type LiveAdvice, type LiveFiguresJson } from "../stream/advisor/live";
 import { idempotencyWindowOf } from "../stream/config";
 import { streamMetricsOf, webhookFigures, type StreamMetrics } from "../stream/metrics";
 import type { ProgressReport } from "../stream/batch-outcome";
@@ -109,10 +109,19 @@ export class StreamReads {
     });
   }
 
-  /** The delay advisor over the live figures (src/stream/advisor/live.ts). */
-  advice(): LiveAdvice | null {
+  /** The delay advisor over the live figures (src/stream/advisor/live.ts), every shard's merged on shard 0. */
+  async advice(): Promise<LiveAdvice | null> {
     const meta = this.s.meta();
-    return meta ? liveAdvice(this.s.figures.all(), meta.config, undefined, this.webhookFloors()) : null;
+    if (!meta) return null;
+    const own = this.s.figures.all();
+    const others = await Promise.all(otherShards(this.env, meta).map((o) => o.adviceFigures()));
+    const sets = [own, ...others.map((text) => new Map((JSON.parse(text) as [string, LiveFiguresJson][]).map(([source, f]) => [source, figuresFromJson(f)])))];
+    return liveAdvice(mergeSourceFigures(sets), meta.config, undefined, this.webhookFloors());
+  }
+
+  /** This shard's own live figures, as JSON (its state record's form; shard 0's advice() merges them). */
+  adviceFigures(): string {
+    return JSON.stringify(this.s.meta() ? this.s.figures.stored() : []);
   }
 
   /** For GET …/table and …/health: how far the table has got, and whether appending to it keeps failing. */

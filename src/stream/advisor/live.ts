@@ -93,6 +93,14 @@ export function mergeFigures(all: Iterable<LiveFigures>): LiveFigures {
   return out;
 }
 
+/** Each source's figures over several sets of them (a stream's shards each keep their own): summed, their sketches merged. */
+export function mergeSourceFigures(sets: readonly ReadonlyMap<string, LiveFigures>[]): Map<string, LiveFigures> {
+  if (sets.length === 1) return new Map(sets[0]);
+  const by = new Map<string, LiveFigures[]>();
+  for (const set of sets) for (const [source, f] of set) (by.get(source) ?? by.set(source, []).get(source)!).push(f);
+  return new Map([...by].map(([source, list]) => [source, mergeFigures(list)]));
+}
+
 export interface DelayFigure {
   ms: number;
   /** Spark-style, as a stream's config takes it */

@@ -53,6 +53,10 @@ describe("ingest shards", () => {
     for (const b of sent) outcomes.push(await post(s, b.rows, { "idempotency-key": b.id }));
     expect(outcomes.reduce((a, o) => a + o.emitted, 0)).toBe(9);
     expect(outcomes.reduce((a, o) => a + o.duplicates, 0)).toBe(7);
+    // The delay advisor counts every shard's batches: 16 rows, the 7 copies of "shared", each at its kept copy's event time.
+    const advice = await json(call("GET", `/v1/streams/${s}/advice`));
+    expect(advice.overall).toMatchObject({ rows: 16, duplicates: 7, gaps: { count: 7 }, disorder: { events: 16 } });
+    expect(advice.overall.gaps.max).toBe(0);
     // Progress reports name each batch's commit, whose number says the shard that judged it.
     const progress = (await json(call("GET", `/v1/streams/${s}/progress`))).progress;
     expect(progress).toHaveLength(8);
