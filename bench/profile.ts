@@ -16,7 +16,8 @@
  * sampling costs CPU too), PROFILE_SOURCE=dir runs another checkout's code
  * (its src/, wrangler.toml, package.json, tsconfig.json) under the same load.
  *
- *   PROFILE_LOAD=batch500x4   batch500x4 (500-event batches, 4 clients) or webhook16 (1 event, 16 clients)
+ *   PROFILE_LOAD=batch500x4   batch500x4 (500-event batches, 4 clients), webhook16 or webhook64 (1 event, 16 or 64 clients)
+ *   PROFILE_SHARDS=1          the stream's ingest shards
  *   PROFILE_SECONDS=10        how long the load runs and the profile records (after 2 s of warm-up)
  *   PROFILE_MODE=profile      profile (CPU profile and CPU per event) or cpu (CPU per event only)
  *   PROFILE_SOURCE=dir        the checkout whose code runs (default: this one)
@@ -36,7 +37,9 @@ import { http, killEverything, PROJECT_FILES, REQUEST_TIMEOUT_MS, startWrangler 
 
 const TOKEN = "bench-token";
 const HOUR = 3_600_000;
-const LOADS = { batch500x4: { batch: 500, clients: 4 }, webhook16: { batch: 1, clients: 16 } } as const;
+const LOADS = { batch500x4: { batch: 500, clients: 4 }, webhook16: { batch: 1, clients: 16 }, webhook64: { batch: 1, clients: 64 } } as const;
+/** PROFILE_SHARDS=S: the stream's ingest shards (unset: one, the field left out) */
+const SHARDS = Number(process.env.PROFILE_SHARDS ?? 1);
 const loadName = (process.env.PROFILE_LOAD ?? "batch500x4") as keyof typeof LOADS;
 const load = LOADS[loadName];
 if (!load) throw new Error(`PROFILE_LOAD: one of ${Object.keys(LOADS).join(", ")}`);
@@ -283,7 +286,14 @@ async function main(): Promise<void> {
     for (const name of [stream, `${stream}-warm`]) {
       const put = await http("PUT", `${server.url}/v1/streams/${name}`, {
         headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-        body: JSON.stringify({ key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 8, volatile: ["ts", "v"] }),
+        body: JSON.stringify({
+          key: ["id"],
+          eventTime: "ts",
+          watermarkDelay: "1 hour",
+          partitions: 8,
+          volatile: ["ts", "v"],
+          ...(SHARDS > 1 ? { shards: SHARDS } : {}),
+        }),
       });
       if (put.status !== 200 && put.status !== 201) throw new Error(`PUT stream: HTTP ${put.status} ${put.text.slice(0, 300)}`);
     }

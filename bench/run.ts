@@ -11,6 +11,9 @@
  *                and R2 operations per request and per event.
  *   edge-dedup-hashed  the same server, streams with stateKeys "hashed"
  *                (compact state: 64-bit key hashes instead of key text).
+ *   one-shard    with BENCH_SHARDS above 1 only: the same server, streams of one
+ *                shard (no "shards" field), so that S shards and one are measured
+ *                side by side in one run (edge-dedup/one-shard).
  *   redis        "the Redis script" (bench/redis-script.ts): node:http + one
  *                pipelined `SET key 1 NX PX` per row against a redis-server the
  *                bench starts on 127.0.0.1, survivors + marker written as files.
@@ -194,7 +197,11 @@ function partitionsOf(v: string | undefined): number {
 /** The Coordinator shards of this run's edge-dedup streams (1: the field is left out, so today's server accepts the stream). */
 const SHARDS = shardsOf(process.env.BENCH_SHARDS);
 /** webhook64 with this many shards or more: its hottest object may take at most this share of the stream's DO calls. */
-const SHARDED_GOAL = { shards: 4, hottestShare: 0.3 };
+/**
+ * Ingest shards' goals (issue #31), with S ≥ 4: webhook64's hottest object; and beside one shard in the same run
+ * (the one-shard target), webhook64's and batch500x4's events/s and webhook64's rows written per event.
+ */
+const SHARDED_GOAL = { shards: 4, hottestShare: 0.3, eventsRatio: 0.9, rowsRatio: 1.1 };
 
 function shardsOf(v: string | undefined): number {
   if (v === undefined || v === "") return 1;
@@ -244,7 +251,7 @@ const FORGET_POLL_MS = 250;
 /** After each counted round of a life load: the eviction the round's last commits asked for (200 ms later) lands in that round's counts. */
 const LIFE_SETTLE_MS = 1_000;
 /** The targets that have a watermark and forget keys (echo: the floor); the others skip the life loads. */
-const LIFE_TARGETS: readonly TargetName[] = ["edge-dedup", "edge-dedup-hashed", "baseline", "echo"];
+const LIFE_TARGETS: readonly TargetName[] = ["edge-dedup", "edge-dedup-hashed", "one-shard", "baseline", "echo"];
 /** The delivery loads run on edge-dedup alone (the others have no destinations, or share its server). */
 const DELIVER_TARGETS: readonly TargetName[] = ["edge-dedup"];
 /** The edge-dedup server's key for sealing destinations' signing secrets (an http destination needs one). */
@@ -275,8 +282,8 @@ const ALL_LOADS: Load[] = [
 ];
 const DEFAULT_LOADS = "batch500x4,webhook16,webhook64,batch500x4-life,webhook16-life,deliver16";
 const delayOf = (load: Load) => (load.life ? LIFE_DELAY_MS : CLASSIC_DELAY_MS);
-type TargetName = "edge-dedup" | "edge-dedup-hashed" | "redis" | "ceiling" | "echo" | "echo-do" | "echo-sql" | "baseline";
-const ALL_TARGETS: TargetName[] = ["edge-dedup", "edge-dedup-hashed", "redis", "ceiling", "echo", "echo-do", "echo-sql", "baseline"];
+type TargetName = "edge-dedup" | "edge-dedup-hashed" | "one-shard" | "redis" | "ceiling" | "echo" | "echo-do" | "echo-sql" | "baseline";
+const ALL_TARGETS: TargetName[] = ["edge-dedup", "edge-dedup-hashed", "one-shard", "redis", "ceiling", "echo", "echo-do", "echo-sql", "baseline"];
 /** Another checkout of edge-dedup (a directory with its src/, wrangler.toml, package.json, tsconfig.json): the "baseline" target runs its code. */
 const BASELINE = process.env.BENCH_BASELINE ? resolve(process.env.BENCH_BASELINE) : null;
 
@@ -641,7 +648,7 @@ const sum = (t: Record<string, number>) => Object.values(t).reduce((a, b) => a +
  * volatile (and ts, though a repeat carries its first copy's), so it is a
  * duplicate, not a conflict (docs/concepts/same-event.md).
  */
-function streamBody(load: Load, stateKeys?: "text" | "hashed"): StreamBody {
+function streamBody(load: Load, stateKeys?: "text" | "hashed", shards = SHARDS): StreamBody {
   const body: StreamBody = {
     key: ["id"],
     eventTime: "ts",
@@ -652,7 +659,7 @@ function streamBody(load: Load, stateKeys?: "text" | "hashed"): StreamBody {
     volatile: ["ts", "v"],
   };
   // Cast: the client's StreamBody has no shards yet (the server learns them in "ingest shards").
-  return SHARDS > 1 ? ({ ...body, shards: SHARDS } as StreamBody) : body;
+  return shards > 1 ? ({ ...body, shards } as StreamBody) : body;
 }
 
 /** Whether an object's name (getByName's) is one of `stream`'s: the stream itself, a partition `{stream}/…`, a shard `{stream}#…`. */
@@ -711,7 +718,7 @@ async function measureStateRead(url: string, read: () => Promise<unknown>): Prom
 /** One wrangler dev serves both edge-dedup targets (text and hashed keys); the last target to stop stops it. */
 let edgeServer: { server: Awaited<ReturnType<typeof startWrangler>>; users: number; stateReadCounts?: OpCounts; stateReadStream?: string } | null = null;
 
-async function startEdgeDedup(name: "edge-dedup" | "edge-dedup-hashed"): Promise<Target> {
+async function startEdgeDedup(name: "edge-dedup" | "edge-dedup-hashed" | "one-shard"): Promise<Target> {
   if (!edgeServer) {
     const server = await startWrangler({
       name: "edge-dedup",
@@ -746,7 +753,7 @@ async function startEdgeDedup(name: "edge-dedup" | "edge-dedup-hashed"): Promise
   return {
     name,
     url: server.url,
-    prepare: async (stream, load) => void (await api.putStream(stream, streamBody(load, stateKeys))),
+    prepare: async (stream, load) => void (await api.putStream(stream, streamBody(load, stateKeys, name === "one-shard" ? 1 : SHARDS))),
     state,
     takeOpCounts: () => httpJson<OpCounts>("GET", `${server.url}/__opcount`),
     stateReadCounts: shared.stateReadCounts,
@@ -1232,6 +1239,7 @@ function outDir(): string {
 const COLORS: Record<TargetName, string> = {
   "edge-dedup": "#f38020",
   "edge-dedup-hashed": "#f9b36b",
+  "one-shard": "#c05621",
   redis: "#d82c20",
   ceiling: "#3b6ea5",
   echo: "#868e96",
@@ -1493,6 +1501,8 @@ async function main(): Promise<void> {
       throw new Error("the baseline target needs BENCH_BASELINE=dir (another checkout)");
     targetNames = targetNames.filter((t) => t !== "baseline"); // not asked for: the default run has no baseline
   } else if (BASELINE) console.log(`  baseline: edge-dedup from ${BASELINE}`);
+  // One shard beside S: only when edge-dedup's streams have several (else it is edge-dedup again).
+  if (SHARDS === 1) targetNames = targetNames.filter((t) => t !== "one-shard");
 
   const targets: Target[] = [];
   const cells: Cell[] = [];
@@ -1500,7 +1510,7 @@ async function main(): Promise<void> {
     console.log("\nStarting the targets");
     for (const name of targetNames) {
       targets.push(
-        await (name === "edge-dedup" || name === "edge-dedup-hashed"
+        await (name === "edge-dedup" || name === "edge-dedup-hashed" || name === "one-shard"
           ? startEdgeDedup(name)
           : name === "redis"
             ? startRedis()
@@ -1594,6 +1604,7 @@ async function main(): Promise<void> {
       vsBaseline: number | null;
       baselineVsCeiling: number | null;
       baselineVsEcho: number | null;
+      vsOneShard: number | null;
     }
   > = {};
   for (const l of loads) {
@@ -1610,6 +1621,7 @@ async function main(): Promise<void> {
       vsBaseline: ratio(l.name, "baseline"),
       baselineVsCeiling: ratio(l.name, "ceiling", "baseline"),
       baselineVsEcho: ratio(l.name, "echo", "baseline"),
+      vsOneShard: ratio(l.name, "one-shard"),
     };
   }
   const r = (x: number | null) => (x === null ? "skipped" : fmt(x, 3));
@@ -1626,6 +1638,7 @@ async function main(): Promise<void> {
       "echo-sql/echo",
       "hashed/ceiling",
       "hashed/text",
+      ...(SHARDS > 1 ? [`${SHARDS} shards/one`] : []),
     ],
     loads.map((l) => [
       l.name,
@@ -1638,12 +1651,27 @@ async function main(): Promise<void> {
       r(ratios[l.name].echoSqlVsEcho),
       r(ratios[l.name].hashedVsCeiling),
       r(ratios[l.name].hashedVsText),
+      ...(SHARDS > 1 ? [r(ratios[l.name].vsOneShard)] : []),
     ]),
   );
+  const requestsEach = (c: Cell) => {
+    const t = c.ops!.counts.microBatches;
+    return t && t.runs > 0 ? t.requests / t.runs : 0;
+  };
+  // Shards split a load's clients: S shards under webhook64 see 64/S clients each, as one shard does under a load of 64/S.
+  const perShard = ALL_LOADS.find((l) => l.batch === 1 && !l.life && !l.deliver && l.clients * SHARDS === 64);
+  const [split, alone] = [cell("edge-dedup", "webhook64"), perShard && cell("one-shard", perShard.name)];
+  if (SHARDS > 1 && split?.ops && alone?.ops) {
+    const [x, y] = [split.ops.perEvent.rowsWritten, alone.ops.perEvent.rowsWritten];
+    console.log(
+      `  ${SHARDS} shards under webhook64 have ${64 / SHARDS} clients each, as one shard under ${perShard!.name}: rows written/event ${fmt(x, 2)} vs ${fmt(y, 2)} (${fmt(x / y, 3)}×),` +
+        ` requests per micro-batch ${fmt(requestsEach(split), 1)} vs ${fmt(requestsEach(alone), 1)}`,
+    );
+  }
   // Round by round: each round's ratio compares runs made within seconds of each other, so their spread is this machine's noise.
   const roundRatios: { load: string; vs: TargetName; rounds: number[] }[] = [];
   for (const l of loads) {
-    for (const other of ["echo", "echo-do", "echo-sql", "ceiling", "redis", "baseline"] as const) {
+    for (const other of ["echo", "echo-do", "echo-sql", "ceiling", "redis", "baseline", "one-shard"] as const) {
       const [a, b] = [cell("edge-dedup", l.name), cell(other, l.name)];
       if (a && b && a.roundEventsPerSec.length === b.roundEventsPerSec.length) {
         roundRatios.push({ load: l.name, vs: other, rounds: a.roundEventsPerSec.map((x, i) => x / b.roundEventsPerSec[i]) });
@@ -1875,6 +1903,20 @@ async function main(): Promise<void> {
       { atMost: SHARDED_GOAL.hottestShare },
       "",
       h ? `${h.object}, ${fmt(h.callsPerSec)} calls/s; ${SHARDS} shards` : `${SHARDS} shards`,
+    );
+  }
+  if (SHARDS >= SHARDED_GOAL.shards) {
+    for (const l of ["webhook64", "batch500x4"]) {
+      const [a, b] = [cell("edge-dedup", l), cell("one-shard", l)];
+      verdict(`${l}: ${SHARDS} shards/one events/s`, a && b ? a.eventsPerSec / b.eventsPerSec : null, { atLeast: SHARDED_GOAL.eventsRatio }, "×");
+    }
+    const [a, b] = [wh64, cell("one-shard", "webhook64")];
+    verdict(
+      `webhook64: ${SHARDS} shards/one rows written per event`,
+      a?.ops && b?.ops ? a.ops.perEvent.rowsWritten / b.ops.perEvent.rowsWritten : null,
+      { atMost: SHARDED_GOAL.rowsRatio },
+      "×",
+      a?.ops && b?.ops ? `${fmt(a.ops.perEvent.rowsWritten, 2)} vs ${fmt(b.ops.perEvent.rowsWritten, 2)}` : undefined,
     );
   }
   for (const s of seeds.filter((x) => x.load === SEED_LOAD)) {
