@@ -1,4 +1,5 @@
 import type { Mode } from "./config";
+import { digestWord } from "./content";
 import { stateKeyOf } from "./key";
 
 /** What the dedup step needs of the stream's config. */
@@ -30,9 +31,9 @@ export interface DedupInput {
  */
 export type Decision = "e" | "d" | "l" | "c" | "x";
 
-/** Whether a copy of a kept row is a plain duplicate or a conflict: both digests known, and different. */
+/** Whether a copy of a kept row is a plain duplicate or a conflict: both digests known, and different in the 32 bits a partition keeps (digestWord). */
 export function dropVerdict(settings: DedupSettings, digest: string | undefined, kept: string | null | undefined): "d" | "c" | "x" {
-  if (digest === undefined || kept === null || kept === undefined || digest === kept) return "d";
+  if (digest === undefined || kept === null || kept === undefined || digest === kept || digestWord(digest) === digestWord(kept)) return "d";
   return settings.onConflict === "reject" ? "x" : "c";
 }
 

@@ -8,7 +8,11 @@ describe("a destination's read cursors, one per shard", () => {
     expect(cursorOf([{ seq: 7, index: 2 }], 3)).toEqual({ seq: 3 * SHARD_SEQ_BASE, index: 0 });
     const one = [{ seq: 7, index: 2 }];
     const two = withCursor(one, 2, { seq: 2 * SHARD_SEQ_BASE + 5, index: 0 });
-    expect(two).toEqual([{ seq: 7, index: 2 }, { seq: SHARD_SEQ_BASE, index: 0 }, { seq: 2 * SHARD_SEQ_BASE + 5, index: 0 }]);
+    expect(two).toEqual([
+      { seq: 7, index: 2 },
+      { seq: SHARD_SEQ_BASE, index: 0 },
+      { seq: 2 * SHARD_SEQ_BASE + 5, index: 0 },
+    ]);
     expect(one).toEqual([{ seq: 7, index: 2 }]); // not changed in place
     expect(withCursor(two, 0, { seq: 9, index: 0 })[0]).toEqual({ seq: 9, index: 0 });
     expect(startCursors(3)).toEqual([0, 1, 2].map((k) => ({ seq: k * SHARD_SEQ_BASE, index: 0 })));

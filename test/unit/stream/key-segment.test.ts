@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { int64Decimal } from "../../../src/stream/content";
+import { digestWord, int64Decimal } from "../../../src/stream/content";
 import { encodeSegment, keyBytes, Segment, segmentsIn, type DropEntry, type KeyEntry } from "../../../src/stream/key-segment";
 import { SegmentIndex, segmentFilter } from "../../../src/stream/segment-index";
 
@@ -41,7 +41,10 @@ describe("key segments", () => {
             const drops: DropEntry[] = dropsIn.map((d) => ({ key: d.key, b: d.b, n: d.n, dropped: Math.max(1, d.dropped) }));
             const seg = new Segment(encodeSegment(hashed, kept, drops, withBuckets));
             const bucket = withBuckets ? 0 : 7;
+            // A digest is kept as its 32-bit word (digestWord); a word written again is the same word.
+            kept = kept.map((e) => ({ ...e, d: e.d === null ? null : String(digestWord(e.d)) }));
             expect([...seg.kept.entries(bucket)]).toEqual([...kept].sort(byKey(hashed)));
+            expect([...new Segment(encodeSegment(hashed, kept, drops, withBuckets)).kept.entries(bucket)]).toEqual([...kept].sort(byKey(hashed)));
             expect(Segment.dropsOf(seg.drops, bucket)).toEqual([...drops].sort(byKey(hashed)));
             for (const e of kept) expect(seg.kept.entry(seg.kept.indexOf(keyBytes(hashed, e.key)), bucket)).toEqual(e);
             const held = new Set(kept.map((e) => e.key));
@@ -52,9 +55,66 @@ describe("key segments", () => {
     }
   }
 
+  for (const hashed of [true, false]) {
+    it(`many keys: compact keys (${hashed ? "a first-byte directory" : "lengths, an offset a block"}) are found, listed after any key, and read back (property)`, () => {
+      // (Text keys of a few shapes: unique arrays of hundreds of free strings take fast-check minutes to draw.)
+      const key = hashed ? int64 : fc.tuple(fc.constantFrom("", "k", "é-", "日本/", "x".repeat(200)), fc.nat()).map(([a, n]) => `${a}${n}`);
+      fc.assert(
+        fc.property(fc.uniqueArray(key, { minLength: 320, maxLength: 1_500 }), fc.array(key, { maxLength: 30 }), (keys, probes) => {
+          const kept: KeyEntry[] = keys.map((k, i) => ({ key: k, b: 7, e: i, t: null, d: i % 3 ? String(i) : null, n: i % 50, dropped: i % 7 }));
+          const bytes = encodeSegment(hashed, kept, []);
+          expect(bytes[1] & 128).toBe(128); // F_COMPACT
+          const seg = new Segment(bytes);
+          const sorted = [...kept].sort(byKey(hashed));
+          expect([...seg.kept.entries(7)]).toEqual(sorted);
+          for (const e of kept) expect(seg.kept.indexOf(keyBytes(hashed, e.key))).toBe(sorted.indexOf(e));
+          for (const p of [...probes, ...keys.slice(0, 10)]) {
+            const pb = keyBytes(hashed, p);
+            const want = sorted.filter((e) => byKey(hashed)(e, { key: p }) <= 0).length;
+            expect(seg.kept.after(pb)).toBe(want);
+            if (!keys.includes(p)) expect(seg.kept.indexOf(pb)).toBe(-1);
+          }
+          expect(seg.kept.after(new Uint8Array(0))).toBe(0); // (no key here is empty)
+        }),
+        { numRuns: 10 },
+      );
+    });
+  }
+
+  it("a digest's word is its low 32 bits, unsigned, and a word's word is itself (property)", () => {
+    fc.assert(
+      fc.property(int64, (d) => {
+        const w = digestWord(d);
+        expect(w).toBe(Number(BigInt.asUintN(32, BigInt(d))));
+        expect(digestWord(String(w))).toBe(w);
+      }),
+    );
+    expect(digestWord("-1")).toBe(4294967295);
+    expect(digestWord("0")).toBe(0);
+    expect(digestWord("4294967296")).toBe(0);
+  });
+
+  it("a version 1 segment (64-bit digests, before 32-bit words) still reads, its digests as their words", () => {
+    // Written by encodeSegment before version 2: three hashed keys (two with digests), and one drop.
+    const v1 =
+      "017d030000000000408f40020000000000001440010000000000001c4001000000000000002a7ce66c50e28400009000000000000000e9030000010001000102000105002bdc545d6b4b870000000000000000a0000000000000000102020141010000000000000040000000000000000007010004";
+    const seg = new Segment(new Uint8Array(Buffer.from(v1, "hex")));
+    expect([...seg.kept.entries(3)]).toEqual([
+      { key: "42", b: 3, e: 2000, t: 5, d: String(digestWord("12345678901234567")), n: 8, dropped: 0 },
+      { key: "9000000000000000000", b: 3, e: null, t: null, d: null, n: null, dropped: 0 },
+      { key: "-8070450532247928832", b: 3, e: 1000, t: 5, d: String(digestWord("-6917529027641081856")), n: 7, dropped: 2 },
+    ]);
+    expect(Segment.dropsOf(seg.drops, 3)).toEqual([{ key: "7", b: 3, n: 2, dropped: 4 }]);
+    // Written again, it is version 2: 4 bytes less per digest, the same entries.
+    const again = encodeSegment(true, [...seg.kept.entries(3)], Segment.dropsOf(seg.drops, 3));
+    expect(again[0]).toBe(2);
+    expect(again.length).toBe(v1.length / 2 - 3 * 4); // every entry has a digest slot (a null one is zero, marked in the null bits)
+    expect([...new Segment(again).kept.entries(3)]).toEqual([...seg.kept.entries(3)]);
+  });
+
   it("follow one another in one buffer (the open segment's chunks)", () => {
     const a: KeyEntry = { key: "a", b: 1, e: 5, t: 10, d: null, n: 1, dropped: 0 };
-    const b: KeyEntry = { key: "b", b: 2, e: null, t: null, d: "-5", n: null, dropped: 3 };
+    const b: KeyEntry = { key: "b", b: 2, e: null, t: null, d: String(digestWord("-5")), n: null, dropped: 3 };
     const one = encodeSegment(false, [a], [], true);
     const two = encodeSegment(false, [b], [{ key: "a", b: 1, n: 1, dropped: 2 }], true);
     const both = new Uint8Array(one.length + two.length);
