@@ -1,4 +1,4 @@
-import { SHARD_SEQ_BASE, shardOfSeq } from "../stream/shards";
+import { SHARD_SEQ_BASE, seqBase, shardOfSeq } from "../stream/shards";
 import { shardEnd } from "./cursors";
 import { placementOf, type Ordering } from "./ordering";
 import type { LaneSummary, PendingRow, PendingSummary } from "./store";
@@ -36,14 +36,24 @@ export class Pending {
    * shard's rows stay in its order, and no shard's backlog holds back another's.
    */
   due(now: number, limit: number, byTime = false): PendingRow[] {
-    const order = byTime
-      ? ["committed_at, seq, idx", "(q.committed_at, q.seq, q.idx) < (p.committed_at, p.seq, p.idx)"]
-      : ["seq, idx", "(q.seq, q.idx) < (p.seq, p.idx)"];
+    if (!byTime) {
+      return this.sql
+        .exec<PendingRow>(
+          `SELECT * FROM pending p WHERE next_at <= ?
+             AND (entity IS NULL OR NOT EXISTS (SELECT 1 FROM pending q WHERE q.entity = p.entity AND (q.seq, q.idx) < (p.seq, p.idx)))
+           ORDER BY seq, idx LIMIT ?`,
+          now,
+          limit,
+        )
+        .toArray();
+    }
+    // Sorted by time: the places alone (not the rows' text), then the rows of the first `limit` (no index to write per row).
     return this.sql
       .exec<PendingRow>(
-        `SELECT * FROM pending p WHERE next_at <= ?
-           AND (entity IS NULL OR NOT EXISTS (SELECT 1 FROM pending q WHERE q.entity = p.entity AND ${order[1]}))
-         ORDER BY ${order[0]} LIMIT ?`,
+        `SELECT p.* FROM (SELECT seq, idx, committed_at FROM pending p WHERE next_at <= ?
+             AND (entity IS NULL OR NOT EXISTS (SELECT 1 FROM pending q WHERE q.entity = p.entity AND (q.committed_at, q.seq, q.idx) < (p.committed_at, p.seq, p.idx)))
+           ORDER BY committed_at, seq, idx LIMIT ?) o JOIN pending p ON p.seq = o.seq AND p.idx = o.idx
+         ORDER BY o.committed_at, o.seq, o.idx`,
         now,
         limit,
       )
@@ -120,6 +130,11 @@ export class Pending {
   /** Forgets the rows from commit `seq` on (in its shard). */
   dropFrom(seq: number): void {
     this.sql.exec("DELETE FROM pending WHERE seq >= ? AND seq < ?", seq, shardEnd(shardOfSeq(seq)));
+  }
+
+  /** The latest commit time of shard k's pending rows (null: none): a shard's rows read later are given no earlier one. */
+  newestIn(k: number): number | null {
+    return this.sql.exec<{ at: number | null }>("SELECT max(committed_at) AS at FROM pending WHERE seq > ? AND seq < ?", seqBase(k), shardEnd(k)).one().at;
   }
 
   /** Per lane and shard, the lowest seq pending (a stream of several shards reports a delivered cursor per lane). */

@@ -70,6 +70,9 @@ async function readShard(env: Env, storage: DurableObjectStorage, t: Destination
   const k = at.shard;
   const coordinator = coordinatorStub(env, d.stream, k);
   let { seq: readSeq, index: readIndex } = cursorOf(d.cursors, k);
+  // A shard's rows are ordered by commit time across shards (./pending.ts): never earlier than its rows read before
+  // (a commit read before its poke's mark came is given the time it was read).
+  let floor = d.cursors.length > 1 ? (t.pending.newestIn(k) ?? 0) : 0;
   const stale = () => {
     const again = t.record.read();
     const c = again && cursorOf(again.cursors, k);
@@ -95,7 +98,8 @@ async function readShard(env: Env, storage: DurableObjectStorage, t: Destination
       const lines = await linesOf(env.SINK, part);
       const start = part.seq === readSeq + 1 ? readIndex : 0;
       const take = lines.slice(start, start + room);
-      const committedAt = t.marks.timeOf(part.seq) ?? Date.now();
+      const committedAt = Math.max(floor, t.marks.timeOf(part.seq) ?? Date.now());
+      if (d.cursors.length > 1) floor = committedAt;
       const complete = start + take.length >= lines.length;
       // A replay or a delete while this read awaited moved the cursor: this read is stale.
       if (stale()) return null;

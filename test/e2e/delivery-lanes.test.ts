@@ -10,6 +10,7 @@
 import { createServer, type IncomingMessage, type Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { SHARD_SEQ_BASE, shardOfSeq } from "../../src/stream/shards";
 import { at, pollUntil, rng, useServer } from "./server";
 
 const { server, api } = useServer();
@@ -96,97 +97,115 @@ const place = (id: string) => id.split(".").slice(-2).map(Number) as [number, nu
 const inCommitOrder = (ids: string[]) => [...ids].sort((a, b) => place(a)[0] - place(b)[0] || place(a)[1] - place(b)[1]);
 
 describe("delivery lanes", () => {
-  test("order per entity: commit order, one at a time, under random failures and delays; a failing entity holds up only itself; attempts listed", {
-    timeout: 300_000,
-  }, async () => {
-    const s = "lanes-order";
-    await api.putStream(s, config);
-    const random = rng(30);
-    let stuck = true;
-    handlers.behaviours.set("order", (row) => {
-      if (row.account === "stuck" && stuck) return { status: 500, delayMs: 0 };
-      const r = random();
-      return { status: r < 0.2 ? 500 : 204, delayMs: Math.floor(random() * 120) };
-    });
-    const dest = await putDestination(s, "order", { type: "http", url: handlers.url("order"), timeout: "2 seconds", lanes: 4, ordering: { by: ["account"] } });
-    expect(dest.destination).toMatchObject({ lanes: 4, ordering: { by: ["account"] }, maxPerSecond: null });
-    expect(dest.destination.laneStatus).toHaveLength(4);
+  // With four ingest shards the destination reads every shard's commits: each shard's rows of an entity keep their
+  // commit order, rows of one entity still go one at a time, and a failing entity still holds up only itself.
+  test.each([1, 4])(
+    "order per entity: commit order, one at a time, under random failures and delays; a failing entity holds up only itself; attempts listed (%i shard(s))",
+    {
+      timeout: 300_000,
+    },
+    async (shards) => {
+      const s = shards === 1 ? "lanes-order" : `lanes-order-${shards}`;
+      const path = shards === 1 ? "order" : `order-${shards}`;
+      await api.putStream(s, { ...config, ...(shards > 1 ? { shards } : {}) });
+      const random = rng(30);
+      let stuck = true;
+      handlers.behaviours.set(path, (row) => {
+        if (row.account === "stuck" && stuck) return { status: 500, delayMs: 0 };
+        const r = random();
+        return { status: r < 0.2 ? 500 : 204, delayMs: Math.floor(random() * 120) };
+      });
+      const dest = await putDestination(s, path, { type: "http", url: handlers.url(path), timeout: "2 seconds", lanes: 4, ordering: { by: ["account"] } });
+      expect(dest.destination).toMatchObject({ lanes: 4, ordering: { by: ["account"] }, maxPerSecond: null });
+      expect(dest.destination.laneStatus).toHaveLength(4);
 
-    const accounts = ["a", "b", "c", "d", "e", "f", "stuck"];
-    let emitted = 0;
-    for (let b = 0; b < 16; b++) {
-      const rows = Array.from({ length: 8 }, (_, i) => ({ id: `${b}-${i}`, ts: at(10, b), account: accounts[Math.floor(random() * accounts.length)] }));
-      emitted += (await api.ingest(s, rows, { batchId: `o${b}` })).emitted;
-    }
-    expect(emitted).toBe(128);
-    const output = await api.output<{ id: string; account: string }>(s);
-    const stuckRows = output.filter((r) => r.account === "stuck").length;
-    expect(stuckRows).toBeGreaterThan(3);
+      const accounts = ["a", "b", "c", "d", "e", "f", "stuck"];
+      let emitted = 0;
+      for (let b = 0; b < 16; b++) {
+        const rows = Array.from({ length: 8 }, (_, i) => ({ id: `${b}-${i}`, ts: at(10, b), account: accounts[Math.floor(random() * accounts.length)] }));
+        emitted += (await api.ingest(s, rows, { batchId: `o${b}` })).emitted;
+      }
+      expect(emitted).toBe(128);
+      const output = await api.output<{ id: string; account: string }>(s);
+      const stuckRows = output.filter((r) => r.account === "stuck").length;
+      expect(stuckRows).toBeGreaterThan(3);
 
-    // Every other entity's rows arrive while "stuck" keeps failing.
-    await pollUntil(
-      async () => handlers.arrived("order").size,
-      (n) => n >= emitted - stuckRows,
-      90_000,
-      200,
-    );
-    const failing = await getJson(`${D(s, "order")}/attempts`);
-    expect(failing.rows[0]).toMatchObject({ state: "pending", seq: expect.any(Number) });
-    const head = failing.rows[0];
-    expect(head.attempts.length).toBeGreaterThan(0);
-    expect(head.attempts.at(-1)).toMatchObject({ status: 500, error: "HTTP 500", ms: expect.any(Number), at: expect.any(Number) });
-    expect(head.nextAt).toBeGreaterThan(0);
-    // The stuck entity's oldest row is the one failing; its later rows were never sent.
-    const stuckIds = handlers.requests
-      .get("order")!
-      .filter((r) => r.row.account === "stuck")
-      .map((r) => r.id);
-    expect(new Set(stuckIds).size).toBe(1);
-    expect(stuckIds[0]).toBe(head.id);
-    const one = await getJson(`${D(s, "order")}/attempts?id=${encodeURIComponent(head.id)}`);
-    expect(one.rows).toHaveLength(1);
-    expect(one.rows[0]).toMatchObject({ id: head.id, state: "pending" });
-    expect(one.rows[0].attempts.length).toBeLessThanOrEqual(5); // the last few, bounded
+      // Every other entity's rows arrive while "stuck" keeps failing.
+      await pollUntil(
+        async () => handlers.arrived(path).size,
+        (n) => n >= emitted - stuckRows,
+        90_000,
+        200,
+      );
+      const failing = await getJson(`${D(s, path)}/attempts`);
+      expect(failing.rows[0]).toMatchObject({ state: "pending", seq: expect.any(Number) });
+      const head = failing.rows[0];
+      expect(head.attempts.length).toBeGreaterThan(0);
+      expect(head.attempts.at(-1)).toMatchObject({ status: 500, error: "HTTP 500", ms: expect.any(Number), at: expect.any(Number) });
+      expect(head.nextAt).toBeGreaterThan(0);
+      // The stuck entity's oldest row is the one failing; its later rows were never sent.
+      const stuckIds = handlers.requests
+        .get(path)!
+        .filter((r) => r.row.account === "stuck")
+        .map((r) => r.id);
+      expect(new Set(stuckIds).size).toBe(1);
+      expect(stuckIds[0]).toBe(head.id);
+      const one = await getJson(`${D(s, path)}/attempts?id=${encodeURIComponent(head.id)}`);
+      expect(one.rows).toHaveLength(1);
+      expect(one.rows[0]).toMatchObject({ id: head.id, state: "pending" });
+      expect(one.rows[0].attempts.length).toBeLessThanOrEqual(5); // the last few, bounded
 
-    stuck = false;
-    // The head's next attempt may be a backoff of up to a minute away; then its entity's rows go one at a time.
-    await pollUntil(
-      async () => handlers.arrived("order").size,
-      (n) => n >= emitted,
-      150_000,
-      200,
-    );
-    expect(handlers.arrived("order").size).toBe(emitted);
-    // For every entity: first deliveries in commit order, and never two requests of it open at once.
-    const ofEntity = new Map<string, string[]>();
-    const byId = new Map(handlers.requests.get("order")!.map((r) => [r.id, String(r.row.account)]));
-    for (const id of handlers.delivered.get("order")!) {
-      const e = byId.get(id)!;
-      ofEntity.set(e, [...(ofEntity.get(e) ?? []), id]);
-    }
-    expect(ofEntity.size).toBe(accounts.length);
-    for (const [, ids] of ofEntity) expect(ids).toEqual(inCommitOrder(ids));
-    for (const e of accounts) expect(handlers.mostAtOnce.get(`order ${e}`)).toBe(1);
-    // Some requests failed, so order held through retries.
-    expect(handlers.requests.get("order")!.filter((r) => r.status === 500).length).toBeGreaterThan(10);
+      stuck = false;
+      // The head's next attempt may be a backoff of up to a minute away; then its entity's rows go one at a time.
+      await pollUntil(
+        async () => handlers.arrived(path).size,
+        (n) => n >= emitted,
+        150_000,
+        200,
+      );
+      expect(handlers.arrived(path).size).toBe(emitted);
+      // For every entity: first deliveries in commit order, and never two requests of it open at once.
+      const ofEntity = new Map<string, string[]>();
+      const byId = new Map(handlers.requests.get(path)!.map((r) => [r.id, String(r.row.account)]));
+      for (const id of handlers.delivered.get(path)!) {
+        const e = byId.get(id)!;
+        ofEntity.set(e, [...(ofEntity.get(e) ?? []), id]);
+      }
+      expect(ofEntity.size).toBe(accounts.length);
+      // Each shard's rows of an entity in its commit order (with one shard: all of them; across shards, commit time orders them).
+      for (const [, ids] of ofEntity) {
+        for (let k = 0; k < shards; k++) {
+          const mine = ids.filter((id) => shardOfSeq(place(id)[0]) === k);
+          expect(mine).toEqual(inCommitOrder(mine));
+        }
+      }
+      for (const e of accounts) expect(handlers.mostAtOnce.get(`${path} ${e}`)).toBe(1);
+      // Some requests failed, so order held through retries.
+      expect(handlers.requests.get(path)!.filter((r) => r.status === 500).length).toBeGreaterThan(10);
 
-    // Attempts of a delivered row: its successful one last; an unknown or foreign id is a clear problem.
-    const delivered = await getJson(`${D(s, "order")}/attempts?id=${encodeURIComponent(head.id)}`);
-    expect(delivered.rows[0]).toMatchObject({ state: "delivered", at: expect.any(Number) });
-    expect(delivered.rows[0].attempts.at(-1)).toMatchObject({ status: 204, error: null });
-    const unknown = await api.request("GET", `${D(s, "order")}/attempts?id=${s}.999.0`);
-    expect(unknown.status).toBe(404);
-    expect(unknown.headers.get("content-type")).toMatch(/problem\+json/);
-    expect((await api.request("GET", `${D(s, "order")}/attempts?id=other.1.0`)).status).toBe(400);
-    // The handler counts a row on arrival; its lane records the outcome a moment after the response.
-    const status = await pollUntil(
-      () => getJson(D(s, "order")),
-      (d) => d.pending === 0,
-      10_000,
-    );
-    expect(status).toMatchObject({ pending: 0, dead: 0, deliveredSeq: 16 });
-    for (const l of status.laneStatus) expect(l).toMatchObject({ pending: 0, deliveredSeq: 16, lagMs: 0 });
-  });
+      // Attempts of a delivered row: its successful one last; an unknown or foreign id is a clear problem.
+      const delivered = await getJson(`${D(s, path)}/attempts?id=${encodeURIComponent(head.id)}`);
+      expect(delivered.rows[0]).toMatchObject({ state: "delivered", at: expect.any(Number) });
+      expect(delivered.rows[0].attempts.at(-1)).toMatchObject({ status: 204, error: null });
+      const unknown = await api.request("GET", `${D(s, path)}/attempts?id=${s}.999.0`);
+      expect(unknown.status).toBe(404);
+      expect(unknown.headers.get("content-type")).toMatch(/problem\+json/);
+      expect((await api.request("GET", `${D(s, path)}/attempts?id=other.1.0`)).status).toBe(400);
+      // The handler counts a row on arrival; its lane records the outcome a moment after the response.
+      const status = await pollUntil(
+        () => getJson(D(s, path)),
+        (d) => d.pending === 0,
+        10_000,
+      );
+      // Every shard's last commit delivered: with one shard commit 16, with several each shard's own last.
+      const seqs = handlers.delivered.get(path)!.map((id) => place(id)[0]);
+      const last = Array.from({ length: shards }, (_, k) => Math.max(k * SHARD_SEQ_BASE, ...seqs.filter((q) => shardOfSeq(q) === k)));
+      if (shards === 1) expect(last).toEqual([16]);
+      const cursor = shards === 1 ? {} : { deliveredCursor: last.join(",") };
+      expect(status).toMatchObject({ pending: 0, dead: 0, deliveredSeq: last[0], ...cursor });
+      for (const l of status.laneStatus) expect(l).toMatchObject({ pending: 0, deliveredSeq: last[0], lagMs: 0, ...cursor });
+    },
+  );
 
   test("a lane change in the middle of a load, and a crash: every row arrives, repeats only of rows in flight", async () => {
     const s = "lanes-change";
