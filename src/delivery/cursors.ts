@@ -5,7 +5,7 @@
  * the destination has no cursor for (none stored yet) is read from its
  * start. Pure.
  */
-import { seqBase } from "../stream/shards";
+import { SHARD_SEQ_BASE, seqBase, shardEnd, shardOfSeq } from "../stream/shards";
 
 export interface ReadCursor {
   /** every commit up to it read … */
@@ -17,8 +17,14 @@ export interface ReadCursor {
 /** Shard k's cursor (its start when none is stored). */
 export const cursorOf = (cursors: readonly ReadCursor[], k: number): ReadCursor => cursors[k] ?? { seq: seqBase(k), index: 0 };
 
-/** Shard k's commits are the seqs above seqBase(k) and below shardEnd(k). */
-export const shardEnd = (k: number): number => seqBase(k + 1);
+/** SQL: the shard of a row's `seq` (shardOfSeq), to group a table's rows by shard. */
+export const SHARD_OF_SEQ = `CAST(seq / ${SHARD_SEQ_BASE} AS INTEGER)`;
+
+/** The seqs from `seq` to its shard's end ([from, below)): a replay's, or a mark's shard. */
+export const restOfShard = (seq: number): [number, number] => [seq, shardEnd(shardOfSeq(seq))];
+
+/** Shard k's seqs ([from, below)). */
+export const seqsOf = (k: number): [number, number] => [seqBase(k), shardEnd(k)];
 
 /** The cursors with shard k's replaced (shards before k without one get their start). */
 export function withCursor(cursors: readonly ReadCursor[], k: number, c: ReadCursor): ReadCursor[] {

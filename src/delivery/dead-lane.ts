@@ -1,5 +1,4 @@
-import { SHARD_SEQ_BASE, shardOfSeq } from "../stream/shards";
-import { shardEnd } from "./cursors";
+import { restOfShard, SHARD_OF_SEQ } from "./cursors";
 import { parseAttempts, type AttemptRecord } from "./attempts-log";
 import { webhookId } from "./message";
 import type { DeadRow } from "./protocol";
@@ -63,19 +62,19 @@ export class DeadLane {
   /** Per shard with dead rows, its oldest dead row's commit (a replay of the dead lane starts there). */
   oldestByShard(): number[] {
     return this.sql
-      .exec<{ low: number }>("SELECT min(seq) AS low FROM dead GROUP BY CAST(seq / ? AS INTEGER) ORDER BY 1", SHARD_SEQ_BASE)
+      .exec<{ low: number }>(`SELECT min(seq) AS low FROM dead GROUP BY ${SHARD_OF_SEQ} ORDER BY 1`)
       .toArray()
       .map((r) => r.low);
   }
 
   /** Dead rows of commit `seq` and the later ones of its shard. */
   countFrom(seq: number): number {
-    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM dead WHERE seq >= ? AND seq < ?", seq, shardEnd(shardOfSeq(seq))).one().n;
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM dead WHERE seq >= ? AND seq < ?", ...restOfShard(seq)).one().n;
   }
 
   /** Forgets the dead rows from commit `seq` on (in its shard). */
   dropFrom(seq: number): void {
-    this.sql.exec("DELETE FROM dead WHERE seq >= ? AND seq < ?", seq, shardEnd(shardOfSeq(seq)));
+    this.sql.exec("DELETE FROM dead WHERE seq >= ? AND seq < ?", ...restOfShard(seq));
   }
 
   /** A row too large to keep (`length` characters): a stand-in that says so, never attempted. */

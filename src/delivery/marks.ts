@@ -1,5 +1,5 @@
-import { SHARD_SEQ_BASE, seqBase, shardOfSeq } from "../stream/shards";
-import { cursorOf, shardEnd, type ReadCursor } from "./cursors";
+import { shardOfSeq } from "../stream/shards";
+import { cursorOf, restOfShard, seqsOf, SHARD_OF_SEQ, type ReadCursor } from "./cursors";
 import { MAX_MARKS } from "./store";
 
 /**
@@ -18,24 +18,20 @@ export class CommitMarks {
     this.sql.exec("INSERT OR IGNORE INTO marks (seq, at) VALUES (?, ?)", seq, at);
     this.sql.exec(
       "DELETE FROM marks WHERE seq >= ?1 AND seq < ?2 AND seq NOT IN (SELECT seq FROM marks WHERE seq >= ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3)",
-      seqBase(k),
-      shardEnd(k),
+      ...seqsOf(k),
       MAX_MARKS,
     );
   }
 
   /** The commit time reported for `seq` (the first mark of its shard at or after it), or null. */
   timeOf(seq: number): number | null {
-    return (
-      this.sql.exec<{ at: number }>("SELECT at FROM marks WHERE seq >= ? AND seq < ? ORDER BY seq LIMIT 1", seq, shardEnd(shardOfSeq(seq))).toArray()[0]?.at ??
-      null
-    );
+    return this.sql.exec<{ at: number }>("SELECT at FROM marks WHERE seq >= ? AND seq < ? ORDER BY seq LIMIT 1", ...restOfShard(seq)).toArray()[0]?.at ?? null;
   }
 
   /** The shards with a commit reported past their cursor. */
   unread(cursors: readonly ReadCursor[]): number[] {
     return this.sql
-      .exec<{ k: number; top: number }>("SELECT CAST(seq / ? AS INTEGER) AS k, max(seq) AS top FROM marks GROUP BY 1 ORDER BY 1", SHARD_SEQ_BASE)
+      .exec<{ k: number; top: number }>(`SELECT ${SHARD_OF_SEQ} AS k, max(seq) AS top FROM marks GROUP BY 1 ORDER BY 1`)
       .toArray()
       .filter((r) => r.top > cursorOf(cursors, r.k).seq)
       .map((r) => r.k);
@@ -48,7 +44,7 @@ export class CommitMarks {
 
   /** Forgets shard k's marks up to `seq` (read). */
   dropUpTo(k: number, seq: number): void {
-    this.sql.exec("DELETE FROM marks WHERE seq >= ? AND seq <= ?", seqBase(k), seq);
+    this.sql.exec("DELETE FROM marks WHERE seq >= ? AND seq <= ?", seqsOf(k)[0], seq);
   }
 
   clear(): void {

@@ -1,5 +1,4 @@
-import { SHARD_SEQ_BASE, seqBase, shardOfSeq } from "../stream/shards";
-import { shardEnd } from "./cursors";
+import { restOfShard, seqsOf, SHARD_OF_SEQ } from "./cursors";
 import { placementOf, type Ordering } from "./ordering";
 import type { LaneSummary, PendingRow, PendingSummary } from "./store";
 
@@ -12,16 +11,12 @@ export class Pending {
   constructor(private readonly sql: SqlStorage) {}
 
   summary(): PendingSummary {
-    return this.sql
-      .exec<PendingSummary>("SELECT count(*) AS n, min(seq) AS low, min(committed_at) AS oldest, coalesce(max(attempts > 0), 0) AS failing FROM pending")
-      .one();
+    return this.sql.exec<PendingSummary>("SELECT count(*) AS n, min(committed_at) AS oldest, coalesce(max(attempts > 0), 0) AS failing FROM pending").one();
   }
 
-  /** Each lane's pending rows, lowest seq and oldest commit time (lanes without rows are absent). */
+  /** Each lane's pending rows and oldest commit time (lanes without rows are absent; their lowest seqs: lows()). */
   byLane(lanes: number): LaneSummary[] {
-    return this.sql
-      .exec<LaneSummary>("SELECT h % ? AS lane, count(*) AS n, min(seq) AS low, min(committed_at) AS oldest FROM pending GROUP BY 1 ORDER BY 1", lanes)
-      .toArray();
+    return this.sql.exec<LaneSummary>("SELECT h % ? AS lane, count(*) AS n, min(committed_at) AS oldest FROM pending GROUP BY 1 ORDER BY 1", lanes).toArray();
   }
 
   count(): number {
@@ -129,22 +124,18 @@ export class Pending {
 
   /** Forgets the rows from commit `seq` on (in its shard). */
   dropFrom(seq: number): void {
-    this.sql.exec("DELETE FROM pending WHERE seq >= ? AND seq < ?", seq, shardEnd(shardOfSeq(seq)));
+    this.sql.exec("DELETE FROM pending WHERE seq >= ? AND seq < ?", ...restOfShard(seq));
   }
 
   /** The latest commit time of shard k's pending rows (null: none): a shard's rows read later are given no earlier one. */
   newestIn(k: number): number | null {
-    return this.sql.exec<{ at: number | null }>("SELECT max(committed_at) AS at FROM pending WHERE seq > ? AND seq < ?", seqBase(k), shardEnd(k)).one().at;
+    return this.sql.exec<{ at: number | null }>("SELECT max(committed_at) AS at FROM pending WHERE seq >= ? AND seq < ?", ...seqsOf(k)).one().at;
   }
 
   /** Per lane and shard, the lowest seq pending (a stream of several shards reports a delivered cursor per lane). */
   lows(lanes: number): { lane: number; k: number; low: number }[] {
     return this.sql
-      .exec<{ lane: number; k: number; low: number }>(
-        "SELECT h % ? AS lane, CAST(seq / ? AS INTEGER) AS k, min(seq) AS low FROM pending GROUP BY 1, 2",
-        lanes,
-        SHARD_SEQ_BASE,
-      )
+      .exec<{ lane: number; k: number; low: number }>(`SELECT h % ? AS lane, ${SHARD_OF_SEQ} AS k, min(seq) AS low FROM pending GROUP BY 1, 2`, lanes)
       .toArray();
   }
 }

@@ -100,8 +100,6 @@ export type PendingRow = {
 /** What the status reports of the pending rows. */
 export type PendingSummary = {
   n: number;
-  /** the lowest seq pending */
-  low: number | null;
   /** the oldest commit time pending */
   oldest: number | null;
   /** 1 when a pending row has failed an attempt */
@@ -109,4 +107,4 @@ export type PendingSummary = {
 };
 
 /** One lane's share of the pending rows (GET's `laneStatus`). */
-export type LaneSummary = { lane: number; n: number; low: number; oldest: number };
+export type LaneSummary = { lane: number; n: number; oldest: number };

@@ -42,5 +42,8 @@ export const seqBase = (shard: number): number => shard * SHARD_SEQ_BASE;
 /** Which shard made commit `seq`. */
 export const shardOfSeq = (seq: number): number => Math.floor(seq / SHARD_SEQ_BASE);
 
+/** Shard k's commit numbers lie above seqBase(k) and below shardEnd(k). */
+export const shardEnd = (k: number): number => seqBase(k + 1);
+
 /** The shards of a stream, 0 first. */
 export const shardList = (shards: number): number[] => Array.from({ length: shards }, (_, k) => k);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { cursorOf, shardEnd, startCursors, withCursor } from "../../../src/delivery/cursors";
-import { SHARD_SEQ_BASE, shardOfSeq } from "../../../src/stream/shards";
+import { cursorOf, restOfShard, seqsOf, startCursors, withCursor } from "../../../src/delivery/cursors";
+import { SHARD_SEQ_BASE, shardEnd, shardOfSeq } from "../../../src/stream/shards";
 
 describe("a destination's read cursors, one per shard", () => {
   it("a shard without a stored cursor reads from its start; replacing one keeps the others", () => {
@@ -23,6 +23,8 @@ describe("a destination's read cursors, one per shard", () => {
       expect(shardOfSeq(cursorOf([], k).seq + 1)).toBe(k);
       expect(shardOfSeq(shardEnd(k) - 1)).toBe(k);
       expect(shardOfSeq(shardEnd(k))).toBe(k + 1);
+      expect(seqsOf(k)).toEqual([k * SHARD_SEQ_BASE, (k + 1) * SHARD_SEQ_BASE]);
+      expect(restOfShard(k * SHARD_SEQ_BASE + 7)).toEqual([k * SHARD_SEQ_BASE + 7, (k + 1) * SHARD_SEQ_BASE]);
     }
   });
 });
