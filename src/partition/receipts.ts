@@ -13,22 +13,27 @@
  */
 import { T_SHIFT } from "./legacy-keys";
 import type { KeptBatch } from "./protocol";
-import type { NameChunk, WantedName } from "./batch-names";
+import { packNames, type NameChunk, type WantedName } from "./batch-names";
 
 /** The open chunk becomes a kept_names row past this size (the meta row stays small). */
 export const NAMES_CHUNK_BYTES = 2_048;
 
+/** A kept_names row's name count, and its name i (SQL), in either stored form (packNames: an array, or a prefix and the rests). */
+const NAMES_COUNT = "CASE json_type(batches) WHEN 'array' THEN json_array_length(batches) ELSE json_array_length(batches, '$.b') END";
+const nameAt = (i: string) =>
+  `CASE json_type(batches) WHEN 'array' THEN json_extract(batches, '$[' || (${i}) || ']') ELSE json_extract(batches, '$.p') || json_extract(batches, '$.b[' || (${i}) || ']') END`;
+
 /** The open chunk as the meta row holds it; a partition without one (upgraded from version 6) starts after kept_names' last number. */
 export function openChunk(sql: SqlStorage, names: string | null): NameChunk {
   if (names) return JSON.parse(names) as NameChunk;
-  const last = sql.exec<{ next: number }>("SELECT n + json_array_length(batches) AS next FROM kept_names ORDER BY n DESC LIMIT 1").toArray()[0];
+  const last = sql.exec<{ next: number }>(`SELECT n + ${NAMES_COUNT} AS next FROM kept_names ORDER BY n DESC LIMIT 1`).toArray()[0];
   return { n: last?.next ?? 1, b: [] };
 }
 
 /** Writes the open chunk as a row once it is full; returns the chunk to go on with. */
 export function sealChunk(sql: SqlStorage, chunk: NameChunk): NameChunk {
   if (JSON.stringify(chunk.b).length < NAMES_CHUNK_BYTES) return chunk;
-  sql.exec("INSERT INTO kept_names (n, batches, until) VALUES (?, ?, ?)", chunk.n, JSON.stringify(chunk.b), chunk.u ?? null);
+  sql.exec("INSERT INTO kept_names (n, batches, until) VALUES (?, ?, ?)", chunk.n, packNames(chunk.b), chunk.u ?? null);
   return { n: chunk.n + chunk.b.length, b: [] };
 }
 
@@ -45,7 +50,7 @@ export function resolveNames(sql: SqlStorage, chunk: NameChunk, numbers: Iterabl
   if (older.length === 0) return out;
   const rows = sql
     .exec<{ m: number; batch: string | null }>(
-      `SELECT m.value AS m, (SELECT json_extract(batches, '$[' || (m.value - n) || ']') FROM kept_names WHERE n <= m.value ORDER BY n DESC LIMIT 1) AS batch
+      `SELECT m.value AS m, (SELECT ${nameAt("m.value - n")} FROM kept_names WHERE n <= m.value ORDER BY n DESC LIMIT 1) AS batch
        FROM json_each(?) m`,
       JSON.stringify(older),
     )

@@ -204,6 +204,23 @@ describe("a partition's names of batches", () => {
       const chunks = () => runInDurableObject(p, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM kept_names").one().n);
       expect(await chunks()).toBeGreaterThan(3); // ~30 names a chunk
       for (const b of [0, 1, 57, 58, 120, 198, 199]) expect((await p.lookup("e1", `k${b}`))[0]).toMatchObject({ batch: batch(b), dropped: b < 199 ? 1 : 0 });
+      // A chunk's row keeps the names' shared start once (packNames).
+      const stored = await runInDurableObject(p, (_o, state) =>
+        state.storage.sql.exec<{ n: number; batches: string }>("SELECT n, batches FROM kept_names ORDER BY n").toArray(),
+      );
+      for (const r of stored) {
+        const { p: prefix, b: rests } = JSON.parse(r.batches) as { p: string; b: string[] };
+        expect(rests.map((rest) => prefix + rest)).toEqual(rests.map((_, i) => batch(r.n - 1 + i)));
+        expect(prefix.startsWith("source-with-a-long-name\nbatch-0")).toBe(true);
+        expect(r.batches.length).toBeLessThan(JSON.stringify(rests.map((rest) => prefix + rest)).length - (rests.length - 1) * prefix.length);
+      }
+      // A chunk as earlier releases stored it (a plain array) still answers.
+      await runInDurableObject(p, (_o, state) => {
+        const first = stored[1];
+        const { p: prefix, b: rests } = JSON.parse(first.batches) as { p: string; b: string[] };
+        state.storage.sql.exec("UPDATE kept_names SET batches = ? WHERE n = ?", JSON.stringify(rests.map((rest) => prefix + rest)), first.n);
+      });
+      for (let b = stored[1].n - 1; b < stored[2].n - 1; b++) expect((await p.lookup("e1", `k${b}`))[0]).toMatchObject({ batch: batch(b) });
       // Keys up to k99 expire: their chunks go, the others stay and still answer.
       const before = await chunks();
       await p.advance("e1", 1199);
