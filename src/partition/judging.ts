@@ -10,7 +10,7 @@ import { bucketOf, bucketWidthFor } from "../stream/expiry-buckets";
 import { newHashSecret } from "../stream/keyed-key-hash";
 import { encodeDecisions } from "../stream/decision-codec";
 import { bucketFor, keepsEventTime, KEY_HASH_KEYED, KEY_TEXT, storedKey, type Held, type Layout } from "./layout";
-import type { PartitionMeta } from "./meta";
+import { layoutOf, type PartitionMeta } from "./meta";
 import type { PartitionRow } from "../stream/row-columns";
 import { nameBatch, type NameChunk, type WantedName } from "./batch-names";
 
@@ -69,19 +69,24 @@ export function fixLayout(meta: PartitionMeta, work: readonly Pick<Work, "entry"
   if (meta.width === null) {
     for (const { entry, fresh } of work) {
       const first = fresh.find((r) => !isLate(entry.settings, meta.watermark, r));
-      if (!first) continue;
-      meta.width = bucketWidthFor(entry.settings);
-      // Hashed keys are keyed from release 27 on: a partition that fixed its layout before keeps the unkeyed hash it stored with.
-      meta.hashed = entry.settings.hashedKeys ? KEY_HASH_KEYED : KEY_TEXT;
-      meta.hash_key = entry.settings.hashedKeys ? newHashSecret() : null;
-      const e = expiryAt(entry.settings, first.eventTime);
-      // Version 7 on: buckets counted from the first one, expiries from their bucket's start (a few bytes per key).
-      meta.base = meta.width > 0 && e !== null ? bucketOf(e, meta.width) : null;
-      break;
+      if (first) return fixLayoutFor(meta, entry.settings, expiryAt(entry.settings, first.eventTime));
     }
-    if (meta.width === null) return null;
+    return null;
   }
-  return { hashed: meta.hashed, hashKey: meta.hash_key, width: meta.width, base: meta.base };
+  return layoutOf(meta);
+}
+
+/** The partition's layout, fixed in `meta` (if it has none yet) by the settings and the expiry of the first key it stores. */
+export function fixLayoutFor(meta: PartitionMeta, settings: DedupSettings, firstExpiry: number | null): Layout {
+  if (meta.width === null) {
+    meta.width = bucketWidthFor(settings);
+    // Hashed keys are keyed from release 27 on: a partition that fixed its layout before keeps the unkeyed hash it stored with.
+    meta.hashed = settings.hashedKeys ? KEY_HASH_KEYED : KEY_TEXT;
+    meta.hash_key = settings.hashedKeys ? newHashSecret() : null;
+    // Version 7 on: buckets counted from the first one, expiries from their bucket's start (a few bytes per key).
+    meta.base = meta.width > 0 && firstExpiry !== null ? bucketOf(firstExpiry, meta.width) : null;
+  }
+  return layoutOf(meta)!;
 }
 
 /** Each state key's stored form: itself, or its hash worked out once per call. */

@@ -1,17 +1,27 @@
 import type { Env } from "../env";
 import { SqliteObject } from "../storage/sqlite-object";
+import type { DedupSettings } from "../stream/dedup";
 import { rowsOf } from "../stream/row-columns";
 import { DecisionLedger, pendingOf, storedPending } from "./decision-ledger";
 import { Eviction } from "./eviction";
-import { fixLayout, gapsOf, judgeAll, keyIdOf, NamesInUse, wantedKeys, workOf, type Entry } from "./judging";
+import { fixLayout, fixLayoutFor, gapsOf, judgeAll, keyIdOf, NamesInUse, wantedKeys, workOf, type Entry } from "./judging";
 import { KeyStore } from "./key-store";
+import { heldToTake, keysOfNextBucket, storedKeysOf } from "./key-moves";
 import { listKeys, lookupReceipt } from "./key-reads";
 import { KEY_HASH_UNKEYED, type Held } from "./layout";
 import { layoutOf, type PartitionMeta } from "./meta";
 import { MetaStore } from "./meta-store";
 import { dieMidwayIfArmed } from "./midway-fault";
 import { createCurrentLayout, isNewPartition, PARTITION_MIGRATIONS } from "./migrations";
-import { type GroupApplyRequest, type GroupApplyResult, type PartitionRpc, type PartitionStats, type StateEntry, type StateReceipt } from "./protocol";
+import {
+  type GroupApplyRequest,
+  type GroupApplyResult,
+  type MovedKey,
+  type PartitionRpc,
+  type PartitionStats,
+  type StateEntry,
+  type StateReceipt,
+} from "./protocol";
 import { keptBatchesOf, openChunk, sealChunk } from "./receipts";
 
 /** A call's reported storage size is read again once the partition's key count has moved by this many since the last reading. */
@@ -136,6 +146,36 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     const l = meta && layoutOf(meta);
     if (!meta || !l) return [];
     return lookupReceipt(this.storage, this.keys, meta, l, stateKey);
+  }
+
+  /** A text partition's next bucket of keys, each whole (a rescale's move, src/partition/key-moves.ts). */
+  handOut(epoch: string, after: number | null): { bucket: number; keys: MovedKey[] } | null {
+    const meta = this.metas.current(epoch);
+    const l = meta && layoutOf(meta);
+    return meta && l ? keysOfNextBucket(this.storage, this.keys, meta, l, after) : null;
+  }
+
+  /** Keys moved here, kept as they were unless this partition remembers them (its copy wins): taking them again changes nothing. */
+  takeIn(epoch: string, settings: DedupSettings, watermark: number, moved: MovedKey[]): PartitionStats & { taken: number } {
+    return this.atomically(() => {
+      const meta = this.meta(epoch);
+      const openBefore = meta.open;
+      const removed = this.eviction.evict(meta, watermark);
+      const live = moved.filter((m) => m.expiresAt === null || m.expiresAt > meta.watermark);
+      if (live.length === 0) {
+        if (removed > 0 || meta.open !== openBefore) this.metas.save(meta);
+        return { taken: 0, ...this.stats(meta) };
+      }
+      const l = fixLayoutFor(meta, settings, live[0].expiresAt);
+      const remembered = new Set(this.keys.read(meta, l, storedKeysOf(l, live)).keys());
+      const names = new NamesInUse(() => openChunk(this.storage, meta.names));
+      const held = heldToTake(l, meta.watermark, live, remembered, () => names.chunk());
+      this.keys.write(meta, l, held, (b, e) => this.eviction.added(b, e));
+      if (names.open) meta.names = JSON.stringify(sealChunk(this.storage, names.open));
+      meta.rows += held.size;
+      this.metas.save(meta);
+      return { taken: held.size, ...this.stats(meta) };
+    });
   }
 
   async drop(): Promise<void> {

@@ -89,6 +89,24 @@ export interface StateReceipt extends StateEntry {
 }
 
 /**
+ * A remembered key whole, as it moves between partitions in a rescale
+ * (src/partition/key-moves.ts): everything its receipt and its judging need.
+ */
+export interface MovedKey {
+  /** the state key (its text) */
+  key: string;
+  expiresAt: number | null;
+  /** the kept copy's event time (null: none) */
+  eventTime: number | null;
+  /** the kept copy's content digest as stored (null: none) */
+  digest: string | null;
+  /** `{source}\n{batchId}` of the kept copy (null: none recorded) */
+  batch: string | null;
+  dropped: number;
+  conflicts: number;
+}
+
+/**
  * What callers may ask a Partition (src/partition/partition.ts implements
  * it); stubs are typed by it (src/env.ts), so no caller imports the Durable
  * Object's module.
@@ -103,5 +121,9 @@ export interface PartitionRpc extends Rpc.DurableObjectBranded {
   list(epoch: string, after: string, limit: number): StateEntry[];
   /** The one remembered key `stateKey`, if it is, with its receipt. */
   lookup(epoch: string, stateKey: string): StateReceipt[];
+  /** A text partition's next bucket of keys after `after` (stored bucket; null: the first), each whole; null once none is left. Read-only. */
+  handOut(epoch: string, after: number | null): { bucket: number; keys: MovedKey[] } | null;
+  /** Keys moved here (a rescale): each not remembered here is kept as it was; ones remembered here keep their own copy. */
+  takeIn(epoch: string, settings: DedupSettings, watermark: number, keys: MovedKey[]): PartitionStats & { taken: number };
   drop(): Promise<void>;
 }

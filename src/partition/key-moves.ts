@@ -1,0 +1,125 @@
+/**
+ * Keys leaving and joining a partition (DESIGN §12, online rescale): the
+ * bottom of a move. A partition hands out its remembered keys a bucket at a
+ * time, each whole (expiry, event time, digest, its batch's name, every copy
+ * dropped against it, its conflicts), and takes such keys in as if a call had
+ * kept them, except those it already remembers (its own copy wins): taking
+ * the same keys again, after a crash, changes nothing.
+ *
+ * Handing out needs the key's text to route it anew, so only a text
+ * partition hands out; a hashed one (its keys are hashes under its own
+ * secret) keeps them until they expire. Taking in works for either.
+ */
+import { keyBytes, Segment, type KeyEntry } from "../stream/key-segment";
+import { isLive, type KeyStore } from "./key-store";
+import { bucketFor, heldOf, storedKey, type Held, type Layout } from "./layout";
+import type { PartitionMeta } from "./meta";
+import type { MovedKey } from "./protocol";
+import { openChunk, resolveNames } from "./receipts";
+import { readBucket } from "./segment-rows";
+import { nameBatch, type NameChunk } from "./batch-names";
+
+/** The stored buckets holding keys, ascending (sealed segments' and the open segment's). */
+function bucketsOf(keys: KeyStore, meta: PartitionMeta, l: Layout): number[] {
+  const bs = new Set<number>(keys.segments(l).bucketList());
+  for (const e of keys.openOf(meta).kept.values()) bs.add(e.b);
+  return [...bs].sort((a, b) => a - b);
+}
+
+/**
+ * The first bucket after `after` (stored form; null: from the first) that
+ * holds remembered keys, with its keys, each whole; null once none is left.
+ */
+export function keysOfNextBucket(
+  sql: SqlStorage,
+  keys: KeyStore,
+  meta: PartitionMeta,
+  l: Layout,
+  after: number | null,
+): { bucket: number; keys: MovedKey[] } | null {
+  if (l.hashed) throw new Error("a hashed partition can't hand out its keys: they are hashes under its own secret");
+  const wm = meta.watermark;
+  const open = keys.openOf(meta);
+  for (const b of bucketsOf(keys, meta, l)) {
+    if (after !== null && b <= after) continue;
+    const kept = new Map<string, KeyEntry>();
+    const dropped = new Map<string, number>();
+    const countDrop = (key: string, n: number | null, count: number) => dropped.set(`${n} ${key}`, (dropped.get(`${n} ${key}`) ?? 0) + count);
+    for (const data of readBucket(sql, b)) {
+      const seg = new Segment(data);
+      for (const e of seg.kept.entries(b)) if (isLive(l, b, e.e, wm)) kept.set(e.key, e);
+      for (const d of seg.drops.entries(b)) countDrop(d.key, d.n, d.dropped);
+    }
+    for (const e of open.kept.values()) if (e.b === b && isLive(l, b, e.e, wm)) kept.set(e.key, e);
+    for (const d of open.drops.values()) if (d.b === b) countDrop(d.key, d.n, d.dropped);
+    if (kept.size === 0) continue;
+    const names = resolveNames(
+      sql,
+      openChunk(sql, meta.names),
+      [...kept.values()].flatMap((e) => (e.n === null ? [] : [e.n])),
+    );
+    const conflicts = new Map(
+      sql
+        .exec<{ k: string; c: number }>("SELECT k, conflicts AS c FROM receipts WHERE b = ?", b)
+        .toArray()
+        .map((r) => [String(r.k), r.c]),
+    );
+    const out: MovedKey[] = [];
+    for (const e of kept.values()) {
+      const h = heldOf(l, e);
+      out.push({
+        key: e.key,
+        expiresAt: h.expiresAt,
+        eventTime: h.t,
+        digest: h.d,
+        batch: e.n === null ? null : (names.get(e.n) ?? null),
+        dropped: e.dropped + (dropped.get(`${e.n} ${e.key}`) ?? 0),
+        conflicts: conflicts.get(e.key) ?? 0,
+      });
+    }
+    return { bucket: b, keys: out.sort((x, y) => compare(keyBytes(false, x.key), keyBytes(false, y.key))) };
+  }
+  return null;
+}
+
+function compare(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  return a.length - b.length;
+}
+
+/**
+ * Moved keys as held keys to write (KeyStore.write): those not remembered
+ * here and not expired at the partition's watermark, each named in the open
+ * chunk of names. `remembered`: the stored keys of these held here now.
+ */
+export function heldToTake(l: Layout, wm: number, moved: readonly MovedKey[], remembered: ReadonlySet<string>, chunk: () => NameChunk): Map<string, Held> {
+  const held = new Map<string, Held>();
+  const taken = moved.filter((m) => (m.expiresAt === null || m.expiresAt > wm) && !remembered.has(storedKey(l, m.key)));
+  // Each batch named once, until the last of its keys here expires (null: one never does).
+  const until = new Map<string, number | null>();
+  for (const m of taken) {
+    if (m.batch === null) continue;
+    const u = until.get(m.batch);
+    until.set(m.batch, u === undefined ? m.expiresAt : u === null || m.expiresAt === null ? null : Math.max(u, m.expiresAt));
+  }
+  const numbers = new Map([...until].map(([batch, u]) => [batch, nameBatch(chunk(), batch, u)]));
+  for (const m of taken) {
+    const id = storedKey(l, m.key);
+    if (held.has(id)) continue;
+    held.set(id, {
+      b: bucketFor(l, m.expiresAt),
+      expiresAt: m.expiresAt,
+      t: m.eventTime,
+      d: m.digest,
+      n: m.batch === null ? null : numbers.get(m.batch)!,
+      added: true,
+      dropped: m.dropped,
+      conflicts: m.conflicts,
+    });
+  }
+  return held;
+}
+
+/** The stored keys of moved keys, as KeyStore.read takes them. */
+export const storedKeysOf = (l: Layout, moved: readonly MovedKey[]): Set<string> => new Set(moved.map((m) => storedKey(l, m.key)));

@@ -1,0 +1,180 @@
+/**
+ * The bottom of an online rescale (src/partition/key-moves.ts): real text
+ * partitions driven with random batches (duplicates, changed copies,
+ * watermark moves) hand their keys out a bucket at a time, and the keys
+ * are taken in by the partitions a new map routes them to. After the move
+ * the new partitions hold exactly the old ones' keys, each with its receipt
+ * (batch, drops, conflicts, expiry, event time), and judge new batches
+ * exactly as the old ones do. Taking a bucket in twice (a move resumed after
+ * a crash) changes nothing.
+ */
+import { env } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type { Partition } from "../../../src/partition/partition";
+import type { MovedKey, PartitionRow, StateReceipt } from "../../../src/partition/protocol";
+import { contentDigest } from "../../../src/stream/content";
+import type { DedupSettings } from "../../../src/stream/dedup";
+import { ownerOf, routingKeyOf } from "../../../src/stream/partition-map";
+import { applyOne } from "../helpers";
+
+const MIN = 60_000;
+type Stub = DurableObjectStub<Partition>;
+let run = 0;
+
+const batchArb = fc.record({
+  keys: fc.array(fc.record({ k: fc.nat(80), t: fc.nat(20), v: fc.nat(2) }), { minLength: 1, maxLength: 60 }),
+  watermark: fc.nat(12),
+});
+
+/** A batch routed by `partitions`: each partition's rows, and where each row went (partition, position there). */
+function route(batch: { keys: { k: number; t: number; v: number }[] }, partitions: number, t0: number) {
+  const rows = new Map<number, PartitionRow[]>();
+  const at: [number, number][] = [];
+  batch.keys.forEach(({ k, t, v }, index) => {
+    const key = `["order-${k}"]`;
+    const p = ownerOf(key, { partitions });
+    const list = rows.get(p) ?? rows.set(p, []).get(p)!;
+    at.push([p, list.length]);
+    list.push({ index, key, eventTime: t0 + t * MIN, digest: contentDigest({ v }, []) });
+  });
+  return { rows, at };
+}
+
+/** A batch applied to a set of partitions; its decisions in the batch's row order. */
+async function applyTo(
+  set: Stub[],
+  name: string,
+  settings: DedupSettings,
+  batch: { keys: { k: number; t: number; v: number }[] },
+  watermark: number,
+  t0: number,
+) {
+  const { rows, at } = route(batch, set.length, t0);
+  const got = new Map<number, string>();
+  for (const [p, list] of rows) got.set(p, (await applyOne(set[p], { epoch: "e1", batch: name, watermark, settings, rows: list })).decisions);
+  return at.map(([p, i]) => got.get(p)![i]).join("");
+}
+
+async function receiptsOf(set: Stub[]): Promise<StateReceipt[]> {
+  const out: StateReceipt[] = [];
+  for (const p of set) for (const e of await p.list("e1", "", 10_000)) out.push(...(await p.lookup("e1", e.key)));
+  return out.sort((a, b) => (a.key < b.key ? -1 : 1));
+}
+
+/** Every old partition's keys, a bucket at a time, into the new set by `settings.mode`'s routing key; `twice`: each bucket taken in again. */
+async function move(from: Stub[], to: Stub[], settings: DedupSettings, twice: boolean): Promise<number> {
+  let moved = 0;
+  for (const p of from) {
+    const { watermark } = await p.describe("e1");
+    for (let after: number | null = null; ; ) {
+      const next = await p.handOut("e1", after);
+      if (!next) break;
+      const byOwner = new Map<number, MovedKey[]>();
+      for (const m of next.keys) {
+        const q = ownerOf(routingKeyOf(m.key, m.eventTime, settings.mode), { partitions: to.length });
+        (byOwner.get(q) ?? byOwner.set(q, []).get(q)!).push(m);
+      }
+      for (const [q, keys] of byOwner) {
+        const first = await to[q].takeIn("e1", settings, watermark, keys);
+        moved += first.taken;
+        if (twice) expect((await to[q].takeIn("e1", settings, watermark, keys)).taken).toBe(0);
+      }
+      after = next.bucket;
+    }
+  }
+  return moved;
+}
+
+type Batch = { keys: { k: number; t: number; v: number }[]; watermark: number };
+
+/** Batches into `from` old partitions (and a control set alike), the move into `to` new ones, more batches into both: the new set's keys, receipts and decisions are the control's. */
+async function check(
+  settings: DedupSettings,
+  before: Batch[],
+  after: Batch[],
+  from: number,
+  to: number,
+  twice: boolean,
+): Promise<{ sealed: number; conflicts: number }> {
+  const id = ++run;
+  const set = (label: string, n: number) => Array.from({ length: n }, (_, p) => env.PARTITION.getByName(`moves-${id}-${label}/${p}`) as Stub);
+  const [old, moved, control] = [set("old", from), set("new", to), set("control", from)];
+  const t0 = Date.UTC(2026, 0, 1);
+  // The global watermark never goes back, so each batch's is at least the one before's (a partition's own never passes it).
+  let high = 0;
+  const wmOf = (w: number) => (settings.hasEventTime ? t0 + (high = Math.max(high, w)) * MIN : 0);
+  let b = 0;
+  for (const batch of before) {
+    const name = `api\nbatch-${++b}`;
+    const dOld = await applyTo(old, name, settings, batch, wmOf(batch.watermark), t0);
+    expect(await applyTo(control, name, settings, batch, wmOf(batch.watermark), t0)).toBe(dOld);
+  }
+  // The move runs at the stream's watermark: every old partition raised to it first, as the Coordinator's eviction does.
+  for (const p of [...old, ...control]) await p.advance("e1", wmOf(high));
+  const truth = await receiptsOf(old);
+  const taken = await move(old, moved, settings, twice);
+  expect(taken).toBe(truth.length);
+  expect(await receiptsOf(moved)).toEqual(truth);
+  // Each new partition's watermark carried over from the old ones it took keys from: new batches are judged alike.
+  for (const batch of after) {
+    const name = `api\nbatch-${++b}`;
+    const want = await applyTo(control, name, settings, batch, wmOf(batch.watermark), t0);
+    expect(await applyTo(moved, name, settings, batch, wmOf(batch.watermark), t0)).toBe(want);
+  }
+  // Again every partition raised to the watermark: the same keys are remembered.
+  for (const p of [...moved, ...control]) await p.advance("e1", wmOf(high));
+  expect(await receiptsOf(moved)).toEqual(await receiptsOf(control));
+  return { sealed: await counted(old, "SELECT count(*) AS n FROM segments"), conflicts: await counted(old, "SELECT count(*) AS n FROM receipts") };
+}
+
+const counted = async (set: Stub[], query: string) =>
+  (await Promise.all(set.map((p) => runInDurableObject(p, (_o, state) => state.storage.sql.exec<{ n: number }>(query).one().n)))).reduce((a, b) => a + b, 0);
+
+describe("keys moved between partitions", () => {
+  const SETTINGS: [string, DedupSettings][] = [
+    ["within-watermark", { mode: "within-watermark", delay: 6 * MIN, hasEventTime: true }],
+    ["event-time-key", { mode: "event-time-key", delay: 3 * MIN, hasEventTime: true }],
+    ["global", { mode: "global", delay: 0, hasEventTime: false }],
+  ];
+  for (const [name, settings] of SETTINGS) {
+    it(`${name}: the new partitions hold the old ones' keys with their receipts, and judge on alike`, async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(batchArb, { minLength: 1, maxLength: 6 }),
+          fc.array(batchArb, { minLength: 1, maxLength: 3 }),
+          fc.integer({ min: 1, max: 4 }),
+          fc.integer({ min: 1, max: 5 }),
+          fc.boolean(),
+          async (before, after, from, to, twice) => {
+            await check(settings, before, after, from, to, twice);
+          },
+        ),
+        { numRuns: 12 },
+      );
+    }, 120_000);
+  }
+
+  it("sealed segments, copies dropped against their keys and conflicts move too", async () => {
+    const settings: DedupSettings = { mode: "within-watermark", delay: 6 * MIN, hasEventTime: true };
+    // Five batches of 900 rows over 2,500 keys: each seals segments, repeats keys of sealed ones, and changes some copies.
+    const big = (b: number): Batch => ({
+      keys: Array.from({ length: 900 }, (_, i) => {
+        const k = (i * 7 + b * 300) % 2_500;
+        return { k, t: k % 20, v: (k + b) % 11 === 0 ? 1 : 0 };
+      }),
+      watermark: 2 * b,
+    });
+    const seen = await check(settings, [0, 1, 2, 3, 4].map(big), [big(5)], 2, 3, true);
+    expect(seen.sealed).toBeGreaterThan(0);
+    expect(seen.conflicts).toBeGreaterThan(0);
+  }, 120_000);
+
+  it("a hashed partition keeps its keys: they are hashes under its own secret", async () => {
+    const p = env.PARTITION.getByName("moves-hashed/0") as Stub;
+    const settings: DedupSettings = { mode: "within-watermark", delay: 6 * MIN, hasEventTime: true, hashedKeys: true };
+    await applyOne(p, { epoch: "e1", batch: "api\nb1", watermark: 0, settings, rows: [{ index: 0, key: '["a"]', eventTime: 1_000 }] });
+    await expect(p.handOut("e1", null)).rejects.toThrow(/hashed partition can't hand out its keys/);
+  });
+});
