@@ -27,8 +27,57 @@ function bucketsOf(keys: KeyStore, meta: PartitionMeta, l: Layout): number[] {
 }
 
 /**
+ * The remembered keys of stored bucket b, each whole; `only`: just these
+ * stored keys, each moved under the state key it maps to (a hashed key's
+ * text is not stored, so the caller names it); null: all (text keys).
+ */
+function wholeKeysOf(sql: SqlStorage, keys: KeyStore, meta: PartitionMeta, l: Layout, b: number, only: ReadonlyMap<string, string> | null): MovedKey[] {
+  const wm = meta.watermark;
+  const open = keys.openOf(meta);
+  const wanted = (key: string) => only === null || only.has(key);
+  const kept = new Map<string, KeyEntry>();
+  const dropped = new Map<string, number>();
+  const countDrop = (key: string, n: number | null, count: number) => {
+    if (wanted(key)) dropped.set(`${n} ${key}`, (dropped.get(`${n} ${key}`) ?? 0) + count);
+  };
+  for (const data of readBucket(sql, b)) {
+    const seg = new Segment(data);
+    for (const e of seg.kept.entries(b)) if (wanted(e.key) && isLive(l, b, e.e, wm)) kept.set(e.key, e);
+    for (const d of seg.drops.entries(b)) countDrop(d.key, d.n, d.dropped);
+  }
+  for (const e of open.kept.values()) if (e.b === b && wanted(e.key) && isLive(l, b, e.e, wm)) kept.set(e.key, e);
+  for (const d of open.drops.values()) if (d.b === b) countDrop(d.key, d.n, d.dropped);
+  if (kept.size === 0) return [];
+  const names = resolveNames(
+    sql,
+    openChunk(sql, meta.names),
+    [...kept.values()].flatMap((e) => (e.n === null ? [] : [e.n])),
+  );
+  // A hashed key is a 64-bit INTEGER there: read as text, exactly.
+  const conflicts = new Map(
+    sql
+      .exec<{ k: string; c: number }>("SELECT CAST(k AS TEXT) AS k, conflicts AS c FROM receipts WHERE b = ?", b)
+      .toArray()
+      .map((r) => [r.k, r.c]),
+  );
+  return [...kept.values()].map((e) => {
+    const h = heldOf(l, e);
+    return {
+      key: only === null ? e.key : only.get(e.key)!,
+      expiresAt: h.expiresAt,
+      eventTime: h.t,
+      digest: h.d,
+      batch: e.n === null ? null : (names.get(e.n) ?? null),
+      dropped: e.dropped + (dropped.get(`${e.n} ${e.key}`) ?? 0),
+      conflicts: conflicts.get(e.key) ?? 0,
+    };
+  });
+}
+
+/**
  * The first bucket after `after` (stored form; null: from the first) that
- * holds remembered keys, with its keys, each whole; null once none is left.
+ * holds remembered keys, with its keys, each whole, in key order; null once
+ * none is left.
  */
 export function keysOfNextBucket(
   sql: SqlStorage,
@@ -38,48 +87,23 @@ export function keysOfNextBucket(
   after: number | null,
 ): { bucket: number; keys: MovedKey[] } | null {
   if (l.hashed) throw new Error("a hashed partition can't hand out its keys: they are hashes under its own secret");
-  const wm = meta.watermark;
-  const open = keys.openOf(meta);
   for (const b of bucketsOf(keys, meta, l)) {
     if (after !== null && b <= after) continue;
-    const kept = new Map<string, KeyEntry>();
-    const dropped = new Map<string, number>();
-    const countDrop = (key: string, n: number | null, count: number) => dropped.set(`${n} ${key}`, (dropped.get(`${n} ${key}`) ?? 0) + count);
-    for (const data of readBucket(sql, b)) {
-      const seg = new Segment(data);
-      for (const e of seg.kept.entries(b)) if (isLive(l, b, e.e, wm)) kept.set(e.key, e);
-      for (const d of seg.drops.entries(b)) countDrop(d.key, d.n, d.dropped);
-    }
-    for (const e of open.kept.values()) if (e.b === b && isLive(l, b, e.e, wm)) kept.set(e.key, e);
-    for (const d of open.drops.values()) if (d.b === b) countDrop(d.key, d.n, d.dropped);
-    if (kept.size === 0) continue;
-    const names = resolveNames(
-      sql,
-      openChunk(sql, meta.names),
-      [...kept.values()].flatMap((e) => (e.n === null ? [] : [e.n])),
-    );
-    const conflicts = new Map(
-      sql
-        .exec<{ k: string; c: number }>("SELECT k, conflicts AS c FROM receipts WHERE b = ?", b)
-        .toArray()
-        .map((r) => [String(r.k), r.c]),
-    );
-    const out: MovedKey[] = [];
-    for (const e of kept.values()) {
-      const h = heldOf(l, e);
-      out.push({
-        key: e.key,
-        expiresAt: h.expiresAt,
-        eventTime: h.t,
-        digest: h.d,
-        batch: e.n === null ? null : (names.get(e.n) ?? null),
-        dropped: e.dropped + (dropped.get(`${e.n} ${e.key}`) ?? 0),
-        conflicts: conflicts.get(e.key) ?? 0,
-      });
-    }
-    return { bucket: b, keys: out.sort((x, y) => compare(keyBytes(false, x.key), keyBytes(false, y.key))) };
+    const out = wholeKeysOf(sql, keys, meta, l, b, null);
+    if (out.length > 0) return { bucket: b, keys: out.sort((x, y) => compare(keyBytes(false, x.key), keyBytes(false, y.key))) };
   }
   return null;
+}
+
+/** These state keys, those remembered, each whole: what a new owner asks an old partition for (text or hashed). */
+export function peekKeys(sql: SqlStorage, keys: KeyStore, meta: PartitionMeta, l: Layout, stateKeys: readonly string[]): MovedKey[] {
+  const byStored = new Map(stateKeys.map((k) => [storedKey(l, k), k]));
+  const byBucket = new Map<number, Map<string, string>>();
+  for (const [id, h] of keys.read(meta, l, new Set(byStored.keys()))) {
+    const m = byBucket.get(h.b) ?? byBucket.set(h.b, new Map()).get(h.b)!;
+    m.set(id, byStored.get(id)!);
+  }
+  return [...byBucket].flatMap(([b, only]) => wholeKeysOf(sql, keys, meta, l, b, only));
 }
 
 function compare(a: Uint8Array, b: Uint8Array): number {

@@ -6,7 +6,7 @@ import { DecisionLedger, pendingOf, storedPending } from "./decision-ledger";
 import { Eviction } from "./eviction";
 import { fixLayout, fixLayoutFor, gapsOf, judgeAll, keyIdOf, NamesInUse, wantedKeys, workOf, type Entry } from "./judging";
 import { KeyStore } from "./key-store";
-import { heldToTake, keysOfNextBucket, storedKeysOf } from "./key-moves";
+import { heldToTake, keysOfNextBucket, peekKeys, storedKeysOf } from "./key-moves";
 import { listKeys, lookupReceipt } from "./key-reads";
 import { KEY_HASH_UNKEYED, type Held } from "./layout";
 import { layoutOf, type PartitionMeta } from "./meta";
@@ -153,6 +153,13 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     const meta = this.metas.current(epoch);
     const l = meta && layoutOf(meta);
     return meta && l ? keysOfNextBucket(this.storage, this.keys, meta, l, after) : null;
+  }
+
+  /** These state keys, those remembered, each whole (a new owner's question to an old partition in a rescale; text or hashed). Read-only. */
+  peek(epoch: string, stateKeys: string[]): MovedKey[] {
+    const meta = this.metas.current(epoch);
+    const l = meta && layoutOf(meta);
+    return meta && l ? peekKeys(this.storage, this.keys, meta, l, stateKeys) : [];
   }
 
   /** Keys moved here, kept as they were unless this partition remembers them (its copy wins): taking them again changes nothing. */

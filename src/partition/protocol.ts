@@ -123,6 +123,8 @@ export interface PartitionRpc extends Rpc.DurableObjectBranded {
   lookup(epoch: string, stateKey: string): StateReceipt[];
   /** A text partition's next bucket of keys after `after` (stored bucket; null: the first), each whole; null once none is left. Read-only. */
   handOut(epoch: string, after: number | null): { bucket: number; keys: MovedKey[] } | null;
+  /** These state keys, those remembered, each whole (text or hashed). Read-only. */
+  peek(epoch: string, stateKeys: string[]): MovedKey[];
   /** Keys moved here (a rescale): each not remembered here is kept as it was; ones remembered here keep their own copy. */
   takeIn(epoch: string, settings: DedupSettings, watermark: number, keys: MovedKey[]): PartitionStats & { taken: number };
   drop(): Promise<void>;

@@ -171,6 +171,32 @@ describe("keys moved between partitions", () => {
     expect(seen.conflicts).toBeGreaterThan(0);
   }, 120_000);
 
+  it.each([false, true])("peek answers remembered keys whole, and a partition that takes them in answers alike (hashed: %s)", async (hashedKeys) => {
+    const settings: DedupSettings = { mode: "within-watermark", delay: 6 * MIN, hasEventTime: true, hashedKeys };
+    const [old, fresh] = ["old", "new"].map((label) => env.PARTITION.getByName(`peek-${hashedKeys}-${label}/0`) as Stub);
+    const t0 = Date.UTC(2026, 0, 1);
+    for (let b = 0; b < 4; b++) {
+      const rows = Array.from({ length: 900 }, (_, i) => {
+        const k = (i * 7 + b * 300) % 2_500;
+        return { index: i, key: `["order-${k}"]`, eventTime: t0 + (k % 20) * MIN, digest: contentDigest({ v: (k + b) % 11 === 0 ? 1 : 0 }, []) };
+      });
+      await applyOne(old, { epoch: "e1", batch: `api\nbatch-${b}`, watermark: t0 + 2 * b * MIN, settings, rows });
+    }
+    const asked = Array.from({ length: 300 }, (_, i) => `["order-${i * 9}"]`); // 0 … 2,691: some were never sent
+    const peeked = await old.peek("e1", asked);
+    const receipt = async (p: Stub, key: string) => {
+      const [r] = await p.lookup("e1", key);
+      return r && { batch: r.batch, dropped: r.dropped, conflicts: r.conflicts, expiresAt: r.expiresAt };
+    };
+    const want = (await Promise.all(asked.map(async (k) => [k, await receipt(old, k)] as const))).filter(([, r]) => r);
+    expect(want.length).toBeGreaterThan(100);
+    expect(want.some(([, r]) => r!.dropped > 0) && want.some(([, r]) => r!.conflicts > 0)).toBe(true);
+    expect(peeked.map((m) => [m.key, { batch: m.batch, dropped: m.dropped, conflicts: m.conflicts, expiresAt: m.expiresAt }]).sort()).toEqual(want.sort());
+    const { watermark } = await old.describe("e1");
+    expect((await fresh.takeIn("e1", settings, watermark, peeked)).taken).toBe(want.length);
+    for (const [k, r] of want) expect(await receipt(fresh, k)).toEqual(r);
+  });
+
   it("a hashed partition keeps its keys: they are hashes under its own secret", async () => {
     const p = env.PARTITION.getByName("moves-hashed/0") as Stub;
     const settings: DedupSettings = { mode: "within-watermark", delay: 6 * MIN, hasEventTime: true, hashedKeys: true };
