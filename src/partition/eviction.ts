@@ -66,6 +66,25 @@ export class Eviction {
     return removed;
   }
 
+  /**
+   * Bucket b (stored form) forgotten whole, its keys kept elsewhere now (a
+   * rescale's mover, src/partition/key-moves.ts): its rows, its open
+   * entries and its receipts go, and the count drops by its live keys.
+   * Returns them; `meta` is updated, not saved.
+   */
+  forgetBucket(meta: PartitionMeta, l: Layout, b: number): number {
+    const removed = this.liveIn(meta, l, b, meta.watermark);
+    deleteBuckets(this.sql, [b]);
+    this.keys.segments(l).dropBucket(b);
+    this.keys.dropOpen(meta, l, new Set([b]));
+    this.sql.exec("DELETE FROM receipts WHERE b = ?", b);
+    if (this.front?.b === b) this.front = undefined;
+    meta.rows -= removed;
+    const at = l.width ? storedBucket(l, bucketAtWatermark(meta.watermark, l.width)) : 0;
+    meta.next_expiry = l.width ? this.earliestExpiry(meta, l, at) : null;
+    return removed;
+  }
+
   /** A key the call added: into the front if it is in the front's bucket. */
   added(b: number, expiresAt: number): void {
     if (!this.front || this.front.b !== b) return;
@@ -90,8 +109,8 @@ export class Eviction {
   /** Keys of bucket b still remembered at watermark wm (what its deletion removes from the count). */
   private liveIn(meta: PartitionMeta, l: Layout, b: number, wm: number): number {
     if (this.front?.b === b) return this.front.expiries.length;
-    // A bucket that starts after wm holds no expired entry: its count is the segments' and the open segment's.
-    if (absoluteBucket(l, b) * l.width > wm) {
+    // A bucket that starts after wm, or one whose keys never expire, holds no expired entry: its count is the segments' and the open segment's.
+    if (!l.width || absoluteBucket(l, b) * l.width > wm) {
       let n = 0;
       for (const seg of this.keys.segments(l).segmentsOf(b)) n += seg.n;
       for (const e of this.keys.openOf(meta).kept.values()) if (e.b === b) n++;

@@ -94,10 +94,11 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
       const openBefore = meta.open;
       const removed = this.eviction.evict(meta, req.watermark);
       const work = workOf(entries, recorded);
+      const names = new NamesInUse(() => openChunk(this.storage, meta.names));
+      const adopted = this.adopt(meta, req.inherited ?? [], entries[0]?.settings, names);
       const layout = fixLayout(meta, work);
       const id = keyIdOf(layout);
       const held = layout ? this.keys.read(meta, layout, wantedKeys(meta.watermark, id, work)) : new Map<string, Held>();
-      const names = new NamesInUse(() => openChunk(this.storage, meta.names));
       const { decisions, inserted, judged, ledger } = judgeAll(meta.watermark, layout, id, held, names, work);
       if (layout) this.keys.write(meta, layout, held, (b, e) => this.eviction.added(b, e));
       const { gaps, wanted } = layout ? gapsOf(layout, id, held, work) : { gaps: work.map((): number[] => []), wanted: [] };
@@ -106,7 +107,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
       if (this.ledger.record(pending, req.group, ledger)) pendingChanged = true;
       if (pendingChanged) meta.pending = storedPending(pending);
       meta.rows += inserted;
-      if (inserted > 0 || removed > 0 || ledger.length > 0 || pendingChanged || meta.open !== openBefore) this.metas.save(meta);
+      if (adopted > 0 || inserted > 0 || removed > 0 || ledger.length > 0 || pendingChanged || meta.open !== openBefore) this.metas.save(meta);
       this.ledger.maybePrune();
       const replayed = judged === 0 && entries.some((e) => e.rows.length > 0);
       return { decisions, gaps, ...(kept.some((k) => k.length > 0) ? { kept } : {}), replayed, inserted, removed, ...this.stats(meta) };
@@ -168,21 +169,35 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
       const meta = this.meta(epoch);
       const openBefore = meta.open;
       const removed = this.eviction.evict(meta, watermark);
-      const live = moved.filter((m) => m.expiresAt === null || m.expiresAt > meta.watermark);
-      if (live.length === 0) {
-        if (removed > 0 || meta.open !== openBefore) this.metas.save(meta);
-        return { taken: 0, ...this.stats(meta) };
-      }
-      const l = fixLayoutFor(meta, settings, live[0].expiresAt);
-      const remembered = new Set(this.keys.read(meta, l, storedKeysOf(l, live)).keys());
       const names = new NamesInUse(() => openChunk(this.storage, meta.names));
-      const held = heldToTake(l, meta.watermark, live, remembered, () => names.chunk());
-      this.keys.write(meta, l, held, (b, e) => this.eviction.added(b, e));
+      const taken = this.adopt(meta, moved, settings, names);
       if (names.open) meta.names = JSON.stringify(sealChunk(this.storage, names.open));
-      meta.rows += held.size;
-      this.metas.save(meta);
-      return { taken: held.size, ...this.stats(meta) };
+      if (taken > 0 || removed > 0 || meta.open !== openBefore) this.metas.save(meta);
+      return { taken, ...this.stats(meta) };
     });
+  }
+
+  /** A moved bucket forgotten here, once its new owners keep its keys (a rescale's mover). */
+  forgetBucket(epoch: string, bucket: number): PartitionStats & { removed: number } {
+    return this.atomically(() => {
+      const meta = this.meta(epoch);
+      const l = layoutOf(meta);
+      const removed = l ? this.eviction.forgetBucket(meta, l, bucket) : 0;
+      if (removed > 0 || l) this.metas.save(meta);
+      return { removed, ...this.stats(meta) };
+    });
+  }
+
+  /** Moved keys kept here (those not expired, and not remembered here: this partition's copy wins); how many. `meta` is updated, not saved. */
+  private adopt(meta: PartitionMeta, moved: readonly MovedKey[], settings: DedupSettings | undefined, names: NamesInUse): number {
+    const live = moved.filter((m) => m.expiresAt === null || m.expiresAt > meta.watermark);
+    if (live.length === 0 || !settings) return 0;
+    const l = fixLayoutFor(meta, settings, live[0].expiresAt);
+    const remembered = new Set(this.keys.read(meta, l, storedKeysOf(l, live)).keys());
+    const held = heldToTake(l, meta.watermark, live, remembered, () => names.chunk());
+    this.keys.write(meta, l, held, (b, e) => this.eviction.added(b, e));
+    meta.rows += held.size;
+    return held.size;
   }
 
   async drop(): Promise<void> {

@@ -27,6 +27,13 @@ export interface GroupApplyRequest {
   entries: GroupEntry[];
   /** ledgers of batches that have committed: a retry of them never reaches a partition again */
   forget?: string[];
+  /**
+   * During a rescale: the keys of these rows that the partitions which owned
+   * them before still hold (their peek()), each whole. They are kept here
+   * first, unless this partition remembers the key (its copy wins), so the
+   * rows are judged against them in the same transaction.
+   */
+  inherited?: MovedKey[];
 }
 
 export interface GroupEntry {
@@ -125,6 +132,8 @@ export interface PartitionRpc extends Rpc.DurableObjectBranded {
   handOut(epoch: string, after: number | null): { bucket: number; keys: MovedKey[] } | null;
   /** These state keys, those remembered, each whole (text or hashed). Read-only. */
   peek(epoch: string, stateKeys: string[]): MovedKey[];
+  /** A moved bucket (stored form) forgotten by the partition that handed it out, once its keys are kept by their new owners; the keys removed. */
+  forgetBucket(epoch: string, bucket: number): PartitionStats & { removed: number };
   /** Keys moved here (a rescale): each not remembered here is kept as it was; ones remembered here keep their own copy. */
   takeIn(epoch: string, settings: DedupSettings, watermark: number, keys: MovedKey[]): PartitionStats & { taken: number };
   drop(): Promise<void>;

@@ -15,7 +15,7 @@ import { describe, expect, it } from "vitest";
 import type { Partition } from "../../../src/partition/partition";
 import type { MovedKey, PartitionRow, StateReceipt } from "../../../src/partition/protocol";
 import { contentDigest } from "../../../src/stream/content";
-import type { DedupSettings } from "../../../src/stream/dedup";
+import { stateKeyFor, type DedupSettings } from "../../../src/stream/dedup";
 import { ownerOf, routingKeyOf } from "../../../src/stream/partition-map";
 import { applyOne } from "../helpers";
 
@@ -50,11 +50,25 @@ async function applyTo(
   batch: { keys: { k: number; t: number; v: number }[] },
   watermark: number,
   t0: number,
+  before?: Stub[],
 ) {
   const { rows, at } = route(batch, set.length, t0);
   const got = new Map<number, string>();
-  for (const [p, list] of rows) got.set(p, (await applyOne(set[p], { epoch: "e1", batch: name, watermark, settings, rows: list })).decisions);
+  for (const [p, list] of rows) {
+    const inherited = before ? await peekFor(before, settings, list) : undefined;
+    got.set(p, (await applyOne(set[p], { epoch: "e1", batch: name, watermark, settings, rows: list, inherited })).decisions);
+  }
   return at.map(([p, i]) => got.get(p)![i]).join("");
+}
+
+/** What a Coordinator hands a new partition with its rows during a move: their keys as the old partitions that owned them hold them. */
+async function peekFor(before: Stub[], settings: DedupSettings, rows: PartitionRow[]): Promise<MovedKey[]> {
+  const byOld = new Map<number, string[]>();
+  for (const r of rows) {
+    const p = ownerOf(r.key, { partitions: before.length });
+    (byOld.get(p) ?? byOld.set(p, []).get(p)!).push(stateKeyFor(settings, r));
+  }
+  return (await Promise.all([...byOld].map(([p, keys]) => before[p].peek("e1", keys)))).flat();
 }
 
 async function receiptsOf(set: Stub[]): Promise<StateReceipt[]> {
@@ -63,7 +77,19 @@ async function receiptsOf(set: Stub[]): Promise<StateReceipt[]> {
   return out.sort((a, b) => (a.key < b.key ? -1 : 1));
 }
 
-/** Every old partition's keys, a bucket at a time, into the new set by `settings.mode`'s routing key; `twice`: each bucket taken in again. */
+/** The receipts a state reader gives during a move: a key's new owner's, else its old owner's (which may still hold it). */
+async function receiptsDuringMove(old: Stub[], moved: Stub[]): Promise<StateReceipt[]> {
+  const byKey = new Map<string, StateReceipt>();
+  for (const r of await receiptsOf(old)) byKey.set(r.key, r);
+  for (const r of await receiptsOf(moved)) byKey.set(r.key, r);
+  return [...byKey.values()].sort((a, b) => (a.key < b.key ? -1 : 1));
+}
+
+/**
+ * Every old partition's keys, a bucket at a time, into the new set by
+ * `settings.mode`'s routing key, each bucket then forgotten where it was;
+ * `twice`: each bucket taken in again (a move resumed after a crash).
+ */
 async function move(from: Stub[], to: Stub[], settings: DedupSettings, twice: boolean): Promise<number> {
   let moved = 0;
   for (const p of from) {
@@ -81,6 +107,7 @@ async function move(from: Stub[], to: Stub[], settings: DedupSettings, twice: bo
         moved += first.taken;
         if (twice) expect((await to[q].takeIn("e1", settings, watermark, keys)).taken).toBe(0);
       }
+      expect((await p.forgetBucket("e1", next.bucket)).removed).toBe(next.keys.length);
       after = next.bucket;
     }
   }
@@ -89,15 +116,16 @@ async function move(from: Stub[], to: Stub[], settings: DedupSettings, twice: bo
 
 type Batch = { keys: { k: number; t: number; v: number }[]; watermark: number };
 
-/** Batches into `from` old partitions (and a control set alike), the move into `to` new ones, more batches into both: the new set's keys, receipts and decisions are the control's. */
-async function check(
-  settings: DedupSettings,
-  before: Batch[],
-  after: Batch[],
-  from: number,
-  to: number,
-  twice: boolean,
-): Promise<{ sealed: number; conflicts: number }> {
+/** How the new partitions get the old ones' keys: all moved first; asked for with each batch (peek, then kept in the apply); asked for, then all moved after the first batch. */
+type Way = "bulk" | "read-through" | "read-through, then bulk";
+
+/**
+ * Batches into `from` old partitions (and a control set alike), then the
+ * new map's `to` partitions take over `way`'s way, and more batches go to
+ * both: the new set's decisions, and the keys and receipts a state reader
+ * finds during and after the move, are the control's.
+ */
+async function check(settings: DedupSettings, before: Batch[], after: Batch[], from: number, to: number, twice: boolean, way: Way = "bulk") {
   const id = ++run;
   const set = (label: string, n: number) => Array.from({ length: n }, (_, p) => env.PARTITION.getByName(`moves-${id}-${label}/${p}`) as Stub);
   const [old, moved, control] = [set("old", from), set("new", to), set("control", from)];
@@ -111,22 +139,28 @@ async function check(
     const dOld = await applyTo(old, name, settings, batch, wmOf(batch.watermark), t0);
     expect(await applyTo(control, name, settings, batch, wmOf(batch.watermark), t0)).toBe(dOld);
   }
+  const seen = { sealed: await counted(old, "SELECT count(*) AS n FROM segments"), conflicts: await counted(old, "SELECT count(*) AS n FROM receipts") };
   // The move runs at the stream's watermark: every old partition raised to it first, as the Coordinator's eviction does.
   for (const p of [...old, ...control]) await p.advance("e1", wmOf(high));
   const truth = await receiptsOf(old);
-  const taken = await move(old, moved, settings, twice);
-  expect(taken).toBe(truth.length);
-  expect(await receiptsOf(moved)).toEqual(truth);
+  if (way === "bulk") {
+    expect(await move(old, moved, settings, twice)).toBe(truth.length);
+    expect(await receiptsOf(moved)).toEqual(truth);
+    expect(await receiptsOf(old)).toEqual([]);
+  }
   // Each new partition's watermark carried over from the old ones it took keys from: new batches are judged alike.
-  for (const batch of after) {
+  for (const [i, batch] of after.entries()) {
     const name = `api\nbatch-${++b}`;
     const want = await applyTo(control, name, settings, batch, wmOf(batch.watermark), t0);
-    expect(await applyTo(moved, name, settings, batch, wmOf(batch.watermark), t0)).toBe(want);
+    expect(await applyTo(moved, name, settings, batch, wmOf(batch.watermark), t0, way === "bulk" ? undefined : old)).toBe(want);
+    if (way === "read-through, then bulk" && i === 0) await move(old, moved, settings, twice);
   }
   // Again every partition raised to the watermark: the same keys are remembered.
-  for (const p of [...moved, ...control]) await p.advance("e1", wmOf(high));
-  expect(await receiptsOf(moved)).toEqual(await receiptsOf(control));
-  return { sealed: await counted(old, "SELECT count(*) AS n FROM segments"), conflicts: await counted(old, "SELECT count(*) AS n FROM receipts") };
+  for (const p of [...old, ...moved, ...control]) await p.advance("e1", wmOf(high));
+  const expected = await receiptsOf(control);
+  expect(await receiptsDuringMove(old, moved)).toEqual(expected);
+  if (way !== "read-through") expect(await receiptsOf(moved)).toEqual(expected);
+  return seen;
 }
 
 const counted = async (set: Stub[], query: string) =>
@@ -139,7 +173,7 @@ describe("keys moved between partitions", () => {
     ["global", { mode: "global", delay: 0, hasEventTime: false }],
   ];
   for (const [name, settings] of SETTINGS) {
-    it(`${name}: the new partitions hold the old ones' keys with their receipts, and judge on alike`, async () => {
+    it(`${name}: moved, read through or both, the new partitions judge as the old ones would, with the same keys and receipts`, async () => {
       await fc.assert(
         fc.asyncProperty(
           fc.array(batchArb, { minLength: 1, maxLength: 6 }),
@@ -147,8 +181,9 @@ describe("keys moved between partitions", () => {
           fc.integer({ min: 1, max: 4 }),
           fc.integer({ min: 1, max: 5 }),
           fc.boolean(),
-          async (before, after, from, to, twice) => {
-            await check(settings, before, after, from, to, twice);
+          fc.constantFrom<Way>("bulk", "read-through", "read-through, then bulk"),
+          async (before, after, from, to, twice, way) => {
+            await check(settings, before, after, from, to, twice, way);
           },
         ),
         { numRuns: 12 },
@@ -166,9 +201,11 @@ describe("keys moved between partitions", () => {
       }),
       watermark: 2 * b,
     });
-    const seen = await check(settings, [0, 1, 2, 3, 4].map(big), [big(5)], 2, 3, true);
-    expect(seen.sealed).toBeGreaterThan(0);
-    expect(seen.conflicts).toBeGreaterThan(0);
+    for (const way of ["bulk", "read-through", "read-through, then bulk"] as const) {
+      const seen = await check(settings, [0, 1, 2, 3, 4].map(big), [big(5), big(6)], 2, 3, true, way);
+      expect(seen.sealed).toBeGreaterThan(0);
+      expect(seen.conflicts).toBeGreaterThan(0);
+    }
   }, 120_000);
 
   it.each([false, true])("peek answers remembered keys whole, and a partition that takes them in answers alike (hashed: %s)", async (hashedKeys) => {
