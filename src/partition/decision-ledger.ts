@@ -7,7 +7,7 @@
  */
 import type { Decision } from "../stream/dedup";
 import { decodeDecisions } from "../stream/decision-codec";
-import { LEDGER_RETENTION_MS } from "./protocol";
+import { LEDGER_RETENTION_MS, type LedgerEntry } from "./protocol";
 
 /** Ledger entries held in the meta row: entry id → [recorded at, [[batch key, decisions], …]]. */
 export type PendingEntries = Record<string, [number, [string, string][]]>;
@@ -116,6 +116,34 @@ export class DecisionLedger {
     if (ledger.length > 0 && !small) this.count = undefined;
     if (prunePending(pending, now)) changed = true;
     return changed;
+  }
+
+  /** Every entry not yet forgotten, the meta row's and the table's: [id, recorded at, [[batch key, decisions], …]] (a rescale hands them over). */
+  entries(pending: PendingEntries): LedgerEntry[] {
+    const out: LedgerEntry[] = Object.entries(pending).map(([id, [at, list]]) => [id, at, list]);
+    if (this.rows() === 0) return out;
+    for (const r of this.sql.exec<{ batch: string; at: number; decisions: string }>("SELECT batch, at, decisions FROM ledger"))
+      out.push([r.batch, r.at, JSON.parse(r.decisions) as [string, string][]]);
+    return out;
+  }
+
+  /**
+   * Entries handed over by the partitions that owned these keys before (a
+   * rescale), into the table, each under its id and time: a retry of their
+   * batches finds the decisions they recorded there (recorded() unites
+   * entries), and they go as entries do (forgotten once committed, pruned
+   * after LEDGER_RETENTION_MS). One already held is kept with the
+   * handed-over one's pairs added: decisions never change.
+   */
+  take(entries: readonly LedgerEntry[]): void {
+    if (entries.length === 0) return;
+    this.sql.exec(
+      `INSERT INTO ledger (batch, at, decisions) SELECT value ->> 0, value ->> 1, json(value -> 2) FROM json_each(?) WHERE true
+       ON CONFLICT (batch) DO UPDATE SET decisions = (SELECT json_group_array(json(d.value)) FROM
+         (SELECT value FROM json_each(ledger.decisions) UNION SELECT value FROM json_each(excluded.decisions)) d)`,
+      JSON.stringify(entries),
+    );
+    this.count = undefined;
   }
 
   /** At most once an hour, the table's entries older than LEDGER_RETENTION_MS go (micro-batches that never committed). */

@@ -16,6 +16,7 @@ import { createCurrentLayout, isNewPartition, PARTITION_MIGRATIONS } from "./mig
 import {
   type GroupApplyRequest,
   type GroupApplyResult,
+  type LedgerEntry,
   type MovedKey,
   type PartitionRpc,
   type PartitionStats,
@@ -174,6 +175,20 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
       if (names.open) meta.names = JSON.stringify(sealChunk(this.storage, names.open));
       if (taken > 0 || removed > 0 || meta.open !== openBefore) this.metas.save(meta);
       return { taken, ...this.stats(meta) };
+    });
+  }
+
+  /** The decisions of micro-batches not yet committed (a rescale hands them to the new owners). */
+  handOutDecisions(epoch: string): LedgerEntry[] {
+    const meta = this.metas.current(epoch);
+    return meta ? this.ledger.entries(pendingOf(meta.pending)) : [];
+  }
+
+  /** Decisions handed over by the old owners (a rescale): a retry of their batches here replays them. */
+  takeDecisions(epoch: string, entries: LedgerEntry[]): void {
+    this.atomically(() => {
+      this.meta(epoch);
+      this.ledger.take(entries);
     });
   }
 

@@ -95,6 +95,9 @@ export interface StateReceipt extends StateEntry {
   conflicts: number;
 }
 
+/** A partition's ledger entry as a rescale hands it over: [id, recorded at, [[batch key, decisions], …]]. */
+export type LedgerEntry = [string, number, [string, string][]];
+
 /**
  * A remembered key whole, as it moves between partitions in a rescale
  * (src/partition/key-moves.ts): everything its receipt and its judging need.
@@ -132,6 +135,10 @@ export interface PartitionRpc extends Rpc.DurableObjectBranded {
   handOut(epoch: string, after: number | null): { bucket: number; keys: MovedKey[] } | null;
   /** These state keys, those remembered, each whole (text or hashed). Read-only. */
   peek(epoch: string, stateKeys: string[]): MovedKey[];
+  /** The decisions recorded here for micro-batches not yet committed (a rescale hands them to the new owners). Read-only. */
+  handOutDecisions(epoch: string): LedgerEntry[];
+  /** Decisions handed over by the old owners: a retry of their batches here replays them. */
+  takeDecisions(epoch: string, entries: LedgerEntry[]): void;
   /** A moved bucket (stored form) forgotten by the partition that handed it out, once its keys are kept by their new owners; the keys removed. */
   forgetBucket(epoch: string, bucket: number): PartitionStats & { removed: number };
   /** Keys moved here (a rescale): each not remembered here is kept as it was; ones remembered here keep their own copy. */

@@ -16,7 +16,8 @@ import type { Partition } from "../../../src/partition/partition";
 import type { MovedKey, PartitionRow, StateReceipt } from "../../../src/partition/protocol";
 import { contentDigest } from "../../../src/stream/content";
 import { stateKeyFor, type DedupSettings } from "../../../src/stream/dedup";
-import { ownerOf, routingKeyOf } from "../../../src/stream/partition-map";
+import { ownerOf, routingKeyOf, successors } from "../../../src/stream/partition-map";
+import { rowColumns } from "../../../src/stream/row-columns";
 import { applyOne } from "../helpers";
 
 const MIN = 60_000;
@@ -125,7 +126,7 @@ type Way = "bulk" | "read-through" | "read-through, then bulk";
  * both: the new set's decisions, and the keys and receipts a state reader
  * finds during and after the move, are the control's.
  */
-async function check(settings: DedupSettings, before: Batch[], after: Batch[], from: number, to: number, twice: boolean, way: Way = "bulk") {
+async function check(settings: DedupSettings, before: Batch[], after: Batch[], from: number, to: number, twice: boolean, way: Way = "bulk", crashed?: Batch) {
   const id = ++run;
   const set = (label: string, n: number) => Array.from({ length: n }, (_, p) => env.PARTITION.getByName(`moves-${id}-${label}/${p}`) as Stub);
   const [old, moved, control] = [set("old", from), set("new", to), set("control", from)];
@@ -139,18 +140,34 @@ async function check(settings: DedupSettings, before: Batch[], after: Batch[], f
     const dOld = await applyTo(old, name, settings, batch, wmOf(batch.watermark), t0);
     expect(await applyTo(control, name, settings, batch, wmOf(batch.watermark), t0)).toBe(dOld);
   }
+  // A micro-batch that reached only the even old partitions and never committed: its decisions there wait in their ledgers for its retry.
+  const crashedName = "api\ncrashed";
+  if (crashed) {
+    const { rows } = route(crashed, from, t0);
+    const wm = wmOf(crashed.watermark);
+    for (const set of [old, control])
+      for (const [p, list] of rows)
+        if (p % 2 === 0)
+          await set[p].applyGroup({ epoch: "e1", group: "g-crashed", watermark: wm, entries: [{ batch: crashedName, settings, rows: rowColumns(list) }] });
+  }
   const seen = { sealed: await counted(old, "SELECT count(*) AS n FROM segments"), conflicts: await counted(old, "SELECT count(*) AS n FROM receipts") };
   // The move runs at the stream's watermark: every old partition raised to it first, as the Coordinator's eviction does.
   for (const p of [...old, ...control]) await p.advance("e1", wmOf(high));
   const truth = await receiptsOf(old);
+  // The switch: each old partition's decisions of micro-batches not yet committed go to each of its successors.
+  for (const [p, stub] of old.entries()) {
+    const entries = await stub.handOutDecisions("e1");
+    for (const q of successors(p, from, to)) await moved[q].takeDecisions("e1", entries);
+  }
   if (way === "bulk") {
     expect(await move(old, moved, settings, twice)).toBe(truth.length);
     expect(await receiptsOf(moved)).toEqual(truth);
     expect(await receiptsOf(old)).toEqual([]);
   }
-  // Each new partition's watermark carried over from the old ones it took keys from: new batches are judged alike.
-  for (const [i, batch] of after.entries()) {
-    const name = `api\nbatch-${++b}`;
+  // Each new partition's watermark carried over from the old ones it took keys from: new batches are judged alike; the crashed one's retry first.
+  const next = crashed ? [crashed, ...after] : after;
+  for (const [i, batch] of next.entries()) {
+    const name = crashed && i === 0 ? crashedName : `api\nbatch-${++b}`;
     const want = await applyTo(control, name, settings, batch, wmOf(batch.watermark), t0);
     expect(await applyTo(moved, name, settings, batch, wmOf(batch.watermark), t0, way === "bulk" ? undefined : old)).toBe(want);
     if (way === "read-through, then bulk" && i === 0) await move(old, moved, settings, twice);
@@ -182,8 +199,9 @@ describe("keys moved between partitions", () => {
           fc.integer({ min: 1, max: 5 }),
           fc.boolean(),
           fc.constantFrom<Way>("bulk", "read-through", "read-through, then bulk"),
-          async (before, after, from, to, twice, way) => {
-            await check(settings, before, after, from, to, twice, way);
+          fc.option(batchArb, { nil: undefined }),
+          async (before, after, from, to, twice, way, crashed) => {
+            await check(settings, before, after, from, to, twice, way, crashed);
           },
         ),
         { numRuns: 12 },
@@ -202,7 +220,7 @@ describe("keys moved between partitions", () => {
       watermark: 2 * b,
     });
     for (const way of ["bulk", "read-through", "read-through, then bulk"] as const) {
-      const seen = await check(settings, [0, 1, 2, 3, 4].map(big), [big(5), big(6)], 2, 3, true, way);
+      const seen = await check(settings, [0, 1, 2, 3, 4].map(big), [big(6), big(7)], 2, 3, true, way, big(5));
       expect(seen.sealed).toBeGreaterThan(0);
       expect(seen.conflicts).toBeGreaterThan(0);
     }
