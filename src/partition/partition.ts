@@ -198,7 +198,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
       const meta = this.meta(epoch);
       const l = layoutOf(meta);
       const removed = l ? this.eviction.forgetBucket(meta, l, bucket) : 0;
-      if (removed > 0 || l) this.metas.save(meta);
+      if (l) this.metas.save(meta);
       return { removed, ...this.stats(meta) };
     });
   }
