@@ -14,7 +14,7 @@ import { keyBytes, Segment, type KeyEntry } from "../stream/key-segment";
 import { isLive, type KeyStore } from "./key-store";
 import { bucketFor, heldOf, storedKey, type Held, type Layout } from "./layout";
 import type { PartitionMeta } from "./meta";
-import type { MovedKey } from "./protocol";
+import type { HandOut, MovedKey } from "./protocol";
 import { openChunk, resolveNames } from "./receipts";
 import { readBucket } from "./segment-rows";
 import { nameBatch, type NameChunk } from "./batch-names";
@@ -77,16 +77,10 @@ function wholeKeysOf(sql: SqlStorage, keys: KeyStore, meta: PartitionMeta, l: La
 /**
  * The first bucket after `after` (stored form; null: from the first) that
  * holds remembered keys, with its keys, each whole, in key order; null once
- * none is left.
+ * none is left; `hashed` from a hashed partition (no key's text to route by).
  */
-export function keysOfNextBucket(
-  sql: SqlStorage,
-  keys: KeyStore,
-  meta: PartitionMeta,
-  l: Layout,
-  after: number | null,
-): { bucket: number; keys: MovedKey[] } | null {
-  if (l.hashed) throw new Error("a hashed partition can't hand out its keys: they are hashes under its own secret");
+export function keysOfNextBucket(sql: SqlStorage, keys: KeyStore, meta: PartitionMeta, l: Layout, after: number | null): HandOut {
+  if (l.hashed) return { hashed: true };
   for (const b of bucketsOf(keys, meta, l)) {
     if (after !== null && b <= after) continue;
     const out = wholeKeysOf(sql, keys, meta, l, b, null);

@@ -16,6 +16,7 @@ import { createCurrentLayout, isNewPartition, PARTITION_MIGRATIONS } from "./mig
 import {
   type GroupApplyRequest,
   type GroupApplyResult,
+  type HandOut,
   type LedgerEntry,
   type MovedKey,
   type PartitionRpc,
@@ -151,7 +152,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   }
 
   /** A text partition's next bucket of keys, each whole (a rescale's move, src/partition/key-moves.ts). */
-  handOut(epoch: string, after: number | null): { bucket: number; keys: MovedKey[] } | null {
+  handOut(epoch: string, after: number | null): HandOut {
     const meta = this.metas.current(epoch);
     const l = meta && layoutOf(meta);
     return meta && l ? keysOfNextBucket(this.storage, this.keys, meta, l, after) : null;

@@ -95,6 +95,14 @@ export interface StateReceipt extends StateEntry {
   conflicts: number;
 }
 
+/**
+ * A text partition's next bucket of keys, each whole; null once none is
+ * left; `hashed` from a hashed partition, which can't hand its keys out
+ * (they are hashes under its own secret: src/partition/key-moves.ts). An
+ * answer, not a throw: a Durable Object's throw is logged as uncaught.
+ */
+export type HandOut = { bucket: number; keys: MovedKey[] } | { hashed: true } | null;
+
 /** A partition's ledger entry as a rescale hands it over: [id, recorded at, [[batch key, decisions], …]]. */
 export type LedgerEntry = [string, number, [string, string][]];
 
@@ -132,7 +140,7 @@ export interface PartitionRpc extends Rpc.DurableObjectBranded {
   /** The one remembered key `stateKey`, if it is, with its receipt. */
   lookup(epoch: string, stateKey: string): StateReceipt[];
   /** A text partition's next bucket of keys after `after` (stored bucket; null: the first), each whole; null once none is left. Read-only. */
-  handOut(epoch: string, after: number | null): { bucket: number; keys: MovedKey[] } | null;
+  handOut(epoch: string, after: number | null): HandOut;
   /** These state keys, those remembered, each whole (text or hashed). Read-only. */
   peek(epoch: string, stateKeys: string[]): MovedKey[];
   /** The decisions recorded here for micro-batches not yet committed (a rescale hands them to the new owners). Read-only. */

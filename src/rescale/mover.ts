@@ -63,6 +63,7 @@ export async function moveBuckets(
   let at = cursor;
   for (let i = 0; i < buckets && !at.done; i++) {
     const next = await sides.old(p).handOut(sides.epoch, at.after);
+    if (next && "hashed" in next) throw new Error(`old partition ${p} is hashed: its keys can't be routed anew, only read through until they expire`);
     if (!next) {
       at = { after: at.after, done: true };
       await onBucket(at, 0);
