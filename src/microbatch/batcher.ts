@@ -58,6 +58,8 @@ export class MicroBatcher<In, Out> {
   private lastEnd = -Infinity;
   /** whether the run going queued behind another (requests overlap: options.coalesce may wait before its commit) */
   private chained = false;
+  /** work to run between two runs (exclusive()), in order */
+  private between: (() => Promise<void>)[] = [];
 
   /**
    * `run` gets a group in submission order and answers each item, in order. A
@@ -102,6 +104,19 @@ export class MicroBatcher<In, Out> {
     if (c && this.running && this.lastRun === 1 && this.chained) await this.gather(c);
   }
 
+  /**
+   * Runs `fn` between two runs, never during one: at once if none is going,
+   * else once the current run (and its commit) is done, before the next
+   * group is taken. Items submitted meanwhile wait, and run after it. A
+   * rescale's switch (src/rescale/) changes the partition map here, so that
+   * no run is planned under one map and applied under another.
+   */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const done = new Promise<T>((resolve, reject) => this.between.push(() => fn().then(resolve, reject)));
+    if (!this.running) void this.drain();
+    return done;
+  }
+
   /** Items waiting for the next run. */
   get waiting(): number {
     return this.queue.length + (this.reserved?.length ?? 0);
@@ -110,7 +125,10 @@ export class MicroBatcher<In, Out> {
   private async drain(): Promise<void> {
     this.running = true;
     try {
-      for (let n = 0; this.queue.length > 0 || this.reserved; n++) {
+      for (let n = 0; this.queue.length > 0 || this.reserved || this.between.length > 0; n++) {
+        // Work between runs goes first: after the run before it, before the next group is taken.
+        while (this.between.length > 0) await this.between.shift()!();
+        if (this.queue.length === 0 && !this.reserved) break;
         this.chained = n > 0;
         const c = this.options.coalesce;
         if (c && !this.reserved && this.lastRun > 1 && Date.now() - this.lastEnd < BURST_GAP_MS) await this.gather(c);

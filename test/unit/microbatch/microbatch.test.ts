@@ -443,3 +443,51 @@ describe("kept copies' commit numbers (the conflicts and duplicates lanes)", () 
     expect(keptSeqOf(members, undefined, ledger)("t", "b3")).toBeNull();
   });
 });
+
+describe("work between two runs (MicroBatcher.exclusive)", () => {
+  const deferred = () => {
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    return { promise, resolve };
+  };
+
+  test("waits for the run going, runs before the next group, and what arrives meanwhile runs after it", async () => {
+    const log: string[] = [];
+    const gate = deferred();
+    const b = new MicroBatcher<string, string>(
+      async (items) => {
+        log.push(`run ${items.join(",")}`);
+        if (items[0] === "a") await gate.promise;
+        log.push(`end ${items.join(",")}`);
+        return items;
+      },
+      { maxWeight: 100, weigh: () => 1 },
+    );
+    const a = b.submit("a");
+    await Promise.resolve();
+    const ex = b.exclusive(async () => {
+      log.push("between");
+      await Promise.resolve();
+      const late = b.submit("c"); // arrives during the work: runs after it
+      log.push("between done");
+      return { late }; // wrapped: the work must not wait for a run, which waits for it
+    });
+    const queued = b.submit("b");
+    gate.resolve();
+    await a;
+    const { late } = await ex;
+    await Promise.all([queued, late]);
+    expect(log).toEqual(["run a", "end a", "between", "between done", "run b,c", "end b,c"]);
+  });
+
+  test("runs at once when no run is going, and a failure reaches its caller only", async () => {
+    const b = new MicroBatcher<string, string>(async (items) => items, { maxWeight: 100, weigh: () => 1 });
+    await expect(b.exclusive(async () => 7)).resolves.toBe(7);
+    await expect(
+      b.exclusive(async () => {
+        throw new Error("switch failed");
+      }),
+    ).rejects.toThrow("switch failed");
+    await expect(b.submit("x")).resolves.toBe("x");
+  });
+});
