@@ -55,9 +55,13 @@ export interface Env {
 /** A stream's Coordinator as callers hold it. */
 export type CoordinatorStub = DurableObjectStub<CoordinatorRpc>;
 
-/** Partition p of a stream lives in the Durable Object named `{stream}/{p}`. */
-export function partitionStub(env: Env, stream: string, p: number): DurableObjectStub<PartitionRpc> {
-  return env.PARTITION.getByName(`${stream}/${p}`);
+/**
+ * Partition p of a stream lives in the Durable Object named `{stream}/{p}`;
+ * under a later partition map (an online rescale, src/stream/partition-map.ts)
+ * in `{stream}/{p}~{version}`, so that no object holds two maps' keys.
+ */
+export function partitionStub(env: Env, stream: string, p: number, mapVersion = 1): DurableObjectStub<PartitionRpc> {
+  return env.PARTITION.getByName(mapVersion === 1 ? `${stream}/${p}` : `${stream}/${p}~${mapVersion}`);
 }
 
 /** Shard 0 of a stream (the only one of a stream with one shard) is the Coordinator named `{stream}`; shard k > 0 is `{stream}#{k}` (a stream name has no '#'). */

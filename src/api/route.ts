@@ -21,7 +21,7 @@ import { requireProviderSignature } from "./webhook";
 export type App = { Bindings: Env; Variables: { stream: string } };
 export type Ctx = Context<App>;
 
-export const METHODS = ["get", "put", "post", "delete"] as const;
+export const METHODS = ["get", "put", "post", "patch", "delete"] as const;
 export type Method = (typeof METHODS)[number];
 
 /**

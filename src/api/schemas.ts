@@ -126,6 +126,19 @@ const webhookCountsSchema = z
     "per provider webhook source: redeliveries answered as replays, deliveries refused by their signature (by reason: malformed, stale, wrong-provider, bad-signature), and its committed rows",
   );
 
+export const rescaleSchema = z
+  .object({
+    from: z.number().int().describe("partitions before"),
+    to: z.number().int().describe("partitions after"),
+    state: z
+      .enum(["moving"])
+      .describe("moving: the new partitions judge every key; the old ones' keys are being moved (or, hashed, are read through until they expire)"),
+    keysMoved: z.number().int().describe("keys the old partitions have handed to the new ones so far"),
+    startedAt: z.number().int(),
+    oldPartitionsLeft: z.number().int().describe("old partitions that may still hold keys the new ones lack"),
+  })
+  .describe("the rescale under way (DESIGN §12); absent when none is");
+
 export const streamInfoSchema = z.object({
   stream: z.string(),
   config: streamConfigSchema,
@@ -139,6 +152,7 @@ export const streamInfoSchema = z.object({
     ),
   sources: z.record(z.string(), sourceInfoSchema),
   state: stateTotals,
+  rescale: rescaleSchema.optional(),
   batches: z.object({ committed: z.number().int() }),
   bookkeeping: z
     .object({

@@ -23,6 +23,7 @@ import type {
   FailedRun,
   IngestRequest,
   IngestResult,
+  RescaleAnswer,
   StreamDescription,
   StreamLocation,
   StreamPublication,
@@ -30,6 +31,7 @@ import type {
   WrongShard,
 } from "./protocol";
 import { StreamReads } from "./reads";
+import { Rescaling } from "./rescaling";
 import { CoordinatorStores } from "./stores";
 import { Upkeep } from "./upkeep";
 
@@ -49,6 +51,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   private readonly lifecycle: Lifecycle;
   private readonly stores: CoordinatorStores;
   private readonly clock: ClockLink;
+  private readonly rescaling: Rescaling;
 
   constructor(ctx: DurableObjectState, env: Env) {
     // Whether this stream exists is whether its tables do (`exists`): the schema is created
@@ -58,8 +61,9 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     const stores = new CoordinatorStores(this.sql, ctx.storage, env, () => this.exists);
     this.stores = stores;
     this.clock = new ClockLink(stores, this.env, (meta, before, after) => this.upkeep.evictionIfDue(meta.config, before, after));
-    this.upkeep = new Upkeep(stores, ctx, this.env, this.clock);
+    this.upkeep = new Upkeep(stores, ctx, this.env, this.clock, () => this.rescaling.step());
     this.intake = new Intake(stores, ctx, this.env, this.upkeep, this.clock);
+    this.rescaling = new Rescaling(stores, this.env, (fn) => this.intake.between(fn));
     this.reads = new StreamReads(stores, this.env);
     this.callers = new Callers(stores);
     this.lifecycle = new Lifecycle(stores, this.env, this.upkeep, {
@@ -85,6 +89,9 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   }
   dropShard(): Promise<void> {
     return this.lifecycle.dropShard();
+  }
+  rescale(partitions: number): Promise<RescaleAnswer> {
+    return this.rescaling.start(partitions);
   }
 
   // The stream's clock (./clock-link.ts), telling a shard that has not asked lately

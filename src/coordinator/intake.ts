@@ -1,4 +1,5 @@
 import { partitionStub, type Env } from "../env";
+import { inheritedKeys } from "../rescale/read-through";
 import { armFault, batchFaultKey, faultsEnabled, heldRun, isInjectedFault, runFaultKey, takeFault } from "../instrument/faults";
 import { batchTimer } from "../instrument/opcount";
 import { ItemFailed, MicroBatcher } from "../microbatch/batcher";
@@ -68,6 +69,11 @@ export class Intake {
     private readonly upkeep: Upkeep,
     private readonly clock: ClockLink,
   ) {}
+
+  /** Work between two micro-batches (a rescale's switch): after the one running, before the next. */
+  between<T>(fn: () => Promise<T>): Promise<T> {
+    return this.batcher.exclusive(fn);
+  }
 
   /**
    * Several requests in one call: a Worker coalesces the requests for this
@@ -188,7 +194,14 @@ export class Intake {
           epoch: meta.epoch,
           watermark: meta.watermark,
           bucket: this.env.SINK,
-          applyGroup: (p, r) => partitionStub(this.env, meta.name, p).applyGroup(r),
+          applyGroup: (p, r) => partitionStub(this.env, meta.name, p, meta.mapVersion).applyGroup(r),
+          partitions: meta.config.partitions,
+          ...(meta.rescale
+            ? {
+                inherited: (_p, entries) =>
+                  inheritedKeys(meta.rescale!, (q) => partitionStub(this.env, meta.name, q, meta.rescale!.from.version), meta.epoch, entries),
+              }
+            : {}),
           takeForget: (p) => this.s.partitions.takeForget(p),
           committedSeq: (source, batchId) => this.s.committedSeq(source, batchId),
           firstSeq,

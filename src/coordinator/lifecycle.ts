@@ -88,7 +88,10 @@ export class Lifecycle {
     if (!meta) return false;
     await registryStub(this.env).retireIncarnation(meta.name, meta.incarnation);
     await destinationIndex(this.env, meta.name).removeMembers(meta.name);
-    await Promise.all(Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p).drop()));
+    await Promise.all(Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p, meta.mapVersion).drop()));
+    // A rescale under way: the old map's partitions go too.
+    const old = meta.rescale?.from;
+    if (old) await Promise.all(Array.from({ length: old.partitions }, (_, p) => partitionStub(this.env, meta.name, p, old.version).drop()));
     await deleteStreamObjects(this.env.SINK, meta.name);
     if (isSharded(meta.config)) {
       await Promise.all(otherShards(this.env, meta).map((stub) => stub.dropShard()));

@@ -1,4 +1,5 @@
 import type { StreamConfig } from "../stream/config";
+import type { RescaleState } from "../rescale/state";
 import { seqBase } from "../stream/shards";
 
 /** The stream's meta row as the Coordinator uses it. */
@@ -16,6 +17,10 @@ export interface Meta {
   outboxFloor: number;
   /** which ingest shard this Coordinator is (src/stream/shards.ts): 0 for the stream's own */
   shard: number;
+  /** the partition map's version (src/stream/partition-map.ts): 1 until a rescale; its partitions are config.partitions */
+  mapVersion: number;
+  /** the rescale under way (null: none) */
+  rescale: RescaleState | null;
 }
 
 type MetaRow = {
@@ -28,6 +33,8 @@ type MetaRow = {
   watermark: number;
   outbox_floor: number;
   shard: number;
+  map_version: number;
+  rescale: string | null;
 };
 
 /**
@@ -47,7 +54,7 @@ export class MetaStore {
   read(): (Omit<Meta, "watermark"> & { metaWatermark: number }) | null {
     if (this.cached !== undefined) return this.cached;
     const row = this.sql
-      .exec<MetaRow>("SELECT name, config, config_version, epoch, incarnation, created_at, watermark, outbox_floor, shard FROM meta")
+      .exec<MetaRow>("SELECT name, config, config_version, epoch, incarnation, created_at, watermark, outbox_floor, shard, map_version, rescale FROM meta")
       .toArray()[0];
     this.cached = row
       ? {
@@ -60,6 +67,8 @@ export class MetaStore {
           metaWatermark: row.watermark,
           outboxFloor: row.outbox_floor,
           shard: row.shard,
+          mapVersion: row.map_version,
+          rescale: row.rescale ? (JSON.parse(row.rescale) as RescaleState) : null,
         }
       : null;
     return this.cached;
@@ -94,6 +103,16 @@ export class MetaStore {
   update(config: StreamConfig, version: number, watermark: number): void {
     this.sql.exec("UPDATE meta SET config = ?, config_version = ?, watermark = ?", JSON.stringify(config), version, watermark);
     this.sql.exec("INSERT INTO configs (version, config) VALUES (?, ?)", version, JSON.stringify(config));
+    this.forget();
+  }
+
+  /** A rescale's switch: the new config (its partitions the new count) and map version, and the move's state; or the move's progress (config null). */
+  setRescale(rescale: RescaleState | null, change?: { config: StreamConfig; version: number; mapVersion: number }): void {
+    if (change) {
+      this.sql.exec("UPDATE meta SET config = ?, config_version = ?, map_version = ?", JSON.stringify(change.config), change.version, change.mapVersion);
+      this.sql.exec("INSERT INTO configs (version, config) VALUES (?, ?)", change.version, JSON.stringify(change.config));
+    }
+    this.sql.exec("UPDATE meta SET rescale = ?", rescale ? JSON.stringify(rescale) : null);
     this.forget();
   }
 

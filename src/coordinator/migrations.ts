@@ -88,4 +88,13 @@ export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
       if (!columns.some((c) => c.name === "shard")) sql.exec("ALTER TABLE meta ADD COLUMN shard INTEGER NOT NULL DEFAULT 0");
     },
   },
+  {
+    version: 13,
+    does: "meta.map_version and meta.rescale: the partition map's version (1 until a rescale) and the rescale under way",
+    up: (sql) => {
+      const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray();
+      if (!columns.some((c) => c.name === "map_version")) sql.exec("ALTER TABLE meta ADD COLUMN map_version INTEGER NOT NULL DEFAULT 1");
+      if (!columns.some((c) => c.name === "rescale")) sql.exec("ALTER TABLE meta ADD COLUMN rescale TEXT");
+    },
+  },
 ];

@@ -1,3 +1,4 @@
+import type { RescaleState } from "../rescale/state";
 import type { WatermarkPush } from "../clock/protocol";
 import type { StreamConfig } from "../stream/config";
 import type { BatchOutcome } from "../stream/batch-outcome";
@@ -89,6 +90,19 @@ export interface StreamDescription {
   bookkeeping: Bookkeeping;
   /** per webhook source: redeliveries answered as replays, refused signatures by reason, its committed rows (absent: none counted) */
   webhooks?: Record<string, WebhookCounts>;
+  /** the rescale under way (DESIGN §12; absent: none) */
+  rescale?: RescaleView;
+}
+
+/** A rescale as GET shows it. */
+export interface RescaleView {
+  from: number;
+  to: number;
+  state: "moving";
+  keysMoved: number;
+  startedAt: number;
+  /** old partitions that may still hold keys the new ones lack */
+  oldPartitionsLeft: number;
 }
 
 /** One shard's own figures, as shard 0 gathers them to answer for the stream (./reads.ts). */
@@ -124,6 +138,9 @@ export interface StreamLocation {
   config: StreamConfig;
   /** which ingest shard answered (each answers for its own commits: src/stream/shards.ts) */
   shard: number;
+  /** the partition map's version (partitionStub's), and the rescale under way (null: none) */
+  mapVersion: number;
+  rescale: RescaleState | null;
 }
 
 /** A stream in a list of streams: figures as its partitions last reported them. */
@@ -144,12 +161,20 @@ export interface StreamPublication {
   shards?: { committed: number; manifest: number; table: number | null }[];
 }
 
+/** A rescale asked for: started, or refused (400: a bad target; 409: one runs, or the stream can't be rescaled yet). */
+export type RescaleAnswer =
+  | { kind: "started"; rescale: RescaleState }
+  | { kind: "missing" }
+  | { kind: "refused"; status: 400 | 409; slug: "rescale-under-way" | "rescale-not-supported" | "same-partitions"; detail: string };
+
 export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
   // Config
   configure(name: string, config: StreamConfig): Promise<ConfigureResult>;
   /** Shard k > 0 of a stream with several (src/stream/shards.ts), as shard 0 creates, updates and deletes it. */
   configureShard(name: string, config: StreamConfig, shard: { index: number; epoch: string; incarnation: number }): Promise<ConfigureResult>;
   dropShard(): Promise<void>;
+  /** An online rescale to `partitions` (DESIGN §12): started (the switch done), or refused with a status and why. */
+  rescale(partitions: number): Promise<RescaleAnswer>;
   /** The stream's clock tells a shard the global watermark (src/clock). */
   applyWatermark(push: WatermarkPush): Promise<void>;
   describe(): Promise<StreamDescription | null>;

@@ -1,3 +1,5 @@
+import { undrained, type RescaleState } from "../rescale/state";
+import type { RescaleView } from "./protocol";
 import { clockStub, partitionStub, type CoordinatorStub, type Env } from "../env";
 import { own } from "../lib/own";
 import { PublishGuard, tablePublishingOf, type TablePublishing } from "../output/publisher";
@@ -36,7 +38,11 @@ export class StreamReads {
     if (!meta) return null;
     const [view, stats] = await Promise.all([
       this.view(meta),
-      Promise.all(Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p).describe(meta.epoch))),
+      Promise.all([
+        ...Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p, meta.mapVersion).describe(meta.epoch)),
+        // During a rescale the old partitions not yet drained hold keys too (a key read through is counted in both until its bucket moves).
+        ...(meta.rescale ? undrained(meta.rescale).map((p) => partitionStub(this.env, meta.name, p, meta.rescale!.from.version).describe(meta.epoch)) : []),
+      ]),
     ]);
     const progress = view.sources;
     const names = new Set([...Object.keys(meta.config.sources), ...Object.keys(progress)]);
@@ -62,6 +68,7 @@ export class StreamReads {
       batches: { committed: view.committed },
       bookkeeping: { bytes: view.bytes, batchesRemembered: view.batchesRemembered, idempotencyWindow: idempotencyWindowOf(meta.config) },
       ...(webhooks.length > 0 ? { webhooks: Object.fromEntries(webhooks.map(({ source, ...w }) => [source, w])) } : {}),
+      ...(meta.rescale ? { rescale: rescaleView(meta.rescale) } : {}),
     };
   }
 
@@ -90,6 +97,8 @@ export class StreamReads {
       indexedFrom: this.s.ledger.indexedFrom(),
       config: meta.config,
       shard: meta.shard,
+      mapVersion: meta.mapVersion,
+      rescale: meta.rescale,
     };
   }
 
@@ -211,4 +220,9 @@ export class StreamReads {
 function unkeyedHash(stats: readonly { unkeyedHash?: true }[]): { unkeyedHashPartitions?: number } {
   const n = stats.filter((s) => s.unkeyedHash).length;
   return n > 0 ? { unkeyedHashPartitions: n } : {};
+}
+
+/** A rescale as GET shows it. */
+function rescaleView(r: RescaleState): RescaleView {
+  return { from: r.from.partitions, to: r.to, state: "moving", keysMoved: r.keysMoved, startedAt: r.startedAt, oldPartitionsLeft: undrained(r).length };
 }

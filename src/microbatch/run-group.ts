@@ -1,6 +1,7 @@
 import type { CommitRequest, TouchedPartition } from "./commit-request";
 import { armFault, failAt, groupFaultKey, partitionFaultKey, takeGroupFault } from "../instrument/faults";
-import type { GroupApplyRequest, GroupApplyResult } from "../partition/protocol";
+import type { GroupApplyRequest, GroupApplyResult, MovedKey, RowColumns } from "../partition/protocol";
+import type { DedupSettings } from "../stream/dedup";
 import { OUTBOX_MAX_ENTRY_BYTES } from "../output/outbox";
 import { LANES, writeGroup, type Lane, type LaneKeys } from "../output/sink";
 import { dedupSettings, encodeDropped, encodeLate, encodeOutput, encodeRejected, mergeDecisions, planBatch } from "../stream/batch";
@@ -33,6 +34,14 @@ export interface GroupContext {
   /** the global watermark in force when the group began */
   watermark: number;
   applyGroup(p: number, req: GroupApplyRequest): Promise<GroupApplyResult>;
+  /**
+   * The partition map's count, which routes every member whatever config it
+   * began under (a rescale between a member's attempts moves its rows; the
+   * decisions the old partitions recorded went with them)
+   */
+  partitions: number;
+  /** during a rescale: the keys of partition p's rows that old partitions still hold (their peek), for its call */
+  inherited?(p: number, entries: readonly { settings: DedupSettings; rows: RowColumns }[]): Promise<MovedKey[]>;
   bucket: R2Bucket;
   /** ledgers of committed batches that partition p may drop, taken (the next call to p carries them) */
   takeForget(p: number): string[];
@@ -71,7 +80,8 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
   const planned = members.flatMap((m, i) => {
     try {
       const context = { source: m.source, batchId: m.batchId, watermark: m.watermark, ...(m.tableColumns ? { tableColumns: m.tableColumns } : {}) };
-      return [{ ...m, ledger: batchKey(m.source, m.batchId), plan: planBatch(m.config, m.rows, m.begunAt, context) }];
+      const routed = m.config.partitions === ctx.partitions ? m.config : { ...m.config, partitions: ctx.partitions };
+      return [{ ...m, ledger: batchKey(m.source, m.batchId), plan: planBatch(routed, m.rows, m.begunAt, context) }];
     } catch (e) {
       failed.set(i, e);
       return [];
@@ -86,15 +96,18 @@ export async function runGroup(ctx: GroupContext, members: readonly BegunMember[
       const forget = ctx.takeForget(p);
       // Tests only: the first partition called stores half of its first entry, then fails.
       if (fault === "partition-midway" && i === 0) armFault(partitionFaultKey(ctx.epoch, entries[0].batch), fault);
+      const calls = entries.map((e) => {
+        const m = byLedger.get(e.batch)!;
+        return { ...e, settings: dedupSettings(m.config), resumed: m.resumed };
+      });
+      const inherited = ctx.inherited ? await ctx.inherited(p, calls) : [];
       const r = await ctx.applyGroup(p, {
         epoch: ctx.epoch,
         watermark: ctx.watermark,
         ...(ctx.group ? { group: ctx.group } : {}),
-        entries: entries.map((e) => {
-          const m = byLedger.get(e.batch)!;
-          return { ...e, settings: dedupSettings(m.config), resumed: m.resumed };
-        }),
+        entries: calls,
         ...(forget.length > 0 ? { forget } : {}),
+        ...(inherited.length > 0 ? { inherited } : {}),
       });
       results.set(p, r);
     }),

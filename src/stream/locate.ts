@@ -16,7 +16,8 @@ import { isRejected, rowJudge, type Row } from "./schema";
  * rest of the row is not read, so a field ingest would refuse (a time too far
  * ahead, a number too large) does not hide a key that is remembered. Pure.
  */
-export type Located = { stateKey: string; partition: number } | { error: string };
+/** A row's state key, its partition, and the key it is routed by (its canonical key). */
+export type Located = { stateKey: string; partition: number; routingKey: string } | { error: string };
 
 export function locateRow(config: StreamConfig, text: string, now: number, batchId?: string): Located {
   const parsed = parseJson(text);
@@ -29,7 +30,7 @@ export function locateRow(config: StreamConfig, text: string, now: number, batch
   if ("error" in probe) return probe;
   const judged = rowJudge(config, now, batchId === undefined ? undefined : { source: "default", watermark: 0, batchId })(probe.row, 0);
   if (isRejected(judged)) return { error: `row has no state key: ${judged.error}` };
-  return { stateKey: stateKeyFor(dedupSettings(config), judged), partition: partitionFor(judged.key, config.partitions) };
+  return { stateKey: stateKeyFor(dedupSettings(config), judged), partition: partitionFor(judged.key, config.partitions), routingKey: judged.key };
 }
 
 /** The part of the row the state key is made of, with an event time filled in where the key does not hold it. */

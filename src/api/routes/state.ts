@@ -1,3 +1,5 @@
+import { undrained, type RescaleState } from "../../rescale/state";
+import { ownerOf } from "../../stream/partition-map";
 import { withReceipts } from "../receipts";
 import type { StoredReceipt } from "../../stream/receipt";
 import { z } from "zod";
@@ -52,11 +54,14 @@ export const state = route({
     if (probe && !Number.isNaN(given) && given !== probe.partition) throw badRequest(`the row's key is in partition ${probe.partition}, not ${given}`);
     const limit = intQuery(c, stateQuery, "limit");
     const after = c.req.query("after") ?? "";
-    const stub = partitionStub(c.env, where.name, partition);
-    const [stats, keys] = await Promise.all([
+    const stub = partitionStub(c.env, where.name, partition, where.mapVersion);
+    const [stats, found] = await Promise.all([
       stub.describe(where.epoch),
       probe ? stub.lookup(where.epoch, probe.stateKey) : stub.list(where.epoch, after, limit),
     ]);
+    // During a rescale a key not yet moved is still where the old map put it (src/rescale/).
+    const old = probe && found.length === 0 && where.rescale ? oldOwner(where.rescale, probe.routingKey) : null;
+    const keys = old === null ? found : await partitionStub(c.env, where.name, old, where.rescale!.from.version).lookup(where.epoch, probe!.stateKey);
     // Asked by row: the remembered key's receipt (src/api/receipts.ts).
     const answered = probe ? await withReceipts((k) => coordinatorStub(c.env, c.get("stream"), k), where.config, keys as unknown as StoredReceipt[]) : keys;
     return c.json({ partition, watermark: stats.watermark, rows: stats.rows, bytes: stats.bytes, keys: answered });
@@ -64,11 +69,17 @@ export const state = route({
 });
 
 /** A row given to the state reader: its state key and partition, or a 400 saying why it has none (src/stream/locate.ts). */
-function stateKeyOfRow(config: StreamConfig, text: string, provider?: ProviderType): { stateKey: string; partition: number } {
+function stateKeyOfRow(config: StreamConfig, text: string, provider?: ProviderType): { stateKey: string; partition: number; routingKey: string } {
   // A provider webhook's batch ids are `<provider>:…` (src/webhooks/provider.ts): keyed as that provider's rows are.
   const where = locateRow(config, text, Date.now(), provider === undefined ? undefined : `${provider}:`);
   if ("error" in where) throw badRequest(where.error);
   return where;
+}
+
+/** The old partition that may still hold a key during a rescale (null: it is drained). */
+function oldOwner(r: RescaleState, routingKey: string): number | null {
+  const p = ownerOf(routingKey, { partitions: r.from.partitions });
+  return undrained(r).includes(p) ? p : null;
 }
 
 export const routes = [state];

@@ -5,7 +5,7 @@ import { parseJson } from "../../lib/json";
 import { readBody } from "../../http/body";
 import { badRequest, conflict, HttpError } from "../../http/problem";
 import { route } from "../route";
-import { putStreamResultSchema, streamInfoSchema, streamListSchema } from "../schemas";
+import { putStreamResultSchema, rescaleSchema, streamInfoSchema, streamListSchema } from "../schemas";
 import { intIn, intQuery, missing, STREAM } from "./shared";
 
 const listQuery = z.object({
@@ -71,6 +71,37 @@ export const putStream = route({
 const configTooLarge = () =>
   new HttpError(413, "body-too-large", "Payload too large", `the stream config is larger than ${MAX_CONFIG_BYTES} bytes, the most a config may be`);
 
+const patchBody = z
+  .object({ partitions: z.unknown().optional().describe("the new partition count, 1 to 1024") })
+  .strict()
+  .describe("what to change on the live stream: partitions (shards: not yet)");
+
+export const patchStream = route({
+  method: "patch",
+  path: STREAM,
+  summary: "Rescale a live stream's partitions",
+  tag: "streams",
+  auth: "admin",
+  description:
+    '`{"partitions": N}`: 202 and the move under way (`GET` shows it as `rescale`); ingest goes on, judged by the new partitions from the first micro-batch after the switch, keys not yet moved read through. A second PATCH while one runs is a 409 `rescale-under-way`; a stream of several shards a 409 `rescale-not-supported`; a bad target a 400.',
+  request: { body: patchBody },
+  responses: { 202: { schema: rescaleSchema, description: "the rescale, started" } },
+  handler: async (c) => {
+    const body = parseJson(new TextDecoder().decode(await readBody(c.req.raw, MAX_CONFIG_BYTES)));
+    if (!body.ok) throw badRequest(`the body ${body.error}`);
+    const parsed = patchBody.safeParse(body.value);
+    if (!parsed.success) throw badRequest("the body takes partitions only (shards can't be changed yet)");
+    const target = parsed.data.partitions;
+    if (typeof target !== "number" || !Number.isInteger(target) || target < 1 || target > 1024)
+      throw badRequest("partitions must be an integer from 1 to 1024");
+    const r = await coordinatorStub(c.env, c.get("stream")).rescale(target);
+    if (r.kind === "missing") throw missing(c.get("stream"));
+    if (r.kind === "refused") throw r.status === 400 ? badRequest(r.detail) : conflict(r.slug, r.detail);
+    const { from, to, startedAt, keysMoved, cursors } = r.rescale;
+    return c.json({ from: from.partitions, to, state: "moving", keysMoved, startedAt, oldPartitionsLeft: cursors.filter((x) => !x.done).length }, 202);
+  },
+});
+
 export const getStream = route({
   method: "get",
   path: STREAM,
@@ -103,4 +134,4 @@ export const deleteStream = route({
   },
 });
 
-export const routes = [listStreams, putStream, getStream, deleteStream];
+export const routes = [listStreams, putStream, patchStream, getStream, deleteStream];
