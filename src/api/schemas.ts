@@ -344,6 +344,7 @@ export type ProgressReport = z.infer<typeof progressReportSchema>;
 export type StreamConfigView = z.infer<typeof streamConfigSchema>;
 export type PutStreamResult = z.infer<typeof putStreamResultSchema>;
 export type SourceInfo = z.infer<typeof sourceInfoSchema>;
+export type Rescale = z.infer<typeof rescaleSchema>;
 export type StreamInfo = z.infer<typeof streamInfoSchema>;
 export type StreamList = z.infer<typeof streamListSchema>;
 export type StateEntry = z.infer<typeof stateEntrySchema>;

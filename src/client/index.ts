@@ -22,6 +22,7 @@ import type {
   ProgressReport,
   Publication,
   PutStreamResult,
+  Rescale,
   Run,
   RunStarted,
   StreamInfo,
@@ -58,6 +59,7 @@ export type {
   ProgressReport,
   Publication,
   PutStreamResult,
+  Rescale,
   Run,
   RunStarted,
   StreamInfo,
@@ -278,6 +280,11 @@ export function createClient(options: ClientOptions) {
     },
 
     getStream: (stream: string, init?: RequestOptions) => get<StreamInfo>(streamPath(stream), init),
+
+    /** An online rescale to `partitions` (202: started; GET shows it as `rescale` until the move ends). */
+    async rescaleStream(stream: string, partitions: number, init?: RequestOptions): Promise<Rescale> {
+      return json<Rescale>(await expectStatus([202], "PATCH", streamPath(stream), jsonBody({ partitions }, init)));
+    },
 
     async deleteStream(stream: string, init?: RequestOptions): Promise<void> {
       await expectStatus([204], "DELETE", streamPath(stream), init);

@@ -30,6 +30,7 @@ const CALLS: { [K in Exclude<keyof Client, "request">]: (c: Client) => Promise<u
   listStreams: (c) => c.listStreams({ limit: 5, after: "a" }),
   putStream: (c) => c.putStream("s", { key: ["id"] }),
   getStream: (c) => c.getStream("s"),
+  rescaleStream: (c) => c.rescaleStream("s", 16),
   deleteStream: (c) => c.deleteStream("s"),
   postEvents: (c) => c.postEvents("s", { rows: [] }),
   ingest: (c) => c.ingest("s", { rows: [], source: "a", batchId: "b" }),

@@ -11,12 +11,12 @@ const withinWatermark = validConfig({ key: ["id"], eventTime: "ts", watermarkDel
 const eventTimeKey = validConfig({ key: ["id"], eventTime: "ts", mode: "event-time-key", watermarkDelay: "10 minutes", partitions: 8 });
 const global = validConfig({ key: ["id", "tenant"], eventTime: "ts", mode: "global", watermarkDelay: "10 minutes", partitions: 8 });
 
-/** Where ingest puts a row's key: the reader must find it there. */
+/** Where ingest puts a row's key, and the key it routed it by: the reader must find it there (and, during a rescale, where the old map put it). */
 function ingested(config: ReturnType<typeof validConfig>, row: Record<string, unknown>, batchId?: string) {
   const plan = planBatch(config, [row], NOW, batchId === undefined ? undefined : { source: "default", watermark: 0, batchId });
   expect(plan.rejected).toEqual([]);
   const [[partition, [accepted]]] = [...plan.subBatches];
-  return { stateKey: stateKeyFor(dedupSettings(config), accepted), partition };
+  return { stateKey: stateKeyFor(dedupSettings(config), accepted), partition, routingKey: accepted.key };
 }
 
 const error = (config: ReturnType<typeof validConfig>, text: string) => {
