@@ -57,9 +57,9 @@ describe("streams", () => {
   it("unknown stream 404, wrong method 405, unknown route 404", async () => {
     await expectProblem(await call("GET", "/v1/streams/nope"), 404, /does not exist/);
     await expectProblem(await call("POST", "/v1/streams/nope/events", { id: 1, ts: 1 }), 404, /does not exist/);
-    const r = await call("PATCH", "/v1/streams/nope");
-    await expectProblem(r, 405, /GET, PUT, DELETE/);
-    expect(r.headers.get("allow")).toBe("GET, PUT, DELETE");
+    const r = await call("POST", "/v1/streams/nope");
+    await expectProblem(r, 405, /GET, PUT, PATCH, DELETE/);
+    expect(r.headers.get("allow")).toBe("GET, PUT, PATCH, DELETE");
     await expectProblem(await call("GET", "/v1/streams/nope/events"), 405, /POST/);
     await expectProblem(await call("GET", "/nowhere"), 404, /no route/);
   });

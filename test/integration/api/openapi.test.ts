@@ -52,7 +52,7 @@ describe("the OpenAPI document", () => {
     const doc = await r.json<any>();
     expect(doc.openapi).toBe("3.1.0");
     const served = app.routes
-      .filter((rt) => ["GET", "POST", "PUT", "DELETE"].includes(rt.method) && !rt.path.startsWith("/__"))
+      .filter((rt) => ["GET", "POST", "PUT", "PATCH", "DELETE"].includes(rt.method) && !rt.path.startsWith("/__"))
       .map((rt) => `${rt.method.toLowerCase()} ${rt.path.replace(/:(\w+)/g, "{$1}")}`);
     const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) =>
       Object.keys(ops).map((m) => `${m} ${path}`),

@@ -105,6 +105,6 @@ describe("the route table's auth", () => {
         expect(res.headers.get("allow")).toBe(allow);
       }
     }
-    expect(allowedMethods(ROUTES).get("/v1/streams/:stream")).toBe("GET, PUT, DELETE");
+    expect(allowedMethods(ROUTES).get("/v1/streams/:stream")).toBe("GET, PUT, PATCH, DELETE");
   });
 });
