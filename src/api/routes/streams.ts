@@ -72,7 +72,10 @@ const configTooLarge = () =>
   new HttpError(413, "body-too-large", "Payload too large", `the stream config is larger than ${MAX_CONFIG_BYTES} bytes, the most a config may be`);
 
 const patchBody = z
-  .object({ partitions: z.unknown().optional().describe("the new partition count, 1 to 1024") })
+  .object({
+    partitions: z.unknown().optional().describe("the new partition count, 1 to 1024"),
+    shards: z.unknown().optional().describe("not yet: a 409 rescale-not-supported"),
+  })
   .strict()
   .describe("what to change on the live stream: partitions (shards: not yet)");
 
@@ -90,7 +93,8 @@ export const patchStream = route({
     const body = parseJson(new TextDecoder().decode(await readBody(c.req.raw, MAX_CONFIG_BYTES)));
     if (!body.ok) throw badRequest(`the body ${body.error}`);
     const parsed = patchBody.safeParse(body.value);
-    if (!parsed.success) throw badRequest("the body takes partitions only (shards can't be changed yet)");
+    if (!parsed.success) throw badRequest("the body takes partitions (and, later, shards) only");
+    if (parsed.data.shards !== undefined) throw conflict("rescale-not-supported", "changing a live stream's shards is not built yet: only partitions");
     const target = parsed.data.partitions;
     if (typeof target !== "number" || !Number.isInteger(target) || target < 1 || target > 1024)
       throw badRequest("partitions must be an integer from 1 to 1024");

@@ -76,7 +76,8 @@ describe("PATCH partitions on a live stream", () => {
     await createStream("rescale-refusals", { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 2 });
     expect((await call("PATCH", "/v1/streams/rescale-refusals", { partitions: 0 })).status).toBe(400);
     expect((await call("PATCH", "/v1/streams/rescale-refusals", { partitions: 2 })).status).toBe(400);
-    expect((await call("PATCH", "/v1/streams/rescale-refusals", { shards: 2 })).status).toBe(400);
+    expect((await call("PATCH", "/v1/streams/rescale-refusals", { shards: 2 })).status).toBe(409);
+    expect((await call("PATCH", "/v1/streams/rescale-refusals", { replicas: 2 })).status).toBe(400);
     expect((await call("PATCH", "/v1/streams/no-such-stream", { partitions: 3 })).status).toBe(404);
     await createStream("rescale-sharded", { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 2, shards: 2 });
     const r = await call("PATCH", "/v1/streams/rescale-sharded", { partitions: 3 });
