@@ -21,6 +21,8 @@ import type { CoordinatorStores } from "./stores";
 
 /** Buckets each undrained old partition moves per alarm step: the step stays short, and micro-batches run in between. */
 export const BUCKETS_PER_STEP = 4;
+/** The next move step this long after one (ms): text keys are moved at once; hashed ones wait to expire, so their partitions are looked at now and then. */
+export const NEXT_STEP_MS = { text: 50, hashed: 30_000 };
 
 export class Rescaling {
   constructor(
@@ -63,10 +65,10 @@ export class Rescaling {
     });
   }
 
-  /** One step of the move (the alarm's): a few buckets of each undrained old partition; true while more is left. */
-  async step(): Promise<boolean> {
+  /** One step of the move (the alarm's): a few buckets of each undrained old partition; how long until the next (null: the move is done). */
+  async step(): Promise<number | null> {
     const meta = this.s.meta();
-    if (!meta?.rescale) return false;
+    if (!meta?.rescale) return null;
     const r = meta.rescale;
     const sides = this.sides(meta, r.from, r.to, meta.mapVersion);
     const hashed = meta.config.stateKeys === "hashed";
@@ -86,16 +88,16 @@ export class Rescaling {
       }),
     );
     const now = this.s.meta();
-    if (!now?.rescale || now.epoch !== meta.epoch) return false; // deleted meanwhile
+    if (!now?.rescale || now.epoch !== meta.epoch) return null; // deleted meanwhile
     const next: RescaleState = { ...now.rescale, keysMoved: now.rescale.keysMoved + moved, cursors };
     if (undrained(next).length > 0) {
       this.s.metaStore.setRescale(next);
-      return true;
+      return hashed ? NEXT_STEP_MS.hashed : NEXT_STEP_MS.text;
     }
     // Every old partition is drained: they go, and the rescale ends.
     await Promise.all(Array.from({ length: r.from.partitions }, (_, p) => sides.old(p).drop()));
     this.s.metaStore.setRescale(null);
-    return false;
+    return null;
   }
 
   private sides(meta: Meta, from: { version: number; partitions: number }, to: number, toVersion: number): MoveSides {

@@ -12,9 +12,6 @@ import { isSharded } from "../stream/shards";
 import type { CoordinatorStores } from "./stores";
 import { PRUNE_STEP_GROUPS, pruneStep } from "./window";
 
-/** A rescale's move steps follow one another this far apart: micro-batches run in between. */
-export const RESCALE_STEP_GAP_MS = 50;
-
 /**
  * What the Coordinator does between requests, on its one alarm: flush the
  * outbox, publish the manifest and the table, push the watermark to the
@@ -27,8 +24,8 @@ export class Upkeep {
     private readonly ctx: DurableObjectState,
     private readonly env: Env,
     private readonly clock: ClockLink,
-    /** a rescale's next move step (./rescaling.ts); true while more is left */
-    private readonly moveStep: () => Promise<boolean> = async () => false,
+    /** a rescale's next move step (./rescaling.ts): ms until the one after (null: the move is done) */
+    private readonly moveStep: () => Promise<number | null> = async () => null,
   ) {}
 
   /**
@@ -45,7 +42,8 @@ export class Upkeep {
     await this.publish(meta); // never throws: a failing publication backs off (src/output/publisher.ts)
     pokeDestinations(this.ctx, this.env, meta.name, () => ledger.lastSeq(), meta.shard); // a poke lost to a crash after its commit
     if (meta.config.mode !== "global") await this.evictDue(meta);
-    if (meta.rescale && (await this.moveStep())) await alarms.by(Date.now() + RESCALE_STEP_GAP_MS);
+    const nextStep = meta.rescale ? await this.moveStep() : null;
+    if (nextStep !== null) await alarms.by(Date.now() + nextStep);
     const now = this.s.meta();
     if (!now || now.epoch !== meta.epoch) return; // dropped meanwhile
     await alarms.prune(this.pruneLedger(now));
