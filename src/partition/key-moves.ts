@@ -10,11 +10,11 @@
  * partition hands out; a hashed one (its keys are hashes under its own
  * secret) keeps them until they expire. Taking in works for either.
  */
-import { keyBytes, Segment, type KeyEntry } from "../stream/key-segment";
+import { keyBytes, Segment, type KeyEntry, type SegmentTable } from "../stream/key-segment";
 import { isLive, type KeyStore } from "./key-store";
 import { bucketFor, heldOf, storedKey, type Held, type Layout } from "./layout";
 import type { PartitionMeta } from "./meta";
-import type { HandOut, MovedKey } from "./protocol";
+import type { HandOut, HandOutPage, MovedKey } from "./protocol";
 import { openChunk, resolveNames } from "./receipts";
 import { readBucket } from "./segment-rows";
 import { nameBatch, type NameChunk } from "./batch-names";
@@ -42,8 +42,24 @@ function wholeKeysOf(sql: SqlStorage, keys: KeyStore, meta: PartitionMeta, l: La
   };
   for (const data of readBucket(sql, b)) {
     const seg = new Segment(data);
-    for (const e of seg.kept.entries(b)) if (wanted(e.key) && isLive(l, b, e.e, wm)) kept.set(e.key, e);
-    for (const d of seg.drops.entries(b)) countDrop(d.key, d.n, d.dropped);
+    if (only === null) {
+      for (const e of seg.kept.entries(b)) if (isLive(l, b, e.e, wm)) kept.set(e.key, e);
+      for (const d of seg.drops.entries(b)) countDrop(d.key, d.n, d.dropped);
+      continue;
+    }
+    // Given keys are looked up (each table is sorted), not the bucket decoded: a page of a large bucket costs its keys.
+    for (const key of only.keys()) {
+      const bytes = keyBytes(!!l.hashed, key);
+      const i = seg.kept.indexOf(bytes);
+      if (i >= 0) {
+        const e = seg.kept.entry(i, b);
+        if (isLive(l, b, e.e, wm)) kept.set(e.key, e);
+      }
+      for (const j of sameKey(seg.drops, bytes)) {
+        const d = seg.drops.entry(j, b);
+        countDrop(d.key, d.n, d.dropped);
+      }
+    }
   }
   for (const e of open.kept.values()) if (e.b === b && wanted(e.key) && isLive(l, b, e.e, wm)) kept.set(e.key, e);
   for (const d of open.drops.values()) if (d.b === b) countDrop(d.key, d.n, d.dropped);
@@ -76,17 +92,70 @@ function wholeKeysOf(sql: SqlStorage, keys: KeyStore, meta: PartitionMeta, l: La
 
 /**
  * The first bucket after `after` (stored form; null: from the first) that
- * holds remembered keys, with its keys, each whole, in key order; null once
- * none is left; `hashed` from a hashed partition (no key's text to route by).
+ * holds remembered keys, with its keys, each whole, in key order: those
+ * after `page.key` where it is `page.bucket`, at most `limit` (0: all);
+ * `last` once none of the bucket's is left after them. Null once no bucket
+ * is left; `hashed` from a hashed partition (no key's text to route by).
  */
-export function keysOfNextBucket(sql: SqlStorage, keys: KeyStore, meta: PartitionMeta, l: Layout, after: number | null): HandOut {
+export function keysOfNextBucket(
+  sql: SqlStorage,
+  keys: KeyStore,
+  meta: PartitionMeta,
+  l: Layout,
+  after: number | null,
+  page: HandOutPage | null = null,
+  limit = 0,
+): HandOut {
   if (l.hashed) return { hashed: true };
   for (const b of bucketsOf(keys, meta, l)) {
     if (after !== null && b <= after) continue;
-    const out = wholeKeysOf(sql, keys, meta, l, b, null);
-    if (out.length > 0) return { bucket: b, keys: out.sort((x, y) => compare(keyBytes(false, x.key), keyBytes(false, y.key))) };
+    const from = page?.bucket === b ? keyBytes(false, page.key) : null;
+    const next = nextKeysOf(sql, keys, meta, l, b, from, limit > 0 ? limit : Number.POSITIVE_INFINITY);
+    if (next.keys.size === 0 && from === null) continue; // nothing live in it
+    const only = new Map([...next.keys].map((k) => [k, k]));
+    const whole = only.size > 0 ? wholeKeysOf(sql, keys, meta, l, b, only) : [];
+    const sorted = whole.map((m) => ({ m, k: keyBytes(false, m.key) })).sort((x, y) => compare(x.k, y.k));
+    return { bucket: b, keys: sorted.map((x) => x.m), last: next.last };
   }
   return null;
+}
+
+/**
+ * Bucket b's live keys after `from` (key bytes; null: from its first), the
+ * first `limit` of them in key order, without decoding the rest: each
+ * segment's table is sorted, so it is entered by binary search and read for
+ * `limit` live keys at most. `last`: none is left after them.
+ */
+function nextKeysOf(
+  sql: SqlStorage,
+  keys: KeyStore,
+  meta: PartitionMeta,
+  l: Layout,
+  b: number,
+  from: Uint8Array | null,
+  limit: number,
+): { keys: Set<string>; last: boolean } {
+  const wm = meta.watermark;
+  const found: { key: string; k: Uint8Array }[] = [];
+  for (const data of readBucket(sql, b)) {
+    const t = new Segment(data).kept;
+    let got = 0;
+    for (let i = from ? t.after(from) : 0; i < t.count && got <= limit; i++) {
+      const e = t.entry(i, b);
+      if (!isLive(l, b, e.e, wm)) continue;
+      found.push({ key: e.key, k: t.keyBytesAt(i) });
+      got++;
+    }
+  }
+  for (const e of keys.openOf(meta).kept.values()) {
+    if (e.b !== b || !isLive(l, b, e.e, wm)) continue;
+    const k = keyBytes(false, e.key);
+    if (!from || compare(k, from) > 0) found.push({ key: e.key, k });
+  }
+  const sorted = found.sort((x, y) => compare(x.k, y.k));
+  const unique: string[] = [];
+  for (const x of sorted) if (unique[unique.length - 1] !== x.key) unique.push(x.key);
+  return { keys: new Set(unique.slice(0, limit)), last: unique.length <= limit };
 }
 
 /** These state keys, those remembered, each whole: what a new owner asks an old partition for (text or hashed). */
@@ -98,6 +167,18 @@ export function peekKeys(sql: SqlStorage, keys: KeyStore, meta: PartitionMeta, l
     m.set(id, byStored.get(id)!);
   }
   return [...byBucket].flatMap(([b, only]) => wholeKeysOf(sql, keys, meta, l, b, only));
+}
+
+/** The positions of a sorted table holding `key` (a drops table may hold it once per kept copy's number). */
+function sameKey(t: SegmentTable, key: Uint8Array): number[] {
+  const i = t.indexOf(key);
+  if (i < 0) return [];
+  const same = (j: number) => j >= 0 && j < t.count && compare(t.keyBytesAt(j), key) === 0;
+  let lo = i;
+  let hi = i;
+  while (same(lo - 1)) lo--;
+  while (same(hi + 1)) hi++;
+  return Array.from({ length: hi - lo + 1 }, (_, k) => lo + k);
 }
 
 function compare(a: Uint8Array, b: Uint8Array): number {

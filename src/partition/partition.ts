@@ -17,6 +17,7 @@ import {
   type GroupApplyRequest,
   type GroupApplyResult,
   type HandOut,
+  type HandOutPage,
   type LedgerEntry,
   type MovedKey,
   type PartitionRpc,
@@ -152,10 +153,10 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   }
 
   /** A text partition's next bucket of keys, each whole (a rescale's move, src/partition/key-moves.ts). */
-  handOut(epoch: string, after: number | null): HandOut {
+  handOut(epoch: string, after: number | null, page: HandOutPage | null = null, limit = 0): HandOut {
     const meta = this.metas.current(epoch);
     const l = meta && layoutOf(meta);
-    return meta && l ? keysOfNextBucket(this.storage, this.keys, meta, l, after) : null;
+    return meta && l ? keysOfNextBucket(this.storage, this.keys, meta, l, after, page, limit) : null;
   }
 
   /** These state keys, those remembered, each whole (a new owner's question to an old partition in a rescale; text or hashed). Read-only. */

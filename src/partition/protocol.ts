@@ -96,12 +96,19 @@ export interface StateReceipt extends StateEntry {
 }
 
 /**
- * A text partition's next bucket of keys, each whole; null once none is
- * left; `hashed` from a hashed partition, which can't hand its keys out
+ * A text partition's next bucket of keys, each whole, in key order (at most
+ * `limit` of them: `last` says whether the bucket has none after these);
+ * null once none is left; `hashed` from a hashed partition, which can't hand its keys out
  * (they are hashes under its own secret: src/partition/key-moves.ts). An
  * answer, not a throw: a Durable Object's throw is logged as uncaught.
  */
-export type HandOut = { bucket: number; keys: MovedKey[] } | { hashed: true } | null;
+export type HandOut = { bucket: number; keys: MovedKey[]; last: boolean } | { hashed: true } | null;
+
+/** Where a hand-out goes on: within `bucket`, after its key `key` (a bucket handed out a page at a time). */
+export interface HandOutPage {
+  bucket: number;
+  key: string;
+}
 
 /** A partition's ledger entry as a rescale hands it over: [id, recorded at, [[batch key, decisions], …]]. */
 export type LedgerEntry = [string, number, [string, string][]];
@@ -140,7 +147,7 @@ export interface PartitionRpc extends Rpc.DurableObjectBranded {
   /** The one remembered key `stateKey`, if it is, with its receipt. */
   lookup(epoch: string, stateKey: string): StateReceipt[];
   /** A text partition's next bucket of keys after `after` (stored bucket; null: the first), each whole; null once none is left. Read-only. */
-  handOut(epoch: string, after: number | null): HandOut;
+  handOut(epoch: string, after: number | null, page?: HandOutPage | null, limit?: number): HandOut;
   /** These state keys, those remembered, each whole (text or hashed). Read-only. */
   peek(epoch: string, stateKeys: string[]): MovedKey[];
   /** The decisions recorded here for micro-batches not yet committed (a rescale hands them to the new owners). Read-only. */

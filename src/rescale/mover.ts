@@ -11,7 +11,7 @@
  * and a key is never without an owner: a bucket is forgotten where it was
  * only after its new owners have taken it in.
  */
-import type { MovedKey, PartitionRpc } from "../partition/protocol";
+import type { HandOutPage, MovedKey, PartitionRpc } from "../partition/protocol";
 import type { DedupSettings } from "../stream/dedup";
 import { ownerOf, routingKeyOf, successors } from "../stream/partition-map";
 
@@ -28,9 +28,14 @@ export interface MoveSides {
   next: (q: number) => Stub;
 }
 
-/** Where an old partition's move stands: the last bucket moved (stored form; null: none yet), and whether none is left. */
+/**
+ * Where an old partition's move stands: the last bucket moved whole (stored
+ * form; null: none yet), the last key moved of the bucket under way (null:
+ * none), and whether none is left.
+ */
 export interface MoveCursor {
   after: number | null;
+  page?: HandOutPage | null;
   done: boolean;
 }
 
@@ -46,10 +51,11 @@ export async function handOverDecisions(sides: MoveSides): Promise<void> {
 }
 
 /**
- * Up to `buckets` buckets of old partition p moved from `cursor`: each
- * handed out, taken in by the keys' new owners (at `watermark`, the
- * stream's, which carries over), then forgotten at p. `onBucket` is called
- * with the cursor after each bucket, for the caller to keep. A text
+ * Up to `pages` pages (of at most `pageKeys` keys; 0: a bucket a page) of
+ * old partition p moved from `cursor`: each handed out and taken in by the
+ * keys' new owners (at `watermark`, the stream's, which carries over); a
+ * bucket is forgotten at p once its last page is in. `onPage` is called
+ * with the cursor after each page, for the caller to keep. A text
  * partition only (a hashed one keeps its keys until they expire).
  */
 export async function moveBuckets(
@@ -57,16 +63,17 @@ export async function moveBuckets(
   p: number,
   watermark: number,
   cursor: MoveCursor,
-  buckets: number,
-  onBucket: (cursor: MoveCursor, taken: number) => Promise<void> | void,
+  pages: number,
+  onPage: (cursor: MoveCursor, taken: number) => Promise<void> | void,
+  pageKeys = 0,
 ): Promise<MoveCursor> {
   let at = cursor;
-  for (let i = 0; i < buckets && !at.done; i++) {
-    const next = await sides.old(p).handOut(sides.epoch, at.after);
+  for (let i = 0; i < pages && !at.done; i++) {
+    const next = await sides.old(p).handOut(sides.epoch, at.after, at.page ?? null, pageKeys);
     if (next && "hashed" in next) throw new Error(`old partition ${p} is hashed: its keys can't be routed anew, only read through until they expire`);
     if (!next) {
       at = { after: at.after, done: true };
-      await onBucket(at, 0);
+      await onPage(at, 0);
       break;
     }
     const byOwner = new Map<number, MovedKey[]>();
@@ -75,9 +82,11 @@ export async function moveBuckets(
       (byOwner.get(q) ?? byOwner.set(q, []).get(q)!).push(m);
     }
     const taken = await Promise.all([...byOwner].map(([q, keys]) => sides.next(q).takeIn(sides.epoch, sides.settings, watermark, keys)));
-    await sides.old(p).forgetBucket(sides.epoch, next.bucket);
-    at = { after: next.bucket, done: false };
-    await onBucket(
+    if (next.last) {
+      await sides.old(p).forgetBucket(sides.epoch, next.bucket);
+      at = { after: next.bucket, page: null, done: false };
+    } else at = { after: at.after, page: { bucket: next.bucket, key: next.keys[next.keys.length - 1].key }, done: false };
+    await onPage(
       at,
       taken.reduce((n, t) => n + t.taken, 0),
     );

@@ -1,5 +1,6 @@
 /**
- * The move's steps (src/rescale/mover.ts) on real partitions, with a crash
+ * The move's steps (src/rescale/mover.ts) on real partitions, a bucket a
+ * page or a few keys a page (the bucket then forgotten after its last), with a crash
  * at every point: the partitions' calls fail from the k-th on (before or
  * after it reaches the partition, or while the caller keeps its cursor),
  * and the move resumes from the last cursor kept. Every key arrives once,
@@ -60,7 +61,8 @@ describe("a move resumed after a crash", () => {
         fc.integer({ min: 1, max: 4 }),
         fc.integer({ min: 1, max: 40 }),
         fc.boolean(),
-        async (from, to, crashAt, slow) => {
+        fc.constantFrom(0, 7, 60),
+        async (from, to, crashAt, slow, pageKeys) => {
           const id = ++run;
           const set = (label: string, n: number) => Array.from({ length: n }, (_, p) => env.PARTITION.getByName(`mover-${id}-${label}/${p}`) as Stub);
           const [old, next] = [set("old", from), set("new", to)];
@@ -93,11 +95,19 @@ describe("a move resumed after a crash", () => {
           try {
             await handOverDecisions(crashedSides);
             for (let p = 0; p < from; p++)
-              await moveBuckets(crashedSides, p, watermark, kept[p], Number.POSITIVE_INFINITY, (cursor, n) => {
-                if (slow && c.calls() >= crashAt) throw new Crash("crash while keeping the cursor");
-                kept[p] = cursor;
-                taken += n;
-              });
+              await moveBuckets(
+                crashedSides,
+                p,
+                watermark,
+                kept[p],
+                Number.POSITIVE_INFINITY,
+                (cursor, n) => {
+                  if (slow && c.calls() >= crashAt) throw new Crash("crash while keeping the cursor");
+                  kept[p] = cursor;
+                  taken += n;
+                },
+                pageKeys,
+              );
             crashed = false;
           } catch (e) {
             if (!(e instanceof Crash)) throw e;
@@ -106,9 +116,17 @@ describe("a move resumed after a crash", () => {
           const clean = sides(old, next);
           await handOverDecisions(clean);
           for (let p = 0; p < from; p++)
-            kept[p] = await moveBuckets(clean, p, watermark, kept[p], Number.POSITIVE_INFINITY, (_cursor, n) => {
-              taken += n;
-            });
+            kept[p] = await moveBuckets(
+              clean,
+              p,
+              watermark,
+              kept[p],
+              Number.POSITIVE_INFINITY,
+              (_cursor, n) => {
+                taken += n;
+              },
+              pageKeys,
+            );
           expect(kept.every((k) => k.done)).toBe(true);
           expect(await receiptsOf(next)).toEqual(truth);
           expect(await receiptsOf(old)).toEqual([]);
