@@ -1,6 +1,7 @@
 /**
- * `npm run bench:rescale`: an online rescale under load (issue #32, DESIGN
- * §12). It starts `wrangler dev` on this checkout, fills a stream of 8
+ * An online rescale under load (issue #32, DESIGN §12): `npm run bench`'s
+ * cell rescale8to16 (measureRescale), and `npm run bench:rescale` runs it
+ * alone. It starts `wrangler dev` on this checkout, fills a stream of 8
  * partitions with RESCALE_KEYS_PER_PARTITION keys each (500-event batches,
  * event times over the first half of the delay, so that none expires), then
  * drives webhook16's load (1 event per request, 16 closed-loop clients, new
@@ -18,20 +19,43 @@
  * group, killed at the end and on error; every phase bounded in time.
  */
 import { Agent, request } from "node:http";
+import { pathToFileURL } from "node:url";
 import { fmt, http, killEverything, PROJECT_FILES, sleep, startWrangler } from "./harness.ts";
 
 const TOKEN = "bench-token";
 const HOUR = 3_600_000;
 const PARTITIONS = 8;
 const TARGET = 16;
-const KEYS_PER_PARTITION = Number(process.env.RESCALE_KEYS_PER_PARTITION ?? 100_000);
+export const KEYS_PER_PARTITION = Number(process.env.RESCALE_KEYS_PER_PARTITION ?? 100_000);
 const FILL_BATCH = 500;
 const FILL_CLIENTS = 4;
 const CLIENTS = 16;
 const BEFORE_MS = 8_000;
 const AFTER_MS = 3_000;
 const MOVE_TIMEOUT_MS = 20 * 60_000;
-const GOALS = { pauseMs: 1_000, duringRatio: 0.5 };
+/** The cell's bound: the fill, the move's timeout and the load around it. */
+export const RESCALE_CELL_MAX_MS = MOVE_TIMEOUT_MS + 5 * 60_000;
+export const RESCALE_GOALS = { pauseMs: 1_000, duringRatio: 0.5 };
+
+export interface RescaleResult {
+  keys: number;
+  from: number;
+  to: number;
+  moveSeconds: number;
+  keysPerSec: number;
+  /** webhook16's events/s before the PATCH and during the move, and during ÷ before */
+  before: number;
+  during: number;
+  ratio: number;
+  /** the longest a request took from the PATCH to the end of the move, ms */
+  pauseMs: number;
+  repeats: number;
+  /** repeats not answered as duplicates (must be 0) */
+  missed: number;
+  stateRows: number;
+  distinctSent: number;
+  partitionsAfter: number;
+}
 
 interface Sample {
   at: number;
@@ -59,7 +83,8 @@ function post(agent: Agent, url: URL, body: string, key: string): Promise<{ stat
   });
 }
 
-async function main(): Promise<void> {
+/** The cell, on a server of its own; throws if the rescale lost or repeated a key. */
+export async function measureRescale(): Promise<RescaleResult> {
   const server = await startWrangler({
     name: "edge-dedup",
     files: PROJECT_FILES,
@@ -144,26 +169,50 @@ async function main(): Promise<void> {
       state: { rows: number };
       config: { partitions: number };
     };
-    console.log(
-      `moved ${fmt(total)} keys (${fmt(moved)} counted by the last GET during the move) from ${PARTITIONS} to ${TARGET} partitions in ${fmt(moveS, 1)} s`,
-    );
-    console.log(`  keys moved per second: ${fmt(total / moveS)}`);
-    console.log(`  webhook16 events/s: ${fmt(before)} before, ${fmt(during)} during (${fmt(during / before, 2)}×)`);
-    const verdict = (ok: boolean) => (ok ? "PASS" : "WARN");
-    console.log(`  ${verdict(pause <= GOALS.pauseMs)}  longest ingest pause during the move: ${fmt(pause)} ms (goal ≤ ${GOALS.pauseMs} ms)`);
-    console.log(
-      `  ${verdict(during / before >= GOALS.duringRatio)}  events/s during the move ÷ before: ${fmt(during / before, 2)} (goal ≥ ${GOALS.duringRatio}×)`,
-    );
-    console.log(`  repeats answered as duplicates: ${fmt(samples.filter((s) => s.repeat).length - missed)} of ${fmt(samples.filter((s) => s.repeat).length)}`);
-    console.log(`  state rows ${fmt(final.state.rows)} (distinct ids sent: ${fmt(fresh)}), partitions ${final.config.partitions}`);
+    const result: RescaleResult = {
+      keys: total,
+      from: PARTITIONS,
+      to: TARGET,
+      moveSeconds: moveS,
+      keysPerSec: total / moveS,
+      before,
+      during,
+      ratio: during / before,
+      pauseMs: pause,
+      repeats: samples.filter((s) => s.repeat).length,
+      missed,
+      stateRows: final.state.rows,
+      distinctSent: fresh,
+      partitionsAfter: final.config.partitions,
+    };
+    printRescale(result, moved);
     if (missed > 0 || final.state.rows !== fresh || final.config.partitions !== TARGET) throw new Error("the rescale lost or repeated keys");
+    return result;
   } finally {
     await server.stop();
   }
 }
 
-main().catch((e) => {
-  console.error(e);
-  killEverything();
-  process.exit(1);
-});
+export function printRescale(r: RescaleResult, movedByLastGet?: number): void {
+  const counted = movedByLastGet === undefined ? "" : ` (${fmt(movedByLastGet)} counted by the last GET during the move)`;
+  console.log(`moved ${fmt(r.keys)} keys${counted} from ${r.from} to ${r.to} partitions in ${fmt(r.moveSeconds, 1)} s`);
+  console.log(`  keys moved per second: ${fmt(r.keysPerSec)}`);
+  console.log(`  webhook16 events/s: ${fmt(r.before)} before, ${fmt(r.during)} during (${fmt(r.ratio, 2)}×)`);
+  const verdict = (ok: boolean) => (ok ? "PASS" : "WARN");
+  console.log(
+    `  ${verdict(r.pauseMs <= RESCALE_GOALS.pauseMs)}  longest ingest pause during the move: ${fmt(r.pauseMs)} ms (goal ≤ ${RESCALE_GOALS.pauseMs} ms)`,
+  );
+  console.log(
+    `  ${verdict(r.ratio >= RESCALE_GOALS.duringRatio)}  events/s during the move ÷ before: ${fmt(r.ratio, 2)} (goal ≥ ${RESCALE_GOALS.duringRatio}×)`,
+  );
+  console.log(`  repeats answered as duplicates: ${fmt(r.repeats - r.missed)} of ${fmt(r.repeats)}`);
+  console.log(`  state rows ${fmt(r.stateRows)} (distinct ids sent: ${fmt(r.distinctSent)}), partitions ${r.partitionsAfter}`);
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  measureRescale().catch((e) => {
+    console.error(e);
+    killEverything();
+    process.exit(1);
+  });
+}

@@ -108,8 +108,11 @@
  *   BENCH_CELL_SECONDS=8    timed seconds per (target, load) cell, split into
  *   BENCH_ROUNDS=2          interleaved rounds (targets A B C, then C B A)
  *   BENCH_TARGETS=edge-dedup,redis,ceiling   a subset, while developing
- *   BENCH_LOADS=batch500x4,webhook16,webhook64,batch500x4-life,webhook16-life,deliver16
- *                           (also: webhook1, webhook10, webhook100)
+ *   BENCH_LOADS=batch500x4,webhook16,webhook64,batch500x4-life,webhook16-life,deliver16,rescale8to16
+ *                           (also: webhook1, webhook10, webhook100). rescale8to16 runs last, on a
+ *                           server of its own (bench/rescale.ts; RESCALE_KEYS_PER_PARTITION=100000
+ *                           keys per old partition, 10000 for a quick look): keys moved/s, the
+ *                           longest ingest pause (goal ≤ 1 s) and events/s during ÷ before (≥ 0.5×)
  *   BENCH_LANES=n           deliver16's destination asks for n lanes (1–64); unset:
  *                           no "lanes" field (the service's default)
  *   BENCH_BASELINE=dir      adds the target "baseline": edge-dedup built from another
@@ -148,6 +151,7 @@ import { join, resolve } from "node:path";
 import { createClient, type Outcome, type StreamBody } from "../src/client/index.ts";
 import type { MicroBatchTimes } from "../src/instrument/batch-timing.ts";
 import { rng } from "../test/support/rng.ts";
+import { KEYS_PER_PARTITION, measureRescale, RESCALE_CELL_MAX_MS, RESCALE_GOALS, type RescaleResult } from "./rescale.ts";
 import { DELIVER_CELL_EXTRA_MS, DELIVER_GOALS, DELIVER_MIN_MS, DRAIN_TIMEOUT_MS, type DeliveryResult, measureDelivery, printDelivery } from "./deliver.ts";
 import { costOf, DAYS_PER_MONTH, PRICES, storagePerMonth } from "./pricing.ts";
 import {
@@ -266,6 +270,8 @@ interface Load {
   life?: true;
   /** ingest into a stream with one HTTP destination, its delivery measured (bench/deliver.ts); edge-dedup only */
   deliver?: true;
+  /** an online rescale under this load, on a server of its own after the other cells (bench/rescale.ts); edge-dedup only */
+  rescale?: true;
 }
 const ALL_LOADS: Load[] = [
   { name: "batch500x4", label: "500-event batches, 4 clients", batch: 500, clients: 4 },
@@ -274,13 +280,20 @@ const ALL_LOADS: Load[] = [
   { name: "batch500x4-life", label: "500-event batches, 4 clients, keys expiring", batch: 500, clients: 4, life: true },
   { name: "webhook16-life", label: "1 event/request, 16 clients, keys expiring", batch: 1, clients: 16, life: true },
   { name: "deliver16", label: "1 event/request, 16 clients, delivered to a 100 ms handler", batch: 1, clients: 16, deliver: true },
+  {
+    name: "rescale8to16",
+    label: `1 event/request, 16 clients, while 8 → 16 partitions holding ${KEYS_PER_PARTITION.toLocaleString("en-US")} keys each`,
+    batch: 1,
+    clients: 16,
+    rescale: true,
+  },
   // Not in the default run: R2 writes per event by concurrency (README), e.g.
   // BENCH_TARGETS=edge-dedup BENCH_LOADS=webhook1,webhook10,webhook100 npm run bench
   { name: "webhook1", label: "1 event/request, 1 client", batch: 1, clients: 1 },
   { name: "webhook10", label: "1 event/request, 10 clients", batch: 1, clients: 10 },
   { name: "webhook100", label: "1 event/request, 100 clients", batch: 1, clients: 100 },
 ];
-const DEFAULT_LOADS = "batch500x4,webhook16,webhook64,batch500x4-life,webhook16-life,deliver16";
+const DEFAULT_LOADS = "batch500x4,webhook16,webhook64,batch500x4-life,webhook16-life,deliver16,rescale8to16";
 const delayOf = (load: Load) => (load.life ? LIFE_DELAY_MS : CLASSIC_DELAY_MS);
 type TargetName = "edge-dedup" | "edge-dedup-hashed" | "one-shard" | "redis" | "ceiling" | "echo" | "echo-do" | "echo-sql" | "baseline";
 const ALL_TARGETS: TargetName[] = ["edge-dedup", "edge-dedup-hashed", "one-shard", "redis", "ceiling", "echo", "echo-do", "echo-sql", "baseline"];
@@ -1459,14 +1472,17 @@ function printSeed(seeds: SeedCost[]): void {
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const loads = ALL_LOADS.filter((l) =>
+  const asked = ALL_LOADS.filter((l) =>
     pick(
       process.env.BENCH_LOADS ?? DEFAULT_LOADS,
       ALL_LOADS.map((x) => x.name),
     ).includes(l.name),
   );
+  // The rescale cell runs after the others, alone (it has no per-target cells).
+  const rescaleLoads = asked.filter((l) => l.rescale);
+  const loads = asked.filter((l) => !l.rescale);
   // A deliver cell may wait for its backlog (bounded): the watchdog allows for it.
-  const budgetMs = TOTAL_BUDGET_MS + loads.filter((l) => l.deliver).length * DELIVER_CELL_EXTRA_MS;
+  const budgetMs = TOTAL_BUDGET_MS + loads.filter((l) => l.deliver).length * DELIVER_CELL_EXTRA_MS + rescaleLoads.length * RESCALE_CELL_MAX_MS;
   const watchdog = setTimeout(() => {
     console.error(`bench: still running after ${budgetMs / 1000} s; giving up`);
     killEverything();
@@ -1560,6 +1576,16 @@ async function main(): Promise<void> {
     }
   } finally {
     for (const t of targets.reverse()) await t.stop().catch(() => undefined);
+  }
+  // The rescale cell fills its own server with ~KEYS_PER_PARTITION × 8 keys: alone on the machine, once the others are stopped.
+  let rescale: RescaleResult | null = null;
+  for (const load of rescaleLoads.filter(() => targetNames.includes("edge-dedup"))) {
+    console.log(`\n${load.label}`);
+    try {
+      rescale = await measureRescale();
+    } catch (e) {
+      check(false, `${load.name}: ${e instanceof Error ? e.message : String(e)}`);
+    }
   }
 
   // ---- the table
@@ -1923,6 +1949,18 @@ async function main(): Promise<void> {
     verdict(`${s.target}: the seed's sizing, USD per day all in`, s.total, { atMost: SEED.goalUsdPerDay }, " USD", `from ${s.load}'s figures`);
   }
 
+  if (rescale) {
+    const moved = `${fmt(rescale.keys)} keys in ${fmt(rescale.moveSeconds, 1)} s, ${fmt(rescale.keysPerSec)} keys/s`;
+    verdict("rescale8to16: longest ingest pause during the move", rescale.pauseMs, { atMost: RESCALE_GOALS.pauseMs }, " ms", moved);
+    verdict(
+      "rescale8to16: events/s during the move ÷ before",
+      rescale.ratio,
+      { atLeast: RESCALE_GOALS.duringRatio },
+      "×",
+      `${fmt(rescale.during)} of ${fmt(rescale.before)} events/s`,
+    );
+  }
+
   console.log("\nGoals");
   if (PARTITIONS !== GOAL_PARTITIONS) console.log(`  (set for streams of ${GOAL_PARTITIONS} partitions; this run's have ${PARTITIONS}: measured, not judged)`);
   for (const v of verdicts) {
@@ -1959,11 +1997,12 @@ async function main(): Promise<void> {
         farAheadMs: FAR_AHEAD_MS,
       },
       ids: RANDOM_IDS ? "random" : "sequential",
-      loads,
+      loads: asked,
       targets: targetNames,
       redis: redisVersion,
     },
     cells,
+    rescale,
     ratios,
     roundRatios,
     seed: { ...SEED, keys: seedKeys(), costs: seeds },

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { PUBLISH_RETRY_BASE_MS, PUBLISH_RETRY_MAX_MS } from "../output/publish-guard";
 import { HEALTH_REASON_CODES } from "../stream/health";
+import { partitionCapacitySchema, stateTotals } from "./partition-figures-schema";
 import { formatInterval } from "../stream/interval";
 import { MAX_REJECTED_LISTED } from "../stream/batch-outcome";
 
@@ -99,16 +100,6 @@ export const putStreamResultSchema = z.object({
   stream: z.string(),
   status: z.enum(["created", "updated", "unchanged"]),
   config: streamConfigSchema,
-});
-
-const stateTotals = z.object({
-  rows: z.number().int(),
-  bytes: z.number().int(),
-  unkeyedHashPartitions: z
-    .number()
-    .int()
-    .optional()
-    .describe('stateKeys "hashed": partitions that store keys by the unkeyed hash of an earlier release (health warns)'),
 });
 
 export const sourceInfoSchema = z.object({
@@ -219,6 +210,7 @@ export const healthSchema = z.object({
   watermarkLagMs: z.number(),
   idleSources: z.array(z.string()),
   webhooks: webhookCountsSchema.optional(),
+  partitions: partitionCapacitySchema.optional(),
   window: z.object({
     batches: z.number().int(),
     rows: z.number().int(),

@@ -33,6 +33,7 @@ export async function streamHealth(env: Env, stream: string) {
     ...(table ? { table } : {}),
     ...(d.state.unkeyedHashPartitions ? { unkeyedHashPartitions: d.state.unkeyedHashPartitions } : {}),
     ...(d.webhooks ? { webhooks: d.webhooks } : {}),
+    partitions: { count: d.config.partitions, largestBytes: d.state.largestPartitionBytes ?? 0, totalBytes: d.state.bytes },
   });
   return { stream, ...health, state: d.state };
 }

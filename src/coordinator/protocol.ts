@@ -84,7 +84,7 @@ export interface StreamDescription {
   watermarkApplied: number;
   sources: Record<string, { maxEventTime: number | null; watermark: number; lastBatchAt: number | null; declared: boolean; idle: boolean }>;
   /** unkeyedHashPartitions: partitions that store keys by the unkeyed hash of a release before 27 (absent: none) */
-  state: { rows: number; bytes: number; unkeyedHashPartitions?: number };
+  state: { rows: number; bytes: number; unkeyedHashPartitions?: number; largestPartitionBytes?: number };
   batches: { committed: number };
   /** the Coordinator's own records (DESIGN §9) */
   bookkeeping: Bookkeeping;

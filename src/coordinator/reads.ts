@@ -64,7 +64,12 @@ export class StreamReads {
       watermark: view.watermark,
       watermarkApplied: view.watermarkApplied,
       sources,
-      state: { rows: stats.reduce((a, s) => a + s.rows, 0), bytes: stats.reduce((a, s) => a + s.bytes, 0), ...unkeyedHash(stats) },
+      state: {
+        rows: stats.reduce((a, s) => a + s.rows, 0),
+        bytes: stats.reduce((a, s) => a + s.bytes, 0),
+        ...unkeyedHash(stats),
+        largestPartitionBytes: stats.reduce((a, s) => Math.max(a, s.bytes), 0),
+      },
       batches: { committed: view.committed },
       bookkeeping: { bytes: view.bytes, batchesRemembered: view.batchesRemembered, idempotencyWindow: idempotencyWindowOf(meta.config) },
       ...(webhooks.length > 0 ? { webhooks: Object.fromEntries(webhooks.map(({ source, ...w }) => [source, w])) } : {}),

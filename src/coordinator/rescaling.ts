@@ -21,18 +21,22 @@ import type { CoordinatorStores } from "./stores";
 
 /**
  * Keys each undrained old partition moves per alarm step, one partition
- * after another: a step holds the object's one thread for tens of
- * milliseconds (about 60,000 keys a second move locally), and the
- * micro-batches waiting run between steps.
+ * after another: a page holds each object it calls for a few tens of
+ * milliseconds at most, and the micro-batches waiting run between steps.
  */
 export const PAGE_KEYS = 250;
 /**
- * The next move step this long after one (ms). Text keys: 150 ms keeps a
- * webhook load at ~0.55× its rate during the move (50 ms: 0.28×; `npm run
- * bench:rescale`); hashed keys wait to expire, so their partitions are only
- * looked at now and then.
+ * The next move step at least this long after one (ms); hashed keys wait to
+ * expire, so their partitions are only looked at now and then.
  */
 export const NEXT_STEP_MS = { text: 150, hashed: 30_000 };
+/**
+ * And at least this many times the step's own duration: the move takes at
+ * most a third of the time of the objects it calls, whatever a page costs
+ * (a fixed 150 ms kept webhook16 at 0.55× its rate with 10,000 keys per
+ * partition but 0.32× with 100,000; `npm run bench`'s rescale8to16).
+ */
+export const IDLE_PER_BUSY = 2;
 
 export class Rescaling {
   constructor(
@@ -83,6 +87,7 @@ export class Rescaling {
     const sides = this.sides(meta, r.from, r.to, meta.mapVersion);
     const hashed = meta.config.stateKeys === "hashed";
     const cursors = [...r.cursors];
+    const began = Date.now();
     let moved = 0;
     for (const p of undrained(r)) {
       if (hashed) {
@@ -108,7 +113,7 @@ export class Rescaling {
     const next: RescaleState = { ...now.rescale, keysMoved: now.rescale.keysMoved + moved, cursors };
     if (undrained(next).length > 0) {
       this.s.metaStore.setRescale(next);
-      return hashed ? NEXT_STEP_MS.hashed : NEXT_STEP_MS.text;
+      return hashed ? NEXT_STEP_MS.hashed : Math.max(NEXT_STEP_MS.text, Math.round((Date.now() - began) * IDLE_PER_BUSY));
     }
     // Every old partition is drained: they go, and the rescale ends.
     await Promise.all(Array.from({ length: r.from.partitions }, (_, p) => sides.old(p).drop()));

@@ -10,13 +10,12 @@
  * partition hands out; a hashed one (its keys are hashes under its own
  * secret) keeps them until they expire. Taking in works for either.
  */
-import { keyBytes, Segment, type KeyEntry, type SegmentTable } from "../stream/key-segment";
+import { keyBytes, type KeyEntry, type SegmentTable } from "../stream/key-segment";
 import { isLive, type KeyStore } from "./key-store";
 import { bucketFor, heldOf, storedKey, type Held, type Layout } from "./layout";
 import type { PartitionMeta } from "./meta";
 import type { HandOut, HandOutPage, MovedKey } from "./protocol";
 import { openChunk, resolveNames } from "./receipts";
-import { readBucket } from "./segment-rows";
 import { nameBatch, type NameChunk } from "./batch-names";
 
 /** The stored buckets holding keys, ascending (sealed segments' and the open segment's). */
@@ -40,8 +39,7 @@ function wholeKeysOf(sql: SqlStorage, keys: KeyStore, meta: PartitionMeta, l: La
   const countDrop = (key: string, n: number | null, count: number) => {
     if (wanted(key)) dropped.set(`${n} ${key}`, (dropped.get(`${n} ${key}`) ?? 0) + count);
   };
-  for (const data of readBucket(sql, b)) {
-    const seg = new Segment(data);
+  for (const seg of keys.buckets.segmentsOf(b)) {
     if (only === null) {
       for (const e of seg.kept.entries(b)) if (isLive(l, b, e.e, wm)) kept.set(e.key, e);
       for (const d of seg.drops.entries(b)) countDrop(d.key, d.n, d.dropped);
@@ -110,7 +108,7 @@ export function keysOfNextBucket(
   for (const b of bucketsOf(keys, meta, l)) {
     if (after !== null && b <= after) continue;
     const from = page?.bucket === b ? keyBytes(false, page.key) : null;
-    const next = nextKeysOf(sql, keys, meta, l, b, from, limit > 0 ? limit : Number.POSITIVE_INFINITY);
+    const next = nextKeysOf(keys, meta, l, b, from, limit > 0 ? limit : Number.POSITIVE_INFINITY);
     if (next.keys.size === 0 && from === null) continue; // nothing live in it
     const only = new Map([...next.keys].map((k) => [k, k]));
     const whole = only.size > 0 ? wholeKeysOf(sql, keys, meta, l, b, only) : [];
@@ -126,19 +124,11 @@ export function keysOfNextBucket(
  * segment's table is sorted, so it is entered by binary search and read for
  * `limit` live keys at most. `last`: none is left after them.
  */
-function nextKeysOf(
-  sql: SqlStorage,
-  keys: KeyStore,
-  meta: PartitionMeta,
-  l: Layout,
-  b: number,
-  from: Uint8Array | null,
-  limit: number,
-): { keys: Set<string>; last: boolean } {
+function nextKeysOf(keys: KeyStore, meta: PartitionMeta, l: Layout, b: number, from: Uint8Array | null, limit: number): { keys: Set<string>; last: boolean } {
   const wm = meta.watermark;
   const found: { key: string; k: Uint8Array }[] = [];
-  for (const data of readBucket(sql, b)) {
-    const t = new Segment(data).kept;
+  for (const seg of keys.buckets.segmentsOf(b)) {
+    const t = seg.kept;
     let got = 0;
     for (let i = from ? t.after(from) : 0; i < t.count && got <= limit; i++) {
       const e = t.entry(i, b);

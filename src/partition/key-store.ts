@@ -15,6 +15,7 @@ import type { PartitionMeta } from "./meta";
 import { OPEN_MAX_BYTES, OpenSegment } from "./open-segment";
 import { dieInStorageIfArmed } from "./midway-fault";
 import { readData, readIndex, writeSegment } from "./segment-rows";
+import { BucketCache } from "./bucket-cache";
 
 /** A bucket's newest segment takes a seal's keys while it stays under this size; past it the seal starts a new one. */
 export const SEGMENT_MAX_BYTES = 98_304;
@@ -29,7 +30,12 @@ export class KeyStore {
   /** rows of the receipts table (conflicts; read once, then kept): a partition without any never clears one */
   private receipts: number | undefined;
 
-  constructor(private readonly sql: SqlStorage) {}
+  /** whole buckets' segments, for a rescale's move and read-through (src/partition/bucket-cache.ts) */
+  readonly buckets: BucketCache;
+
+  constructor(private readonly sql: SqlStorage) {
+    this.buckets = new BucketCache(sql);
+  }
 
   /** The sealed segments' index, read from their rows the first time. */
   segments(l: Pick<Layout, "hashed">): SegmentIndex {
@@ -184,6 +190,7 @@ export class KeyStore {
     this.lastS = 0;
     this.open = OpenSegment.read(null);
     this.receipts = 0;
+    this.buckets.forget();
   }
 
   /** Read again next time (after a rollback, or once storage was deleted). */
@@ -191,6 +198,7 @@ export class KeyStore {
     this.index = undefined;
     this.open = undefined;
     this.receipts = undefined;
+    this.buckets.forget();
   }
 }
 

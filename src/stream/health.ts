@@ -5,6 +5,7 @@
  */
 import type { Mode } from "./config";
 import type { ProgressReport } from "./batch-outcome";
+import { partitionCapacity, type PartitionCapacity } from "./partition-capacity";
 
 export type HealthStatus = "ok" | "warn" | "critical";
 
@@ -19,6 +20,7 @@ export const HEALTH_REASON_CODES = [
   "conflict-rate",
   "unkeyed-key-hash",
   "webhook-refusals",
+  "partition-capacity",
 ] as const;
 export type HealthReasonCode = (typeof HEALTH_REASON_CODES)[number];
 
@@ -87,6 +89,8 @@ export interface HealthInput {
   unkeyedHashPartitions?: number;
   /** per webhook source: redeliveries replayed, signatures refused by reason, committed rows (src/webhooks/tally.ts) */
   webhooks?: Record<string, { replayed: number; refused: Record<string, number>; rows: number }>; // the Coordinator's WebhookCounts
+  /** the partition count and their storage (largest, all) as they last reported: health judges their capacity (src/stream/partition-capacity.ts) */
+  partitions?: { count: number; largestBytes: number; totalBytes: number };
 }
 
 export interface HealthReport {
@@ -100,6 +104,8 @@ export interface HealthReport {
   idleSources: string[];
   /** per webhook source: what it absorbed and refused (absent: no webhook counted) */
   webhooks?: HealthInput["webhooks"];
+  /** the partitions' capacity, and the count to take when one nears a limit (absent: no partition figures given) */
+  partitions?: Omit<PartitionCapacity, "severity" | "detail">;
   window: {
     batches: number;
     rows: number;
@@ -276,6 +282,18 @@ export function evaluateHealth(input: HealthInput, thresholds: Partial<HealthThr
     });
   }
 
+  // 10. A partition nearing a Durable Object's storage or call rate: a count to PATCH to.
+  const capacity = input.partitions
+    ? partitionCapacity({
+        partitions: input.partitions.count,
+        largestBytes: input.partitions.largestBytes,
+        totalBytes: input.partitions.totalBytes,
+        window: win,
+        now: input.now,
+      })
+    : null;
+  if (capacity?.severity) reasons.push({ code: "partition-capacity", severity: capacity.severity, detail: capacity.detail! });
+
   const status: HealthStatus = reasons.some((r) => r.severity === "critical") ? "critical" : reasons.length > 0 ? "warn" : "ok";
   return {
     status,
@@ -287,6 +305,16 @@ export function evaluateHealth(input: HealthInput, thresholds: Partial<HealthThr
       .filter((s) => input.sources[s].idle)
       .sort(),
     ...(input.webhooks && Object.keys(input.webhooks).length > 0 ? { webhooks: input.webhooks } : {}),
+    ...(capacity
+      ? {
+          partitions: {
+            partitions: capacity.partitions,
+            largestPartitionBytes: capacity.largestPartitionBytes,
+            callsPerSecondEach: capacity.callsPerSecondEach,
+            proposedPartitions: capacity.proposedPartitions,
+          },
+        }
+      : {}),
     window: {
       batches: win.length,
       rows,
