@@ -15,7 +15,8 @@ import {
   recordedCommitSeq,
   totals,
 } from "./metadata";
-import { encodeDataFile } from "./parquet";
+import { columnMetrics } from "./column-metrics";
+import { dataFileFieldIds, encodeDataFile } from "./parquet";
 import { commitSnapshot } from "./snapshot-commit";
 import { hasLiveFiles, manifestsOf } from "./snapshot-files";
 import type { TableStore } from "./store";
@@ -99,6 +100,7 @@ export async function appendToTable(store: TableStore, input: AppendInput): Prom
       path: uriOf(location, dataFile),
       recordCount: rows.length,
       sizeInBytes: data.length,
+      metrics: columnMetrics(schema, values, dataFileFieldIds(data)),
     };
     const committed = await commitSnapshot(store, stream, {
       loaded,

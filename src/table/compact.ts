@@ -2,6 +2,7 @@ import { loadTable, MAX_COMMIT_ATTEMPTS } from "./commit";
 import { dataPath, digestOf, keyOf, uriOf } from "./layout";
 import { STATUS, type DataFileEntry } from "./manifest";
 import { commitSeqsOf, currentSchema, currentSnapshot, newSnapshotId, totals } from "./metadata";
+import { columnMetrics } from "./column-metrics";
 import { dataFileFieldIds, decodeDataFile, encodeDataFile } from "./parquet";
 import { commitSnapshot } from "./snapshot-commit";
 import { liveDataFiles, readDataFileBytes } from "./snapshot-files";
@@ -68,6 +69,7 @@ export async function compactTable(store: TableStore, stream: string, options: C
       path: uriOf(table.location, dataFile),
       recordCount: rows.length,
       sizeInBytes: data.length,
+      metrics: columnMetrics(schema, rows, dataFileFieldIds(data)),
     };
     const kept = live.filter((e) => !replaced.has(e.path)).map((e) => ({ ...e, status: STATUS.existing }));
     const deleted = small.map((e) => ({ ...e, status: STATUS.deleted, snapshotId }));

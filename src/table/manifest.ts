@@ -1,13 +1,15 @@
 import type { AvroField, AvroSchema } from "./avro-binary";
 import { decodeAvroFile, encodeAvroFile } from "./avro-file";
+import type { ColumnMetrics } from "./column-metrics";
 import type { IcebergSchema } from "./table-schema";
 
 /**
  * Iceberg v2 manifests (one entry per data file) and manifest lists (one
  * entry per manifest), with the spec's Avro schemas and field ids. The table
  * is unpartitioned, so `partition` is an empty record and the partition spec
- * is `[]` with id 0. Optional metrics are left null: readers then scan every
- * file, which is what an unpartitioned table of small appends wants anyway.
+ * is `[]` with id 0. A data file's column metrics (src/table/column-metrics.ts)
+ * are written when it was (files of earlier releases have none: null, which
+ * readers take as "scan it"), and carried wherever its entry is rewritten.
  */
 const optional = (name: string, type: AvroSchema, id: number): AvroField => ({ name, type: ["null", type], default: null, "field-id": id });
 const required = (name: string, type: AvroSchema, id: number): AvroField => ({ name, type, "field-id": id });
@@ -115,6 +117,8 @@ export interface DataFileEntry {
   path: string;
   recordCount: number;
   sizeInBytes: number;
+  /** its column metrics (absent: a file written before they were) */
+  metrics?: ColumnMetrics;
 }
 
 export interface ManifestFile {
@@ -152,11 +156,11 @@ export function encodeManifest(schema: IcebergSchema, entries: readonly DataFile
         record_count: e.recordCount,
         file_size_in_bytes: e.sizeInBytes,
         column_sizes: null,
-        value_counts: null,
-        null_value_counts: null,
-        nan_value_counts: null,
-        lower_bounds: null,
-        upper_bounds: null,
+        value_counts: toAvroMap(e.metrics?.valueCounts),
+        null_value_counts: toAvroMap(e.metrics?.nullValueCounts),
+        nan_value_counts: toAvroMap(e.metrics?.nanValueCounts),
+        lower_bounds: toAvroMap(e.metrics?.lowerBounds),
+        upper_bounds: toAvroMap(e.metrics?.upperBounds),
         key_metadata: null,
         split_offsets: null,
         equality_ids: null,
@@ -188,8 +192,27 @@ export function decodeManifest(bytes: Uint8Array, from: ManifestFile): DataFileE
       path: file.file_path as string,
       recordCount: file.record_count as number,
       sizeInBytes: file.file_size_in_bytes as number,
+      ...metricsOf(file),
     };
   });
+}
+
+/** A map keyed by field id as Iceberg writes it in Avro: an array of key/value records, in key order. */
+const toAvroMap = <V>(m: ReadonlyMap<number, V> | undefined) => (m ? [...m].sort((a, b) => a[0] - b[0]).map(([key, value]) => ({ key, value })) : null);
+const fromAvroMap = <V>(a: unknown): Map<number, V> => new Map(((a as { key: number; value: V }[] | null) ?? []).map((r) => [r.key, r.value]));
+
+/** A data file record's metrics, if it was written with them (value_counts present). */
+function metricsOf(file: Record<string, unknown>): { metrics?: ColumnMetrics } {
+  if (file.value_counts === null || file.value_counts === undefined) return {};
+  return {
+    metrics: {
+      valueCounts: fromAvroMap<number>(file.value_counts),
+      nullValueCounts: fromAvroMap<number>(file.null_value_counts),
+      nanValueCounts: fromAvroMap<number>(file.nan_value_counts),
+      lowerBounds: fromAvroMap<Uint8Array>(file.lower_bounds),
+      upperBounds: fromAvroMap<Uint8Array>(file.upper_bounds),
+    },
+  };
 }
 
 export function encodeManifestList(

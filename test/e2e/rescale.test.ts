@@ -1,8 +1,11 @@
 /**
- * An online rescale against a real local server (DESIGN §12): three clients
- * send batches with repeated ids while the stream goes from 4 partitions to
- * 7, and the server's whole process group is killed (SIGKILL) right after
- * the switch, while the move's first steps and other batches are in flight. Clients retry what failed under the same batch ids. After
+ * An online rescale against a real local server (DESIGN §12): the stream
+ * holds 20,000 keys (a move of dozens of steps), then three clients send
+ * batches with repeated ids while it goes from 4 partitions to 7; the
+ * server's whole process group is killed (SIGKILL) right after the switch,
+ * while the move's first steps and other batches are in flight, and again
+ * in the middle of the move (some keys moved, not all). Clients retry what
+ * failed under the same batch ids. After
  * the move: every id is in the output exactly once, the batches' emitted
  * counts add up to the ids, the state holds each id once, every key is
  * found by `state?row=`, and the stream is the new count's.
@@ -20,6 +23,7 @@ describe("a rescale under load, killed in the middle", () => {
     const sent = new Set<string>();
     const answers = new Map<string, Outcome>();
     let patched = false;
+    let killedMidMove = false;
     let killing: Promise<void> | null = null;
     // A batch is sent until it is answered 200 (a crash answers nothing, or a 5xx): the same id, the same rows.
     const send = async (batchId: string, rows: { id: string; ts: number; v: number }[]) => {
@@ -34,6 +38,12 @@ describe("a rescale under load, killed in the middle", () => {
         }
       }
     };
+    // The keys the move is mostly made of: ~625 per old partition and expiry bucket, pages of 250.
+    for (let b = 0; b < 40; b++) {
+      const rows = Array.from({ length: 500 }, (_, i) => ({ id: `pre-${b * 500 + i}`, ts: at(10, (b * 500 + i) % 50), v: 0 }));
+      for (const r of rows) sent.add(r.id);
+      await send(`pre-${b}`, rows);
+    }
     const client = async (c: number) => {
       const random = rng(1_000 + c);
       for (let b = 0; b < 24; b++) {
@@ -53,11 +63,24 @@ describe("a rescale under load, killed in the middle", () => {
           // Killed at once: the move's first steps race the kill, and the other clients' batches are in flight.
           killing = server.restart("SIGKILL").finally(() => (killing = null));
           await killing;
+          // And again once the move is part way: its cursors, pages and forgotten buckets are resumed from what was committed.
+          const part = await pollUntil(
+            () => api.stream(s),
+            (d) => d.rescale === undefined || d.rescale.keysMoved > 0,
+            60_000,
+            20,
+          );
+          if (part.rescale && part.rescale.keysMoved < sent.size) {
+            killedMidMove = true;
+            killing = server.restart("SIGKILL").finally(() => (killing = null));
+            await killing;
+          }
         }
       }
     };
     await Promise.all([0, 1, 2].map(client));
     expect(patched).toBe(true);
+    expect(killedMidMove).toBe(true);
     const done = await pollUntil(
       () => api.stream(s),
       (d) => !("rescale" in d) || d.rescale === undefined,
@@ -73,7 +96,7 @@ describe("a rescale under load, killed in the middle", () => {
     expect([...answers.values()].reduce((n, a) => n + a.emitted, 0)).toBe(sent.size);
     expect(done.state.rows).toBe(sent.size);
     expect(done.batches.committed).toBe(answers.size);
-    for (const id of [...sent].slice(0, 60)) {
+    for (const id of [...[...sent].slice(0, 40), ...[...sent].slice(-40)]) {
       const row = encodeURIComponent(JSON.stringify({ id, ts: at(10, Number(id.slice(4)) % 50) }));
       const found = await api.request("GET", `/v1/streams/${s}/state?row=${row}`);
       expect(JSON.parse(found.text).keys, id).toHaveLength(1);

@@ -66,6 +66,6 @@ it("disabling a silent declared source retires it from the min watermark", async
 it("describing a stream does not create storage in partitions that never held state", async () => {
   await createStream("quiet", { ...base, partitions: 8 });
   const d = await json(call("GET", "/v1/streams/quiet"));
-  expect(d.state).toEqual({ rows: 0, bytes: 0 });
+  expect(d.state).toEqual({ rows: 0, bytes: 0, largestPartitionBytes: 0 });
   expect((await json(call("GET", "/v1/streams/quiet/state?partition=7"))).keys).toEqual([]);
 });

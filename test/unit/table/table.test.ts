@@ -1,6 +1,3 @@
-import { Buffer } from "node:buffer";
-import { Readable } from "node:stream";
-import avro from "avsc";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -12,6 +9,7 @@ import { loadTable } from "../../../src/table/commit";
 import { memoryStore } from "../../../src/table/memory-store";
 import { readTableSnapshot } from "../../../src/table/read-snapshot";
 import type { TableStore } from "../../../src/table/store";
+import { decodeWithAvsc } from "../../support/avsc-reader";
 import { serveBucket, type ServedBucket } from "../../support/iceberg-reader";
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -178,23 +176,6 @@ describe("appendToTable, read back by icebird", () => {
     expect(list.records[0]).toMatchObject({ content: 0, sequence_number: 1, added_files_count: 1, added_rows_count: 1, partitions: [] });
   });
 });
-
-/** An Avro container file read by avsc's stream decoder: an independent check of our encoding. */
-async function decodeWithAvsc(bytes: Uint8Array): Promise<{ schema: string; metadata: Record<string, string>; records: Record<string, unknown>[] }> {
-  const decoder = new avro.streams.BlockDecoder();
-  const records: Record<string, unknown>[] = [];
-  let header: { meta: Record<string, Buffer> } | null = null;
-  decoder.on("metadata", (_type: unknown, _codec: unknown, h: { meta: Record<string, Buffer> }) => (header = h));
-  decoder.on("data", (r: Record<string, unknown>) => records.push({ ...r }));
-  await new Promise((resolve, reject) =>
-    Readable.from([Buffer.from(bytes)])
-      .pipe(decoder)
-      .on("finish", resolve)
-      .on("error", reject),
-  );
-  const meta = Object.fromEntries(Object.entries(header!.meta).map(([k, v]) => [k, v.toString()]));
-  return { schema: meta["avro.schema"], metadata: meta, records };
-}
 
 describe("DuckDB", () => {
   // DuckDB's iceberg extension needs the network to install (`INSTALL iceberg` fails offline), so DuckDB
