@@ -310,6 +310,10 @@ export const tableSnapshotSchema = z.object({
       "schema-id": z.number(),
     })
     .describe("the current snapshot, as Iceberg writes it"),
+  files: z
+    .array(z.object({ path: z.string(), records: z.number().int(), bytes: z.number().int() }))
+    .nullable()
+    .describe("the snapshot's data files (Parquet), each by GET …/table/file?path=; null while its manifests cannot be read (publishing says why)"),
   publishing: z
     .object({
       publishedSeq: z.number().int().describe("the last commit sequence in the table"),

@@ -103,6 +103,8 @@ export interface RawResponse {
   status: number;
   headers: Headers;
   text: string;
+  /** the body as it came (a table file's Parquet) */
+  bytes: Uint8Array;
 }
 
 export interface RequestOptions {
@@ -226,8 +228,9 @@ export function createClient(options: ClientOptions) {
     if (token != null && !written) headers.authorization = `Bearer ${token}`;
     const signal = init.signal ?? (options.timeoutMs !== undefined ? AbortSignal.timeout(options.timeoutMs) : undefined);
     const res = await doFetch(base() + path, { method, headers, body: init.body, ...(signal ? { signal } : {}) });
+    const bytes = new Uint8Array(await res.arrayBuffer());
     // Decoded as UTF-8 whatever the type: Response.text() warns under workerd for application/x-ndjson.
-    return { status: res.status, headers: res.headers, text: new TextDecoder().decode(await res.arrayBuffer()) };
+    return { status: res.status, headers: res.headers, text: new TextDecoder().decode(bytes), bytes };
   }
 
   /** The answer's text when its status is one of `ok`; a ProblemError otherwise. */
@@ -351,6 +354,9 @@ export function createClient(options: ClientOptions) {
     },
 
     table: (stream: string) => get<TableSnapshot>(`${streamPath(stream)}/table`),
+    /** One file of the table by its path inside it (`table(stream).files[].path`, or metadata/…): its bytes. */
+    tableFile: async (stream: string, path: string, init?: RequestOptions): Promise<Uint8Array> =>
+      (await expectStatus([200], "GET", `${streamPath(stream)}/table/file?path=${encodeURIComponent(path)}`, init)).bytes,
 
     listDestinations: async (stream: string): Promise<Destination[]> =>
       (await get<z.infer<typeof destinationListSchema>>(`${streamPath(stream)}/destinations`)).destinations,

@@ -1,6 +1,7 @@
+import { z } from "zod";
 import { coordinatorStub } from "../../env";
-import { r2Store, readTableSnapshot } from "../../table";
-import { notFound } from "../../http/problem";
+import { r2Store, readTableFile, readTableSnapshot, TABLE_FILE_PATH, tableFiles } from "../../table";
+import { badRequest, notFound } from "../../http/problem";
 import { route } from "../route";
 import { tableSnapshotSchema } from "../schemas";
 import { missing, STREAM } from "./shared";
@@ -13,7 +14,7 @@ export const table = route({
   tag: "output",
   auth: "admin",
   description: "404 when the stream has no table or no snapshot yet.",
-  responses: { 200: { schema: tableSnapshotSchema, description: "{stream, metadataLocation, snapshot}" } },
+  responses: { 200: { schema: tableSnapshotSchema, description: "{stream, metadataLocation, snapshot, files}" } },
   handler: async (c) => {
     const stream = c.get("stream");
     const d = await coordinatorStub(c.env, stream).describe();
@@ -22,8 +23,36 @@ export const table = route({
     const [current, publishing] = await Promise.all([readTableSnapshot(r2Store(c.env.SINK), stream), coordinatorStub(c.env, stream).tablePublishing()]);
     const failing = publishing?.lastError ? `; appending to it fails (retried with backoff): ${publishing.lastError}` : "";
     if (!current) throw notFound(`the table of stream "${stream}" has no snapshot yet: committed output is appended within seconds${failing}`);
-    return c.json({ stream, metadataLocation: current.metadataLocation, snapshot: current.snapshot, ...(publishing ? { publishing } : {}) });
+    // A table that cannot be read whole (what publishing reports) still answers with its snapshot.
+    const files = await tableFiles(r2Store(c.env.SINK), stream, current).catch(() => null);
+    return c.json({ stream, metadataLocation: current.metadataLocation, snapshot: current.snapshot, files, ...(publishing ? { publishing } : {}) });
   },
 });
 
-export const routes = [table];
+// One file of the table, as stored: a reader without R2 credentials or a network (the local server) takes the Parquet files GET …/table lists.
+export const tableFile = route({
+  method: "get",
+  path: `${STREAM}/table/file`,
+  summary: "One file of the Iceberg table (a data file GET …/table lists, or a metadata file)",
+  tag: "output",
+  auth: "admin",
+  description: "`?path=data/…` as `files[].path` names it (or `metadata/…`). 400 for a path outside the table, 404 when there is no such file.",
+  request: { query: z.object({ path: z.string().describe("the file's path inside the table, e.g. data/append-1-….parquet") }) },
+  responses: { 200: { media: "application/octet-stream", description: "the file's bytes (Parquet, Avro or JSON)" } },
+  handler: async (c) => {
+    const stream = c.get("stream");
+    const path = c.req.query("path") ?? "";
+    if (!TABLE_FILE_PATH.test(path))
+      throw badRequest(
+        `path must be a file of the table: data/<name> or metadata/<name> (as GET …/table's files[].path), not ${JSON.stringify(path.slice(0, 200))}`,
+      );
+    const d = await coordinatorStub(c.env, stream).describe();
+    if (!d) throw missing(stream);
+    if (!d.config.table) throw notFound(`stream "${stream}" has no table; set "table": {"format": "iceberg"} in its config`);
+    const bytes = await readTableFile(r2Store(c.env.SINK), stream, path);
+    if (!bytes) throw notFound(`the table of stream "${stream}" has no file ${path}`);
+    return new Response(bytes, { headers: { "content-type": "application/octet-stream", "content-length": String(bytes.length) } });
+  },
+});
+
+export const routes = [table, tableFile];

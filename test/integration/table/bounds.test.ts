@@ -141,6 +141,7 @@ describe("a table append that fails", () => {
     expect(manifest.at(-1)).toMatch(/0{11}2\.json$/);
     const table = await json(call("GET", `/v1/streams/${name}/table`));
     expect(table.snapshot["snapshot-id"]).toBe(v1["snapshot-id"]);
+    expect(table.files).toBeNull(); // its manifest list is missing: the snapshot is still shown
     expect(table.publishing).toMatchObject({ publishedSeq: 1, committedSeq: 2, failing: true });
     expect(table.publishing.failures).toBeGreaterThanOrEqual(1);
     expect(table.publishing.lastError).toMatch(/missing/);

@@ -51,6 +51,7 @@ const CALLS: { [K in Exclude<keyof Client, "request">]: (c: Client) => Promise<u
   listCredentials: (c) => c.listCredentials("s", "a"),
   revokeCredential: (c) => c.revokeCredential("s", "a", "cred_1"),
   table: (c) => c.table("s"),
+  tableFile: (c) => c.tableFile("s", "data/x.parquet"),
   listDestinations: (c) => c.listDestinations("s"),
   putDestination: (c) => c.putDestination("s", "hook", { type: "http", url: "https://example.com/hook" }),
   getDestination: (c) => c.getDestination("s", "hook"),
