@@ -26,25 +26,20 @@ function bucketsOf(keys: KeyStore, meta: PartitionMeta, l: Layout): number[] {
 }
 
 /**
- * The remembered keys of stored bucket b, each whole; `only`: just these
- * stored keys, each moved under the state key it maps to (a hashed key's
- * text is not stored, so the caller names it); null: all (text keys).
+ * These remembered keys of stored bucket b, each whole: `only` maps each
+ * stored key to the state key it moves under (a hashed key's text is not
+ * stored, so the caller names it).
  */
-function wholeKeysOf(sql: SqlStorage, keys: KeyStore, meta: PartitionMeta, l: Layout, b: number, only: ReadonlyMap<string, string> | null): MovedKey[] {
+function wholeKeysOf(sql: SqlStorage, keys: KeyStore, meta: PartitionMeta, l: Layout, b: number, only: ReadonlyMap<string, string>): MovedKey[] {
   const wm = meta.watermark;
   const open = keys.openOf(meta);
-  const wanted = (key: string) => only === null || only.has(key);
+  const wanted = (key: string) => only.has(key);
   const kept = new Map<string, KeyEntry>();
   const dropped = new Map<string, number>();
   const countDrop = (key: string, n: number | null, count: number) => {
     if (wanted(key)) dropped.set(`${n} ${key}`, (dropped.get(`${n} ${key}`) ?? 0) + count);
   };
   for (const seg of keys.buckets.segmentsOf(b)) {
-    if (only === null) {
-      for (const e of seg.kept.entries(b)) if (isLive(l, b, e.e, wm)) kept.set(e.key, e);
-      for (const d of seg.drops.entries(b)) countDrop(d.key, d.n, d.dropped);
-      continue;
-    }
     // Given keys are looked up (each table is sorted), not the bucket decoded: a page of a large bucket costs its keys.
     for (const key of only.keys()) {
       const bytes = keyBytes(!!l.hashed, key);
@@ -77,7 +72,7 @@ function wholeKeysOf(sql: SqlStorage, keys: KeyStore, meta: PartitionMeta, l: La
   return [...kept.values()].map((e) => {
     const h = heldOf(l, e);
     return {
-      key: only === null ? e.key : only.get(e.key)!,
+      key: only.get(e.key)!,
       expiresAt: h.expiresAt,
       eventTime: h.t,
       digest: h.d,

@@ -61,13 +61,16 @@ export function compareValues(type: IcebergType, a: TableValue, b: TableValue): 
 }
 
 function compareCodePoints(a: string, b: string): number {
-  const x = [...a];
-  const y = [...b];
-  for (let i = 0; i < Math.min(x.length, y.length); i++) {
-    const d = x[i].codePointAt(0)! - y[i].codePointAt(0)!;
-    if (d !== 0) return d;
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    const x = a.codePointAt(i)!;
+    const y = b.codePointAt(j)!;
+    if (x !== y) return x - y;
+    i += x > 0xffff ? 2 : 1;
+    j += y > 0xffff ? 2 : 1;
   }
-  return x.length - y.length;
+  return a.length - i - (b.length - j);
 }
 
 const truncatedLower = (s: string) => [...s].slice(0, STRING_BOUND_CHARS).join("");

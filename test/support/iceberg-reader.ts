@@ -1,5 +1,7 @@
+import { mkdir, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { dirname, join } from "node:path";
 import { icebergRead } from "icebird";
 import type { TableStore } from "../../src/table/store";
 
@@ -34,4 +36,12 @@ export async function serveBucket(store: TableStore): Promise<ServedBucket> {
     read: (stream, metadataFileName) => icebergRead({ tableUrl: `${baseUri}/tables/${stream}`, metadataFileName }),
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+}
+
+/** The in-memory bucket's objects as files under `dir` (by their keys): what DuckDB reads with no object store. */
+export async function writeObjects(objects: ReadonlyMap<string, Uint8Array>, dir: string): Promise<void> {
+  for (const [key, bytes] of objects) {
+    await mkdir(dirname(join(dir, key)), { recursive: true });
+    await writeFile(join(dir, key), bytes);
+  }
 }

@@ -1,10 +1,17 @@
 import { z } from "zod";
-import { coordinatorStub } from "../../env";
+import { coordinatorStub, type Env } from "../../env";
 import { r2Store, readTableFile, readTableSnapshot, TABLE_FILE_PATH, tableFiles } from "../../table";
 import { badRequest, notFound } from "../../http/problem";
 import { route } from "../route";
 import { tableSnapshotSchema } from "../schemas";
 import { missing, STREAM } from "./shared";
+
+/** A 404 unless the stream exists and has a table; its config read where it is kept (no partition is called). */
+async function mustHaveTable(env: Env, stream: string): Promise<void> {
+  const at = await coordinatorStub(env, stream).locate();
+  if (!at) throw missing(stream);
+  if (!at.config.table) throw notFound(`stream "${stream}" has no table; set "table": {"format": "iceberg"} in its config`);
+}
 
 // The Iceberg table's current snapshot, as Iceberg writes it, and where its metadata is.
 export const table = route({
@@ -17,9 +24,7 @@ export const table = route({
   responses: { 200: { schema: tableSnapshotSchema, description: "{stream, metadataLocation, snapshot, files}" } },
   handler: async (c) => {
     const stream = c.get("stream");
-    const d = await coordinatorStub(c.env, stream).describe();
-    if (!d) throw missing(stream);
-    if (!d.config.table) throw notFound(`stream "${stream}" has no table; set "table": {"format": "iceberg"} in its config`);
+    await mustHaveTable(c.env, stream);
     const [current, publishing] = await Promise.all([readTableSnapshot(r2Store(c.env.SINK), stream), coordinatorStub(c.env, stream).tablePublishing()]);
     const failing = publishing?.lastError ? `; appending to it fails (retried with backoff): ${publishing.lastError}` : "";
     if (!current) throw notFound(`the table of stream "${stream}" has no snapshot yet: committed output is appended within seconds${failing}`);
@@ -46,9 +51,7 @@ export const tableFile = route({
       throw badRequest(
         `path must be a file of the table: data/<name> or metadata/<name> (as GET …/table's files[].path), not ${JSON.stringify(path.slice(0, 200))}`,
       );
-    const d = await coordinatorStub(c.env, stream).describe();
-    if (!d) throw missing(stream);
-    if (!d.config.table) throw notFound(`stream "${stream}" has no table; set "table": {"format": "iceberg"} in its config`);
+    await mustHaveTable(c.env, stream);
     const bytes = await readTableFile(r2Store(c.env.SINK), stream, path);
     if (!bytes) throw notFound(`the table of stream "${stream}" has no file ${path}`);
     return new Response(bytes, { headers: { "content-type": "application/octet-stream", "content-length": String(bytes.length) } });

@@ -8,9 +8,9 @@
  */
 import fc from "fast-check";
 import { DuckDBInstance } from "@duckdb/node-api";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { appendToTable } from "../../../src/table/append";
 import { columnMetrics, compareValues, singleValue, STRING_BOUND_CHARS } from "../../../src/table/column-metrics";
@@ -19,6 +19,7 @@ import { memoryStore } from "../../../src/table/memory-store";
 import { readTableSnapshot } from "../../../src/table/read-snapshot";
 import type { IcebergSchema } from "../../../src/table/table-schema";
 import { decodeWithAvsc } from "../../support/avsc-reader";
+import { writeObjects } from "../../support/iceberg-reader";
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 const T0 = Date.UTC(2026, 0, 1);
@@ -89,10 +90,7 @@ describe("every data file's metrics equal its own figures (avsc + DuckDB)", () =
     await compactTable(s, "m", { minFiles: 2, targetBytes: 1 << 20, now: T0 + 10 });
     await appendToTable(s, { stream: "m", schema: SCHEMA, rows: [row(7), row(8)], commitSeq: 5, now: T0 + 20, baseUri });
     try {
-      for (const [key, bytes] of s.objects) {
-        await mkdir(dirname(join(dir, key)), { recursive: true });
-        await writeFile(join(dir, key), bytes);
-      }
+      await writeObjects(s.objects, dir);
       const snapshot = (await readTableSnapshot(s, "m"))!.snapshot;
       const fromUri = (uri: string) => s.get(uri.slice(baseUri.length + 1));
       const list = await decodeWithAvsc((await fromUri(snapshot["manifest-list"]))!);

@@ -1,7 +1,7 @@
 import { DuckDBInstance } from "@duckdb/node-api";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { appendToTable, type AppendInput } from "../../../src/table/append";
 import { compactTable } from "../../../src/table/compact";
@@ -10,7 +10,7 @@ import { memoryStore } from "../../../src/table/memory-store";
 import { readTableSnapshot } from "../../../src/table/read-snapshot";
 import type { TableStore } from "../../../src/table/store";
 import { decodeWithAvsc } from "../../support/avsc-reader";
-import { serveBucket, type ServedBucket } from "../../support/iceberg-reader";
+import { serveBucket, writeObjects, type ServedBucket } from "../../support/iceberg-reader";
 
 const T0 = Date.UTC(2026, 0, 1);
 const SCHEMA = { id: "string", n: "long", at: "timestamp", secs: "timestamp:s", price: "double", ok: "boolean", qty: "int" } as const;
@@ -195,10 +195,7 @@ describe("DuckDB", () => {
     await appendToTable(s, { stream: "d", schema: SCHEMA, rows: [{ id: "b", n: 2 }], commitSeq: 2, now: T0, baseUri });
     await compactTable(s, "d", { minFiles: 2, targetBytes: 1 << 20, now: T0 });
     await appendToTable(s, { stream: "d", schema: SCHEMA, rows: [{ id: "c", secs: 1_700_000_000 }], commitSeq: 3, now: T0, baseUri });
-    for (const [key, bytes] of s.objects) {
-      await mkdir(dirname(join(dir, key)), { recursive: true });
-      await writeFile(join(dir, key), bytes);
-    }
+    await writeObjects(s.objects, dir);
     const snapshot = (await readTableSnapshot(s, "d"))!.snapshot;
     const fromUri = (uri: string) => s.get(uri.slice(baseUri.length + 1));
     const list = await decodeWithAvsc((await fromUri(snapshot["manifest-list"]))!);
