@@ -4,6 +4,7 @@ import { PATH_PARAMS, pathParams, TAGS, type Auth, type ResponseSpec, type Route
 import { problemSchema } from "./schemas";
 
 export * from "./schemas";
+export { tableSnapshotSchema } from "./table-snapshot-schema";
 
 /**
  * The HTTP contract as OpenAPI 3.1, served at GET /openapi.json and rendered

@@ -1,8 +1,6 @@
 import { z } from "zod";
-import { PUBLISH_RETRY_BASE_MS, PUBLISH_RETRY_MAX_MS } from "../output/publish-guard";
 import { HEALTH_REASON_CODES } from "../stream/health";
 import { partitionCapacitySchema, stateTotals } from "./partition-figures-schema";
-import { formatInterval } from "../stream/interval";
 import { MAX_REJECTED_LISTED } from "../stream/batch-outcome";
 
 /**
@@ -296,42 +294,6 @@ export const credentialCreatedSchema = credentialSchema.extend({ secret: z.strin
 
 export const credentialListSchema = z.object({ credentials: z.array(credentialSchema) });
 
-export const tableSnapshotSchema = z.object({
-  stream: z.string(),
-  metadataLocation: z.string(),
-  snapshot: z
-    .looseObject({
-      "snapshot-id": z.number(),
-      "parent-snapshot-id": z.number().optional(),
-      "sequence-number": z.number(),
-      "timestamp-ms": z.number(),
-      "manifest-list": z.string(),
-      summary: z.object({ operation: z.enum(["append", "replace"]) }).catchall(z.string()),
-      "schema-id": z.number(),
-    })
-    .describe("the current snapshot, as Iceberg writes it"),
-  files: z
-    .array(z.object({ path: z.string(), records: z.number().int(), bytes: z.number().int() }))
-    .nullable()
-    .describe("the snapshot's data files (Parquet), each by GET …/table/file?path=; null while its manifests cannot be read (publishing says why)"),
-  publishing: z
-    .object({
-      publishedSeq: z.number().int().describe("the last commit sequence in the table"),
-      committedSeq: z.number().int().describe("the last commit sequence of the stream"),
-      failing: z
-        .boolean()
-        .describe(
-          `the last attempt to append failed; it is retried with backoff (${formatInterval(PUBLISH_RETRY_BASE_MS)} doubling, at most ${formatInterval(PUBLISH_RETRY_MAX_MS)})`,
-        ),
-      failures: z.number().int().describe("failed attempts in a row"),
-      lastError: z.string().nullable(),
-      lastErrorAt: z.number().nullable(),
-      nextAttemptAt: z.number().nullable(),
-    })
-    .optional()
-    .describe("how far appending committed output to the table has got"),
-});
-
 export const healthzSchema = z.object({ status: z.literal("ok") });
 
 export type Problem = z.infer<typeof problemSchema>;
@@ -351,7 +313,7 @@ export type Run = z.infer<typeof runSchema>;
 export type Publication = z.infer<typeof publicationSchema>;
 export type Credential = z.infer<typeof credentialSchema>;
 export type CreatedCredential = z.infer<typeof credentialCreatedSchema>;
-export type TableSnapshot = z.infer<typeof tableSnapshotSchema>;
+export type { TableSnapshot } from "./table-snapshot-schema";
 export type Progress = z.infer<typeof progressSchema>;
 export type CredentialList = z.infer<typeof credentialListSchema>;
 export type Healthz = z.infer<typeof healthzSchema>;

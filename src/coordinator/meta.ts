@@ -135,4 +135,13 @@ export class MetaStore {
   setPublished(what: "table" | "manifest", seq: number): void {
     this.sql.exec("INSERT OR REPLACE INTO published (what, seq) VALUES (?, ?)", what, seq);
   }
+
+  /** When the table's next expiry journal of this shard is due for a sweep (ms; 0: none known), kept beside the publications (src/table/expiry.ts). */
+  tableSweepAt(): number {
+    return this.sql.exec<{ seq: number }>("SELECT seq FROM published WHERE what = 'table-sweep'").toArray()[0]?.seq ?? 0;
+  }
+
+  setTableSweepAt(at: number): void {
+    this.sql.exec("INSERT OR REPLACE INTO published (what, seq) VALUES ('table-sweep', ?)", at);
+  }
 }

@@ -157,6 +157,8 @@ export class Upkeep {
       laneCommits: (lane, after, upTo, limit) => this.s.commits(lane, after, upTo, limit),
       progress: (what) => metaStore.published(what),
       setProgress: (what, seq) => metaStore.setPublished(what, seq),
+      sweepAt: () => metaStore.tableSweepAt(),
+      setSweepAt: (at) => metaStore.setTableSweepAt(at),
     };
     // Each publication on its own: one that throws is recorded and retried later, and takes nothing else with it.
     const guard = new PublishGuard(this.s.sql);

@@ -3,7 +3,8 @@ import { parseRef } from "./object-ref";
 import { readParts, type CommitPart } from "./reader";
 import type { StreamConfig } from "../stream/config";
 import { maxColumnsOf } from "../stream/table-fields";
-import { appendToTable, compactTable, r2Store } from "../table";
+import { partitionByOf, retainMsOf } from "../stream/table-options";
+import { appendToTable, compactTable, r2Store, sweepExpired } from "../table";
 
 /**
  * What external readers get of the committed output, published by the
@@ -34,6 +35,9 @@ export interface PublishContext {
   /** how far a publication has got (0: not started), kept by the Coordinator */
   progress(what: "table" | "manifest"): number;
   setProgress(what: "table" | "manifest", seq: number): void;
+  /** when this shard's next table expiry journal is due (0: none known), kept by the Coordinator */
+  sweepAt(): number;
+  setSweepAt(at: number): void;
 }
 
 /** How far each publication has got, in the Coordinator's SQLite. */
@@ -51,13 +55,17 @@ export {
 
 /** Commits per table append (one Parquet file each). */
 const COMMITS_PER_APPEND = 2_000;
-/** Compaction rewrites the small data files once there are this many. */
+/** Compaction rewrites a partition's small data files once there are this many. */
 const COMPACT_MIN_FILES = 8;
+/** A sweep reads every retained snapshot's manifest list: at most one this often (or each `retain`, if shorter). */
+const SWEEP_EVERY_MS = 10 * 60_000;
 
 /**
- * Appends the commits not yet in the table. `columns`: the table's columns
- * after the last append that changed them (the Coordinator counts them for
- * the ingest column cap); `droppedFields`: fields the table left out.
+ * Appends the commits not yet in the table, compacts it, and deletes the
+ * files of expired snapshots once due (src/table/expiry.ts). `columns`: the
+ * table's columns after the last append that changed them (the Coordinator
+ * counts them for the ingest column cap); `droppedFields`: fields the table
+ * left out.
  */
 export async function publishTable(ctx: PublishContext, now: number): Promise<{ appended: number; columns?: string[]; droppedFields?: string[] }> {
   const table = ctx.config.table;
@@ -65,6 +73,11 @@ export async function publishTable(ctx: PublishContext, now: number): Promise<{ 
   const store = r2Store(ctx.bucket);
   let done = ctx.progress("table");
   let appended = 0;
+  const retainMs = retainMsOf(ctx.config);
+  let sweepAt = ctx.sweepAt();
+  const due = (at: number | undefined) => {
+    if (at !== undefined) sweepAt = sweepAt === 0 ? at : Math.min(sweepAt, at);
+  };
   let columns: string[] | undefined;
   const dropped = new Set<string>();
   while (done < ctx.lastSeq) {
@@ -80,7 +93,11 @@ export async function publishTable(ctx: PublishContext, now: number): Promise<{ 
       now,
       baseUri: table.location,
       maxColumns: maxColumnsOf(ctx.config),
+      partitionBy: partitionByOf(ctx.config),
+      eventTime: ctx.config.eventTime,
+      retainMs,
     });
+    due(result.sweepAt);
     columns = result.columns ?? columns;
     for (const f of result.droppedFields ?? []) dropped.add(f);
     ctx.setProgress("table", upTo);
@@ -88,7 +105,13 @@ export async function publishTable(ctx: PublishContext, now: number): Promise<{ 
     appended++;
   }
   // Small files are rewritten once enough of them pile up (compactTable decides; a no-op otherwise).
-  if (appended > 0) await compactTable(store, ctx.stream, { minFiles: COMPACT_MIN_FILES, targetBytes: 8 * 1024 * 1024, now });
+  if (appended > 0) due((await compactTable(store, ctx.stream, { minFiles: COMPACT_MIN_FILES, targetBytes: 8 * 1024 * 1024, now, retainMs })).sweepAt);
+  const before = ctx.sweepAt();
+  if (sweepAt !== 0 && sweepAt <= now) {
+    const swept = await sweepExpired(store, ctx.stream, now);
+    sweepAt = swept.nextDue === null ? 0 : Math.max(swept.nextDue, now + Math.min(retainMs, SWEEP_EVERY_MS));
+  }
+  if (sweepAt !== before) ctx.setSweepAt(sweepAt);
   if (dropped.size > 0) console.warn(`table ${ctx.stream}: left out ${dropped.size} field(s) that cannot be columns or exceed maxColumns`);
   return { appended, ...(columns ? { columns } : {}), ...(dropped.size > 0 ? { droppedFields: [...dropped] } : {}) };
 }

@@ -1,11 +1,12 @@
 import { NAME_PATTERN, NAME_RULE } from "./name-rule";
 import { z } from "zod";
-import { IntervalError, parseInterval } from "./interval";
+import { intervalField as interval, MAX_INTERVAL_CHARS } from "./interval-field";
 import { own } from "../lib/own";
-import { ColumnBudget, DEFAULT_MAX_COLUMNS, MAX_COLUMNS_LIMIT } from "./table-fields";
+import { ColumnBudget } from "./table-fields";
 import { PROVIDER_VOLATILE } from "./provider-volatile";
 import { expandVolatile, WEBHOOK_PRESET } from "./volatile-fields";
 import { shardsField } from "./shards";
+import { tableConfigSchema, type PartitionBy } from "./table-options";
 
 export const MODES = ["within-watermark", "event-time-key", "global"] as const;
 export type Mode = (typeof MODES)[number];
@@ -29,17 +30,7 @@ export const MAX_SCHEMA_COLUMNS = 1_000;
 export const MAX_KEY_COLUMNS = 16;
 /** volatile fields, and a content key's excluded fields */
 export const MAX_FIELD_LIST = 64;
-/** "1 hour 30 minutes 15 seconds 500 ms" is 35 characters */
-export const MAX_INTERVAL_CHARS = 64;
-
-const interval = z.union([z.string().max(MAX_INTERVAL_CHARS, `at most ${MAX_INTERVAL_CHARS} characters`), z.number()]).transform((v, ctx) => {
-  try {
-    return parseInterval(v);
-  } catch (e) {
-    ctx.addIssue({ code: "custom", message: e instanceof IntervalError ? e.message : String(e) });
-    return z.NEVER;
-  }
-});
+export { MAX_INTERVAL_CHARS };
 
 // "__proto__" would be swallowed by an object literal's prototype setter somewhere along the way.
 const column = z
@@ -137,21 +128,8 @@ export const streamBodySchema = z
       .optional()
       .describe("a source whose last batch committed this long ago is idle and leaves the watermark's min/max until it sends again"),
     limits: limitsSchema.default({}),
-    // Committed output appended to an Iceberg table in R2; location: the base URI external readers use.
-    table: z
-      .strictObject({
-        format: z.literal("iceberg"),
-        location: z.string().min(1).max(1024).optional().describe("the base URI external readers use"),
-        maxColumns: z
-          .number()
-          .int()
-          .min(1)
-          .max(MAX_COLUMNS_LIMIT)
-          .optional()
-          .describe(`the most columns the table may have (default ${DEFAULT_MAX_COLUMNS}); a row that would add more is rejected`),
-      })
-      .optional()
-      .describe("append committed output to an Iceberg table in R2"),
+    // Committed output appended to an Iceberg table in R2 (src/stream/table-options.ts).
+    table: tableConfigSchema.optional().describe("append committed output to an Iceberg table in R2"),
     idempotencyWindow: interval
       .optional()
       .describe(
@@ -206,6 +184,13 @@ export const streamBodySchema = z
     for (const [name, src] of Object.entries(b.sources)) {
       if (src.idleTimeout === 0) ctx.addIssue({ code: "custom", path: ["sources", name, "idleTimeout"], message: "must be more than 0" });
     }
+    if (b.table?.partitionBy !== undefined && b.table.partitionBy !== "none" && b.eventTime === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["table", "partitionBy"],
+        message: `"${b.table.partitionBy}" partitions by the event-time column: set eventTime, or use "none"`,
+      });
+    }
     const declared = Object.keys(b.schema).length;
     if (b.table?.maxColumns !== undefined && b.table.maxColumns < declared) {
       ctx.addIssue({ code: "custom", path: ["table", "maxColumns"], message: `the schema declares ${declared} columns: maxColumns must be at least that` });
@@ -257,7 +242,7 @@ export interface StreamConfig {
   idleTimeout?: number;
   limits: { maxBodyBytes: number; maxRows: number };
   /** committed output also goes to an Iceberg table (src/table) */
-  table?: { format: "iceberg"; location?: string; maxColumns?: number };
+  table?: { format: "iceberg"; location?: string; maxColumns?: number; partitionBy?: PartitionBy; retain?: number };
   /** partitions keep 64-bit key hashes instead of key text (src/stream/key-hash.ts); absent: text */
   stateKeys?: "hashed";
   /** ms a committed batch id is remembered (DESIGN §9); absent: DEFAULT_IDEMPOTENCY_WINDOW_MS */

@@ -16,6 +16,8 @@ import {
   totals,
 } from "./metadata";
 import { columnMetrics } from "./column-metrics";
+import { DEFAULT_RETAIN_MS } from "../stream/table-options";
+import { evolveSpec, partitionKey, partitionOf, specById, wantedFields, type PartitionBy, type PartitionValues } from "./partitioning";
 import { dataFileFieldIds, encodeDataFile } from "./parquet";
 import { commitSnapshot } from "./snapshot-commit";
 import { hasLiveFiles, manifestsOf } from "./snapshot-files";
@@ -35,6 +37,11 @@ export interface AppendInput {
   baseUri?: string;
   /** the most columns the table may have (the stream's `table.maxColumns`); fields past it are left out (evolveSchema) */
   maxColumns?: number;
+  /** how new data files are partitioned (src/table/partitioning.ts; absent: none), by the event-time column */
+  partitionBy?: PartitionBy;
+  eventTime?: string | null;
+  /** how long a replaced snapshot stays readable (absent: DEFAULT_RETAIN_MS) */
+  retainMs?: number;
 }
 
 export interface CommitResult {
@@ -47,14 +54,18 @@ export interface CommitResult {
   droppedFields?: string[];
   /** the table's column names (absent before its first snapshot) */
   columns?: string[];
+  /** when the files of the snapshots this commit expired may be swept (absent: it expired none) */
+  sweepAt?: number;
 }
 
 /**
  * Appends one commit's rows as one snapshot, exactly once: a commit sequence
- * at or below the one the current snapshot records is skipped. The writes, in
+ * at or below the one the current snapshot records is skipped. The rows go
+ * into one data file per partition of the table's spec (which first becomes
+ * `partitionBy`'s, if it differs: spec evolution). The writes, in
  * order, and what a crash after each leaves behind:
- *  1. the data file (named by commit sequence and digest): an unreferenced file
- *     that a retry of the same rows writes again to the same key;
+ *  1. the data files (named by commit sequence and digest): unreferenced files
+ *     that a retry of the same rows writes again to the same keys;
  *  2. the manifest, 3. the manifest list: unreferenced files (orphans; no
  *     reader follows them, nothing cleans them up yet);
  *  4. `v{N+1}.metadata.json`, create-only: the commit point. After it the rows
@@ -82,47 +93,68 @@ export async function appendToTable(store: TableStore, input: AppendInput): Prom
       };
     }
     const location = table.location;
-    const { schema, lastColumnId, dropped } = evolveSchema(currentSchema(table), table["last-column-id"], input.schema, rows, input.maxColumns);
-    const values = rows.map((row) => schema.fields.map((f) => toTableValue(f.name, f.type, own(input.schema, f.name), own(row, f.name))));
-    // The declared (typed) columns always, others only where a row has a value.
-    const data = encodeDataFile(schema, values, (f) => own(input.schema, f.name) !== undefined);
-    const dataFile = dataPath("append", commitSeq, await digestOf(data));
-    // Already there means a retry wrote these very bytes: the digest is in the name.
-    await store.put(keyOf(stream, dataFile), data, { createOnly: true });
-
+    // A partitioned table's event-time column is a timestamp (the instant the stream reads), declared or not.
+    const by = input.partitionBy ?? "none";
+    const eventTime = input.eventTime ?? null;
+    const declared =
+      by !== "none" && eventTime !== null && own(input.schema, eventTime) === undefined ? { ...input.schema, [eventTime]: "timestamp" as const } : input.schema;
+    const { schema, lastColumnId, dropped } = evolveSchema(currentSchema(table), table["last-column-id"], declared, rows, input.maxColumns);
+    const specs = evolveSpec(table, wantedFields(schema, by, eventTime), loaded === null);
+    const spec = specById(specs, specs["default-spec-id"]);
+    const values = rows.map((row) => schema.fields.map((f) => toTableValue(f.name, f.type, own(declared, f.name), own(row, f.name))));
+    const groups = new Map<string, { partition: PartitionValues; rows: typeof values }>();
+    for (const row of values) {
+      const partition = partitionOf(spec, schema, row);
+      const key = partitionKey(spec["spec-id"], partition);
+      const group = groups.get(key) ?? groups.set(key, { partition, rows: [] }).get(key)!;
+      group.rows.push(row);
+    }
     const snapshotId = newSnapshotId(table);
     const sequenceNumber = table["last-sequence-number"] + 1;
-    const entry: DataFileEntry = {
-      status: STATUS.added,
-      snapshotId,
-      sequenceNumber,
-      fileSequenceNumber: sequenceNumber,
-      path: uriOf(location, dataFile),
-      recordCount: rows.length,
-      sizeInBytes: data.length,
-      metrics: columnMetrics(schema, values, dataFileFieldIds(data)),
-    };
+    const entries: DataFileEntry[] = [];
+    // In the order of the partitions' first rows: the same rows make the same files on every retry.
+    for (const group of groups.values()) {
+      // The declared (typed) columns always, others only where a row has a value.
+      const data = encodeDataFile(schema, group.rows, (f) => own(declared, f.name) !== undefined);
+      const dataFile = dataPath("append", commitSeq, await digestOf(data));
+      // Already there means a retry wrote these very bytes: the digest is in the name.
+      await store.put(keyOf(stream, dataFile), data, { createOnly: true });
+      entries.push({
+        status: STATUS.added,
+        snapshotId,
+        sequenceNumber,
+        fileSequenceNumber: sequenceNumber,
+        path: uriOf(location, dataFile),
+        recordCount: group.rows.length,
+        sizeInBytes: data.length,
+        metrics: columnMetrics(schema, group.rows, dataFileFieldIds(data)),
+        specId: spec["spec-id"],
+        partition: group.partition,
+      });
+    }
+    const bytes = entries.reduce((n, e) => n + e.sizeInBytes, 0);
     const committed = await commitSnapshot(store, stream, {
       loaded,
-      table,
+      table: { ...table, ...specs },
       schema,
       lastColumnId,
       snapshotId,
       sequenceNumber,
       now,
       carried: parent ? (await manifestsOf(store, stream, location, parent)).filter(hasLiveFiles) : [],
-      written: [[entry]],
+      written: [entries],
       summary: {
         operation: "append",
-        "added-data-files": "1",
+        "added-data-files": String(entries.length),
         "added-records": String(rows.length),
-        "added-files-size": String(data.length),
-        "changed-partition-count": "1",
-        ...totals(parent, { records: rows.length, files: 1, bytes: data.length }),
+        "added-files-size": String(bytes),
+        "changed-partition-count": String(entries.length),
+        ...totals(parent, { records: rows.length, files: entries.length, bytes }),
         ...commitSeqsOf(parent),
         [commitSeqKey(shardOfSeq(commitSeq))]: String(commitSeq),
         ...(dropped.length > 0 ? { [DROPPED_FIELDS_KEY]: String(dropped.length) } : {}),
       },
+      retainMs: input.retainMs ?? DEFAULT_RETAIN_MS,
     });
     if (committed) {
       return {

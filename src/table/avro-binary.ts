@@ -17,6 +17,8 @@ export type AvroSchema =
   | { type: "array"; items: AvroSchema; "element-id"?: number; logicalType?: "map" }
   | { type: "map"; values: AvroSchema }
   | { type: "fixed"; name: string; size: number }
+  /** an int or long with a logical type (Iceberg's partition values: `date`) */
+  | { type: "int" | "long"; logicalType: string }
   | readonly AvroSchema[];
 
 /** Iceberg's `field-id` rides along as an attribute Avro itself ignores. */
@@ -99,6 +101,9 @@ export class AvroWriter {
       }
       case "fixed":
         return this.raw(value as Uint8Array);
+      case "int":
+      case "long":
+        return this.long(value as number);
     }
   }
 
@@ -183,6 +188,9 @@ export class AvroReader {
       }
       case "fixed":
         return this.raw(s.size).slice();
+      case "int":
+      case "long":
+        return this.long();
     }
   }
 

@@ -1,13 +1,16 @@
 import type { AvroField, AvroSchema } from "./avro-binary";
 import { decodeAvroFile, encodeAvroFile } from "./avro-file";
 import type { ColumnMetrics } from "./column-metrics";
+import { fieldSummaries, partitionAvroFields, partitionRecord, type FieldSummary, type PartitionSpec, type PartitionValues } from "./partitioning";
 import type { IcebergSchema } from "./table-schema";
 
 /**
  * Iceberg v2 manifests (one entry per data file) and manifest lists (one
- * entry per manifest), with the spec's Avro schemas and field ids. The table
- * is unpartitioned, so `partition` is an empty record and the partition spec
- * is `[]` with id 0. A data file's column metrics (src/table/column-metrics.ts)
+ * entry per manifest), with the spec's Avro schemas and field ids. A manifest
+ * holds the files of one partition spec (src/table/partitioning.ts): each
+ * entry's `partition` record has a field per spec field, and the manifest
+ * list records the spec's id and each field's summary (null flag, bounds),
+ * so a reader skips whole manifests. A data file's column metrics (src/table/column-metrics.ts)
  * are written when it was (files of earlier releases have none: null, which
  * readers take as "scan it"), and carried wherever its entry is rewritten.
  */
@@ -29,7 +32,7 @@ const intMap = (name: string, id: number, keyId: number, valueId: number, value:
     id,
   );
 
-const MANIFEST_ENTRY_SCHEMA: AvroSchema = {
+const manifestEntrySchema = (spec: PartitionSpec): AvroSchema => ({
   type: "record",
   name: "manifest_entry",
   fields: [
@@ -46,7 +49,7 @@ const MANIFEST_ENTRY_SCHEMA: AvroSchema = {
           required("content", "int", 134),
           required("file_path", "string", 100),
           required("file_format", "string", 101),
-          required("partition", { type: "record", name: "r102", fields: [] }, 102),
+          required("partition", { type: "record", name: "r102", fields: partitionAvroFields(spec) }, 102),
           required("record_count", "long", 103),
           required("file_size_in_bytes", "long", 104),
           intMap("column_sizes", 108, 117, 118, "long"),
@@ -64,7 +67,7 @@ const MANIFEST_ENTRY_SCHEMA: AvroSchema = {
       2,
     ),
   ],
-};
+});
 
 const MANIFEST_FILE_SCHEMA: AvroSchema = {
   type: "record",
@@ -119,11 +122,17 @@ export interface DataFileEntry {
   sizeInBytes: number;
   /** its column metrics (absent: a file written before they were) */
   metrics?: ColumnMetrics;
+  /** the partition spec it was written with, and its values under it ([] unpartitioned) */
+  specId: number;
+  partition: PartitionValues;
 }
 
 export interface ManifestFile {
   path: string;
   length: number;
+  /** the partition spec of every file it lists, and the summary of their values per spec field */
+  specId: number;
+  partitions: FieldSummary[];
   sequenceNumber: number;
   minSequenceNumber: number;
   addedSnapshotId: number;
@@ -140,8 +149,9 @@ export interface ManifestFile {
  * sequence numbers null, to be inherited from the manifest list (the spec's
  * rule: the number is assigned only when the commit succeeds).
  */
-export function encodeManifest(schema: IcebergSchema, entries: readonly DataFileEntry[]): Uint8Array {
+export function encodeManifest(schema: IcebergSchema, spec: PartitionSpec, entries: readonly DataFileEntry[]): Uint8Array {
   const records = entries.map((e) => {
+    if (e.specId !== spec["spec-id"]) throw new Error(`a manifest of spec ${spec["spec-id"]} cannot list ${e.path} (spec ${e.specId})`);
     const added = e.status === STATUS.added;
     return {
       status: e.status,
@@ -152,7 +162,7 @@ export function encodeManifest(schema: IcebergSchema, entries: readonly DataFile
         content: 0,
         file_path: e.path,
         file_format: "PARQUET",
-        partition: {},
+        partition: partitionRecord(spec, e.partition),
         record_count: e.recordCount,
         file_size_in_bytes: e.sizeInBytes,
         column_sizes: null,
@@ -171,18 +181,22 @@ export function encodeManifest(schema: IcebergSchema, entries: readonly DataFile
   const metadata = {
     schema: JSON.stringify(schema),
     "schema-id": String(schema["schema-id"]),
-    "partition-spec": "[]",
-    "partition-spec-id": "0",
+    "partition-spec": JSON.stringify(spec.fields),
+    "partition-spec-id": String(spec["spec-id"]),
     "format-version": "2",
     content: "data",
   };
-  return encodeAvroFile(MANIFEST_ENTRY_SCHEMA, metadata, records);
+  return encodeAvroFile(manifestEntrySchema(spec), metadata, records);
 }
 
 /** A manifest's entries, inheriting snapshot id and sequence numbers from its manifest list entry where null. */
 export function decodeManifest(bytes: Uint8Array, from: ManifestFile): DataFileEntry[] {
-  return decodeAvroFile(bytes).records.map((r) => {
+  const avro = decodeAvroFile(bytes);
+  // The partition record's fields in spec order, by name (a manifest of an earlier release has none).
+  const fields = (JSON.parse(avro.metadata["partition-spec"] ?? "[]") as { name: string }[]).map((f) => f.name);
+  return avro.records.map((r) => {
     const file = r.data_file as Record<string, unknown>;
+    const partition = (file.partition ?? {}) as Record<string, number | null>;
     const sequenceNumber = (r.sequence_number as number | null) ?? from.sequenceNumber;
     return {
       status: r.status as DataFileEntry["status"],
@@ -193,6 +207,8 @@ export function decodeManifest(bytes: Uint8Array, from: ManifestFile): DataFileE
       recordCount: file.record_count as number,
       sizeInBytes: file.file_size_in_bytes as number,
       ...metricsOf(file),
+      specId: from.specId,
+      partition: fields.map((name) => partition[name] ?? null),
     };
   });
 }
@@ -222,7 +238,7 @@ export function encodeManifestList(
   const records = manifests.map((m) => ({
     manifest_path: m.path,
     manifest_length: m.length,
-    partition_spec_id: 0,
+    partition_spec_id: m.specId,
     content: 0,
     sequence_number: m.sequenceNumber,
     min_sequence_number: m.minSequenceNumber,
@@ -233,7 +249,7 @@ export function encodeManifestList(
     added_rows_count: m.addedRows,
     existing_rows_count: m.existingRows,
     deleted_rows_count: m.deletedRows,
-    partitions: [],
+    partitions: m.partitions,
     key_metadata: null,
   }));
   const metadata: Record<string, string> = {
@@ -249,6 +265,8 @@ export function decodeManifestList(bytes: Uint8Array): ManifestFile[] {
   return decodeAvroFile(bytes).records.map((r) => ({
     path: r.manifest_path as string,
     length: r.manifest_length as number,
+    specId: r.partition_spec_id as number,
+    partitions: (r.partitions as FieldSummary[] | null) ?? [],
     sequenceNumber: r.sequence_number as number,
     minSequenceNumber: r.min_sequence_number as number,
     addedSnapshotId: r.added_snapshot_id as number,
@@ -262,7 +280,14 @@ export function decodeManifestList(bytes: Uint8Array): ManifestFile[] {
 }
 
 /** The manifest list entry of a manifest this commit writes: its counts by entry status. */
-export function manifestFileOf(path: string, length: number, snapshotId: number, sequenceNumber: number, entries: readonly DataFileEntry[]): ManifestFile {
+export function manifestFileOf(
+  path: string,
+  length: number,
+  snapshotId: number,
+  sequenceNumber: number,
+  spec: PartitionSpec,
+  entries: readonly DataFileEntry[],
+): ManifestFile {
   const count = (s: number) => entries.filter((e) => e.status === s);
   const rows = (es: DataFileEntry[]) => es.reduce((n, e) => n + e.recordCount, 0);
   const [added, existing, deleted] = [count(STATUS.added), count(STATUS.existing), count(STATUS.deleted)];
@@ -270,6 +295,12 @@ export function manifestFileOf(path: string, length: number, snapshotId: number,
   return {
     path,
     length,
+    specId: spec["spec-id"],
+    // Iceberg summarises the files a manifest adds or keeps; a deleted entry's partition is no longer in the snapshot.
+    partitions: fieldSummaries(
+      spec,
+      [...added, ...existing].map((e) => e.partition),
+    ),
     sequenceNumber,
     minSequenceNumber: live.length > 0 ? Math.min(...live) : sequenceNumber,
     addedSnapshotId: snapshotId,

@@ -1,3 +1,4 @@
+import type { PartitionSpec } from "./partitioning";
 import type { IcebergSchema } from "./table-schema";
 
 /**
@@ -23,7 +24,7 @@ export interface TableMetadata {
   "last-column-id": number;
   schemas: IcebergSchema[];
   "current-schema-id": number;
-  "partition-specs": { "spec-id": number; fields: unknown[] }[];
+  "partition-specs": PartitionSpec[];
   "default-spec-id": number;
   "last-partition-id": number;
   properties: Record<string, string>;
@@ -103,9 +104,11 @@ export function commitSeqsOf(snapshot: Snapshot | null): Record<string, string> 
 /**
  * The next version: `snapshot` becomes current on `main`, its schema current
  * (added to `schemas` if new), and the version it replaces enters the
- * metadata log. Only the last HISTORY_MAX snapshots are kept in the metadata,
- * using at most SCHEMA_HISTORY_MAX schemas, and only the schemas they use
- * (their files stay; nothing is deleted here).
+ * metadata log. Snapshots replaced more than `retainMs` before it are expired
+ * (dropped from the metadata), and of the rest only the last HISTORY_MAX are
+ * kept, using at most SCHEMA_HISTORY_MAX schemas, and only the schemas they
+ * use. Nothing is deleted here: the files of expired snapshots go later
+ * (src/table/expiry.ts), once no reader of the last `retainMs` can use them.
  */
 export function withSnapshot(
   table: TableMetadata,
@@ -113,8 +116,9 @@ export function withSnapshot(
   schema: IcebergSchema,
   lastColumnId: number,
   previousMetadata: string | null,
+  retainMs: number,
 ): TableMetadata {
-  const snapshots = retainedSnapshots([...table.snapshots, snapshot]);
+  const snapshots = retainedSnapshots([...table.snapshots, snapshot], snapshot["timestamp-ms"] - retainMs);
   // The spec's rule: keep the schemas that the retained snapshots (and the table, as current) use.
   const used = new Set([schema["schema-id"], ...snapshots.map((s) => s["schema-id"])]);
   const known = table.schemas.some((s) => s["schema-id"] === schema["schema-id"]) ? table.schemas : [...table.schemas, schema];
@@ -138,15 +142,27 @@ export function withSnapshot(
   };
 }
 
-/** The newest HISTORY_MAX snapshots, and of those only the ones whose schema is among the SCHEMA_HISTORY_MAX newest used. */
-function retainedSnapshots(all: readonly Snapshot[]): Snapshot[] {
-  const snapshots = all.slice(-HISTORY_MAX);
+/**
+ * Of snapshots in commit order (the current last): those replaced at or after
+ * `cutoff` (a snapshot is replaced when the next one commits), of those the
+ * newest HISTORY_MAX, and of those only the ones whose schema is among the
+ * SCHEMA_HISTORY_MAX newest used.
+ */
+function retainedSnapshots(all: readonly Snapshot[], cutoff: number): Snapshot[] {
+  const young = all.findIndex((s, i) => i === all.length - 1 || all[i + 1]["timestamp-ms"] >= cutoff);
+  const snapshots = all.slice(Math.max(young, all.length - HISTORY_MAX));
   const schemas = new Set<number>();
   for (let i = snapshots.length - 1; i >= 0; i--) {
     schemas.add(snapshots[i]["schema-id"]);
     if (schemas.size > SCHEMA_HISTORY_MAX) return snapshots.slice(i + 1);
   }
   return snapshots;
+}
+
+/** When each snapshot was replaced (the next one's time; the current one never was). */
+export function replacedAt(snapshots: readonly Snapshot[], snapshotId: number): number | null {
+  const i = snapshots.findIndex((s) => s["snapshot-id"] === snapshotId);
+  return i >= 0 && i < snapshots.length - 1 ? snapshots[i + 1]["timestamp-ms"] : null;
 }
 
 /**

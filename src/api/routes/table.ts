@@ -1,16 +1,21 @@
 import { z } from "zod";
 import { coordinatorStub, type Env } from "../../env";
-import { r2Store, readTableFile, readTableSnapshot, TABLE_FILE_PATH, tableFiles } from "../../table";
+import type { StreamConfig } from "../../stream/config";
+import { partitionByOf, retainMsOf } from "../../stream/table-options";
+import { r2Store, readTableFile, readTableSnapshot, TABLE_FILE_PATH, tableFiles, tableLayout, tableRetention } from "../../table";
+import { partitionProblem } from "../../table/partitioning";
+import { currentSchema } from "../../table/metadata";
 import { badRequest, notFound } from "../../http/problem";
 import { route } from "../route";
-import { tableSnapshotSchema } from "../schemas";
+import { tableSnapshotSchema } from "../table-snapshot-schema";
 import { missing, STREAM } from "./shared";
 
 /** A 404 unless the stream exists and has a table; its config read where it is kept (no partition is called). */
-async function mustHaveTable(env: Env, stream: string): Promise<void> {
+async function mustHaveTable(env: Env, stream: string): Promise<StreamConfig> {
   const at = await coordinatorStub(env, stream).locate();
   if (!at) throw missing(stream);
   if (!at.config.table) throw notFound(`stream "${stream}" has no table; set "table": {"format": "iceberg"} in its config`);
+  return at.config;
 }
 
 // The Iceberg table's current snapshot, as Iceberg writes it, and where its metadata is.
@@ -21,16 +26,31 @@ export const table = route({
   tag: "output",
   auth: "admin",
   description: "404 when the stream has no table or no snapshot yet.",
-  responses: { 200: { schema: tableSnapshotSchema, description: "{stream, metadataLocation, snapshot, files}" } },
+  responses: {
+    200: { schema: tableSnapshotSchema, description: "{stream, metadataLocation, snapshot, files, partitionBy, partitionSpec, specs, partitions, retention}" },
+  },
   handler: async (c) => {
     const stream = c.get("stream");
-    await mustHaveTable(c.env, stream);
+    const config = await mustHaveTable(c.env, stream);
     const [current, publishing] = await Promise.all([readTableSnapshot(r2Store(c.env.SINK), stream), coordinatorStub(c.env, stream).tablePublishing()]);
     const failing = publishing?.lastError ? `; appending to it fails (retried with backoff): ${publishing.lastError}` : "";
     if (!current) throw notFound(`the table of stream "${stream}" has no snapshot yet: committed output is appended within seconds${failing}`);
     // A table that cannot be read whole (what publishing reports) still answers with its snapshot.
     const files = await tableFiles(r2Store(c.env.SINK), stream, current).catch(() => null);
-    return c.json({ stream, metadataLocation: current.metadataLocation, snapshot: current.snapshot, files, ...(publishing ? { publishing } : {}) });
+    const partitionBy = partitionByOf(config);
+    const schema = currentSchema(current.table);
+    const note = schema && partitionProblem(schema, partitionBy, config.eventTime);
+    return c.json({
+      stream,
+      metadataLocation: current.metadataLocation,
+      snapshot: current.snapshot,
+      files,
+      partitionBy,
+      ...tableLayout(current, files),
+      ...(note ? { partitionNote: `new files are not partitioned by ${partitionBy}: ${note}` } : {}),
+      retention: tableRetention(current, retainMsOf(config)),
+      ...(publishing ? { publishing } : {}),
+    });
   },
 });
 
