@@ -10,7 +10,7 @@ import type { StreamMetrics } from "../stream/metrics";
 import type { ProgressReport } from "../stream/batch-outcome";
 import { Callers } from "./callers";
 import { ClockLink } from "./clock-link";
-import { otherShards } from "./other-shards";
+import { addOnEveryShard, deleteOnEveryShard } from "./other-shards";
 import type { ShardFigures } from "./shard-figures";
 import { Intake } from "./intake";
 import { Lifecycle } from "./lifecycle";
@@ -23,7 +23,9 @@ import type {
   FailedRun,
   IngestRequest,
   IngestResult,
+  MapVersion,
   RescaleAnswer,
+  ShardMap,
   StreamDescription,
   StreamLocation,
   StreamPublication,
@@ -62,7 +64,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     this.stores = stores;
     this.clock = new ClockLink(stores, this.env, (meta, before, after) => this.upkeep.evictionIfDue(meta.config, before, after));
     this.upkeep = new Upkeep(stores, ctx, this.env, this.clock, () => this.rescaling.step());
-    this.intake = new Intake(stores, ctx, this.env, this.upkeep, this.clock);
+    this.intake = new Intake(stores, ctx, this.env, this.upkeep, this.clock, (to) => this.rescaling.refresh(to));
     this.rescaling = new Rescaling(stores, this.env, (fn) => this.intake.between(fn));
     this.reads = new StreamReads(stores, this.env);
     this.callers = new Callers(stores);
@@ -93,6 +95,14 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   rescale(partitions: number): Promise<RescaleAnswer> {
     return this.rescaling.start(partitions);
   }
+  /** Shard 0: the partition map, once a switch to `to` (a fence's) is complete; a shard k > 0 asks it when fenced. */
+  switchedMap(epoch: string, to: MapVersion): Promise<ShardMap | null> {
+    return this.rescaling.switchedMap(epoch, to);
+  }
+  /** Shard k > 0: shard 0's partition map (a rescale's switch or end), taken between two micro-batches. */
+  adoptMap(epoch: string, map: ShardMap): Promise<void> {
+    return this.intake.between(async () => this.rescaling.adopt(epoch, map));
+  }
 
   // The stream's clock (./clock-link.ts), telling a shard that has not asked lately
   async applyWatermark(push: WatermarkPush): Promise<void> {
@@ -110,18 +120,8 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   knownBatch(source: string, batchId: string): boolean {
     return this.callers.knownBatch(source, batchId);
   }
-  /** On shard 0: every shard holds the stream's credentials (each checks its batches' callers), so one that could not take it undoes the add. */
-  async addCredential(c: StoredCredential): Promise<"added" | "missing" | "duplicate" | "other-provider"> {
-    const r = this.callers.addCredential(c);
-    const meta = this.stores.meta();
-    if (r !== "added" || !meta) return r;
-    try {
-      await Promise.all(otherShards(this.env, meta).map((stub) => stub.addCredential(c)));
-    } catch (e) {
-      await Promise.all([this.callers.deleteCredential(c.source, c.id), ...otherShards(this.env, meta).map((stub) => stub.deleteCredential(c.source, c.id))]);
-      throw e;
-    }
-    return r;
+  addCredential(c: StoredCredential): Promise<"added" | "missing" | "duplicate" | "other-provider"> {
+    return addOnEveryShard(this.env, this.stores.meta(), this.callers, c);
   }
   resealCredential(id: string, from: string, to: string): void {
     this.callers.resealCredential(id, from, to);
@@ -129,11 +129,8 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   credentials(source: string, withMaterial = false): StoredCredential[] {
     return this.callers.credentials(source, withMaterial);
   }
-  async deleteCredential(source: string, id: string): Promise<boolean> {
-    const meta = this.stores.meta();
-    const others = meta ? otherShards(this.env, meta) : [];
-    await Promise.all(others.map((stub) => stub.deleteCredential(source, id)));
-    return this.callers.deleteCredential(source, id);
+  deleteCredential(source: string, id: string): Promise<boolean> {
+    return deleteOnEveryShard(this.env, this.stores.meta(), this.callers, source, id);
   }
 
   // Batches in (./intake.ts)

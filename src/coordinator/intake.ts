@@ -1,10 +1,11 @@
 import { partitionStub, type Env } from "../env";
 import { inheritedKeys } from "../rescale/read-through";
+import { StaleMap } from "../rescale/stale-map";
 import { armFault, batchFaultKey, faultsEnabled, heldRun, isInjectedFault, runFaultKey, takeFault } from "../instrument/faults";
 import { batchTimer } from "../instrument/opcount";
 import { ItemFailed, MicroBatcher } from "../microbatch/batcher";
 import type { CommitRequest } from "../microbatch/commit-request";
-import { runGroup, type BegunMember } from "../microbatch/run-group";
+import { runGroup, type BegunMember, type GroupResult } from "../microbatch/run-group";
 import type { BatchOutcome } from "../stream/batch-outcome";
 import { batchKey } from "../stream/batch-key";
 import { hasIdleTimeout } from "../stream/watermark";
@@ -13,7 +14,16 @@ import { commitGroup, type Begun, type CommittedGroup, type NextGroup, type Subm
 import { recordedOutcome, sameBody } from "./ledger";
 import type { BatchRow } from "./ledger-records";
 import type { Meta } from "./meta";
-import { WAIT_FOR_INFLIGHT_MS, type BatchAnswer, type FailedRun, type IngestAuth, type IngestRequest, type IngestResult, type WrongShard } from "./protocol";
+import {
+  WAIT_FOR_INFLIGHT_MS,
+  type BatchAnswer,
+  type FailedRun,
+  type IngestAuth,
+  type IngestRequest,
+  type IngestResult,
+  type MapVersion,
+  type WrongShard,
+} from "./protocol";
 import { shardFor, shardsOf } from "../stream/shards";
 import { begunGroup } from "./state";
 import type { CoordinatorStores } from "./stores";
@@ -36,6 +46,9 @@ export const MICRO_BATCH_MAX_MEMBERS = 1_000;
  * The measurements are in docs/reference/benchmark.md.
  */
 const COALESCE_TURNS = 8;
+
+/** How many times a micro-batch takes a newer partition map and runs again (a map replaced while it ran). */
+const STALE_MAP_RETRIES = 3;
 
 /** A batch id the caller may run: its first attempt, or a retry of one that failed before its commit. */
 type Runnable = { kind: "new"; source: string } | { kind: "resumed"; source: string; row: BatchRow };
@@ -68,6 +81,8 @@ export class Intake {
     private readonly env: Env,
     private readonly upkeep: Upkeep,
     private readonly clock: ClockLink,
+    /** a micro-batch met a fenced partition: the map `to` (or a later one) is to be taken before it runs again (Rescaling.refresh) */
+    private readonly staleMap: (to: MapVersion) => Promise<void>,
   ) {}
 
   /** Work between two micro-batches (a rescale's switch): after the one running, before the next. */
@@ -187,27 +202,7 @@ export class Intake {
     // Runs go one at a time: the members will commit as firstSeq, firstSeq + 1, … (their lanes name kept copies among them by these; the commit checks it).
     const firstSeq = this.s.ledger.lastSeq() + 1;
     try {
-      const { commits, outbox, columns, failed } = await runGroup(
-        {
-          group,
-          stream: meta.name,
-          epoch: meta.epoch,
-          watermark: meta.watermark,
-          bucket: this.env.SINK,
-          applyGroup: (p, r) => partitionStub(this.env, meta.name, p, meta.mapVersion).applyGroup(r),
-          partitions: meta.config.partitions,
-          ...(meta.rescale
-            ? {
-                inherited: (_p, entries) =>
-                  inheritedKeys(meta.rescale!, (q) => partitionStub(this.env, meta.name, q, meta.rescale!.from.version), meta.epoch, entries),
-              }
-            : {}),
-          takeForget: (p) => this.s.partitions.takeForget(p),
-          committedSeq: (source, batchId) => this.s.committedSeq(source, batchId),
-          firstSeq,
-        },
-        members,
-      );
+      const { commits, outbox, columns, failed } = await this.runRouted(group, members, firstSeq, meta.watermark);
       timed?.applied();
       // A member that failed alone (its planning threw) is answered so; the others commit without it.
       const failedAlone = (i: number) => new ItemFailed(failed.get(i));
@@ -233,6 +228,51 @@ export class Intake {
       // The retries resume from the ledger's begin record (the state record's begin is overwritten by the next micro-batch's).
       if (this.s.meta()?.epoch === meta.epoch) this.s.ledger.begin(group, members, now);
       throw e;
+    }
+  }
+
+  /**
+   * The group run by the partition map in force. A partition fenced by a
+   * rescale (several shards: another shard's switch) says which map replaced
+   * it: that map is taken and the group runs again on it, its members
+   * resumed, so that what old partitions decided (handed to their
+   * successors) stands. At most a few times: a map replaced again meanwhile.
+   */
+  private async runRouted(group: string, members: BegunMember[], firstSeq: number, watermark: number): Promise<GroupResult> {
+    for (let attempt = 0; ; attempt++) {
+      const meta = this.s.meta();
+      if (!meta) throw new Error("stream was deleted while the batch ran");
+      try {
+        return await runGroup(
+          {
+            group,
+            stream: meta.name,
+            epoch: meta.epoch,
+            watermark,
+            bucket: this.env.SINK,
+            applyGroup: async (p, r) => {
+              const answer = await partitionStub(this.env, meta.name, p, meta.mapVersion).applyGroup(r);
+              if (answer.fenced) throw new StaleMap(answer.fenced);
+              return answer;
+            },
+            partitions: meta.config.partitions,
+            ...(meta.rescale
+              ? {
+                  inherited: (_p, entries) =>
+                    inheritedKeys(meta.rescale!, (q) => partitionStub(this.env, meta.name, q, meta.rescale!.from.version), meta.epoch, entries),
+                }
+              : {}),
+            takeForget: (p) => this.s.partitions.takeForget(p),
+            committedSeq: (source, batchId) => this.s.committedSeq(source, batchId),
+            firstSeq,
+          },
+          members,
+        );
+      } catch (e) {
+        if (!(e instanceof StaleMap) || attempt >= STALE_MAP_RETRIES) throw e;
+        await this.staleMap(e.to);
+        members = members.map((m) => ({ ...m, resumed: true }));
+      }
     }
   }
 

@@ -1,5 +1,7 @@
 import { coordinatorStub, type CoordinatorStub, type Env } from "../env";
 import { shardList, shardsOf } from "../stream/shards";
+import type { StoredCredential } from "../credentials/credential";
+import type { Callers } from "./callers";
 import type { Meta } from "./meta";
 
 /** From shard 0: the stream's other shards (none for a stream with one shard, or when called on a shard k > 0, which never fans out). */
@@ -8,4 +10,28 @@ export function otherShards(env: Env, meta: Meta): CoordinatorStub[] {
   return shardList(shardsOf(meta.config))
     .slice(1)
     .map((k) => coordinatorStub(env, meta.name, k));
+}
+
+/** On shard 0: every shard holds the stream's credentials (each checks its batches' callers), so one that could not take it undoes the add. */
+export async function addOnEveryShard(
+  env: Env,
+  meta: Meta | null,
+  callers: Callers,
+  c: StoredCredential,
+): Promise<"added" | "missing" | "duplicate" | "other-provider"> {
+  const r = callers.addCredential(c);
+  if (r !== "added" || !meta) return r;
+  try {
+    await Promise.all(otherShards(env, meta).map((stub) => stub.addCredential(c)));
+  } catch (e) {
+    await Promise.all([callers.deleteCredential(c.source, c.id), ...otherShards(env, meta).map((stub) => stub.deleteCredential(c.source, c.id))]);
+    throw e;
+  }
+  return r;
+}
+
+/** On shard 0: a credential deleted on the other shards, then here. */
+export async function deleteOnEveryShard(env: Env, meta: Meta | null, callers: Callers, source: string, id: string): Promise<boolean> {
+  await Promise.all((meta ? otherShards(env, meta) : []).map((stub) => stub.deleteCredential(source, id)));
+  return callers.deleteCredential(source, id);
 }

@@ -161,6 +161,19 @@ export interface StreamPublication {
   shards?: { committed: number; manifest: number; table: number | null }[];
 }
 
+/** A partition map: its version (partitionStub's) and count. */
+export interface MapVersion {
+  version: number;
+  partitions: number;
+}
+
+/** What a shard routes by, as shard 0 holds it: the config (its partition count), the map's version and the rescale under way (null: none). */
+export interface ShardMap {
+  config: StreamConfig;
+  mapVersion: number;
+  rescale: RescaleState | null;
+}
+
 /** A rescale asked for: started, or refused (400: a bad target; 409: one runs, or the stream can't be rescaled yet). */
 export type RescaleAnswer =
   | { kind: "started"; rescale: RescaleState }
@@ -175,6 +188,10 @@ export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
   dropShard(): Promise<void>;
   /** An online rescale to `partitions` (DESIGN §12): started (the switch done), or refused with a status and why. */
   rescale(partitions: number): Promise<RescaleAnswer>;
+  /** Shard 0: its partition map once the switch to `to` (named by a fenced partition) is complete (null: no such stream). */
+  switchedMap(epoch: string, to: MapVersion): Promise<ShardMap | null>;
+  /** Shard k > 0: shard 0's partition map, taken if newer than its own. */
+  adoptMap(epoch: string, map: ShardMap): Promise<void>;
   /** The stream's clock tells a shard the global watermark (src/clock). */
   applyWatermark(push: WatermarkPush): Promise<void>;
   describe(): Promise<StreamDescription | null>;

@@ -10,13 +10,24 @@
  * old partition is drained once it has handed out every bucket (text keys)
  * or holds no key (hashed keys, which can't be routed anew: they expire);
  * when all are, they are dropped and the rescale ends.
+ *
+ * Several ingest shards: shard 0 runs the rescale. Its switch first fences
+ * every old partition (src/partition/fence.ts), so no shard adds a decision
+ * there after the handover; a shard still routing by the old map is told by
+ * the first fenced partition it calls, asks shard 0 for the map in force
+ * (switchedMap), takes it and runs its micro-batch again. A switch cut short
+ * by a crash after the fences is completed by whoever meets a fence first,
+ * on shard 0 (the fence names the new map). Before the end drops the old
+ * partitions, every shard takes the map without the rescale (adopt), so none
+ * reads through them after.
  */
-import { partitionStub, type Env } from "../env";
+import { coordinatorStub, partitionStub, type Env } from "../env";
 import { handOverDecisions, moveBuckets, START, type MoveSides } from "../rescale/mover";
+import { otherShards } from "./other-shards";
 import { undrained, type RescaleState } from "../rescale/state";
 import { dedupSettings } from "../stream/batch";
 import type { Meta } from "./meta";
-import type { RescaleAnswer } from "./protocol";
+import type { MapVersion, RescaleAnswer, ShardMap } from "./protocol";
 import type { CoordinatorStores } from "./stores";
 
 /**
@@ -46,14 +57,12 @@ export class Rescaling {
     private readonly between: <T>(fn: () => Promise<T>) => Promise<T>,
   ) {}
 
-  /** Starts a move to `target` partitions: refused while one runs, for several shards, or for the same count. */
+  /** Starts a move to `target` partitions: refused while one runs, for hashed keys that never expire, or for the same count. */
   async start(target: number): Promise<RescaleAnswer> {
     return this.between(async () => {
       const meta = this.s.meta();
       if (!meta) return { kind: "missing" };
       if (meta.rescale) return { kind: "refused", status: 409, slug: "rescale-under-way", detail: `a rescale to ${meta.rescale.to} partitions is under way` };
-      if ((meta.config.shards ?? 1) > 1)
-        return { kind: "refused", status: 409, slug: "rescale-not-supported", detail: "a stream of several ingest shards can't be rescaled yet" };
       if (meta.config.stateKeys === "hashed" && meta.config.mode === "global")
         return {
           kind: "refused",
@@ -63,20 +72,79 @@ export class Rescaling {
         };
       if (target === meta.config.partitions)
         return { kind: "refused", status: 400, slug: "same-partitions", detail: `the stream has ${target} partitions already` };
-      const from = { version: meta.mapVersion, partitions: meta.config.partitions };
-      await handOverDecisions(this.sides(meta, from, target, meta.mapVersion + 1));
-      const rescale: RescaleState = { from, to: target, startedAt: Date.now(), keysMoved: 0, cursors: Array.from({ length: from.partitions }, () => START) };
-      this.s.metaStore.setRescale(rescale, {
-        config: { ...meta.config, partitions: target },
-        version: meta.configVersion + 1,
-        mapVersion: meta.mapVersion + 1,
-      });
-      this.s.forgetCaches();
-      // The figures were the old partitions': the new ones report their own from their first call.
-      this.s.partitions.record(Array.from({ length: from.partitions }, (_, p) => ({ p, rows: 0, bytes: 0, watermark: 0, nextExpiry: null })));
-      await this.s.alarms.by(Date.now());
-      return { kind: "started", rescale };
+      const to = { version: meta.mapVersion + 1, partitions: target };
+      // No shard decides anything at an old partition after this: the handover below then holds every pending decision.
+      await Promise.all(Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p, meta.mapVersion).fence(meta.epoch, to)));
+      return { kind: "started", rescale: await this.completeSwitch(to) };
     });
+  }
+
+  /**
+   * The switch to `to` once every old partition is fenced: their pending
+   * decisions handed to their successors, then the new map in force here. A
+   * no-op when it is already (or a later one is). Inside a micro-batch run or
+   * between two (never beside one).
+   */
+  async completeSwitch(to: MapVersion): Promise<RescaleState> {
+    const meta = this.s.meta();
+    if (!meta) throw new Error("stream was deleted during its rescale");
+    if (meta.mapVersion >= to.version) return meta.rescale!;
+    const from = { version: meta.mapVersion, partitions: meta.config.partitions };
+    await handOverDecisions(this.sides(meta, from, to.partitions, to.version));
+    const rescale: RescaleState = {
+      from,
+      to: to.partitions,
+      startedAt: Date.now(),
+      keysMoved: 0,
+      cursors: Array.from({ length: from.partitions }, () => START),
+    };
+    this.s.metaStore.setRescale(rescale, { config: { ...meta.config, partitions: to.partitions }, version: meta.configVersion + 1, mapVersion: to.version });
+    this.s.forgetCaches();
+    // The figures were the old partitions': the new ones report their own from their first call.
+    this.s.partitions.record(Array.from({ length: from.partitions }, (_, p) => ({ p, rows: 0, bytes: 0, watermark: 0, nextExpiry: null })));
+    await this.s.alarms.by(Date.now());
+    return rescale;
+  }
+
+  /** Shard 0, asked by a fenced shard: the map in force once the switch to `to` is complete (it is by now, unless a crash cut it short). */
+  async switchedMap(epoch: string, to: MapVersion): Promise<ShardMap | null> {
+    return this.between(async () => {
+      const meta = this.s.meta();
+      if (!meta || meta.epoch !== epoch) return null;
+      if (meta.mapVersion < to.version) await this.completeSwitch(to);
+      const now = this.s.meta()!;
+      return { config: now.config, mapVersion: now.mapVersion, rescale: now.rescale };
+    });
+  }
+
+  /**
+   * A map from shard 0, taken here if it is newer (a later version, or the
+   * same one with its rescale over). Between micro-batches, or inside the run
+   * that met a fence.
+   */
+  adopt(epoch: string, map: ShardMap): void {
+    const meta = this.s.meta();
+    if (!meta || meta.epoch !== epoch) return;
+    const ended = map.mapVersion === meta.mapVersion && meta.rescale !== null && map.rescale === null;
+    if (map.mapVersion < meta.mapVersion || (map.mapVersion === meta.mapVersion && !ended)) return;
+    if (ended) this.s.metaStore.setRescale(null);
+    else {
+      this.s.metaStore.setRescale(map.rescale, { config: map.config, version: meta.configVersion + 1, mapVersion: map.mapVersion });
+      this.s.partitions.record(Array.from({ length: meta.config.partitions }, (_, p) => ({ p, rows: 0, bytes: 0, watermark: 0, nextExpiry: null })));
+    }
+    this.s.forgetCaches();
+  }
+
+  /** Where a micro-batch that met a fence gets the map in force: shard 0 completes the switch itself, shard k asks shard 0. */
+  async refresh(to: MapVersion): Promise<void> {
+    const meta = this.s.meta();
+    if (!meta) return;
+    if (meta.shard === 0) {
+      await this.completeSwitch(to);
+      return;
+    }
+    const map = await coordinatorStub(this.env, meta.name).switchedMap(meta.epoch, to);
+    if (map) this.adopt(meta.epoch, map);
   }
 
   /** One step of the move (the alarm's): a few buckets of each undrained old partition; how long until the next (null: the move is done). */
@@ -115,7 +183,9 @@ export class Rescaling {
       this.s.metaStore.setRescale(next);
       return hashed ? NEXT_STEP_MS.hashed : Math.max(NEXT_STEP_MS.text, Math.round((Date.now() - began) * IDLE_PER_BUSY));
     }
-    // Every old partition is drained: they go, and the rescale ends.
+    // Every old partition is drained: every shard stops reading through them, they go, and the rescale ends.
+    const ended: ShardMap = { config: meta.config, mapVersion: meta.mapVersion, rescale: null };
+    await Promise.all(otherShards(this.env, meta).map((stub) => stub.adoptMap(meta.epoch, ended)));
     await Promise.all(Array.from({ length: r.from.partitions }, (_, p) => sides.old(p).drop()));
     this.s.metaStore.setRescale(null);
     return null;

@@ -42,7 +42,8 @@ export class Upkeep {
     await this.publish(meta); // never throws: a failing publication backs off (src/output/publisher.ts)
     pokeDestinations(this.ctx, this.env, meta.name, () => ledger.lastSeq(), meta.shard); // a poke lost to a crash after its commit
     if (meta.config.mode !== "global") await this.evictDue(meta);
-    const nextStep = meta.rescale ? await this.moveStep() : null;
+    // Shard 0 moves the keys; another shard only routes by the rescale's maps (./rescaling.ts).
+    const nextStep = meta.rescale && meta.shard === 0 ? await this.moveStep() : null;
     if (nextStep !== null) await alarms.by(Date.now() + nextStep);
     const now = this.s.meta();
     if (!now || now.epoch !== meta.epoch) return; // dropped meanwhile

@@ -8,6 +8,7 @@ import { tableExists } from "../storage/sqlite-object";
 import { RECEIPTS_V6, receiptsV7 } from "./receipts";
 import { SEGMENTS_TABLE } from "./segment-rows";
 import { upgradeToSegments } from "./segments-upgrade";
+import { FENCE_TABLE } from "./fence";
 
 /** The Partition's storage layouts, oldest first (src/storage/migrations.ts). */
 export const PARTITION_MIGRATIONS: readonly Migration[] = [
@@ -96,12 +97,17 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
     does: "packed keys: a partition's keys in segments (a row per run of a bucket's keys, with its filter) and the open segment in meta.open, instead of a row per key; keys and front go",
     up: upgradeToSegments,
   },
+  {
+    version: 10,
+    does: "fence: the map that replaced this partition's in an online rescale (src/partition/fence.ts)",
+    up: (sql) => sql.exec(FENCE_TABLE),
+  },
 ];
 
 /**
  * The layout the migrations above build, at once, for storage that never
  * held anything (a new partition): one transaction and a row per table
- * instead of nine steps and rebuilds.
+ * instead of ten steps and rebuilds.
  */
 export const PARTITION_LAYOUT = `
   CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), epoch TEXT NOT NULL, watermark INTEGER NOT NULL, rows INTEGER NOT NULL,
@@ -110,6 +116,7 @@ export const PARTITION_LAYOUT = `
   CREATE TABLE ledger (batch TEXT PRIMARY KEY, at INTEGER NOT NULL, decisions TEXT NOT NULL) WITHOUT ROWID;
   CREATE TABLE receipts (b INTEGER NOT NULL, k NOT NULL, n INTEGER, dropped INTEGER NOT NULL, conflicts INTEGER NOT NULL, PRIMARY KEY (b, k)) WITHOUT ROWID;
   CREATE TABLE kept_names (n INTEGER PRIMARY KEY, batches TEXT NOT NULL, until INTEGER);
+  ${FENCE_TABLE};
 `;
 
 /** Whether the storage is new: no version recorded, and none of the tables a partition from before versions were recorded has. */

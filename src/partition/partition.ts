@@ -11,6 +11,7 @@ import { listKeys, lookupReceipt } from "./key-reads";
 import { KEY_HASH_UNKEYED, type Held } from "./layout";
 import { layoutOf, type PartitionMeta } from "./meta";
 import { MetaStore } from "./meta-store";
+import { FenceStore } from "./fence";
 import { dieMidwayIfArmed } from "./midway-fault";
 import { createCurrentLayout, isNewPartition, PARTITION_MIGRATIONS } from "./migrations";
 import {
@@ -55,6 +56,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   private readonly keys = new KeyStore(this.storage);
   private readonly eviction = new Eviction(this.storage, this.keys);
   private readonly ledger = new DecisionLedger(this.storage);
+  private readonly fences = new FenceStore(this.storage);
   /** the storage size as last read, and the key count then (stats()) */
   private sized: { rows: number; bytes: number } | undefined;
 
@@ -80,8 +82,18 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
    * entry and the new batches' names).
    */
   applyGroup(req: GroupApplyRequest): GroupApplyResult & { replayed: boolean } {
+    const fence = this.fences.of(req.epoch);
+    if (fence) {
+      const stats = { rows: 0, bytes: 0, watermark: 0, nextExpiry: null };
+      return { decisions: [], inserted: 0, removed: 0, replayed: false, ...stats, fenced: { version: fence.version, partitions: fence.partitions } };
+    }
     dieMidwayIfArmed(req, (half) => void this.applyEntries(half)); // test builds only
     return this.applyEntries(req);
+  }
+
+  /** An online rescale's fence (src/partition/fence.ts): this partition judges nothing from now on. */
+  fence(epoch: string, successors: { version: number; partitions: number }): void {
+    this.atomically(() => this.fences.set({ epoch, ...successors }));
   }
 
   private applyEntries(req: GroupApplyRequest): GroupApplyResult & { replayed: boolean } {
@@ -237,6 +249,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
 
   private forgetCaches(): void {
     this.metas.forget();
+    this.fences.forget();
     this.sized = undefined;
     this.keys.forget();
     this.eviction.forget();

@@ -62,6 +62,12 @@ export interface GroupApplyResult extends PartitionStats {
   gaps?: number[][];
   inserted: number;
   removed: number;
+  /**
+   * set when the partition is fenced (an online rescale replaced its map,
+   * src/partition/fence.ts): nothing was judged (no decisions), and this is
+   * the map to route by instead
+   */
+  fenced?: { version: number; partitions: number };
 }
 
 export interface StateEntry {
@@ -137,8 +143,10 @@ export interface MovedKey {
  * Object's module.
  */
 export interface PartitionRpc extends Rpc.DurableObjectBranded {
-  /** A micro-batch's rows for this partition, judged in one transaction (decisions recorded for a retry). */
+  /** A micro-batch's rows for this partition, judged in one transaction (decisions recorded for a retry); a fenced partition judges nothing and says so (`fenced`). */
   applyGroup(req: GroupApplyRequest): GroupApplyResult & { replayed: boolean };
+  /** An online rescale's fence: from now on this partition judges nothing (src/partition/fence.ts). */
+  fence(epoch: string, successors: { version: number; partitions: number }): void;
   /** Raises the partition watermark and evicts: prompt eviction without new rows. */
   advance(epoch: string, watermark: number): PartitionStats & { removed: number };
   describe(epoch: string): PartitionStats;

@@ -8,7 +8,9 @@
  * failed under the same batch ids. After
  * the move: every id is in the output exactly once, the batches' emitted
  * counts add up to the ids, the state holds each id once, every key is
- * found by `state?row=`, and the stream is the new count's.
+ * found by `state?row=`, and the stream is the new count's. With one ingest
+ * shard, and with three (whose other shards are fenced by the old
+ * partitions and take the new map from shard 0).
  */
 import { describe, expect, test } from "vitest";
 import { at, pollUntil, rng, useServer, type Outcome } from "./server";
@@ -16,10 +18,10 @@ import { at, pollUntil, rng, useServer, type Outcome } from "./server";
 const { server, api } = useServer();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe("a rescale under load, killed in the middle", () => {
+describe.each([1, 3])("a rescale under load, killed in the middle (%i shard(s))", (shards) => {
   test("4 → 7 partitions with three clients and a SIGKILL: every id once, every key found", async () => {
-    const s = "rescale-e2e";
-    await api.putStream(s, { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 4 });
+    const s = `rescale-e2e-${shards}`;
+    await api.putStream(s, { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 4, ...(shards > 1 ? { shards } : {}) });
     const sent = new Set<string>();
     const answers = new Map<string, Outcome>();
     let patched = false;

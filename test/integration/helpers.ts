@@ -1,5 +1,5 @@
 import { env, exports } from "cloudflare:workers";
-import { createExecutionContext, createMessageBatch, evictDurableObject, getQueueResult, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, evictDurableObject, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import entry from "../../src/index";
 import { createClient, type StreamBody } from "../../src/client";
 import type { Partition } from "../../src/partition/partition";
@@ -192,4 +192,15 @@ export function storedEntries(sql: SqlStorage): { sealed: KeyEntry[]; open: KeyE
 export function rewriteOpen(sql: SqlStorage, hashed: boolean, change: (e: KeyEntry) => KeyEntry): void {
   const { open } = storedEntries(sql);
   sql.exec("UPDATE meta SET open = ?", blobOf(encodeSegment(hashed, open.map(change), [], true)));
+}
+
+/** Runs the Coordinator's alarm until the stream's rescale has ended (GET shows none); the stream's GET then. */
+export async function moveUntilDone(stream: string): Promise<any> {
+  const stub = env.COORDINATOR.getByName(stream);
+  for (let i = 0; i < 200; i++) {
+    const d = await json(call("GET", `/v1/streams/${stream}`));
+    if (!d.rescale) return d;
+    await runDurableObjectAlarm(stub);
+  }
+  throw new Error(`${stream}: the rescale never ended`);
 }

@@ -86,7 +86,7 @@ export const patchStream = route({
   tag: "streams",
   auth: "admin",
   description:
-    '`{"partitions": N}`: 202 and the move under way (`GET` shows it as `rescale`); ingest goes on, judged by the new partitions from the first micro-batch after the switch, keys not yet moved read through. A second PATCH while one runs is a 409 `rescale-under-way`; a stream of several shards a 409 `rescale-not-supported`; a bad target a 400.',
+    '`{"partitions": N}`: 202 and the move under way (`GET` shows it as `rescale`); ingest goes on, judged by the new partitions from the first micro-batch after the switch, keys not yet moved read through. A stream of several ingest shards is rescaled the same way (a shard still routing by the old map is fenced and takes the new one). A second PATCH while one runs is a 409 `rescale-under-way`; new `shards`, or hashed keys in global mode, a 409 `rescale-not-supported`; a bad target a 400.',
   request: { body: patchBody },
   responses: { 202: { schema: rescaleSchema, description: "the rescale, started" } },
   handler: async (c) => {

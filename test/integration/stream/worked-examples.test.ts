@@ -8,8 +8,8 @@ import { at, call, createStream, output, post, settled } from "../helpers";
 // through HTTP, with 1 and with 4 partitions, and with 4 ingest shards (DESIGN §12:
 // each step once every shard judges by the global watermark), and with 4 partitions
 // rescaled to 7 half way through (DESIGN §12: a PATCH, then one step of the move, so
-// that the later steps meet keys moved, keys read through and new keys). `expect` is
-// each row's fate.
+// that the later steps meet keys moved, keys read through and new keys), on 1 shard and
+// on 4 (whose other shards meet the fenced old partitions). `expect` is each row's fate.
 type Step = [id: string, hh: number, mm: number, expect: "emitted" | "late" | "duplicate"];
 
 async function run(name: string, mode: string, partitions: number, steps: Step[], shards: number, rescaleTo: number) {
@@ -38,6 +38,7 @@ describe.each([
   [4, 1, 0],
   [4, 4, 0],
   [4, 1, 7],
+  [4, 4, 7],
 ])("worked examples with %i partition(s), %i shard(s), rescaled to %i", (partitions, shards, rescaleTo) => {
   const expectOut = (got: string[], want: string[]) => expect(got).toEqual(shards > 1 ? [...want].sort() : want);
   it("global: dropDuplicates(key), event time not in the key", async () => {
