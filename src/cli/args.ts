@@ -1,4 +1,4 @@
-/** The command line: `edge-dedup send DIR|FILE… --url URL --stream NAME [options]` (`advise` is parsed in advise.ts). */
+/** The command line: `edge-dedup send DIR|FILE… --url URL --stream NAME [options]` (`advise` is parsed in advise.ts, `table` in table.ts). */
 import { parseArgs } from "node:util";
 import { NAME_PATTERN, NAME_RULE } from "../stream/name-rule.ts";
 import { DEFAULT_LIMITS, type ChunkLimits } from "./chunk.ts";
@@ -8,6 +8,9 @@ export const USAGE = `Usage: edge-dedup send DIR|FILE... --url URL --stream NAME
        edge-dedup advise FILE... --key COL[,COL...] --time COL [options]
                         (recommends a watermarkDelay from a history of events;
                         edge-dedup advise --help for its options)
+       edge-dedup table STREAM --url URL [options]
+                        (downloads the stream's Iceberg table for DuckDB;
+                        edge-dedup table --help for its options)
 
 Sends every .json, .ndjson and .jsonl file, each optionally gzipped (.gz),
 under the given folders (recursively, in name order) to
@@ -103,7 +106,7 @@ export function parseCli(argv: readonly string[], env: Record<string, string | u
   const { values: v, positionals } = parsed;
   if (v.help || positionals.length === 0 || (positionals[0] === "help" && positionals.length === 1)) return { kind: "help" };
   const [command, ...paths] = positionals;
-  if (command !== "send") return { kind: "error", message: `unknown command "${command}"; the commands are "send" and "advise"` };
+  if (command !== "send") return { kind: "error", message: `unknown command "${command}"; the commands are "send", "advise" and "table"` };
   try {
     if (paths.length === 0) throw new Error("name at least one folder or file to send");
     if (!v.url) throw new Error("--url is required");

@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { constants as bufferLimits } from "node:buffer";
 import { gunzipSync } from "node:zlib";
 import { runAdvise } from "./advise.ts";
+import { runTable } from "./table.ts";
 import { parseCli, USAGE, type SendOptions } from "./args.ts";
 import { chunkRows, FileError, rowsOf, type Batch } from "./chunk.ts";
 import { createProgress, type ProgressSink, type ProgressState } from "./progress.ts";
@@ -25,6 +26,7 @@ export interface Io {
 
 export async function main(argv: readonly string[], io: Io): Promise<number> {
   if (argv[0] === "advise") return runAdvise(argv.slice(1), io);
+  if (argv[0] === "table") return runTable(argv.slice(1), io);
   const parsed = parseCli(argv, io.env);
   if (parsed.kind === "help") {
     io.stdout.write(USAGE + "\n");

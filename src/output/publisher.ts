@@ -108,7 +108,7 @@ export async function publishTable(ctx: PublishContext, now: number): Promise<{ 
   if (appended > 0) due((await compactTable(store, ctx.stream, { minFiles: COMPACT_MIN_FILES, targetBytes: 8 * 1024 * 1024, now, retainMs })).sweepAt);
   const before = ctx.sweepAt();
   if (sweepAt !== 0 && sweepAt <= now) {
-    const swept = await sweepExpired(store, ctx.stream, now);
+    const swept = await sweepExpired(store, ctx.stream, now, retainMs);
     sweepAt = swept.nextDue === null ? 0 : Math.max(swept.nextDue, now + Math.min(retainMs, SWEEP_EVERY_MS));
   }
   if (sweepAt !== before) ctx.setSweepAt(sweepAt);

@@ -1,4 +1,4 @@
-import { keyOf, metadataPath, uriOf, VERSION_HINT_PATH } from "./layout";
+import { keyOf, METADATA_VERSION_PREFIX, metadataPath, uriOf, VERSION_HINT_PATH, versionOfKey } from "./layout";
 import type { TableMetadata } from "./metadata";
 import { getText, type TableStore } from "./store";
 
@@ -22,7 +22,12 @@ export async function loadTable(store: TableStore, stream: string): Promise<Load
   const hint = Number.parseInt((await getText(store, keyOf(stream, VERSION_HINT_PATH))) ?? "0", 10);
   let version = Number.isSafeInteger(hint) && hint > 0 ? hint : 0;
   let text = version > 0 ? await getText(store, keyOf(stream, metadataPath(version))) : null;
-  if (version > 0 && text === null) version = 0; // a hint without its version: trust only what exists
+  if (text === null) {
+    // No hint, or a hint without its version: the newest version listed (expiry deletes the oldest, so v1 may be gone).
+    version = await newestListedVersion(store, stream);
+    text = version > 0 ? await getText(store, keyOf(stream, metadataPath(version))) : null;
+    if (text === null) version = 0;
+  }
   for (;;) {
     const next = await getText(store, keyOf(stream, metadataPath(version + 1)));
     if (next === null) break;
@@ -30,6 +35,16 @@ export async function loadTable(store: TableStore, stream: string): Promise<Load
     text = next;
   }
   return text === null ? null : { version, table: JSON.parse(text) as TableMetadata };
+}
+
+/** The highest N of the `metadata/vN.metadata.json` objects there are (0: none). */
+export async function newestListedVersion(store: TableStore, stream: string): Promise<number> {
+  let newest = 0;
+  for (const key of await store.list(keyOf(stream, METADATA_VERSION_PREFIX))) {
+    const n = versionOfKey(key);
+    if (n !== null && n > newest) newest = n;
+  }
+  return newest;
 }
 
 export function metadataLocation(table: TableMetadata, version: number): string {

@@ -1,4 +1,4 @@
-import { keyOf, keyOfUri } from "./layout";
+import { keyOf, keyOfUri, METADATA_VERSION_PREFIX, versionOfKey } from "./layout";
 import { decodeManifest, decodeManifestList, STATUS } from "./manifest";
 import { loadTable } from "./commit";
 import type { Snapshot } from "./metadata";
@@ -19,7 +19,12 @@ import { getText, type TableStore } from "./store";
  * (deleting a missing file is no error); a journal whose commit lost its
  * race names snapshots still in the metadata, which protects them. Files an
  * unfinished commit wrote are in no snapshot and so in no journal: a sweep
- * never touches them.
+ * never touches them. The sweep also deletes the metadata versions older
+ * than the metadata log's oldest entry once that entry was written `retain`
+ * ago (every one of them was replaced by then; Java's
+ * `write.metadata.delete-after-commit`): the log's versions stay, for time
+ * travel, and the table's reader finds the newest by listing when its hint
+ * is gone (src/table/commit.ts).
  */
 export const EXPIRED_FOLDER = "metadata/expired/";
 
@@ -43,18 +48,20 @@ export interface SweepResult {
   deleted: number;
   /** journals swept */
   journals: number;
+  /** metadata versions deleted */
+  versions: number;
   /** when the next journal is due (null: none waits) */
   nextDue: number | null;
 }
 
-/** Deletes what the journals due at `now` free (see above). */
-export async function sweepExpired(store: TableStore, stream: string, now: number): Promise<SweepResult> {
+/** Deletes what the journals due at `now` free, and the metadata versions past the log (see above). */
+export async function sweepExpired(store: TableStore, stream: string, now: number, retainMs: number): Promise<SweepResult> {
   const keys = await store.list(keyOf(stream, EXPIRED_FOLDER));
   const due = keys.filter((k) => dueOf(k) <= now);
   const waiting = keys.filter((k) => dueOf(k) > now);
   const nextDue = waiting.length > 0 ? dueOf(waiting[0]) : null;
   const loaded = due.length > 0 ? await loadTable(store, stream) : null;
-  if (!loaded) return { deleted: 0, journals: 0, nextDue };
+  if (!loaded) return { deleted: 0, journals: 0, versions: 0, nextDue };
   const { location } = loaded.table;
   const journals = async (ks: string[]) =>
     (await Promise.all(ks.map(async (k) => JSON.parse((await getText(store, k)) ?? '{"snapshots":[]}') as Journal))).flatMap((j) => j.snapshots);
@@ -84,5 +91,24 @@ export async function sweepExpired(store: TableStore, stream: string, now: numbe
   const ours = [...freed].filter((uri) => uri.startsWith(`${location}/`)).map((uri) => keyOfUri(stream, location, uri));
   await store.delete(ours);
   await store.delete(due);
-  return { deleted: ours.length, journals: due.length, nextDue };
+  return {
+    deleted: ours.length,
+    journals: due.length,
+    versions: await deleteOldVersions(store, stream, loaded.table["metadata-log"][0], now - retainMs),
+    nextDue,
+  };
+}
+
+/** The versions below the metadata log's oldest entry, once it was written before `cutoff`; how many went. */
+async function deleteOldVersions(
+  store: TableStore,
+  stream: string,
+  oldest: { "timestamp-ms": number; "metadata-file": string } | undefined,
+  cutoff: number,
+): Promise<number> {
+  const below = oldest ? versionOfKey(oldest["metadata-file"]) : null;
+  if (!oldest || below === null || oldest["timestamp-ms"] >= cutoff) return 0;
+  const old = (await store.list(keyOf(stream, METADATA_VERSION_PREFIX))).filter((k) => (versionOfKey(k) ?? below) < below);
+  await store.delete(old);
+  return old.length;
 }

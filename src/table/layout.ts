@@ -10,6 +10,13 @@ export const tableRoot = (stream: string) => `tables/${stream}`;
 export const tableLocation = (baseUri: string, stream: string) => `${baseUri.replace(/\/+$/, "")}/${tableRoot(stream)}`;
 
 export const metadataPath = (version: number) => `metadata/v${version}.metadata.json`;
+/** Every metadata version's key starts so (manifests and lists are named by uuid and `snap-`: never `v`). */
+export const METADATA_VERSION_PREFIX = "metadata/v";
+/** N of a key or URI ending in `metadata/vN.metadata.json`; null for any other. */
+export function versionOfKey(key: string): number | null {
+  const m = /\/metadata\/v(\d+)\.metadata\.json$/.exec(key);
+  return m ? Number(m[1]) : null;
+}
 export const VERSION_HINT_PATH = "metadata/version-hint.text";
 /** Java's names: `snap-{snapshot}-{attempt}-{commit uuid}.avro` and `{commit uuid}-m{n}.avro`. */
 export const manifestListPath = (snapshotId: number, commitId: string) => `metadata/snap-${snapshotId}-1-${commitId}.avro`;

@@ -16,6 +16,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
+import { main } from "../../src/cli/main.ts";
 import { createClient } from "../../src/client/index.ts";
 import { decodeWithAvsc } from "../support/avsc-reader";
 import { at, pollUntil, sleep, useServer } from "./server";
@@ -76,6 +77,47 @@ describe("the local table, read without a catalog", () => {
       await rm(dir, { recursive: true, force: true });
     }
   }, 120_000);
+});
+
+describe("edge-dedup table", () => {
+  test("downloads the current snapshot's files and prints the DuckDB query that reads them; an earlier download's stale files go", async () => {
+    const s = "table-cli";
+    await api.putStream(s, { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", schema: { id: "string", ts: "timestamp" }, table: { format: "iceberg" } });
+    await api.ingest(
+      s,
+      [
+        { id: "a", ts: at(10) },
+        { id: "b", ts: at(11) },
+        { id: "a", ts: at(12) },
+      ],
+      { batchId: "one" },
+    );
+    await published(s);
+    const dir = await mkdtemp(join(tmpdir(), "table-cli-"));
+    try {
+      await writeFile(join(dir, "stale.parquet"), "not this snapshot's");
+      let out = "";
+      let err = "";
+      const io = {
+        stdout: { write: (t: string) => (out += t) },
+        stderr: { write: (t: string) => (err += t), isTTY: false },
+        env: { EDGE_DEDUP_TOKEN: server.token },
+      };
+      expect(await main(["table", s, "--url", server.url, "--out", dir, "--json"], io as never), err).toBe(0);
+      const written = JSON.parse(out);
+      expect(written).toMatchObject({ stream: s, records: 2, out: dir });
+      const db = await (await DuckDBInstance.create(":memory:")).connect();
+      const rows = (await db.runAndReadAll(`${written.query} ORDER BY id`)).getRowObjectsJson();
+      expect(rows.map((r) => r.id)).toEqual(["a", "b"]);
+      // Exit 1 with the service's reason for a stream without a table; 2 for a usage error.
+      err = "";
+      expect(await main(["table", "no-such-stream", "--url", server.url, "--out", dir], io as never)).toBe(1);
+      expect(err).toMatch(/404/);
+      expect(await main(["table", "--url", server.url], io as never)).toBe(2);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 describe("a table partitioned by event day, with snapshot expiry", () => {

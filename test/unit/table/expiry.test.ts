@@ -76,7 +76,7 @@ describe("snapshot expiry", () => {
               rows += batch.length;
             } else if (o.kind === "compact") await compactTable(s, stream, { minFiles: 2, targetBytes: 1 << 20, now, retainMs });
             else if (o.kind === "wait") now += o.ms;
-            else await sweepExpired(s, stream, now);
+            else await sweepExpired(s, stream, now, retainMs);
             await observe();
             // What a reader that loaded the table in the last retain may be reading is all there.
             for (const h of history) if (h.until === null || h.until >= now - retainMs) await used(s, baseUri, h.list);
@@ -90,7 +90,7 @@ describe("snapshot expiry", () => {
             rows++;
           }
           now += retainMs + 1;
-          const swept = await sweepExpired(s, stream, now);
+          const swept = await sweepExpired(s, stream, now, retainMs);
           expect(swept.nextDue).toBeNull();
           const { table } = (await loadTable(s, stream))!;
           expect(table.snapshots).toHaveLength(2);
@@ -108,7 +108,7 @@ describe("snapshot expiry", () => {
     );
   });
 
-  test("past HISTORY_MAX snapshots within retain: they leave the metadata, and their files stay until retain after they were replaced", async () => {
+  test("past HISTORY_MAX snapshots within retain: they leave the metadata, their files stay until retain after they were replaced; old metadata versions go", async () => {
     const s = memoryStore();
     const stream = "many";
     const baseUri = "http://127.0.0.1:1";
@@ -123,12 +123,24 @@ describe("snapshot expiry", () => {
     const journals = [...s.objects.keys()].filter((k) => k.includes(EXPIRED_FOLDER));
     expect(journals.length).toBeGreaterThan(0);
     const before = s.objects.size;
-    expect((await sweepExpired(s, stream, now)).deleted).toBe(0); // none due: a reader of the dropped snapshots may still be at it
+    expect((await sweepExpired(s, stream, now, retainMs)).deleted).toBe(0); // none due: a reader of the dropped snapshots may still be at it
     expect(s.objects.size).toBe(before);
-    const later = await sweepExpired(s, stream, now + retainMs);
+    const later = await sweepExpired(s, stream, now + retainMs, retainMs);
     expect(later.deleted).toBeGreaterThan(0);
     expect(later.journals).toBe(journals.length);
     // What the retained snapshots use is all there.
     for (const x of table.snapshots) await used(s, baseUri, x["manifest-list"]);
+    // The metadata versions below the log's oldest entry went; those in the log stay.
+    const versions = () => [...s.objects.keys()].filter((k) => k.endsWith(".metadata.json")).map((k) => Number(/v(\d+)\.metadata/.exec(k)![1]));
+    const oldestLogged = Number(/v(\d+)\.metadata/.exec(table["metadata-log"][0]["metadata-file"])![1]);
+    expect(later.versions).toBe(oldestLogged - 1);
+    expect(Math.min(...versions())).toBe(oldestLogged);
+    for (const e of table["metadata-log"]) expect(s.objects.has(e["metadata-file"].slice(baseUri.length + 1)), e["metadata-file"]).toBe(true);
+    // With v1 gone and no hint, the table is still found (the newest version listed), and the next commit follows it.
+    const { version } = (await loadTable(s, stream))!;
+    s.objects.delete(`tables/${stream}/metadata/version-hint.text`);
+    expect((await loadTable(s, stream))!.version).toBe(version);
+    await appendToTable(s, { stream, baseUri, retainMs, schema: { id: "string" }, rows: [{ id: "after" }], commitSeq: HISTORY_MAX + 6, now: now + retainMs });
+    expect((await loadTable(s, stream))!.version).toBe(version + 1);
   });
 });
