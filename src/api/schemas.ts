@@ -128,6 +128,12 @@ export const rescaleSchema = z
   })
   .describe("the rescale under way (DESIGN §12); absent when none is");
 
+/** PATCH {"shards": S}: the count every shard routes by now. */
+export const reshardSchema = z.object({
+  shards: z.object({ from: z.number().int(), to: z.number().int() }),
+  state: z.enum(["done"]).describe("done: every shard judges by the new count (moved batch ids are asked of their old shard for the idempotency window)"),
+});
+
 export const streamInfoSchema = z.object({
   stream: z.string(),
   config: streamConfigSchema,
@@ -303,6 +309,7 @@ export type StreamConfigView = z.infer<typeof streamConfigSchema>;
 export type PutStreamResult = z.infer<typeof putStreamResultSchema>;
 export type SourceInfo = z.infer<typeof sourceInfoSchema>;
 export type Rescale = z.infer<typeof rescaleSchema>;
+export type Reshard = z.infer<typeof reshardSchema>;
 export type StreamInfo = z.infer<typeof streamInfoSchema>;
 export type StreamList = z.infer<typeof streamListSchema>;
 export type StateEntry = z.infer<typeof stateEntrySchema>;

@@ -23,6 +23,7 @@ import type {
   Publication,
   PutStreamResult,
   Rescale,
+  Reshard,
   Run,
   RunStarted,
   StreamInfo,
@@ -60,6 +61,7 @@ export type {
   Publication,
   PutStreamResult,
   Rescale,
+  Reshard,
   Run,
   RunStarted,
   StreamInfo,
@@ -284,9 +286,9 @@ export function createClient(options: ClientOptions) {
 
     getStream: (stream: string, init?: RequestOptions) => get<StreamInfo>(streamPath(stream), init),
 
-    /** An online rescale to `partitions` (202: started; GET shows it as `rescale` until the move ends). */
-    async rescaleStream(stream: string, partitions: number, init?: RequestOptions): Promise<Rescale> {
-      return json<Rescale>(await expectStatus([202], "PATCH", streamPath(stream), jsonBody({ partitions }, init)));
+    /** An online rescale to `partitions` (202: started; GET shows it as `rescale` until the move ends), or to more `{shards}` (202: done). */
+    async rescaleStream<T extends number | { shards: number }>(stream: string, to: T, init?: RequestOptions): Promise<T extends number ? Rescale : Reshard> {
+      return json(await expectStatus([202], "PATCH", streamPath(stream), jsonBody(typeof to === "number" ? { partitions: to } : to, init)));
     },
 
     async deleteStream(stream: string, init?: RequestOptions): Promise<void> {

@@ -6,6 +6,7 @@ import type { TablePublishing } from "../output/publisher";
 import { SqliteObject } from "../storage/sqlite-object";
 import type { LiveAdvice } from "../stream/advisor/live";
 import type { StreamConfig } from "../stream/config";
+import type { ShardChange } from "../stream/shard-change";
 import type { StreamMetrics } from "../stream/metrics";
 import type { ProgressReport } from "../stream/batch-outcome";
 import { Callers } from "./callers";
@@ -24,6 +25,7 @@ import type {
   IngestRequest,
   IngestResult,
   MapVersion,
+  NotKnown,
   RescaleAnswer,
   ShardMap,
   StreamDescription,
@@ -34,6 +36,7 @@ import type {
 } from "./protocol";
 import { StreamReads } from "./reads";
 import { Rescaling } from "./rescaling";
+import { ShardGrowth } from "./shard-growth";
 import { CoordinatorStores } from "./stores";
 import { Upkeep } from "./upkeep";
 
@@ -86,20 +89,23 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   drop(): Promise<boolean> {
     return this.lifecycle.drop();
   }
-  configureShard(name: string, config: StreamConfig, shard: { index: number; epoch: string; incarnation: number }): Promise<ConfigureResult> {
-    return this.lifecycle.configureShard(name, config, shard);
+  configureShard(
+    name: string,
+    config: StreamConfig,
+    shard: { index: number; epoch: string; incarnation: number },
+    change?: ShardChange,
+  ): Promise<ConfigureResult> {
+    return this.lifecycle.configureShard(name, config, shard, change);
   }
   dropShard(): Promise<void> {
     return this.lifecycle.dropShard();
   }
-  rescale(partitions: number): Promise<RescaleAnswer> {
-    return this.rescaling.start(partitions);
+  rescale(to: number | { shards: number }): Promise<RescaleAnswer> {
+    return typeof to === "number" ? this.rescaling.start(to) : new ShardGrowth(this.stores, this.env).grow(to.shards);
   }
-  /** Shard 0: the partition map, once a switch to `to` (a fence's) is complete; a shard k > 0 asks it when fenced. */
   switchedMap(epoch: string, to: MapVersion): Promise<ShardMap | null> {
     return this.rescaling.switchedMap(epoch, to);
   }
-  /** Shard k > 0: shard 0's partition map (a rescale's switch or end), taken between two micro-batches. */
   adoptMap(epoch: string, map: ShardMap): Promise<void> {
     return this.intake.between(async () => this.rescaling.adopt(epoch, map));
   }
@@ -143,6 +149,9 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
   }
   ingestMany(reqs: IngestRequest[], deadline?: number): Promise<(IngestResult | FailedRun | WrongShard)[]> {
     return this.intake.ingestMany(reqs, deadline);
+  }
+  recall(req: IngestRequest, deadline: number): Promise<IngestResult | FailedRun | NotKnown> {
+    return this.intake.recall(req, deadline);
   }
 
   // Between requests (./upkeep.ts)

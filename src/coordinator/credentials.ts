@@ -41,6 +41,14 @@ export class CredentialStore {
   }
 
   /** A source's credentials, without their material when `withMaterial` is false. */
+  /** Every source's credentials, with their material (a new shard takes them all: src/coordinator/shard-growth.ts). */
+  all(): StoredCredential[] {
+    return this.sql
+      .exec<{ source: string }>("SELECT DISTINCT source FROM credentials ORDER BY source")
+      .toArray()
+      .flatMap((r) => this.list(r.source, true));
+  }
+
   list(source: string, withMaterial = false): StoredCredential[] {
     return this.sql
       .exec<{ id: string; source: string; type: CredentialType; label: string | null; created_at: number; material: string }>(

@@ -1,4 +1,4 @@
-import { partitionStub, type Env } from "../env";
+import { coordinatorStub, partitionStub, type Env } from "../env";
 import { inheritedKeys } from "../rescale/read-through";
 import { StaleMap } from "../rescale/stale-map";
 import { armFault, batchFaultKey, faultsEnabled, heldRun, isInjectedFault, runFaultKey, takeFault } from "../instrument/faults";
@@ -22,9 +22,11 @@ import {
   type IngestRequest,
   type IngestResult,
   type MapVersion,
+  type NotKnown,
   type WrongShard,
 } from "./protocol";
-import { shardFor, shardsOf } from "../stream/shards";
+import { ownership } from "../stream/shard-change";
+import { shardsOf } from "../stream/shards";
 import { begunGroup } from "./state";
 import type { CoordinatorStores } from "./stores";
 import type { Upkeep } from "./upkeep";
@@ -97,9 +99,20 @@ export class Intake {
    * `busy` answer means the same batch id is in flight.
    */
   async ingestMany(reqs: IngestRequest[], deadline = Date.now() + WAIT_FOR_INFLIGHT_MS): Promise<(IngestResult | FailedRun | WrongShard)[]> {
+    // Only a recall answers `unknown`.
+    return (await this.judgeMany(reqs, deadline, false)) as (IngestResult | FailedRun | WrongShard)[];
+  }
+
+  /** Another shard asks of a batch id a shard change moved to it: this shard's answer if it knows the id (it runs it if begun here), else `unknown`. */
+  async recall(req: IngestRequest, deadline: number): Promise<IngestResult | FailedRun | NotKnown> {
+    const [a] = await this.judgeMany([req], deadline, true);
+    return a.kind === "moved" ? { kind: "unknown" } : a;
+  }
+
+  private async judgeMany(reqs: IngestRequest[], deadline: number, recall: boolean): Promise<(IngestResult | FailedRun | WrongShard | NotKnown)[]> {
     const meta = this.s.meta();
     const now = Date.now();
-    const answers: (IngestResult | WrongShard | Promise<IngestResult> | null)[] = [];
+    const answers: (IngestResult | FailedRun | WrongShard | NotKnown | Promise<IngestResult> | null)[] = [];
     const queued: Submission[] = [];
     for (const req of reqs) {
       if (!meta) {
@@ -108,17 +121,37 @@ export class Intake {
       }
       // One shard judges a batch id, ever: a sender with a stale count of shards is told to route it again.
       const shards = shardsOf(meta.config);
-      if (shardFor(req.batchId, shards) !== meta.shard) {
+      const own = recall ? { kind: "known-only" as const } : ownership(req.batchId, meta.shard, shards, meta.shardChange, now);
+      if (own.kind === "moved") {
         answers.push({ kind: "moved", shards });
         continue;
+      }
+      if (own.kind === "consult") {
+        // Moved here by a shard change: the shard that had it answers a batch it knows (a replay, a 422, in flight).
+        const was = await coordinatorStub(this.env, meta.name, own.shard).recall(req, deadline);
+        if (was.kind !== "unknown") {
+          answers.push(was);
+          continue;
+        }
       }
       const faultKey = batchFaultKey(meta.name, req.batchId);
       const fault = takeFault(faultKey); // tests only (src/instrument/faults.ts)
       const a = this.admitBatch(meta, req.sourceHeader, req.batchId, { hash: req.identity, bytes: req.bytes, rows: req.rows.length }, req.auth, now);
+      if (own.kind === "known-only" && a.kind === "new") {
+        answers.push(
+          recall
+            ? { kind: "unknown" }
+            : {
+                kind: "failed",
+                message: `the stream's shards are changing (${meta.shardChange?.from} → ${meta.shardChange?.to}): retry; if this lasts, send the PATCH again`,
+              },
+        );
+        continue;
+      }
       const running = a.kind === "busy" && a.source !== undefined ? this.inflight.get(batchKey(a.source, req.batchId)) : undefined;
       if (running && now < deadline) {
         // The same batch id is running here: wait for it (not the producer polling with the whole body), then answer as a retry would be.
-        answers.push(this.afterInflight(req, running, deadline));
+        answers.push(this.afterInflight(req, running, deadline, recall));
         continue;
       }
       if (!runnable(a)) {
@@ -170,12 +203,14 @@ export class Intake {
   }
 
   /** A request for a batch id that is running: once that run settles (or the deadline passes), admitted again. */
-  private async afterInflight(req: IngestRequest, running: Promise<void>, deadline: number): Promise<IngestResult> {
+  private async afterInflight(req: IngestRequest, running: Promise<void>, deadline: number, recall: boolean): Promise<IngestResult> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([running, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]);
     clearTimeout(timer);
-    const [r] = await this.ingestMany([req], Date.now() < deadline ? deadline : 0);
-    if (r.kind === "failed" || r.kind === "moved") throw new Error(r.kind === "failed" ? r.message : "the batch moved to another shard");
+    // Asked again as it was asked (a recall: the batch may have moved to another shard since, and this one still answers it).
+    const [r] = await this.judgeMany([req], Date.now() < deadline ? deadline : 0, recall);
+    if (r.kind === "failed" || r.kind === "moved" || r.kind === "unknown")
+      throw new Error(r.kind === "failed" ? r.message : "the batch moved to another shard");
     return r;
   }
 

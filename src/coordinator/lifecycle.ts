@@ -2,7 +2,8 @@ import { clockStub, destinationIndex, partitionStub, registryStub, type Env } fr
 import { deleteStreamObjects } from "../output/sink";
 import { boundFieldChanges } from "../stream/bound-fields";
 import type { StreamConfig } from "../stream/config";
-import { isSharded } from "../stream/shards";
+import type { ShardChange } from "../stream/shard-change";
+import { isSharded, shardsOf } from "../stream/shards";
 import { otherShards } from "./other-shards";
 import { globalWatermark } from "../stream/watermark";
 import type { ConfigureResult } from "./protocol";
@@ -43,14 +44,27 @@ export class Lifecycle {
   }
 
   /** Shard k > 0 of a stream, as its shard 0 creates or updates it: the stream's epoch and incarnation, its own commit numbers. */
-  async configureShard(name: string, config: StreamConfig, shard: { index: number; epoch: string; incarnation: number }): Promise<ConfigureResult> {
+  async configureShard(
+    name: string,
+    config: StreamConfig,
+    shard: { index: number; epoch: string; incarnation: number },
+    change?: ShardChange,
+  ): Promise<ConfigureResult> {
     const meta = this.s.meta();
     if (meta && meta.epoch !== shard.epoch) await this.dropShard(); // left by a deleted incarnation of the stream
     if (!this.s.meta()) {
       this.hooks.createStorage();
       this.s.metaStore.create(name, config, Date.now(), shard.incarnation, { index: shard.index, epoch: shard.epoch });
+      if (change) this.s.metaStore.setShardChange(change); // a new shard asks moved ids of their old shards from its first batch
       this.s.forgetCaches();
       return { status: "created", config };
+    }
+    if (change) {
+      // A shard-count change (./shard-growth.ts): its phase, and the new count once done.
+      const now = this.s.meta()!;
+      this.s.metaStore.setShardChange(change, shardsOf(config) === shardsOf(now.config) ? undefined : { config, version: now.configVersion + 1 });
+      this.s.forgetCaches();
+      return { status: "updated", config };
     }
     return this.configureHere(name, config);
   }

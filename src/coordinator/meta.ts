@@ -1,5 +1,6 @@
 import type { StreamConfig } from "../stream/config";
 import type { RescaleState } from "../rescale/state";
+import type { ShardChange } from "../stream/shard-change";
 import { seqBase } from "../stream/shards";
 
 /** The stream's meta row as the Coordinator uses it. */
@@ -21,6 +22,8 @@ export interface Meta {
   mapVersion: number;
   /** the rescale under way (null: none) */
   rescale: RescaleState | null;
+  /** the last change of the shard count (null: none): which shard judges a moved batch id (src/stream/shard-change.ts) */
+  shardChange: ShardChange | null;
 }
 
 type MetaRow = {
@@ -35,6 +38,7 @@ type MetaRow = {
   shard: number;
   map_version: number;
   rescale: string | null;
+  shard_change: string | null;
 };
 
 /**
@@ -54,7 +58,9 @@ export class MetaStore {
   read(): (Omit<Meta, "watermark"> & { metaWatermark: number }) | null {
     if (this.cached !== undefined) return this.cached;
     const row = this.sql
-      .exec<MetaRow>("SELECT name, config, config_version, epoch, incarnation, created_at, watermark, outbox_floor, shard, map_version, rescale FROM meta")
+      .exec<MetaRow>(
+        "SELECT name, config, config_version, epoch, incarnation, created_at, watermark, outbox_floor, shard, map_version, rescale, shard_change FROM meta",
+      )
       .toArray()[0];
     this.cached = row
       ? {
@@ -69,6 +75,7 @@ export class MetaStore {
           shard: row.shard,
           mapVersion: row.map_version,
           rescale: row.rescale ? (JSON.parse(row.rescale) as RescaleState) : null,
+          shardChange: row.shard_change ? (JSON.parse(row.shard_change) as ShardChange) : null,
         }
       : null;
     return this.cached;
@@ -103,6 +110,16 @@ export class MetaStore {
   update(config: StreamConfig, version: number, watermark: number): void {
     this.sql.exec("UPDATE meta SET config = ?, config_version = ?, watermark = ?", JSON.stringify(config), version, watermark);
     this.sql.exec("INSERT INTO configs (version, config) VALUES (?, ?)", version, JSON.stringify(config));
+    this.forget();
+  }
+
+  /** A shard-count change's phase here, and (done) the config with the new count. */
+  setShardChange(change: ShardChange, config?: { config: StreamConfig; version: number }): void {
+    if (config) {
+      this.sql.exec("UPDATE meta SET config = ?, config_version = ?", JSON.stringify(config.config), config.version);
+      this.sql.exec("INSERT INTO configs (version, config) VALUES (?, ?)", config.version, JSON.stringify(config.config));
+    }
+    this.sql.exec("UPDATE meta SET shard_change = ?", JSON.stringify(change));
     this.forget();
   }
 

@@ -97,4 +97,12 @@ export const COORDINATOR_MIGRATIONS: readonly Migration[] = [
       if (!columns.some((c) => c.name === "rescale")) sql.exec("ALTER TABLE meta ADD COLUMN rescale TEXT");
     },
   },
+  {
+    version: 14,
+    does: "meta.shard_change: a change of the stream's shard count under way or done (src/stream/shard-change.ts)",
+    up: (sql) => {
+      const columns = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('meta')").toArray();
+      if (!columns.some((c) => c.name === "shard_change")) sql.exec("ALTER TABLE meta ADD COLUMN shard_change TEXT");
+    },
+  },
 ];

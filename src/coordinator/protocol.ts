@@ -1,4 +1,5 @@
 import type { RescaleState } from "../rescale/state";
+import type { ShardChange } from "../stream/shard-change";
 import type { WatermarkPush } from "../clock/protocol";
 import type { StreamConfig } from "../stream/config";
 import type { BatchOutcome } from "../stream/batch-outcome";
@@ -37,6 +38,9 @@ export type IngestRequest = ReceivedBatch;
 
 /** A request whose micro-batch failed, or that failed alone: nothing of it was committed, and a retry is safe. */
 export type FailedRun = { kind: "failed"; message: string };
+
+/** A shard asked of a batch id it never began (recall): the asking shard judges it. */
+export type NotKnown = { kind: "unknown" };
 
 export type IngestResult = BatchAnswer | { kind: "done"; outcome: BatchOutcome };
 
@@ -177,6 +181,7 @@ export interface ShardMap {
 /** A rescale asked for: started, or refused (400: a bad target; 409: one runs, or the stream can't be rescaled yet). */
 export type RescaleAnswer =
   | { kind: "started"; rescale: RescaleState }
+  | { kind: "resharded"; from: number; to: number }
   | { kind: "missing" }
   | { kind: "refused"; status: 400 | 409; slug: "rescale-under-way" | "rescale-not-supported" | "same-partitions"; detail: string };
 
@@ -184,12 +189,20 @@ export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
   // Config
   configure(name: string, config: StreamConfig): Promise<ConfigureResult>;
   /** Shard k > 0 of a stream with several (src/stream/shards.ts), as shard 0 creates, updates and deletes it. */
-  configureShard(name: string, config: StreamConfig, shard: { index: number; epoch: string; incarnation: number }): Promise<ConfigureResult>;
+  /** Shard k > 0 made or updated by shard 0 (and, `change`: a shard-count change's phase, src/coordinator/shard-growth.ts). */
+  configureShard(
+    name: string,
+    config: StreamConfig,
+    shard: { index: number; epoch: string; incarnation: number },
+    change?: ShardChange,
+  ): Promise<ConfigureResult>;
   dropShard(): Promise<void>;
-  /** An online rescale to `partitions` (DESIGN §12): started (the switch done), or refused with a status and why. */
-  rescale(partitions: number): Promise<RescaleAnswer>;
+  /** An online rescale to `partitions` (DESIGN §12): started (the switch done); or more `shards` (done); or refused with a status and why. */
+  rescale(to: number | { shards: number }): Promise<RescaleAnswer>;
   /** Shard 0: its partition map once the switch to `to` (named by a fenced partition) is complete (null: no such stream). */
   switchedMap(epoch: string, to: MapVersion): Promise<ShardMap | null>;
+  /** A shard change moved this batch id to the asking shard: this shard's answer if it knows the id, else `unknown` (src/stream/shard-change.ts). */
+  recall(req: IngestRequest, deadline: number): Promise<IngestResult | FailedRun | NotKnown>;
   /** Shard k > 0: shard 0's partition map, taken if newer than its own. */
   adoptMap(epoch: string, map: ShardMap): Promise<void>;
   /** The stream's clock tells a shard the global watermark (src/clock). */

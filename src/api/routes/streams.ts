@@ -1,11 +1,12 @@
 import { z } from "zod";
 import { coordinatorStub, registryStub } from "../../env";
 import { MAX_CONFIG_BYTES, parseStreamConfig, streamBodySchema } from "../../stream/config";
+import { MAX_SHARDS } from "../../stream/shards";
 import { parseJson } from "../../lib/json";
 import { readBody } from "../../http/body";
 import { badRequest, conflict, HttpError } from "../../http/problem";
 import { route } from "../route";
-import { putStreamResultSchema, rescaleSchema, streamInfoSchema, streamListSchema } from "../schemas";
+import { putStreamResultSchema, rescaleSchema, reshardSchema, streamInfoSchema, streamListSchema } from "../schemas";
 import { intIn, intQuery, missing, STREAM } from "./shared";
 
 const listQuery = z.object({
@@ -74,35 +75,38 @@ const configTooLarge = () =>
 const patchBody = z
   .object({
     partitions: z.unknown().optional().describe("the new partition count, 1 to 1024"),
-    shards: z.unknown().optional().describe("not yet: a 409 rescale-not-supported"),
+    shards: z.unknown().optional().describe(`more ingest shards, up to ${MAX_SHARDS} (fewer: a 409 rescale-not-supported)`),
   })
   .strict()
-  .describe("what to change on the live stream: partitions (shards: not yet)");
+  .describe("what to change on the live stream: partitions, or shards (one at a time)");
 
 export const patchStream = route({
   method: "patch",
   path: STREAM,
-  summary: "Rescale a live stream's partitions",
+  summary: "Rescale a live stream's partitions, or give it more ingest shards",
   tag: "streams",
   auth: "admin",
   description:
-    '`{"partitions": N}`: 202 and the move under way (`GET` shows it as `rescale`); ingest goes on, judged by the new partitions from the first micro-batch after the switch, keys not yet moved read through. A stream of several ingest shards is rescaled the same way (a shard still routing by the old map is fenced and takes the new one). A second PATCH while one runs is a 409 `rescale-under-way`; new `shards`, or hashed keys in global mode, a 409 `rescale-not-supported`; a bad target a 400.',
+    '`{"partitions": N}`: 202 and the move under way (`GET` shows it as `rescale`); ingest goes on, judged by the new partitions from the first micro-batch after the switch, keys not yet moved read through. A stream of several ingest shards is rescaled the same way (a shard still routing by the old map is fenced and takes the new one). A second PATCH while one runs is a 409 `rescale-under-way`; hashed keys in global mode a 409 `rescale-not-supported`; a bad target a 400. `{"shards": S}` (more than now): 202 once every shard routes by S; a batch id that moves to another shard is asked of its old one for the idempotency window, so a retry replays and a reused id is still a 422; fewer shards is a 409 `rescale-not-supported`.',
   request: { body: patchBody },
-  responses: { 202: { schema: rescaleSchema, description: "the rescale, started" } },
+  responses: { 202: { schema: z.union([rescaleSchema, reshardSchema]), description: "the rescale, started; or the new shard count, in force" } },
   handler: async (c) => {
     const body = parseJson(new TextDecoder().decode(await readBody(c.req.raw, MAX_CONFIG_BYTES)));
     if (!body.ok) throw badRequest(`the body ${body.error}`);
     const parsed = patchBody.safeParse(body.value);
-    if (!parsed.success) throw badRequest("the body takes partitions (and, later, shards) only");
-    if (parsed.data.shards !== undefined) throw conflict("rescale-not-supported", "changing a live stream's shards is not built yet: only partitions");
-    const target = parsed.data.partitions;
-    if (typeof target !== "number" || !Number.isInteger(target) || target < 1 || target > 1024)
+    if (!parsed.success) throw badRequest("the body takes partitions or shards only");
+    const { partitions: target, shards } = parsed.data;
+    if ((target === undefined) === (shards === undefined)) throw badRequest("the body takes partitions or shards, one at a time");
+    if (shards !== undefined && (typeof shards !== "number" || !Number.isInteger(shards) || shards < 1 || shards > MAX_SHARDS))
+      throw badRequest(`shards must be an integer from 1 to ${MAX_SHARDS}`);
+    if (target !== undefined && (typeof target !== "number" || !Number.isInteger(target) || target < 1 || target > 1024))
       throw badRequest("partitions must be an integer from 1 to 1024");
-    const r = await coordinatorStub(c.env, c.get("stream")).rescale(target);
+    const r = await coordinatorStub(c.env, c.get("stream")).rescale(shards !== undefined ? { shards: shards as number } : (target as number));
     if (r.kind === "missing") throw missing(c.get("stream"));
     if (r.kind === "refused") throw r.status === 400 ? badRequest(r.detail) : conflict(r.slug, r.detail);
+    if (r.kind === "resharded") return c.json({ shards: { from: r.from, to: r.to }, state: "done" as const }, 202);
     const { from, to, startedAt, keysMoved, cursors } = r.rescale;
-    return c.json({ from: from.partitions, to, state: "moving", keysMoved, startedAt, oldPartitionsLeft: cursors.filter((x) => !x.done).length }, 202);
+    return c.json({ from: from.partitions, to, state: "moving" as const, keysMoved, startedAt, oldPartitionsLeft: cursors.filter((x) => !x.done).length }, 202);
   },
 });
 

@@ -1,0 +1,127 @@
+/**
+ * More ingest shards on a live stream (PATCH {"shards": S}, issue #32;
+ * src/coordinator/shard-growth.ts, src/stream/shard-change.ts): batches
+ * judged before the change replay wherever their retry lands, a moved id
+ * reused with another body is still a 422, a batch in flight at its old shard
+ * across the change commits once, new batches spread over every shard with
+ * the stream's credentials, repeats are dropped across old and new shards,
+ * and every id is in the output once. Fewer shards is refused.
+ */
+import { env, exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { batchFaultKey, holdRun } from "../../../src/instrument/faults";
+import { shardFor } from "../../../src/stream/shards";
+import { at, call, createStream, json, output, post, settled } from "../helpers";
+
+const base = { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 3, shards: 2 };
+
+/** A batch id whose shard is `before` under 2 shards and `after` under 4 (the hash modulo each: 0 stays or goes to 2, 1 to 3). */
+function idMoving(before: number, after: number, tag: string): string {
+  for (let i = 0; ; i++) if (shardFor(`${tag}-${i}`, 2) === before && shardFor(`${tag}-${i}`, 4) === after) return `${tag}-${i}`;
+}
+
+describe("PATCH shards on a live stream", () => {
+  it("2 → 4: retries replay wherever they land, a reused id is a 422, an in-flight batch commits once, new batches reach every shard", async () => {
+    const s = "grow";
+    await createStream(s, base);
+    const created = await json(call("POST", `/v1/streams/${s}/sources/app/credentials`, { type: "token" }));
+    const sent: Record<string, { rows: { id: string; ts: number }[]; emitted: number }> = {};
+    const send = async (batchId: string, ids: string[], minute = 0) => {
+      const rows = ids.map((id) => ({ id, ts: at(10, minute) }));
+      const r = await post(s, rows, { "idempotency-key": batchId });
+      sent[batchId] = { rows, emitted: r.emitted };
+      return r;
+    };
+    // Batches whose ids stay, and ones whose ids move to each new shard.
+    const ids = [idMoving(0, 0, "b"), idMoving(1, 1, "b"), idMoving(0, 2, "b"), idMoving(1, 3, "b"), idMoving(0, 2, "c"), idMoving(1, 3, "c")];
+    for (const [i, id] of ids.entries()) expect((await send(id, [`k${i}`, `k${i}`])).emitted).toBe(1);
+    await settled(s);
+    // One batch is in flight at its old shard (0) while the count changes; its id moves to shard 2.
+    const held = idMoving(0, 2, "held");
+    const hold = holdRun(batchFaultKey(s, held));
+    const inFlight = post(s, [{ id: "h", ts: at(10, 1) }], { "idempotency-key": held });
+    await hold.reached;
+    const r = await call("PATCH", `/v1/streams/${s}`, { shards: 4 });
+    expect(r.status, await r.clone().text()).toBe(202);
+    expect(await r.json()).toEqual({ shards: { from: 2, to: 4 }, state: "done" });
+    // Its retry now goes to shard 2, which asks shard 0: in flight there, so it waits and answers as the batch did.
+    const retried = post(s, [{ id: "h", ts: at(10, 1) }], { "idempotency-key": held });
+    hold.release();
+    expect(await inFlight).toMatchObject({ emitted: 1 });
+    expect(await retried).toMatchObject({ emitted: 1, replayed: true });
+    sent[held] = { rows: [{ id: "h", ts: at(10, 1) }], emitted: 1 };
+    // Every earlier batch's retry replays, wherever it is routed now.
+    for (const [id, b] of Object.entries(sent))
+      expect(await post(s, b.rows, { "idempotency-key": id }), id).toMatchObject({ replayed: true, emitted: b.emitted });
+    // A moved id reused with another body is a 422, as before the change.
+    const reused = await call("POST", `/v1/streams/${s}/events`, [{ id: "other", ts: at(10, 2) }], { "idempotency-key": ids[2] });
+    expect(reused.status).toBe(422);
+    // New batches reach all four shards; repeats of keys kept before the change are duplicates on any of them.
+    const judged = new Set<number>();
+    for (let i = 0; i < 16; i++) {
+      const batchId = `new-${i}`;
+      judged.add(shardFor(batchId, 4));
+      expect(await send(batchId, [`n${i}`, `k${i % ids.length}`], 3), batchId).toMatchObject({ emitted: 1, duplicates: 1 });
+    }
+    expect(judged).toEqual(new Set([0, 1, 2, 3]));
+    // The stream's credentials reached the new shards.
+    const viaToken = (batchId: string) =>
+      exports.default.fetch(`http://edge-dedup.test/v1/streams/${s}/events`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${created.secret}`, "content-type": "application/json", "x-source": "app", "idempotency-key": batchId },
+        body: JSON.stringify([{ id: batchId, ts: at(10, 4) }]),
+      });
+    for (const k of [2, 3]) {
+      let batchId = "";
+      for (let i = 0; shardFor(batchId, 4) !== k || batchId === ""; i++) batchId = `tok-${k}-${i}`;
+      expect((await viaToken(batchId)).status, `shard ${k}`).toBe(200);
+    }
+    const d = await settled(s);
+    expect(d.config.shards).toBe(4);
+    expect((await json(call("GET", `/v1/streams/${s}/publication`))).shards).toHaveLength(4);
+    const out = (await output(s)).map((row) => row.id);
+    expect(out.length).toBe(new Set(out).size);
+    expect(out.filter((id) => id.startsWith("k")).sort()).toEqual(ids.map((_, i) => `k${i}`).sort());
+    expect(out).toContain("h");
+    for (let k = 2; k < 4; k++) expect(await env.COORDINATOR.getByName(`${s}#${k}`).locate(), `shard ${k}`).toMatchObject({ shard: k });
+  });
+
+  it("1 → 3: the watermark carries over (never back), late rows stay late, every id once", async () => {
+    const s = "grow-one";
+    await createStream(s, { ...base, shards: 1 });
+    expect((await post(s, [{ id: "a", ts: at(12, 0) }], { "idempotency-key": "first" })).emitted).toBe(1);
+    const before = await json(call("GET", `/v1/streams/${s}`));
+    expect(before.watermark).toBe(at(11, 0));
+    expect((await call("PATCH", `/v1/streams/${s}`, { shards: 3 })).status).toBe(202);
+    const after = await settled(s);
+    expect(after.watermark).toBe(before.watermark);
+    expect(after.config.shards).toBe(3);
+    for (let i = 0; i < 9; i++) {
+      const r = await post(
+        s,
+        [
+          { id: "a", ts: at(12, 0) },
+          { id: `late-${i}`, ts: at(10, 0) },
+          { id: `new-${i}`, ts: at(12, 1) },
+        ],
+        { "idempotency-key": `after-${i}` },
+      );
+      expect(r, `after-${i}`).toMatchObject({ emitted: 1, duplicates: 1, late: 1 });
+    }
+    expect(await post(s, [{ id: "a", ts: at(12, 0) }], { "idempotency-key": "first" })).toMatchObject({ replayed: true, emitted: 1 });
+    const out = (await output(s)).map((row) => row.id);
+    expect(out.length).toBe(new Set(out).size);
+    expect(out).toHaveLength(10);
+  });
+
+  it("refuses fewer shards, the same count and a bad one", async () => {
+    const s = "grow-refusals";
+    await createStream(s, { ...base, shards: 3 });
+    const fewer = await call("PATCH", `/v1/streams/${s}`, { shards: 2 });
+    expect(fewer.status).toBe(409);
+    expect(((await fewer.json()) as { type: string }).type).toMatch(/rescale-not-supported/);
+    expect((await call("PATCH", `/v1/streams/${s}`, { shards: 3 })).status).toBe(400);
+    expect((await call("PATCH", `/v1/streams/${s}`, { shards: 0 })).status).toBe(400);
+    expect((await call("PATCH", `/v1/streams/${s}`, { shards: 4, partitions: 4 })).status).toBe(400);
+  });
+});
