@@ -9,8 +9,10 @@
  *     it exists); a moved id is asked of its old shard for the idempotency
  *     window, so a retry replays and a reused id is still a 422;
  *  3. the clock learns the count.
- * Every step can be taken again: a PATCH cut short (GET's shardChange is
- * still "preparing") finishes when sent again. Shards only grow here.
+ * Every step can be taken again: a PATCH cut short (its moved ids answered
+ * "retry") finishes when sent again. Shards only grow here, and once per
+ * idempotency window (a moved id is asked of its shard before the last
+ * change only).
  */
 import { clockStub, coordinatorStub, type Env } from "../env";
 import { idempotencyWindowOf } from "../stream/config";
@@ -45,6 +47,15 @@ export class ShardGrowth {
           detail: `a live stream's shards only grow (${from} → ${to} asked): each shard's output and remembered batch ids stay where they are`,
         };
       if (meta.rescale) return { kind: "refused", status: 409, slug: "rescale-under-way", detail: `a rescale to ${meta.rescale.to} partitions is under way` };
+      // Moved ids are asked of their shard before the last change only: a second change within its window would forget where some lay.
+      const last = meta.shardChange;
+      if (last && Date.now() < last.until)
+        return {
+          kind: "refused",
+          status: 409,
+          slug: "rescale-under-way",
+          detail: `the change from ${last.from} to ${last.to} shards is remembered until ${new Date(last.until).toISOString()} (the idempotency window): grow again after it`,
+        };
     }
     const preparing: ShardChange = { from: pending?.from ?? from, to, phase: "preparing", until: 0 };
     const shard = (index: number) => ({ index, epoch: meta.epoch, incarnation: meta.incarnation });

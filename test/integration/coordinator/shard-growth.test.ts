@@ -84,6 +84,10 @@ describe("PATCH shards on a live stream", () => {
     expect(out.filter((id) => id.startsWith("k")).sort()).toEqual(ids.map((_, i) => `k${i}`).sort());
     expect(out).toContain("h");
     for (let k = 2; k < 4; k++) expect(await env.COORDINATOR.getByName(`${s}#${k}`).locate(), `shard ${k}`).toMatchObject({ shard: k });
+    // Another change within the window would forget where the ids of the first lay.
+    const again = await call("PATCH", `/v1/streams/${s}`, { shards: 6 });
+    expect(again.status).toBe(409);
+    expect(((await again.json()) as { detail: string }).detail).toMatch(/remembered until/);
   });
 
   it("1 → 3: the watermark carries over (never back), late rows stay late, every id once", async () => {
