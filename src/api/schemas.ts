@@ -148,6 +148,15 @@ export const streamInfoSchema = z.object({
   sources: z.record(z.string(), sourceInfoSchema),
   state: stateTotals,
   rescale: rescaleSchema.optional(),
+  shardChange: z
+    .object({
+      from: z.number().int(),
+      to: z.number().int(),
+      phase: z.enum(["preparing", "done"]).describe("preparing: the PATCH was cut short, send it again; done: every shard on `to`"),
+      until: z.number().int().describe("ms; until then a batch id that moved is asked of its old shard first"),
+    })
+    .optional()
+    .describe("the last change of the shard count (PATCH shards), while it is cut short or within its idempotency window"),
   batches: z.object({ committed: z.number().int() }),
   bookkeeping: z
     .object({

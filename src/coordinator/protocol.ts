@@ -96,6 +96,8 @@ export interface StreamDescription {
   webhooks?: Record<string, WebhookCounts>;
   /** the rescale under way (DESIGN §12; absent: none) */
   rescale?: RescaleView;
+  /** the last change of the shard count, while cut short or within its window (src/stream/shard-change.ts; absent: none) */
+  shardChange?: ShardChange;
 }
 
 /** A rescale as GET shows it. */

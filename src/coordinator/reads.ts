@@ -74,6 +74,8 @@ export class StreamReads {
       bookkeeping: { bytes: view.bytes, batchesRemembered: view.batchesRemembered, idempotencyWindow: idempotencyWindowOf(meta.config) },
       ...(webhooks.length > 0 ? { webhooks: Object.fromEntries(webhooks.map(({ source, ...w }) => [source, w])) } : {}),
       ...(meta.rescale ? { rescale: rescaleView(meta.rescale) } : {}),
+      // A shard-count change cut short (preparing), or within the window its moved ids are asked of their old shard.
+      ...(meta.shardChange && (meta.shardChange.phase === "preparing" || Date.now() < meta.shardChange.until) ? { shardChange: meta.shardChange } : {}),
     };
   }
 

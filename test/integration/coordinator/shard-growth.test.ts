@@ -78,6 +78,8 @@ describe("PATCH shards on a live stream", () => {
     }
     const d = await settled(s);
     expect(d.config.shards).toBe(4);
+    expect(d.shardChange).toMatchObject({ from: 2, to: 4, phase: "done" });
+    expect(d.shardChange.until).toBeGreaterThan(Date.now() + 23 * 3_600_000); // the default window, 24 hours
     expect((await json(call("GET", `/v1/streams/${s}/publication`))).shards).toHaveLength(4);
     const out = (await output(s)).map((row) => row.id);
     expect(out.length).toBe(new Set(out).size);
@@ -116,6 +118,29 @@ describe("PATCH shards on a live stream", () => {
     const out = (await output(s)).map((row) => row.id);
     expect(out.length).toBe(new Set(out).size);
     expect(out).toHaveLength(10);
+  });
+
+  it('a PATCH cut short after the prepare: moved ids are refused with "retry", GET says so, the PATCH sent again finishes', async () => {
+    const s = "grow-cut";
+    await createStream(s, base);
+    const at0 = (await env.COORDINATOR.getByName(s).locate())!;
+    // What the PATCH does first, then nothing (a crash): both old shards prepared for 4.
+    const preparing = { from: 2, to: 4, phase: "preparing" as const, until: 0 };
+    for (const k of [0, 1])
+      await env.COORDINATOR.getByName(k === 0 ? s : `${s}#${k}`).configureShard(
+        s,
+        at0.config,
+        { index: k, epoch: at0.epoch, incarnation: at0.incarnation },
+        preparing,
+      );
+    const moved = idMoving(0, 2, "m");
+    const refused = await call("POST", `/v1/streams/${s}/events`, [{ id: "x", ts: at(10, 0) }], { "idempotency-key": moved });
+    expect(refused.status).toBeGreaterThanOrEqual(500);
+    expect((await post(s, [{ id: "y", ts: at(10, 0) }], { "idempotency-key": idMoving(1, 1, "m") })).emitted).toBe(1); // one that stays goes on
+    expect((await json(call("GET", `/v1/streams/${s}`))).shardChange).toMatchObject({ from: 2, to: 4, phase: "preparing" });
+    expect((await call("PATCH", `/v1/streams/${s}`, { shards: 4 })).status).toBe(202);
+    expect(await post(s, [{ id: "x", ts: at(10, 0) }], { "idempotency-key": moved })).toMatchObject({ emitted: 1 });
+    expect((await settled(s)).shardChange).toMatchObject({ phase: "done" });
   });
 
   it("refuses fewer shards, the same count and a bad one", async () => {
