@@ -100,8 +100,7 @@ export class Rescaling {
     };
     this.s.metaStore.setRescale(rescale, { config: { ...meta.config, partitions: to.partitions }, version: meta.configVersion + 1, mapVersion: to.version });
     this.s.forgetCaches();
-    // The figures were the old partitions': the new ones report their own from their first call.
-    this.s.partitions.record(Array.from({ length: from.partitions }, (_, p) => ({ p, rows: 0, bytes: 0, watermark: 0, nextExpiry: null })));
+    this.forgetFigures(from.partitions);
     await this.s.alarms.by(Date.now());
     return rescale;
   }
@@ -130,7 +129,7 @@ export class Rescaling {
     if (ended) this.s.metaStore.setRescale(null);
     else {
       this.s.metaStore.setRescale(map.rescale, { config: map.config, version: meta.configVersion + 1, mapVersion: map.mapVersion });
-      this.s.partitions.record(Array.from({ length: meta.config.partitions }, (_, p) => ({ p, rows: 0, bytes: 0, watermark: 0, nextExpiry: null })));
+      this.forgetFigures(meta.config.partitions);
     }
     this.s.forgetCaches();
   }
@@ -189,6 +188,11 @@ export class Rescaling {
     await Promise.all(Array.from({ length: r.from.partitions }, (_, p) => sides.old(p).drop()));
     this.s.metaStore.setRescale(null);
     return null;
+  }
+
+  /** The old map's partition figures go: the new map's partitions report their own from their first call. */
+  private forgetFigures(partitions: number): void {
+    this.s.partitions.record(Array.from({ length: partitions }, (_, p) => ({ p, rows: 0, bytes: 0, watermark: 0, nextExpiry: null })));
   }
 
   private sides(meta: Meta, from: { version: number; partitions: number }, to: number, toVersion: number): MoveSides {

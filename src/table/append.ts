@@ -2,8 +2,8 @@ import type { ColumnType } from "../stream/config";
 import { own } from "../lib/own";
 import { shardOfSeq } from "../stream/shards";
 import { loadTable, MAX_COMMIT_ATTEMPTS, metadataLocation } from "./commit";
-import { dataPath, DEFAULT_BASE_URI, digestOf, keyOf, tableLocation, uriOf } from "./layout";
-import { STATUS, type DataFileEntry } from "./manifest";
+import { DEFAULT_BASE_URI, tableLocation } from "./layout";
+import type { DataFileEntry } from "./manifest";
 import {
   commitSeqKey,
   commitSeqsOf,
@@ -15,10 +15,9 @@ import {
   recordedCommitSeq,
   totals,
 } from "./metadata";
-import { columnMetrics } from "./column-metrics";
+import { writeDataFile } from "./data-file";
 import { DEFAULT_RETAIN_MS } from "../stream/table-options";
 import { evolveSpec, partitionKey, partitionOf, specById, wantedFields, type PartitionBy, type PartitionValues } from "./partitioning";
-import { dataFileFieldIds, encodeDataFile } from "./parquet";
 import { commitSnapshot } from "./snapshot-commit";
 import { hasLiveFiles, manifestsOf } from "./snapshot-files";
 import type { TableStore } from "./store";
@@ -115,22 +114,21 @@ export async function appendToTable(store: TableStore, input: AppendInput): Prom
     // In the order of the partitions' first rows: the same rows make the same files on every retry.
     for (const group of groups.values()) {
       // The declared (typed) columns always, others only where a row has a value.
-      const data = encodeDataFile(schema, group.rows, (f) => own(declared, f.name) !== undefined);
-      const dataFile = dataPath("append", commitSeq, await digestOf(data));
-      // Already there means a retry wrote these very bytes: the digest is in the name.
-      await store.put(keyOf(stream, dataFile), data, { createOnly: true });
-      entries.push({
-        status: STATUS.added,
-        snapshotId,
-        sequenceNumber,
-        fileSequenceNumber: sequenceNumber,
-        path: uriOf(location, dataFile),
-        recordCount: group.rows.length,
-        sizeInBytes: data.length,
-        metrics: columnMetrics(schema, group.rows, dataFileFieldIds(data)),
-        specId: spec["spec-id"],
-        partition: group.partition,
-      });
+      const always = (f: { name: string }) => own(declared, f.name) !== undefined;
+      const { rows: partRows, partition } = group;
+      entries.push(
+        await writeDataFile(store, stream, location, {
+          kind: "append",
+          seq: commitSeq,
+          schema,
+          rows: partRows,
+          always,
+          snapshotId,
+          sequenceNumber,
+          specId: spec["spec-id"],
+          partition,
+        }),
+      );
     }
     const bytes = entries.reduce((n, e) => n + e.sizeInBytes, 0);
     const committed = await commitSnapshot(store, stream, {

@@ -1,11 +1,10 @@
 import { loadTable, MAX_COMMIT_ATTEMPTS } from "./commit";
-import { dataPath, digestOf, keyOf, uriOf } from "./layout";
 import { STATUS, type DataFileEntry } from "./manifest";
 import { commitSeqsOf, currentSchema, currentSnapshot, newSnapshotId, totals } from "./metadata";
 import { partitionKey } from "./partitioning";
 import { DEFAULT_RETAIN_MS } from "../stream/table-options";
-import { columnMetrics } from "./column-metrics";
-import { dataFileFieldIds, decodeDataFile, encodeDataFile } from "./parquet";
+import { writeDataFile } from "./data-file";
+import { dataFileFieldIds, decodeDataFile } from "./parquet";
 import { commitSnapshot } from "./snapshot-commit";
 import { liveDataFiles, readDataFileBytes } from "./snapshot-files";
 import type { TableStore } from "./store";
@@ -77,21 +76,20 @@ export async function compactTable(store: TableStore, stream: string, options: C
       const carried = new Set(files.flatMap((bytes) => [...dataFileFieldIds(bytes)]));
       const removedRecords = small.reduce((n, e) => n + e.recordCount, 0);
       if (rows.length !== removedRecords) throw new Error(`table ${stream}: read ${rows.length} rows from files that hold ${removedRecords}`);
-      const data = encodeDataFile(schema, rows, (f) => carried.has(f.id));
-      const dataFile = dataPath("compact", sequenceNumber, await digestOf(data));
-      await store.put(keyOf(stream, dataFile), data, { createOnly: true });
-      added.push({
-        status: STATUS.added,
-        snapshotId,
-        sequenceNumber,
-        fileSequenceNumber: sequenceNumber,
-        path: uriOf(table.location, dataFile),
-        recordCount: rows.length,
-        sizeInBytes: data.length,
-        metrics: columnMetrics(schema, rows, dataFileFieldIds(data)),
-        specId: small[0].specId,
-        partition: small[0].partition,
-      });
+      const { specId, partition } = small[0];
+      added.push(
+        await writeDataFile(store, stream, table.location, {
+          kind: "compact",
+          seq: sequenceNumber,
+          schema,
+          rows,
+          always: (f) => carried.has(f.id),
+          snapshotId,
+          sequenceNumber,
+          specId,
+          partition,
+        }),
+      );
     }
     const small = groups.flat();
     const replaced = new Set(small.map((e) => e.path));
