@@ -154,9 +154,15 @@ export const streamInfoSchema = z.object({
       to: z.number().int(),
       phase: z.enum(["preparing", "done"]).describe("preparing: the PATCH was cut short, send it again; done: every shard on `to`"),
       until: z.number().int().describe("ms; until then a batch id that moved is asked of its old shard first"),
+      earlier: z
+        .array(z.object({ from: z.number().int(), until: z.number().int() }))
+        .optional()
+        .describe(
+          "earlier changes still within their windows, newest first: the count before each and when its window ends (a moved id is asked of its shard under each)",
+        ),
     })
     .optional()
-    .describe("the last change of the shard count (PATCH shards), while it is cut short or within its idempotency window"),
+    .describe("the last change of the shard count (PATCH shards), while it is cut short or within its idempotency window; at most 4 within one window"),
   batches: z.object({ committed: z.number().int() }),
   bookkeeping: z
     .object({

@@ -26,11 +26,12 @@ import {
   type WrongShard,
 } from "./protocol";
 import { ownership } from "../stream/shard-change";
-import { shardsOf } from "../stream/shards";
+import { isSharded, shardsOf } from "../stream/shards";
 import { begunGroup } from "./state";
 import type { CoordinatorStores } from "./stores";
 import type { Upkeep } from "./upkeep";
 import type { ClockLink } from "./clock-link";
+import { recalled } from "./other-shards";
 
 /** How long a begun batch holds its id against a concurrent request with the same id. */
 export const LEASE_MS = 30_000;
@@ -127,9 +128,9 @@ export class Intake {
         continue;
       }
       if (own.kind === "consult") {
-        // Moved here by a shard change: the shard that had it answers a batch it knows (a replay, a 422, in flight).
-        const was = await coordinatorStub(this.env, meta.name, own.shard).recall(req, deadline);
-        if (was.kind !== "unknown") {
+        // Moved here by shard changes: the shard that had it answers a batch it knows (a replay, a 422, in flight).
+        const was = await recalled(this.env, meta.name, own.shards, req, deadline);
+        if (was) {
           answers.push(was);
           continue;
         }
@@ -277,6 +278,7 @@ export class Intake {
     for (let attempt = 0; ; attempt++) {
       const meta = this.s.meta();
       if (!meta) throw new Error("stream was deleted while the batch ran");
+      const sharded = isSharded(meta.config);
       try {
         return await runGroup(
           {
@@ -286,7 +288,7 @@ export class Intake {
             watermark,
             bucket: this.env.SINK,
             applyGroup: async (p, r) => {
-              const answer = await partitionStub(this.env, meta.name, p, meta.mapVersion).applyGroup(r);
+              const answer = await partitionStub(this.env, meta.name, p, meta.mapVersion).applyGroup(sharded ? { ...r, gather: true } : r);
               if (answer.fenced) throw new StaleMap(answer.fenced);
               return answer;
             },

@@ -3,6 +3,7 @@ import { shardList, shardsOf } from "../stream/shards";
 import type { StoredCredential } from "../credentials/credential";
 import type { Callers } from "./callers";
 import type { Meta } from "./meta";
+import type { FailedRun, IngestRequest, IngestResult } from "./protocol";
 
 /** From shard 0: the stream's other shards (none for a stream with one shard, or when called on a shard k > 0, which never fans out). */
 export function otherShards(env: Env, meta: Meta): CoordinatorStub[] {
@@ -34,4 +35,19 @@ export async function addOnEveryShard(
 export async function deleteOnEveryShard(env: Env, meta: Meta | null, callers: Callers, source: string, id: string): Promise<boolean> {
   await Promise.all((meta ? otherShards(env, meta) : []).map((stub) => stub.deleteCredential(source, id)));
   return callers.deleteCredential(source, id);
+}
+
+/** A batch id moved here by shard changes: the answer of the first of these shards (newest count first) that knows it; null: none does. */
+export async function recalled(
+  env: Env,
+  stream: string,
+  shards: readonly number[],
+  req: IngestRequest,
+  deadline: number,
+): Promise<IngestResult | FailedRun | null> {
+  for (const k of shards) {
+    const was = await coordinatorStub(env, stream, k).recall(req, deadline);
+    if (was.kind !== "unknown") return was;
+  }
+  return null;
 }

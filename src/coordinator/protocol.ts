@@ -147,6 +147,8 @@ export interface StreamLocation {
   /** the partition map's version (partitionStub's), and the rescale under way (null: none) */
   mapVersion: number;
   rescale: RescaleState | null;
+  /** the last change of the shard count (null: none; src/stream/shard-change.ts): where batch ids judged before it lie */
+  shardChange: ShardChange | null;
 }
 
 /** A stream in a list of streams: figures as its partitions last reported them. */

@@ -106,6 +106,7 @@ export class StreamReads {
       shard: meta.shard,
       mapVersion: meta.mapVersion,
       rescale: meta.rescale,
+      shardChange: meta.shardChange,
     };
   }
 

@@ -10,13 +10,13 @@
  *     window, so a retry replays and a reused id is still a 422;
  *  3. the clock learns the count.
  * Every step can be taken again: a PATCH cut short (its moved ids answered
- * "retry") finishes when sent again. Shards only grow here, and once per
- * idempotency window (a moved id is asked of its shard before the last
- * change only).
+ * "retry") finishes when sent again. Shards only grow here, at most
+ * MAX_CHANGES_PER_WINDOW times within an idempotency window (a moved id is
+ * asked of its shard under each count it had within the window).
  */
 import { clockStub, coordinatorStub, type Env } from "../env";
 import { idempotencyWindowOf } from "../stream/config";
-import type { ShardChange } from "../stream/shard-change";
+import { MAX_CHANGES_PER_WINDOW, openChanges, type ShardChange } from "../stream/shard-change";
 import { MAX_SHARDS, shardsOf } from "../stream/shards";
 import { LEASE_MS } from "./intake";
 import type { RescaleAnswer } from "./protocol";
@@ -47,17 +47,18 @@ export class ShardGrowth {
           detail: `a live stream's shards only grow (${from} → ${to} asked): each shard's output and remembered batch ids stay where they are`,
         };
       if (meta.rescale) return { kind: "refused", status: 409, slug: "rescale-under-way", detail: `a rescale to ${meta.rescale.to} partitions is under way` };
-      // Moved ids are asked of their shard before the last change only: a second change within its window would forget where some lay.
-      const last = meta.shardChange;
-      if (last && Date.now() < last.until)
+      // Each change within the window adds a shard a moved id may be asked of, on its path: a few at most.
+      const open = openChanges(meta.shardChange, Date.now());
+      if (open.length >= MAX_CHANGES_PER_WINDOW)
         return {
           kind: "refused",
           status: 409,
           slug: "rescale-under-way",
-          detail: `the change from ${last.from} to ${last.to} shards is remembered until ${new Date(last.until).toISOString()} (the idempotency window): grow again after it`,
+          detail: `${open.length} changes of the shard count are remembered within the idempotency window (at most ${MAX_CHANGES_PER_WINDOW}); the oldest until ${new Date(Math.min(...open.map((c) => c.until))).toISOString()}: grow again after it`,
         };
     }
-    const preparing: ShardChange = { from: pending?.from ?? from, to, phase: "preparing", until: 0 };
+    const earlier = pending ? (pending.earlier ?? []) : openChanges(meta.shardChange, Date.now());
+    const preparing: ShardChange = { from: pending?.from ?? from, to, phase: "preparing", until: 0, ...(earlier.length > 0 ? { earlier } : {}) };
     const shard = (index: number) => ({ index, epoch: meta.epoch, incarnation: meta.incarnation });
     const old = Array.from({ length: preparing.from - 1 }, (_, i) => i + 1);
     this.s.metaStore.setShardChange(preparing);

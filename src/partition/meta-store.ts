@@ -10,6 +10,10 @@ export class MetaStore {
   /** the row as stored (null: none; undefined: not read yet) */
   private cached: PartitionMeta | null | undefined;
 
+  /** inside savedOnce(): saves are kept here and written once at its end */
+  private holding = false;
+  private unsaved = false;
+
   constructor(private readonly sql: SqlStorage) {}
 
   /** The row, if it holds this epoch's state. */
@@ -34,6 +38,25 @@ export class MetaStore {
   }
 
   save(m: PartitionMeta): void {
+    this.cached = { ...m };
+    if (this.holding) this.unsaved = true;
+    else this.write(m);
+  }
+
+  /** `fn`'s saves of the row written once, at its end (calls judged together: src/partition/call-gathering.ts). */
+  savedOnce<T>(fn: () => T): T {
+    this.holding = true;
+    try {
+      const out = fn();
+      if (this.unsaved && this.cached) this.write(this.cached);
+      return out;
+    } finally {
+      this.holding = false;
+      this.unsaved = false;
+    }
+  }
+
+  private write(m: PartitionMeta): void {
     this.sql.exec(
       "INSERT OR REPLACE INTO meta (id, epoch, watermark, rows, next_expiry, width, hashed, pending, names, base, hash_key, open) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       m.epoch,
@@ -48,7 +71,6 @@ export class MetaStore {
       m.hash_key,
       m.open === null ? null : blobOf(m.open),
     );
-    this.cached = { ...m };
   }
 
   /** Read again next time (after a rollback, or once storage was deleted). */

@@ -12,6 +12,7 @@ import { KEY_HASH_UNKEYED, type Held } from "./layout";
 import { layoutOf, type PartitionMeta } from "./meta";
 import { MetaStore } from "./meta-store";
 import { FenceStore } from "./fence";
+import { CallGathering } from "./call-gathering";
 import { dieMidwayIfArmed } from "./midway-fault";
 import { createCurrentLayout, isNewPartition, PARTITION_MIGRATIONS } from "./migrations";
 import {
@@ -27,6 +28,8 @@ import {
   type StateReceipt,
 } from "./protocol";
 import { keptBatchesOf, openChunk, sealChunk } from "./receipts";
+
+type Applied = GroupApplyResult & { replayed: boolean };
 
 /** A call's reported storage size is read again once the partition's key count has moved by this many since the last reading. */
 export const SIZE_EVERY_ROWS = 64;
@@ -57,6 +60,11 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   private readonly eviction = new Eviction(this.storage, this.keys);
   private readonly ledger = new DecisionLedger(this.storage);
   private readonly fences = new FenceStore(this.storage);
+  /** calls arriving within a turn, judged in one transaction that writes the meta row once */
+  private readonly gathering = new CallGathering<GroupApplyRequest, Applied>({
+    together: (reqs) => this.atomically(() => this.metas.savedOnce(() => reqs.map((r) => this.applyOne(r)))),
+    alone: (req) => this.applyOne(req),
+  });
   /** the storage size as last read, and the key count then (stats()) */
   private sized: { rows: number; bytes: number } | undefined;
 
@@ -81,13 +89,18 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
    * counts of keys held before, and the meta row (which carries the ledger
    * entry and the new batches' names).
    */
-  applyGroup(req: GroupApplyRequest): GroupApplyResult & { replayed: boolean } {
+  async applyGroup(req: GroupApplyRequest): Promise<Applied> {
+    dieMidwayIfArmed(req, (half) => void this.applyEntries(half)); // test builds only
+    return req.gather ? this.gathering.submit(req) : this.applyOne(req);
+  }
+
+  /** One call, unless this partition is fenced (checked as it is judged: a fence may come while calls gather). */
+  private applyOne(req: GroupApplyRequest): Applied {
     const fence = this.fences.of(req.epoch);
     if (fence) {
       const stats = { rows: 0, bytes: 0, watermark: 0, nextExpiry: null };
       return { decisions: [], inserted: 0, removed: 0, replayed: false, ...stats, fenced: { version: fence.version, partitions: fence.partitions } };
     }
-    dieMidwayIfArmed(req, (half) => void this.applyEntries(half)); // test builds only
     return this.applyEntries(req);
   }
 
@@ -96,7 +109,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     this.atomically(() => this.fences.set({ epoch, ...successors }));
   }
 
-  private applyEntries(req: GroupApplyRequest): GroupApplyResult & { replayed: boolean } {
+  private applyEntries(req: GroupApplyRequest): Applied {
     const entries: Entry[] = req.entries.map((e) => ({ batch: e.batch, settings: e.settings, rows: rowsOf(e.rows), resumed: e.resumed }));
     return this.atomically(() => {
       const meta = this.meta(req.epoch);

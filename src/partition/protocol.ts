@@ -34,6 +34,13 @@ export interface GroupApplyRequest {
    * rows are judged against them in the same transaction.
    */
   inherited?: MovedKey[];
+  /**
+   * The stream has several shards, each calling this partition: the call
+   * waits a turn, and the calls that came meanwhile are judged with it in
+   * one transaction (src/partition/call-gathering.ts). Absent: judged at once
+   * (one shard's calls never overlap, so waiting would gather nothing).
+   */
+  gather?: true;
 }
 
 export interface GroupEntry {
@@ -144,7 +151,7 @@ export interface MovedKey {
  */
 export interface PartitionRpc extends Rpc.DurableObjectBranded {
   /** A micro-batch's rows for this partition, judged in one transaction (decisions recorded for a retry); a fenced partition judges nothing and says so (`fenced`). */
-  applyGroup(req: GroupApplyRequest): GroupApplyResult & { replayed: boolean };
+  applyGroup(req: GroupApplyRequest): Promise<GroupApplyResult & { replayed: boolean }>;
   /** An online rescale's fence: from now on this partition judges nothing (src/partition/fence.ts). */
   fence(epoch: string, successors: { version: number; partitions: number }): void;
   /** Raises the partition watermark and evicts: prompt eviction without new rows. */

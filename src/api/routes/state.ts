@@ -63,7 +63,9 @@ export const state = route({
     const old = probe && found.length === 0 && where.rescale ? oldOwner(where.rescale, probe.routingKey) : null;
     const keys = old === null ? found : await partitionStub(c.env, where.name, old, where.rescale!.from.version).lookup(where.epoch, probe!.stateKey);
     // Asked by row: the remembered key's receipt (src/api/receipts.ts).
-    const answered = probe ? await withReceipts((k) => coordinatorStub(c.env, c.get("stream"), k), where.config, keys as unknown as StoredReceipt[]) : keys;
+    const answered = probe
+      ? await withReceipts((k) => coordinatorStub(c.env, c.get("stream"), k), where.config, where.shardChange, keys as unknown as StoredReceipt[])
+      : keys;
     return c.json({ partition, watermark: stats.watermark, rows: stats.rows, bytes: stats.bytes, keys: answered });
   },
 });

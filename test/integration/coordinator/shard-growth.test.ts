@@ -5,7 +5,8 @@
  * reused with another body is still a 422, a batch in flight at its old shard
  * across the change commits once, new batches spread over every shard with
  * the stream's credentials, repeats are dropped across old and new shards,
- * and every id is in the output once. Fewer shards is refused.
+ * and every id is in the output once; growing again within the window finds
+ * every id where it was judged. Fewer shards is refused.
  */
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
@@ -86,10 +87,52 @@ describe("PATCH shards on a live stream", () => {
     expect(out.filter((id) => id.startsWith("k")).sort()).toEqual(ids.map((_, i) => `k${i}`).sort());
     expect(out).toContain("h");
     for (let k = 2; k < 4; k++) expect(await env.COORDINATOR.getByName(`${s}#${k}`).locate(), `shard ${k}`).toMatchObject({ shard: k });
-    // Another change within the window would forget where the ids of the first lay.
-    const again = await call("PATCH", `/v1/streams/${s}`, { shards: 6 });
-    expect(again.status).toBe(409);
-    expect(((await again.json()) as { detail: string }).detail).toMatch(/remembered until/);
+  });
+
+  it("1 → 2 → 3 → 5 within one window: every batch judged in any era replays from wherever it lands, a reused id is a 422, its key's receipt names its commit; a fifth change is a 409", async () => {
+    const s = "grow-again";
+    await createStream(s, { ...base, shards: 1 });
+    const sent: { batchId: string; rows: { id: string; ts: number }[]; emitted: number }[] = [];
+    const era = async (tag: string, shards: number) => {
+      for (let i = 0; i < 6; i++) {
+        const batchId = `${tag}-${i}`;
+        const rows = [{ id: `${tag}-k${i}`, ts: at(10, 0) }];
+        const r = await post(s, rows, { "idempotency-key": batchId });
+        expect(r, batchId).toMatchObject({ emitted: 1 });
+        sent.push({ batchId, rows, emitted: r.emitted });
+      }
+      if (shards > 1) {
+        const r = await call("PATCH", `/v1/streams/${s}`, { shards });
+        expect(r.status, await r.clone().text()).toBe(202);
+      }
+    };
+    await era("one", 2);
+    await era("two", 3);
+    await era("three", 5);
+    await era("five", 1);
+    // Ids that moved across two and three changes: found where they were judged.
+    const moves = sent.filter((b) => shardFor(b.batchId, 5) !== shardFor(b.batchId, 1) && shardFor(b.batchId, 5) !== shardFor(b.batchId, 2));
+    expect(moves.length).toBeGreaterThan(0);
+    for (const b of sent) expect(await post(s, b.rows, { "idempotency-key": b.batchId }), b.batchId).toMatchObject({ replayed: true, emitted: b.emitted });
+    for (const b of sent) {
+      const reused = await call("POST", `/v1/streams/${s}/events`, [{ id: "other", ts: at(10, 1) }], { "idempotency-key": b.batchId });
+      expect(reused.status, b.batchId).toBe(422);
+    }
+    const d = await settled(s);
+    expect(d.config.shards).toBe(5);
+    expect(d.shardChange).toMatchObject({ from: 3, to: 5, phase: "done", earlier: [{ from: 2 }, { from: 1 }] });
+    // A key kept by a batch of the first era: its receipt's commit number comes from shard 0, where it was judged.
+    for (const b of sent.filter((x) => x.batchId.startsWith("one-"))) {
+      const st = await json(call("GET", `/v1/streams/${s}/state?row=${encodeURIComponent(JSON.stringify(b.rows[0]))}`));
+      expect(st.keys[0].kept, b.batchId).toMatchObject({ batchId: b.batchId, seq: expect.any(Number) });
+    }
+    const out = (await output(s)).map((row) => row.id);
+    expect(out.sort()).toEqual(sent.map((b) => b.rows[0].id).sort());
+    // Three changes are remembered; a fourth is taken, a fifth refused until the oldest window ends.
+    expect((await call("PATCH", `/v1/streams/${s}`, { shards: 6 })).status).toBe(202);
+    const fifth = await call("PATCH", `/v1/streams/${s}`, { shards: 7 });
+    expect(fifth.status).toBe(409);
+    expect(((await fifth.json()) as { detail: string }).detail).toMatch(/at most 4/);
   });
 
   it("1 → 3: the watermark carries over (never back), late rows stay late, every id once", async () => {

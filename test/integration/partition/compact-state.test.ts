@@ -191,8 +191,8 @@ describe("compact state: size and eviction work", () => {
   });
 
   /** Runs fn inside the object with its `sql` counted: the statements, their texts, and the rows they wrote and read. */
-  const counting = <T>(p: DurableObjectStub<Partition>, fn: (obj: Partition) => T) =>
-    runInDurableObject(p, (obj) => {
+  const counting = <T>(p: DurableObjectStub<Partition>, fn: (obj: Partition) => T | Promise<T>) =>
+    runInDurableObject(p, async (obj) => {
       const o = obj as unknown as { sql: SqlStorage };
       const real = o.sql;
       const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
@@ -211,7 +211,7 @@ describe("compact state: size and eviction work", () => {
             : Reflect.get(t, prop, t),
       });
       try {
-        const result = fn(obj);
+        const result = await fn(obj);
         return {
           result,
           statements: cursors.length,
