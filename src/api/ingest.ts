@@ -102,6 +102,9 @@ export function httpOutcome(
     case "invalid":
       throw badRequest(r.detail);
     case "failed":
+      // Not run while the shards change: a 503 that says when to come back.
+      if (r.retryAfterMs !== undefined)
+        throw new HttpError(503, "shards-changing", "Shards changing", r.detail, {}, { "retry-after": String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))) });
       // A failed micro-batch is safe to retry: the 500 any unexpected error gets.
       throw new Error(r.detail);
     default:

@@ -1,7 +1,7 @@
 import { parseBatchKey } from "../stream/batch-key";
 import type { CoordinatorStub } from "../env";
 import type { StreamConfig } from "../stream/config";
-import { shardsOf } from "../stream/shards";
+import { intakeShardsOf } from "../stream/shards";
 import { shardsHolding, type ShardChange } from "../stream/shard-change";
 import { receiptOf, type Receipt, type StoredReceipt } from "../stream/receipt";
 
@@ -21,7 +21,7 @@ export async function withReceipts(
       if (e.batch === null) return null;
       const { source, batchId } = parseBatchKey(e.batch);
       // The shard that judged the batch holds its commit number (a stream with one shard: the one; after shard changes, one of the shards it lay with).
-      for (const k of shardsHolding(batchId, shardsOf(config), shardChange, Date.now())) {
+      for (const k of shardsHolding(batchId, intakeShardsOf(config), shardChange, Date.now())) {
         const seq = await shardStub(k).committedSeq(source, batchId);
         if (seq !== null) return seq;
       }

@@ -75,6 +75,14 @@ export const streamConfigSchema = z.looseObject({
   mode: z.enum(["within-watermark", "event-time-key", "global"]),
   watermarkDelay: z.number().describe("ms"),
   partitions: z.number().int(),
+  shards: z.number().int().optional().describe("every ingest shard the stream has (absent: 1); each keeps its output"),
+  intakeShards: z
+    .number()
+    .int()
+    .optional()
+    .describe(
+      'after a PATCH to fewer shards: shards 0 … intakeShards − 1 take new batches, the others keep their output and take none (set by PATCH {"shards"} only; leave it out of a PUT)',
+    ),
   watermarkPolicy: z.enum(["min", "max"]),
   schema: z.record(z.string(), z.string()),
   sources: z.record(z.string(), z.looseObject({ watermarkDelay: z.number().optional(), disabled: z.boolean().optional() })),

@@ -286,7 +286,7 @@ export function createClient(options: ClientOptions) {
 
     getStream: (stream: string, init?: RequestOptions) => get<StreamInfo>(streamPath(stream), init),
 
-    /** An online rescale to `partitions` (202: started; GET shows it as `rescale` until the move ends), or to more `{shards}` (202: done). */
+    /** An online rescale to `partitions` (202: started; GET shows it as `rescale` until the move ends), or to `{shards}`, more or fewer (202: done). */
     async rescaleStream<T extends number | { shards: number }>(stream: string, to: T, init?: RequestOptions): Promise<T extends number ? Rescale : Reshard> {
       return json(await expectStatus([202], "PATCH", streamPath(stream), jsonBody(typeof to === "number" ? { partitions: to } : to, init)));
     },

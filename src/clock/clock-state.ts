@@ -1,4 +1,5 @@
 import type { StreamConfig } from "../stream/config";
+import { intakeShardsOf } from "../stream/shards";
 import { knownSources, mergeSources, shardedWatermark } from "../stream/shard-watermark";
 import type { ClockAnswer, ClockReading, ClockReport, ShardNow } from "./report";
 
@@ -70,10 +71,10 @@ export class ClockState {
     return this.data.watermark;
   }
 
-  /** Shards that judge by an older watermark and have not asked for an interval: the clock tells them. */
+  /** Shards that judge by an older watermark and have not asked for an interval: the clock tells them (those taking no batches need not know). */
   lagging(now: number): number[] {
     const out: number[] = [];
-    for (let k = 0; k < this.data.shards; k++) {
+    for (let k = 0; k < this.judging(); k++) {
       const e = this.data.entries[k];
       if ((e?.applied ?? 0) < this.data.watermark && (!e || now - e.heardAt >= this.lagMs)) out.push(k);
     }
@@ -98,8 +99,13 @@ export class ClockState {
   reading(now: number): ClockReading {
     const watermark = this.advance(now);
     let applied = watermark;
-    for (let k = 0; k < this.data.shards; k++) applied = Math.min(applied, this.data.entries[k]?.applied ?? 0);
+    for (let k = 0; k < this.judging(); k++) applied = Math.min(applied, this.data.entries[k]?.applied ?? 0);
     return { watermark, applied, sources: mergeSources(this.reports()) };
+  }
+
+  /** The shards that judge batches (0 … n − 1); the others' reports still count for their sources' progress. */
+  private judging(): number {
+    return Math.min(this.data.shards, this.data.config ? intakeShardsOf(this.data.config) : this.data.shards);
   }
 
   private reports() {

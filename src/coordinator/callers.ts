@@ -1,6 +1,6 @@
 import type { StoredCredential } from "../credentials/credential";
 import { webhookBodyLimit } from "../stream/config";
-import { isSharded, shardsOf } from "../stream/shards";
+import { intakeShardsOf, isSharded } from "../stream/shards";
 import { isWebhookCounter } from "../webhooks/tally";
 import type { Admission, CallerClaim } from "./protocol";
 import type { CoordinatorStores } from "./stores";
@@ -25,7 +25,7 @@ export class Callers {
       limits: meta.config.limits,
       signers: caller.signers,
       webhookBytes: webhookBodyLimit(meta.config, caller.source),
-      ...(isSharded(meta.config) ? { shards: shardsOf(meta.config) } : {}),
+      ...(isSharded(meta.config) ? { shards: intakeShardsOf(meta.config) } : {}),
     };
   }
 

@@ -36,7 +36,7 @@ import type {
 } from "./protocol";
 import { StreamReads } from "./reads";
 import { Rescaling } from "./rescaling";
-import { ShardGrowth } from "./shard-growth";
+import { ShardCount } from "./shard-count";
 import { CoordinatorStores } from "./stores";
 import { Upkeep } from "./upkeep";
 
@@ -101,7 +101,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     return this.lifecycle.dropShard();
   }
   rescale(to: number | { shards: number }): Promise<RescaleAnswer> {
-    return typeof to === "number" ? this.rescaling.start(to) : new ShardGrowth(this.stores, this.env).grow(to.shards);
+    return typeof to === "number" ? this.rescaling.start(to) : new ShardCount(this.stores, this.env).change(to.shards);
   }
   switchedMap(epoch: string, to: MapVersion): Promise<ShardMap | null> {
     return this.rescaling.switchedMap(epoch, to);

@@ -41,7 +41,7 @@ export class CredentialStore {
   }
 
   /** A source's credentials, without their material when `withMaterial` is false. */
-  /** Every source's credentials, with their material (a new shard takes them all: src/coordinator/shard-growth.ts). */
+  /** Every source's credentials, with their material (a new shard takes them all: src/coordinator/shard-count.ts). */
   all(): StoredCredential[] {
     return this.sql
       .exec<{ source: string }>("SELECT DISTINCT source FROM credentials ORDER BY source")

@@ -26,7 +26,7 @@ import {
   type WrongShard,
 } from "./protocol";
 import { ownership } from "../stream/shard-change";
-import { isSharded, shardsOf } from "../stream/shards";
+import { intakeShardsOf, isSharded } from "../stream/shards";
 import { begunGroup } from "./state";
 import type { CoordinatorStores } from "./stores";
 import type { Upkeep } from "./upkeep";
@@ -121,7 +121,7 @@ export class Intake {
         continue;
       }
       // One shard judges a batch id, ever: a sender with a stale count of shards is told to route it again.
-      const shards = shardsOf(meta.config);
+      const shards = intakeShardsOf(meta.config);
       const own = recall ? { kind: "known-only" as const } : ownership(req.batchId, meta.shard, shards, meta.shardChange, now);
       if (own.kind === "moved") {
         answers.push({ kind: "moved", shards });
@@ -139,14 +139,8 @@ export class Intake {
       const fault = takeFault(faultKey); // tests only (src/instrument/faults.ts)
       const a = this.admitBatch(meta, req.sourceHeader, req.batchId, { hash: req.identity, bytes: req.bytes, rows: req.rows.length }, req.auth, now);
       if (own.kind === "known-only" && a.kind === "new") {
-        answers.push(
-          recall
-            ? { kind: "unknown" }
-            : {
-                kind: "failed",
-                message: `the stream's shards are changing (${meta.shardChange?.from} → ${meta.shardChange?.to}): retry; if this lasts, send the PATCH again`,
-              },
-        );
+        const change = `the stream's shards are changing (${meta.shardChange?.from} → ${meta.shardChange?.to}): retry; if this lasts, send the PATCH again`;
+        answers.push(recall ? { kind: "unknown" } : { kind: "failed", retryAfterMs: 1_000, message: change });
         continue;
       }
       const running = a.kind === "busy" && a.source !== undefined ? this.inflight.get(batchKey(a.source, req.batchId)) : undefined;

@@ -3,7 +3,7 @@ import { deleteStreamObjects } from "../output/sink";
 import { boundFieldChanges } from "../stream/bound-fields";
 import type { StreamConfig } from "../stream/config";
 import type { ShardChange } from "../stream/shard-change";
-import { isSharded, shardsOf } from "../stream/shards";
+import { intakeShardsOf, isSharded, shardsOf } from "../stream/shards";
 import { otherShards } from "./other-shards";
 import { globalWatermark } from "../stream/watermark";
 import type { ConfigureResult } from "./protocol";
@@ -60,9 +60,10 @@ export class Lifecycle {
       return { status: "created", config };
     }
     if (change) {
-      // A shard-count change (./shard-growth.ts): its phase, and the new count once done.
+      // A shard-count change (./shard-count.ts): its phase, and the new counts once done.
       const now = this.s.meta()!;
-      this.s.metaStore.setShardChange(change, shardsOf(config) === shardsOf(now.config) ? undefined : { config, version: now.configVersion + 1 });
+      const same = shardsOf(config) === shardsOf(now.config) && intakeShardsOf(config) === intakeShardsOf(now.config);
+      this.s.metaStore.setShardChange(change, same ? undefined : { config, version: now.configVersion + 1 });
       this.s.forgetCaches();
       return { status: "updated", config };
     }
@@ -80,6 +81,8 @@ export class Lifecycle {
       this.s.forgetCaches();
       return { status: "created", config };
     }
+    // How many shards take batches is PATCH's to set (./shard-count.ts): a PUT keeps it.
+    if (meta.config.intakeShards !== undefined && shardsOf(config) === shardsOf(meta.config)) config = { ...config, intakeShards: meta.config.intakeShards };
     const changed = boundFieldChanges(meta.config, config);
     if (changed.length > 0) return { status: "conflict", changed, config: meta.config };
     if (JSON.stringify(meta.config) === JSON.stringify(config)) return { status: "unchanged", config };

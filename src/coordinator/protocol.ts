@@ -37,7 +37,8 @@ export interface ReceivedBatch {
 export type IngestRequest = ReceivedBatch;
 
 /** A request whose micro-batch failed, or that failed alone: nothing of it was committed, and a retry is safe. */
-export type FailedRun = { kind: "failed"; message: string };
+/** A micro-batch that failed (safe to retry); `retryAfterMs`: a refusal that passes shortly (a shard change under way), answered 503. */
+export type FailedRun = { kind: "failed"; message: string; retryAfterMs?: number };
 
 /** A shard asked of a batch id it never began (recall): the asking shard judges it. */
 export type NotKnown = { kind: "unknown" };
@@ -193,7 +194,7 @@ export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
   // Config
   configure(name: string, config: StreamConfig): Promise<ConfigureResult>;
   /** Shard k > 0 of a stream with several (src/stream/shards.ts), as shard 0 creates, updates and deletes it. */
-  /** Shard k > 0 made or updated by shard 0 (and, `change`: a shard-count change's phase, src/coordinator/shard-growth.ts). */
+  /** Shard k > 0 made or updated by shard 0 (and, `change`: a shard-count change's phase, src/coordinator/shard-count.ts). */
   configureShard(
     name: string,
     config: StreamConfig,

@@ -14,7 +14,7 @@ import type { StreamDescription, StreamLocation, StreamPublication, StreamSummar
 import type { CoordinatorStores } from "./stores";
 import { otherShards } from "./other-shards";
 import { mergeProgress, mergePublication, mergeShardFigures, mergeTablePublishing, shardFiguresOf, type ShardFigures } from "./shard-figures";
-import { shardsOf } from "../stream/shards";
+import { intakeShardsOf, shardsOf } from "../stream/shards";
 import { shardedWatermark } from "../stream/shard-watermark";
 import { clockInterval } from "../clock/protocol";
 
@@ -211,7 +211,9 @@ export class StreamReads {
     const floor = Math.max(clock?.watermark ?? 0, ...figures.map((f) => f.watermark));
     const reports = figures.map((f) => ({ sources: f.sources, pending: {} }));
     const watermark = shardedWatermark(meta.config, reports, floor, Date.now(), clockInterval(shardsOf(meta.config)));
-    return { ...merged, watermark, watermarkApplied: Math.min(...figures.map((f) => f.watermark)) };
+    // Shards that take no batches (after a PATCH to fewer) judge nothing: the clock no longer tells them.
+    const judging = figures.filter((f) => f.shard < intakeShardsOf(meta.config));
+    return { ...merged, watermark, watermarkApplied: Math.min(...judging.map((f) => f.watermark)) };
   }
 
   /** Per webhook source (one with a provider credential), the least delay the advisor may propose: its provider's retry horizon. */

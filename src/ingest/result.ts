@@ -29,8 +29,8 @@ export type SubmitResult =
   | { kind: "busy"; detail: string; retryAfterMs: number }
   /** the rows or the identity are not acceptable as given (before the Coordinator) */
   | { kind: "invalid"; detail: string }
-  /** the micro-batch the batch joined failed: safe to retry */
-  | { kind: "failed"; detail: string };
+  /** the micro-batch the batch joined failed: safe to retry; `retryAfterMs`: not run, as the stream's shards are changing (a 503) */
+  | { kind: "failed"; detail: string; retryAfterMs?: number };
 
 export type ResultKind = SubmitResult["kind"];
 export type Refusal = Exclude<SubmitResult, { kind: "committed" | "replayed" }>;
@@ -52,7 +52,7 @@ export type CoordinatorAnswer =
   | { kind: "missing" | "unauthorized" | "conflict" }
   | { kind: "forbidden" | "too-large"; detail: string }
   | { kind: "busy"; retryAfterMs: number; source?: string }
-  | { kind: "failed"; message: string };
+  | { kind: "failed"; message: string; retryAfterMs?: number };
 
 /**
  * A Coordinator answer as a result, with the texts every transport shows:
@@ -79,7 +79,7 @@ export function resultOf(r: CoordinatorAnswer, stream: string, batchId: string, 
     case "busy":
       return { kind: "busy", detail: `batch id "${batchId}" is being processed by another request; retry later`, retryAfterMs: r.retryAfterMs };
     case "failed":
-      return { kind: "failed", detail: r.message };
+      return { kind: "failed", detail: r.message, ...(r.retryAfterMs !== undefined ? { retryAfterMs: r.retryAfterMs } : {}) };
     default:
       return exhaustive(r);
   }

@@ -66,7 +66,7 @@ export class ShardRouter {
             if (a.kind === "moved" || (a.kind === "missing" && k > 0)) {
               hearShards(this.stream, a.kind === "moved" ? a.shards : 1);
               if (round < 2) return void again.push(i);
-              answers[i] = { kind: "failed", message: "the stream's shards changed while the batch was routed: retry" };
+              answers[i] = { kind: "failed", message: "the stream's shards changed while the batch was routed: retry", retryAfterMs: 1_000 };
               return;
             }
             answers[i] = a;

@@ -230,6 +230,8 @@ export interface StreamConfig {
   partitions: number;
   /** ingest shards (src/stream/shards.ts, DESIGN §12); absent: 1 */
   shards?: number;
+  /** fewer than `shards` take new batches (set by PATCH {"shards"} only; absent: all of them) */
+  intakeShards?: number;
   watermarkPolicy: "min" | "max";
   schema: Record<string, ColumnType>;
   /** declared sources: their own delay and caps; a disabled source's batches are refused */

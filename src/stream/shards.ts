@@ -19,6 +19,14 @@ const SHARD_SEED = 0x5eed;
 
 export const shardsOf = (config: { shards?: number }): number => config.shards ?? 1;
 
+/**
+ * The shards that take new batches: 0 … intakeShards − 1. A PATCH to fewer
+ * shards (src/coordinator/shard-count.ts) leaves the others holding their
+ * output, their commits and their remembered batch ids, taking none; `shards`
+ * counts every shard the stream has (reads, delivery and the clock span them).
+ */
+export const intakeShardsOf = (config: { shards?: number; intakeShards?: number }): number => config.intakeShards ?? shardsOf(config);
+
 /** Whether a stream has several shards: its watermark is then its clock's (src/clock), and shard 0 answers reads for all of them. */
 export const isSharded = (config: { shards?: number }): boolean => shardsOf(config) > 1;
 

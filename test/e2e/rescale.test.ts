@@ -13,10 +13,9 @@
  * partitions and take the new map from shard 0).
  */
 import { describe, expect, test } from "vitest";
-import { at, pollUntil, rng, useServer, type Outcome } from "./server";
+import { at, pollUntil, rng, sendUntilAnswered, useServer, type Outcome } from "./server";
 
 const { server, api } = useServer();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each([1, 3])("a rescale under load, killed in the middle (%i shard(s))", (shards) => {
   test("4 → 7 partitions with three clients and a SIGKILL: every id once, every key found", async () => {
@@ -27,19 +26,8 @@ describe.each([1, 3])("a rescale under load, killed in the middle (%i shard(s))"
     let patched = false;
     let killedMidMove = false;
     let killing: Promise<void> | null = null;
-    // A batch is sent until it is answered 200 (a crash answers nothing, or a 5xx): the same id, the same rows.
-    const send = async (batchId: string, rows: { id: string; ts: number; v: number }[]) => {
-      for (let attempt = 0; ; attempt++) {
-        if (killing) await killing;
-        try {
-          answers.set(batchId, await api.ingest(s, rows, { batchId }));
-          return;
-        } catch (e) {
-          if (attempt > 200) throw e;
-          await sleep(100);
-        }
-      }
-    };
+    const send = async (batchId: string, rows: { id: string; ts: number; v: number }[]) =>
+      void answers.set(batchId, await sendUntilAnswered(api, s, batchId, rows, () => killing));
     // The keys the move is mostly made of: ~625 per old partition and expiry bucket, pages of 250.
     for (let b = 0; b < 40; b++) {
       const rows = Array.from({ length: 500 }, (_, i) => ({ id: `pre-${b * 500 + i}`, ts: at(10, (b * 500 + i) % 50), v: 0 }));

@@ -431,6 +431,31 @@ export async function pollUntil<T>(probe: () => Promise<T>, done: (v: T) => bool
   }
 }
 
+/**
+ * Sends a batch until it is answered 200 (a crash answers nothing; a 5xx or a
+ * 503 may pass): the same id, the same rows, after any restart under way
+ * (`restarting()`), every 100 ms, at most `attempts` times.
+ */
+export async function sendUntilAnswered(
+  api: Client,
+  stream: string,
+  batchId: string,
+  rows: unknown,
+  restarting: () => Promise<void> | null,
+  attempts = 200,
+): Promise<Outcome> {
+  for (let attempt = 0; ; attempt++) {
+    const pending = restarting();
+    if (pending) await pending;
+    try {
+      return await api.ingest(stream, rows, { batchId });
+    } catch (e) {
+      if (attempt > attempts) throw e;
+      await sleep(100);
+    }
+  }
+}
+
 export { rng } from "../support/rng";
 
 export { parseNdjson };

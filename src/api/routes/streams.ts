@@ -75,7 +75,7 @@ const configTooLarge = () =>
 const patchBody = z
   .object({
     partitions: z.unknown().optional().describe("the new partition count, 1 to 1024"),
-    shards: z.unknown().optional().describe(`more ingest shards, up to ${MAX_SHARDS} (fewer: a 409 rescale-not-supported)`),
+    shards: z.unknown().optional().describe(`the ingest shards that take batches, 1 to ${MAX_SHARDS}`),
   })
   .strict()
   .describe("what to change on the live stream: partitions, or shards (one at a time)");
@@ -83,11 +83,11 @@ const patchBody = z
 export const patchStream = route({
   method: "patch",
   path: STREAM,
-  summary: "Rescale a live stream's partitions, or give it more ingest shards",
+  summary: "Rescale a live stream's partitions, or change its ingest shards",
   tag: "streams",
   auth: "admin",
   description:
-    '`{"partitions": N}`: 202 and the move under way (`GET` shows it as `rescale`); ingest goes on, judged by the new partitions from the first micro-batch after the switch, keys not yet moved read through. A stream of several ingest shards is rescaled the same way (a shard still routing by the old map is fenced and takes the new one). A second PATCH while one runs is a 409 `rescale-under-way`; hashed keys in global mode a 409 `rescale-not-supported`; a bad target a 400. `{"shards": S}` (more than now): 202 once every shard routes by S; a batch id that moves to another shard is asked of its old one for the idempotency window, so a retry replays and a reused id is still a 422; fewer shards is a 409 `rescale-not-supported`.',
+    '`{"partitions": N}`: 202 and the move under way (`GET` shows it as `rescale`); ingest goes on, judged by the new partitions from the first micro-batch after the switch, keys not yet moved read through. A stream of several ingest shards is rescaled the same way (a shard still routing by the old map is fenced and takes the new one). A second PATCH while one runs is a 409 `rescale-under-way`; hashed keys in global mode a 409 `rescale-not-supported`; a bad target a 400. `{"shards": S}`: 202 once every shard routes by S; a batch id that moves to another shard is asked of its old one for the idempotency window, so a retry replays and a reused id is still a 422; another change within the window asks each count\'s shard in turn (at most 4 changes within one window: a fifth is a 409 `rescale-under-way`). Fewer shards than now: the others take no more batches and keep their output (`config.intakeShards`), and a later change may take them up again.',
   request: { body: patchBody },
   responses: { 202: { schema: z.union([rescaleSchema, reshardSchema]), description: "the rescale, started; or the new shard count, in force" } },
   handler: async (c) => {

@@ -2,9 +2,9 @@ import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ReferenceModel } from "../../unit/model";
-import { configBody, materialize, modelSpec, NOW, scenarioArb, SECOND, SKEW } from "../../unit/scenarios";
-import { call, client, json, settled } from "../helpers";
+import { scenarioArb } from "../../unit/scenarios";
+import { call, json } from "../helpers";
+import { againstModel } from "../model-stream";
 
 // The reference model (test/unit/model.ts), which knows nothing of partitions,
 // against a real stream rescaled to a random count part way through: random
@@ -27,47 +27,25 @@ describe.each([1, 3])("the reference model against a stream of %i shard(s) resca
         fc.array(fc.nat(3), { minLength: 8, maxLength: 8 }),
         async (s, at, target, steps) => {
           const name = `rsm-${shards}-${n++}`;
-          const put = await call("PUT", `/v1/streams/${name}`, { ...configBody(s), ...(shards > 1 ? { shards } : {}) });
-          expect(put.status, await put.clone().text()).toBe(201);
-          const now = Date.now();
-          const model = new ReferenceModel({ ...modelSpec(s), now });
-          const future = (r: unknown) =>
-            r !== null && typeof r === "object" && (r as { ts?: unknown }).ts === NOW + SKEW + SECOND ? { ...r, ts: now + SKEW + 60 * SECOND } : r;
-          const kept: string[] = [];
-          const batches = materialize(s)
-            .filter((b) => b.rows.length > 0)
-            .map((b) => ({ ...b, rows: b.rows.map(future) }));
           const coordinator = env.COORDINATOR.getByName(name);
+          const last = s.batches.filter((b) => b.rows.length > 0).length - 1;
           let rescaled = false;
-          for (const [i, b] of batches.entries()) {
-            if (i === Math.min(at, batches.length - 1) && target !== s.partitions) {
-              const r = await call("PATCH", `/v1/streams/${name}`, { partitions: target });
-              expect(r.status, await r.clone().text()).toBe(202);
-              rescaled = true;
-            }
-            if (rescaled) for (let k = 0; k < steps[i % steps.length]; k++) await runDurableObjectAlarm(coordinator);
-            if (shards > 1) await settled(name);
-            const want = model.runBatch(b.source, b.rows);
-            const got = await client.ingest(name, { rows: b.rows, headers: { "x-source": b.source, "idempotency-key": `b${i}` } });
-            const count = (...d: string[]) => want.decisions.filter((x) => d.includes(x)).length;
-            expect({ emitted: got.emitted, late: got.late, duplicates: got.duplicates, rejected: got.rejected.length }, `batch ${i}`).toEqual({
-              emitted: count("e"),
-              late: count("l"),
-              duplicates: count("d", "c"),
-              rejected: count("r", "x"),
-            });
-            expect(got.watermark, `batch ${i}`).toBe(want.watermark);
-            for (const r of want.emitted) kept.push(JSON.stringify(r));
-          }
-          const rows = (await client.output(name)).rows.map((r) => JSON.stringify(r)).sort();
-          expect(rows).toEqual(kept.sort());
-          // The move ends (text keys moved; this scenario's keys are text), and the stream is the new count's.
-          for (let k = 0; k < 100 && (await json(call("GET", `/v1/streams/${name}`))).rescale; k++) await runDurableObjectAlarm(coordinator);
-          const d = shards > 1 ? await settled(name) : await json(call("GET", `/v1/streams/${name}`));
+          const d = await againstModel(name, s, shards > 1 ? { shards } : {}, {
+            before: async (i) => {
+              if (i === Math.min(at, last) && target !== s.partitions) {
+                const r = await call("PATCH", `/v1/streams/${name}`, { partitions: target });
+                expect(r.status, await r.clone().text()).toBe(202);
+                rescaled = true;
+              }
+              if (rescaled) for (let k = 0; k < steps[i % steps.length]; k++) await runDurableObjectAlarm(coordinator);
+            },
+            // The move ends (text keys moved; this scenario's keys are text), and the stream is the new count's.
+            beforeFinal: async () => {
+              for (let k = 0; k < 100 && (await json(call("GET", `/v1/streams/${name}`))).rescale; k++) await runDurableObjectAlarm(coordinator);
+            },
+          });
           expect(d.rescale).toBeUndefined();
           if (rescaled) expect(d.config.partitions).toBe(target);
-          expect(d.watermark).toBe(model.watermark);
-          expect(d.batches.committed).toBe(batches.length);
         },
       ),
       { numRuns: shards > 1 ? 8 : 12 },

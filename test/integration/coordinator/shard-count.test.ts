@@ -1,17 +1,18 @@
 /**
  * More ingest shards on a live stream (PATCH {"shards": S}, issue #32;
- * src/coordinator/shard-growth.ts, src/stream/shard-change.ts): batches
+ * src/coordinator/shard-count.ts, src/stream/shard-change.ts): batches
  * judged before the change replay wherever their retry lands, a moved id
  * reused with another body is still a 422, a batch in flight at its old shard
  * across the change commits once, new batches spread over every shard with
  * the stream's credentials, repeats are dropped across old and new shards,
  * and every id is in the output once; growing again within the window finds
- * every id where it was judged. Fewer shards is refused.
+ * every id where it was judged; fewer shards keep their output and take no
+ * batches until a later change takes them up again.
  */
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { batchFaultKey, holdRun } from "../../../src/instrument/faults";
-import { shardFor } from "../../../src/stream/shards";
+import { seqBase, shardFor } from "../../../src/stream/shards";
 import { at, call, createStream, json, output, post, settled } from "../helpers";
 
 const base = { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 3, shards: 2 };
@@ -163,7 +164,7 @@ describe("PATCH shards on a live stream", () => {
     expect(out).toHaveLength(10);
   });
 
-  it('a PATCH cut short after the prepare: moved ids are refused with "retry", GET says so, the PATCH sent again finishes', async () => {
+  it("a PATCH cut short after the prepare: moved ids are refused with a 503 and Retry-After, GET says so, the PATCH sent again finishes", async () => {
     const s = "grow-cut";
     await createStream(s, base);
     const at0 = (await env.COORDINATOR.getByName(s).locate())!;
@@ -178,7 +179,9 @@ describe("PATCH shards on a live stream", () => {
       );
     const moved = idMoving(0, 2, "m");
     const refused = await call("POST", `/v1/streams/${s}/events`, [{ id: "x", ts: at(10, 0) }], { "idempotency-key": moved });
-    expect(refused.status).toBeGreaterThanOrEqual(500);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("1");
+    expect(((await refused.json()) as { type: string }).type).toMatch(/shards-changing$/);
     expect((await post(s, [{ id: "y", ts: at(10, 0) }], { "idempotency-key": idMoving(1, 1, "m") })).emitted).toBe(1); // one that stays goes on
     expect((await json(call("GET", `/v1/streams/${s}`))).shardChange).toMatchObject({ from: 2, to: 4, phase: "preparing" });
     expect((await call("PATCH", `/v1/streams/${s}`, { shards: 4 })).status).toBe(202);
@@ -186,12 +189,79 @@ describe("PATCH shards on a live stream", () => {
     expect((await settled(s)).shardChange).toMatchObject({ phase: "done" });
   });
 
-  it("refuses fewer shards, the same count and a bad one", async () => {
+  it("4 → 2 → 3 → 5: fewer shards keep their output and take no batches, the ids they judged still replay and are 422s when reused; they are taken up again, and a new one made", async () => {
+    const s = "shrink";
+    await createStream(s, { ...base, shards: 4 });
+    const sent: { batchId: string; rows: { id: string; ts: number }[]; emitted: number }[] = [];
+    // Each era a minute later: the watermark moves, and every shard that takes batches must come to judge by it (settled()).
+    const send = async (tag: string, n: number, minute: number) => {
+      for (let i = 0; i < n; i++) {
+        const batchId = `${tag}-${i}`;
+        const rows = [
+          { id: `${tag}-k${i}`, ts: at(10, minute) },
+          { id: `old-${i % 4}`, ts: at(10, minute) }, // kept by the first era's first four batches: a duplicate from then on
+        ];
+        const r = await post(s, rows, { "idempotency-key": batchId });
+        expect(r.emitted, batchId).toBe(tag === "first" && i < 4 ? 2 : 1);
+        sent.push({ batchId, rows, emitted: r.emitted });
+      }
+    };
+    const lastSeqs = async () =>
+      Promise.all([0, 1, 2, 3, 4].map(async (k) => (await env.COORDINATOR.getByName(k === 0 ? s : `${s}#${k}`).locate())?.lastSeq ?? null));
+    const retriesReplay = async () => {
+      for (const b of sent) expect(await post(s, b.rows, { "idempotency-key": b.batchId }), b.batchId).toMatchObject({ replayed: true, emitted: b.emitted });
+      const reused = sent.filter((b) => b.batchId.startsWith("first-")).map((b) => b.batchId);
+      for (const id of reused)
+        expect((await call("POST", `/v1/streams/${s}/events`, [{ id: "other", ts: at(10, 1) }], { "idempotency-key": id })).status, id).toBe(422);
+    };
+    await send("first", 16, 0);
+    expect(new Set(sent.map((b) => shardFor(b.batchId, 4)))).toEqual(new Set([0, 1, 2, 3]));
+    const patch = async (shards: number) => {
+      const r = await call("PATCH", `/v1/streams/${s}`, { shards });
+      expect(r.status, await r.clone().text()).toBe(202);
+      return r.json();
+    };
+    expect(await patch(2)).toEqual({ shards: { from: 4, to: 2 }, state: "done" });
+    const two = await settled(s);
+    expect(two.config).toMatchObject({ shards: 4, intakeShards: 2 });
+    expect(two.shardChange).toMatchObject({ from: 4, to: 2, phase: "done" });
+    const before = await lastSeqs();
+    await retriesReplay();
+    await send("second", 12, 1);
+    await settled(s);
+    // Shards 2 and 3 took nothing new; 0 and 1 took all of it.
+    const after = await lastSeqs();
+    expect([after[2], after[3]]).toEqual([before[2], before[3]]);
+    expect(after[0]! - before[0]! + (after[1]! - before[1]!)).toBe(12);
+    // A PUT of the config keeps the count PATCH set; one with the count asked of PATCH changes a bound field.
+    expect((await call("PUT", `/v1/streams/${s}`, { ...base, shards: 4 })).status).toBe(200);
+    expect((await json(call("GET", `/v1/streams/${s}`))).config.intakeShards).toBe(2);
+    expect((await call("PUT", `/v1/streams/${s}`, { ...base, shards: 2 })).status).toBe(409);
+    // 2 → 3 takes shard 2 up again; 3 → 5 takes up shard 3 and makes shard 4.
+    expect(await patch(3)).toEqual({ shards: { from: 2, to: 3 }, state: "done" });
+    await send("third", 12, 2);
+    await settled(s);
+    const third = await lastSeqs();
+    expect(third[2]).toBeGreaterThan(after[2]!);
+    expect(third[3]).toBe(after[3]);
+    expect(await patch(5)).toEqual({ shards: { from: 3, to: 5 }, state: "done" });
+    const five = await settled(s);
+    expect(five.config.shards).toBe(5);
+    expect(five.config.intakeShards).toBeUndefined();
+    expect(five.shardChange).toMatchObject({ from: 3, to: 5, earlier: [{ from: 2 }, { from: 4 }] });
+    await send("fifth", 12, 3);
+    expect((await settled(s)).watermark).toBe(at(9, 3));
+    expect((await lastSeqs())[4]).toBeGreaterThan(seqBase(4));
+    await retriesReplay();
+    // Every id once, from every shard that ever judged one.
+    const out = (await output(s)).map((row) => row.id);
+    expect(out.sort()).toEqual([...new Set(sent.flatMap((b) => b.rows.map((r) => r.id)))].sort());
+    expect((await json(call("GET", `/v1/streams/${s}/publication`))).shards).toHaveLength(5);
+  });
+
+  it("refuses the same count and a bad one", async () => {
     const s = "grow-refusals";
     await createStream(s, { ...base, shards: 3 });
-    const fewer = await call("PATCH", `/v1/streams/${s}`, { shards: 2 });
-    expect(fewer.status).toBe(409);
-    expect(((await fewer.json()) as { type: string }).type).toMatch(/rescale-not-supported/);
     expect((await call("PATCH", `/v1/streams/${s}`, { shards: 3 })).status).toBe(400);
     expect((await call("PATCH", `/v1/streams/${s}`, { shards: 0 })).status).toBe(400);
     expect((await call("PATCH", `/v1/streams/${s}`, { shards: 4, partitions: 4 })).status).toBe(400);
