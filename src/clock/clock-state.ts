@@ -1,5 +1,5 @@
 import type { StreamConfig } from "../stream/config";
-import { intakeShardsOf } from "../stream/shards";
+import { intakeShardsOf, shardsOf } from "../stream/shards";
 import { knownSources, mergeSources, shardedWatermark } from "../stream/shard-watermark";
 import type { ClockAnswer, ClockReading, ClockReport, ShardNow } from "./report";
 
@@ -63,6 +63,8 @@ export class ClockState {
     if (version < this.data.configVersion) return;
     this.data.configVersion = version;
     this.data.config = config;
+    // New shards are told the watermark before they first report (a shard-count change ends by configuring the clock).
+    this.data.shards = Math.max(this.data.shards, shardsOf(config));
   }
 
   /** The watermark at `now` (idle sources may let it move without a report). */

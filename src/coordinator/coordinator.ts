@@ -101,7 +101,8 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     return this.lifecycle.dropShard();
   }
   rescale(to: number | { shards: number }): Promise<RescaleAnswer> {
-    return typeof to === "number" ? this.rescaling.start(to) : new ShardCount(this.stores, this.env).change(to.shards);
+    if (typeof to === "number") return this.rescaling.start(to);
+    return new ShardCount(this.stores, this.env).change(to.shards).catch((e: Error): RescaleAnswer => ({ kind: "failed", detail: e.message }));
   }
   switchedMap(epoch: string, to: MapVersion): Promise<ShardMap | null> {
     return this.rescaling.switchedMap(epoch, to);

@@ -188,7 +188,9 @@ export type RescaleAnswer =
   | { kind: "started"; rescale: RescaleState }
   | { kind: "resharded"; from: number; to: number }
   | { kind: "missing" }
-  | { kind: "refused"; status: 400 | 409; slug: "rescale-under-way" | "rescale-not-supported" | "same-partitions"; detail: string };
+  | { kind: "refused"; status: 400 | 409; slug: "rescale-under-way" | "rescale-not-supported" | "same-partitions"; detail: string }
+  /** a shard change cut short (a shard did not answer): sent again, it finishes */
+  | { kind: "failed"; detail: string };
 
 export interface CoordinatorRpc extends Rpc.DurableObjectBranded {
   // Config

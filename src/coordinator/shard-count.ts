@@ -18,6 +18,7 @@
  * asked of its shard under each count it had within the window).
  */
 import { clockStub, coordinatorStub, type Env } from "../env";
+import { dieInShardChangeIfArmed } from "../instrument/faults";
 import { idempotencyWindowOf, type StreamConfig } from "../stream/config";
 import { MAX_CHANGES_PER_WINDOW, openChanges, type ShardChange } from "../stream/shard-change";
 import { intakeShardsOf, MAX_SHARDS, shardsOf } from "../stream/shards";
@@ -52,6 +53,7 @@ export class ShardCount {
     this.s.metaStore.setShardChange(preparing);
     this.s.forgetCaches();
     await Promise.all(range(1, from).map((k) => coordinatorStub(this.env, meta.name, k).configureShard(meta.name, meta.config, shard(k), preparing)));
+    dieInShardChangeIfArmed(meta.name, "shards-prepared"); // test builds only
     const span = shardsOf(meta.config);
     const config = countsOf(meta.config, Math.max(span, to), to);
     const done: ShardChange = { ...preparing, phase: "done", until: Date.now() + idempotencyWindowOf(config) + LEASE_MS };
@@ -61,10 +63,12 @@ export class ShardCount {
       await stub.configureShard(meta.name, config, shard(k), done);
       for (const c of credentials) await stub.addCredential(c); // "duplicate" once it has it
     }
+    dieInShardChangeIfArmed(meta.name, "shards-made");
     // Those that judge under the new count first, then those that stop.
     const told = (ks: number[]) => Promise.all(ks.map((k) => coordinatorStub(this.env, meta.name, k).configureShard(meta.name, config, shard(k), done)));
     await told(range(1, Math.min(span, to)));
     await told(range(Math.max(1, to), span));
+    dieInShardChangeIfArmed(meta.name, "shards-told");
     this.s.metaStore.setShardChange(done, { config, version: meta.configVersion + 1 });
     this.s.forgetCaches();
     await clockStub(this.env, meta.name).configure(meta.name, { epoch: meta.epoch, incarnation: meta.incarnation }, meta.configVersion + 1, config);

@@ -19,7 +19,13 @@ export const STORAGE_FAULT_POINTS = [
   "partition-seal-midway", // a partition wrote one bucket's segment of a seal, then died
   "partition-evict-midway", // a partition deleted the buckets an eviction passed, then died before counting them
 ] as const;
-export type FaultPoint = (typeof FAULT_POINTS)[number] | (typeof STORAGE_FAULT_POINTS)[number];
+/** Crash points between the steps of a shard-count change (src/coordinator/shard-count.ts), armed for a stream (shardChangeFaultKey). */
+export const SHARD_CHANGE_FAULT_POINTS = [
+  "shards-prepared", // every shard taking batches prepared, nothing else done
+  "shards-made", // and the new shards made with the stream's credentials
+  "shards-told", // and every other shard on the new count; shard 0 not yet
+] as const;
+export type FaultPoint = (typeof FAULT_POINTS)[number] | (typeof STORAGE_FAULT_POINTS)[number] | (typeof SHARD_CHANGE_FAULT_POINTS)[number];
 
 export class InjectedFault extends Error {
   constructor(readonly point: FaultPoint) {
@@ -55,6 +61,17 @@ export const partitionFaultKey = (epoch: string, batch: string): string => `part
 
 /** A partition's storage step (a seal, an eviction) in any call on this epoch of the stream. */
 export const partitionStorageFaultKey = (epoch: string): string => `partition-storage\n${epoch}`;
+
+/** A shard-count change of this stream. */
+export const shardChangeFaultKey = (stream: string): string => `shard-change\n${stream}`;
+
+/** Test builds only: the shard-count change armed with `point` dies there (taken once; another point stays armed). */
+export function dieInShardChangeIfArmed(stream: string, point: (typeof SHARD_CHANGE_FAULT_POINTS)[number]): void {
+  if (!faultsEnabled()) return;
+  const armed = takeFault(shardChangeFaultKey(stream));
+  if (armed !== null && armed !== point) armFault(shardChangeFaultKey(stream), armed);
+  failAt(armed, point);
+}
 
 export function armFault(key: string, point: FaultPoint | null): void {
   if (faultsEnabled() && point !== null) plan.set(key, point);

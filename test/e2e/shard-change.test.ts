@@ -51,7 +51,7 @@ describe("shard changes under load, killed during each PATCH", () => {
         60_000,
         100,
       );
-      changes.push(done.config.intakeShards ?? done.config.shards);
+      changes.push(done.config.intakeShards ?? done.config.shards ?? 1);
     };
     const client = async (c: number) => {
       const random = rng(2_000 + c);

@@ -11,7 +11,7 @@
  */
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { batchFaultKey, holdRun } from "../../../src/instrument/faults";
+import { armFault, batchFaultKey, holdRun, SHARD_CHANGE_FAULT_POINTS, shardChangeFaultKey } from "../../../src/instrument/faults";
 import { seqBase, shardFor } from "../../../src/stream/shards";
 import { at, call, createStream, json, output, post, settled } from "../helpers";
 
@@ -257,6 +257,60 @@ describe("PATCH shards on a live stream", () => {
     const out = (await output(s)).map((row) => row.id);
     expect(out.sort()).toEqual([...new Set(sent.flatMap((b) => b.rows.map((r) => r.id)))].sort());
     expect((await json(call("GET", `/v1/streams/${s}/publication`))).shards).toHaveLength(5);
+  });
+
+  describe.each([
+    [2, 4],
+    [4, 2],
+  ])("%i → %i shards, the PATCH killed between its steps", (from, to) => {
+    it.each(SHARD_CHANGE_FAULT_POINTS)(
+      "after %s: moved ids wait (503), ids that stay go on, the PATCH sent again finishes and every guarantee holds",
+      async (point) => {
+        const s = `cut-${from}-${to}-${point}`;
+        await createStream(s, { ...base, shards: from });
+        const sent: { batchId: string; rows: { id: string; ts: number }[]; emitted: number }[] = [];
+        const send = async (batchId: string) => {
+          const rows = [{ id: `k-${batchId}`, ts: at(10, 0) }];
+          const r = await post(s, rows, { "idempotency-key": batchId });
+          sent.push({ batchId, rows, emitted: r.emitted });
+        };
+        for (let i = 0; i < 12; i++) await send(`before-${i}`);
+        armFault(shardChangeFaultKey(s), point);
+        const cut = await call("PATCH", `/v1/streams/${s}`, { shards: to });
+        expect(cut.status).toBe(503);
+        expect((await json(call("GET", `/v1/streams/${s}`))).shardChange).toMatchObject({ from, to, phase: "preparing" });
+        // A new id that moves waits; one that stays with its shard under both counts goes on.
+        let moving = "";
+        let staying = "";
+        for (let i = 0; !moving || !staying; i++) {
+          const id = `during-${i}`;
+          if (shardFor(id, from) === shardFor(id, to)) staying ||= id;
+          else moving ||= id;
+        }
+        const waited = await call("POST", `/v1/streams/${s}/events`, [{ id: "m", ts: at(10, 0) }], { "idempotency-key": moving });
+        expect(waited.status).toBe(503);
+        expect(waited.headers.get("retry-after")).toBe("1");
+        await send(staying);
+        // Batches judged before the change replay while it is cut short, or wait (503) where the shards disagree on the count; never judged again.
+        for (const b of sent) {
+          const r = await call("POST", `/v1/streams/${s}/events`, b.rows, { "idempotency-key": b.batchId });
+          if (r.status === 503) expect(r.headers.get("retry-after"), b.batchId).toBe("1");
+          else expect({ status: r.status, ...((await r.json()) as object) }, b.batchId).toMatchObject({ status: 200, replayed: true, emitted: b.emitted });
+        }
+        const again = await call("PATCH", `/v1/streams/${s}`, { shards: to });
+        expect(again.status, await again.clone().text()).toBe(202);
+        const d = await settled(s);
+        expect(d.shardChange).toMatchObject({ from, to, phase: "done" });
+        expect(d.config.intakeShards ?? d.config.shards).toBe(to);
+        await send(moving);
+        for (let i = 0; i < 12; i++) await send(`after-${i}`);
+        for (const b of sent) expect(await post(s, b.rows, { "idempotency-key": b.batchId }), b.batchId).toMatchObject({ replayed: true, emitted: b.emitted });
+        expect((await call("POST", `/v1/streams/${s}/events`, [{ id: "other", ts: at(10, 1) }], { "idempotency-key": "before-3" })).status).toBe(422);
+        const out = (await output(s)).map((row) => row.id);
+        expect(out.sort()).toEqual(sent.map((b) => b.rows[0].id).sort());
+        expect(sent.every((b) => b.emitted === 1)).toBe(true);
+      },
+    );
   });
 
   it("refuses the same count and a bad one", async () => {

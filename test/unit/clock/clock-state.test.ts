@@ -55,6 +55,27 @@ describe("a stream's clock (src/clock/clock-state.ts)", () => {
     expect(clock.lagging(1_150)).toEqual([1, 2]);
   });
 
+  test("a shard-count change: new shards are told before they first report; shards taking no batches are neither told nor hold back the lowest applied, and their sources still count", () => {
+    const clock = ClockState.fresh("s", { epoch: "e1", incarnation: 1 }, 3, 100);
+    clock.exchange(report(2, { a: { maxEventTime: 10 * MIN, lastBatchAt: 0 } }, { config: config() }), 1_000);
+    for (const k of [0, 1]) clock.told(k, 9 * MIN);
+    expect(clock.lagging(1_000)).toEqual([]);
+    // 3 → 5: shards 3 and 4 have never reported, and are told at once.
+    clock.configure(2, config({ shards: 5 }));
+    expect(clock.lagging(1_000)).toEqual([3, 4]);
+    expect(clock.reading(1_000).applied).toBe(0);
+    for (const k of [3, 4]) clock.told(k, 9 * MIN);
+    // 5 → 2: shards 2–4 take no batches; the watermark moves on shard 0's report and only shard 1 is behind.
+    clock.configure(3, { ...config({ shards: 5 }), intakeShards: 2 });
+    clock.exchange(report(0, { a: { maxEventTime: 12 * MIN, lastBatchAt: 0 } }, { shards: 5, configVersion: 3 }), 1_200);
+    expect(clock.lagging(1_300)).toEqual([1]);
+    clock.told(1, 11 * MIN);
+    expect(clock.reading(1_300)).toMatchObject({ watermark: 11 * MIN, applied: 11 * MIN });
+    // Shard 2's last report still counts for its source (a max over the shards).
+    clock.exchange(report(0, { b: { maxEventTime: 30 * MIN, lastBatchAt: 0 } }, { shards: 5, configVersion: 3 }), 1_400);
+    expect(clock.reading(1_400).sources.a.maxEventTime).toBe(10 * MIN);
+  });
+
   test("a source turns idle an interval later than its timeout, and then lets the watermark go", () => {
     const clock = ClockState.fresh("s", { epoch: "e1", incarnation: 1 }, 2, 100);
     const c = config({ idleTimeout: "1 second" });
