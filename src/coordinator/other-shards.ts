@@ -13,6 +13,19 @@ export function otherShards(env: Env, meta: Meta): CoordinatorStub[] {
     .map((k) => coordinatorStub(env, meta.name, k));
 }
 
+/**
+ * From shard 0: the other shards a credential change reaches. While a change
+ * to more shards prepares, the shards it makes too (one not made yet answers
+ * "missing", and the change copies what it missed: ./shard-count.ts).
+ */
+function credentialShards(env: Env, meta: Meta): CoordinatorStub[] {
+  if (meta.shard !== 0) return [];
+  const growing = meta.shardChange?.phase === "preparing" ? meta.shardChange.to : 0;
+  return shardList(Math.max(shardsOf(meta.config), growing))
+    .slice(1)
+    .map((k) => coordinatorStub(env, meta.name, k));
+}
+
 /** On shard 0: every shard holds the stream's credentials (each checks its batches' callers), so one that could not take it undoes the add. */
 export async function addOnEveryShard(
   env: Env,
@@ -23,9 +36,9 @@ export async function addOnEveryShard(
   const r = callers.addCredential(c);
   if (r !== "added" || !meta) return r;
   try {
-    await Promise.all(otherShards(env, meta).map((stub) => stub.addCredential(c)));
+    await Promise.all(credentialShards(env, meta).map((stub) => stub.addCredential(c)));
   } catch (e) {
-    await Promise.all([callers.deleteCredential(c.source, c.id), ...otherShards(env, meta).map((stub) => stub.deleteCredential(c.source, c.id))]);
+    await Promise.all([callers.deleteCredential(c.source, c.id), ...credentialShards(env, meta).map((stub) => stub.deleteCredential(c.source, c.id))]);
     throw e;
   }
   return r;
@@ -33,7 +46,7 @@ export async function addOnEveryShard(
 
 /** On shard 0: a credential deleted on the other shards, then here. */
 export async function deleteOnEveryShard(env: Env, meta: Meta | null, callers: Callers, source: string, id: string): Promise<boolean> {
-  await Promise.all((meta ? otherShards(env, meta) : []).map((stub) => stub.deleteCredential(source, id)));
+  await Promise.all((meta ? credentialShards(env, meta) : []).map((stub) => stub.deleteCredential(source, id)));
   return callers.deleteCredential(source, id);
 }
 

@@ -23,6 +23,7 @@ import { idempotencyWindowOf, type StreamConfig } from "../stream/config";
 import { MAX_CHANGES_PER_WINDOW, openChanges, type ShardChange } from "../stream/shard-change";
 import { intakeShardsOf, MAX_SHARDS, shardsOf } from "../stream/shards";
 import { LEASE_MS } from "./intake";
+import type { StoredCredential } from "../credentials/credential";
 import type { Meta } from "./meta";
 import type { RescaleAnswer } from "./protocol";
 import type { CoordinatorStores } from "./stores";
@@ -62,6 +63,14 @@ export class ShardCount {
       const stub = coordinatorStub(this.env, meta.name, k);
       await stub.configureShard(meta.name, config, shard(k), done);
       for (const c of credentials) await stub.addCredential(c); // "duplicate" once it has it
+    }
+    // Credentials added or deleted meanwhile reached the shards made by then (./other-shards.ts); these may have missed them.
+    const now = this.s.credentials.all();
+    const same = (a: StoredCredential, b: StoredCredential) => a.source === b.source && a.id === b.id;
+    for (const k of range(span, to)) {
+      const stub = coordinatorStub(this.env, meta.name, k);
+      for (const c of now.filter((c) => !credentials.some((d) => same(c, d)))) await stub.addCredential(c);
+      for (const c of credentials.filter((c) => !now.some((d) => same(c, d)))) await stub.deleteCredential(c.source, c.id);
     }
     dieInShardChangeIfArmed(meta.name, "shards-made");
     // Those that judge under the new count first, then those that stop.

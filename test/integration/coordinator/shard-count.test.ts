@@ -313,6 +313,32 @@ describe("PATCH shards on a live stream", () => {
     );
   });
 
+  it("credentials added or deleted while a change is cut short: on every shard, new ones included, an added token is taken and a deleted one refused", async () => {
+    const s = "grow-credentials";
+    await createStream(s, base);
+    const kept = await json(call("POST", `/v1/streams/${s}/sources/app/credentials`, { type: "token" }));
+    const dropped = await json(call("POST", `/v1/streams/${s}/sources/app/credentials`, { type: "token" }));
+    armFault(shardChangeFaultKey(s), "shards-made");
+    expect((await call("PATCH", `/v1/streams/${s}`, { shards: 4 })).status).toBe(503);
+    // While it is cut short (shards 2 and 3 made, shard 0 still on 2).
+    const added = await json(call("POST", `/v1/streams/${s}/sources/app/credentials`, { type: "token" }));
+    expect((await call("DELETE", `/v1/streams/${s}/sources/app/credentials/${dropped.id}`)).status).toBe(204);
+    expect((await call("PATCH", `/v1/streams/${s}`, { shards: 4 })).status).toBe(202);
+    const viaToken = (secret: string, batchId: string) =>
+      exports.default.fetch(`http://edge-dedup.test/v1/streams/${s}/events`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${secret}`, "content-type": "application/json", "x-source": "app", "idempotency-key": batchId },
+        body: JSON.stringify([{ id: batchId, ts: at(10, 4) }]),
+      });
+    for (const k of [0, 1, 2, 3]) {
+      let batchId = "";
+      for (let i = 0; shardFor(batchId, 4) !== k || batchId === ""; i++) batchId = `cred-${k}-${i}`;
+      expect((await viaToken(kept.secret, batchId)).status, `kept, shard ${k}`).toBe(200);
+      expect((await viaToken(added.secret, `${batchId}`)).status, `added, shard ${k}`).toBe(200);
+      expect((await viaToken(dropped.secret, batchId)).status, `deleted, shard ${k}`).toBe(403);
+    }
+  });
+
   it("refuses the same count and a bad one", async () => {
     const s = "grow-refusals";
     await createStream(s, { ...base, shards: 3 });
