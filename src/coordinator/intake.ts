@@ -32,6 +32,7 @@ import type { CoordinatorStores } from "./stores";
 import type { Upkeep } from "./upkeep";
 import type { ClockLink } from "./clock-link";
 import { recalled } from "./other-shards";
+import { settle, unsettle } from "../lib/settle";
 
 /** How long a begun batch holds its id against a concurrent request with the same id. */
 export const LEASE_MS = 30_000;
@@ -115,21 +116,23 @@ export class Intake {
     const now = Date.now();
     const answers: (IngestResult | FailedRun | WrongShard | NotKnown | Promise<IngestResult> | null)[] = [];
     const queued: Submission[] = [];
-    for (const req of reqs) {
+    // One shard judges a batch id, ever: a sender with a stale count of shards is told to route it again.
+    const shards = meta ? intakeShardsOf(meta.config) : 1;
+    const owns = reqs.map((req) => (recall || !meta ? { kind: "known-only" as const } : ownership(req.batchId, meta.shard, shards, meta.shardChange, now)));
+    // Moved here by shard changes: the shards that had them answer the batches they know (a replay, a 422, in flight), all asked at once.
+    const asked = owns.map((own, i) => (own.kind === "consult" && meta ? settle(recalled(this.env, meta.name, own.shards, reqs[i], deadline)) : null));
+    for (const [i, req] of reqs.entries()) {
       if (!meta) {
         answers.push(req.auth.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" });
         continue;
       }
-      // One shard judges a batch id, ever: a sender with a stale count of shards is told to route it again.
-      const shards = intakeShardsOf(meta.config);
-      const own = recall ? { kind: "known-only" as const } : ownership(req.batchId, meta.shard, shards, meta.shardChange, now);
+      const own = owns[i];
       if (own.kind === "moved") {
         answers.push({ kind: "moved", shards });
         continue;
       }
-      if (own.kind === "consult") {
-        // Moved here by shard changes: the shard that had it answers a batch it knows (a replay, a 422, in flight).
-        const was = await recalled(this.env, meta.name, own.shards, req, deadline);
+      if (asked[i]) {
+        const was = await unsettle(asked[i]);
         if (was) {
           answers.push(was);
           continue;

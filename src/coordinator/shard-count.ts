@@ -13,7 +13,7 @@
  * but keep their output, commits and remembered ids (`intakeShards` <
  * `shards`: reads, delivery and the clock still span them), and a later
  * change may take them up again. Every step can be taken again: a PATCH cut
- * short (its moved ids answered "retry") finishes when sent again. At most
+ * short (its moved ids answered 503) finishes when sent again. At most
  * MAX_CHANGES_PER_WINDOW changes within an idempotency window (a moved id is
  * asked of its shard under each count it had within the window).
  */

@@ -1,12 +1,15 @@
 /**
- * More ingest shards on a live stream (DESIGN §12): which shard judges a
- * batch id while its count goes from `from` to `to`, and after. Pure.
+ * More or fewer ingest shards on a live stream (DESIGN §12): which shard
+ * judges a batch id while the count of shards taking batches goes from
+ * `from` to `to`, and after (`shards` below: that count, config.intakeShards
+ * or config.shards). Pure.
  *
- * - preparing: every old shard has been told; config.shards is still `from`.
- *   A shard judges only the batches that stay with it under both counts; it
- *   still answers the batches it knows (a retry replays, a reused id is a
- *   422) but refuses to begin one that moves (`moving`: retry shortly).
- * - done: config.shards is `to`. A batch's owner is its shard under `to`;
+ * - preparing: every shard taking batches has been told; the count is
+ *   still `from`. A shard judges only the batches that stay with it under
+ *   both counts; it still answers the batches it knows (a retry replays, a
+ *   reused id is a 422) but refuses to begin one that moves (a 503: retry
+ *   shortly).
+ * - done: the count is `to`. A batch's owner is its shard under `to`;
  *   until `until` (the idempotency window), a batch that lay with another
  *   shard under `from` is first asked of that shard (`consult`): if it knows
  *   the id, its answer stands (replay, 422, in flight); else the new owner
@@ -54,8 +57,8 @@ export function ownership(batchId: string, shard: number, shards: number, change
 
 /**
  * Every shard that may hold a batch id's record at `now`: its shard under
- * the count in force (`shards`: config.shards, the old count while a change
- * prepares), then its shard under each earlier count within that change's
+ * the count in force (`shards`: the count taking batches, the old one while
+ * a change prepares), then its shard under each earlier count within that change's
  * window, newest first, each once. A receipt's commit number is asked of
  * them in turn; a moved id, of the earlier ones.
  */

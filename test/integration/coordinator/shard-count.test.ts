@@ -52,9 +52,11 @@ describe("PATCH shards on a live stream", () => {
     expect(await inFlight).toMatchObject({ emitted: 1 });
     expect(await retried).toMatchObject({ emitted: 1, replayed: true });
     sent[held] = { rows: [{ id: "h", ts: at(10, 1) }], emitted: 1 };
-    // Every earlier batch's retry replays, wherever it is routed now.
+    // Every earlier batch's retry replays, wherever it is routed now: one after another, and all at once (their old shards asked together).
     for (const [id, b] of Object.entries(sent))
       expect(await post(s, b.rows, { "idempotency-key": id }), id).toMatchObject({ replayed: true, emitted: b.emitted });
+    const together = await Promise.all(Object.entries(sent).map(([id, b]) => post(s, b.rows, { "idempotency-key": id })));
+    together.forEach((r, i) => expect(r, Object.keys(sent)[i]).toMatchObject({ replayed: true, emitted: Object.values(sent)[i].emitted }));
     // A moved id reused with another body is a 422, as before the change.
     const reused = await call("POST", `/v1/streams/${s}/events`, [{ id: "other", ts: at(10, 2) }], { "idempotency-key": ids[2] });
     expect(reused.status).toBe(422);
