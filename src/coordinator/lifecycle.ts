@@ -1,3 +1,4 @@
+import { canonicalJson } from "../lib/jcs";
 import { clockStub, destinationIndex, partitionStub, registryStub, type Env } from "../env";
 import { deleteStreamObjects } from "../output/sink";
 import { boundFieldChanges } from "../stream/bound-fields";
@@ -85,7 +86,8 @@ export class Lifecycle {
     if (meta.config.intakeShards !== undefined && shardsOf(config) === shardsOf(meta.config)) config = { ...config, intakeShards: meta.config.intakeShards };
     const changed = boundFieldChanges(meta.config, config);
     if (changed.length > 0) return { status: "conflict", changed, config: meta.config };
-    if (JSON.stringify(meta.config) === JSON.stringify(config)) return { status: "unchanged", config };
+    // Compared by content, not member order (a config a PATCH rewrote keeps its own order).
+    if (canonicalJson(meta.config) === canonicalJson(config)) return { status: "unchanged", config: meta.config };
     // A new delay or new declared sources can move the watermark (never back); with several shards the clock moves it.
     const watermark = isSharded(config) ? meta.watermark : globalWatermark(config, this.s.sourceProgress(), meta.watermark, Date.now());
     this.s.metaStore.update(config, meta.configVersion + 1, watermark);
