@@ -10,7 +10,7 @@ import { BATCH_ID_PATTERN, foreignBatchId } from "../ingest/batch-id-namespaces"
 import { admitCaller, proveCaller, signatureRefused } from "./admission";
 import { HARD_BODY_LIMIT, HARD_MAX_ROWS, parseMode, parseRows, readBody, TooManyRows } from "../http/body";
 import { batchIdentity } from "../stream/batch-identity";
-import { badRequest, conflict, forbidden, HttpError, notFound } from "../http/problem";
+import { badRequest, conflict, forbidden, HttpError, notFound, shardsChanging } from "../http/problem";
 
 /**
  * POST /v1/streams/{stream}/events: admit the caller from its headers, read
@@ -103,8 +103,7 @@ export function httpOutcome(
       throw badRequest(r.detail);
     case "failed":
       // Not run while the shards change: a 503 that says when to come back.
-      if (r.retryAfterMs !== undefined)
-        throw new HttpError(503, "shards-changing", "Shards changing", r.detail, {}, { "retry-after": String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))) });
+      if (r.retryAfterMs !== undefined) throw shardsChanging(r.detail, r.retryAfterMs);
       // A failed micro-batch is safe to retry: the 500 any unexpected error gets.
       throw new Error(r.detail);
     default:

@@ -32,7 +32,6 @@ import type { CoordinatorStores } from "./stores";
 import type { Upkeep } from "./upkeep";
 import type { ClockLink } from "./clock-link";
 import { recalled } from "./other-shards";
-import { settle, unsettle } from "../lib/settle";
 
 /** How long a begun batch holds its id against a concurrent request with the same id. */
 export const LEASE_MS = 30_000;
@@ -119,8 +118,10 @@ export class Intake {
     // One shard judges a batch id, ever: a sender with a stale count of shards is told to route it again.
     const shards = meta ? intakeShardsOf(meta.config) : 1;
     const owns = reqs.map((req) => (recall || !meta ? { kind: "known-only" as const } : ownership(req.batchId, meta.shard, shards, meta.shardChange, now)));
-    // Moved here by shard changes: the shards that had them answer the batches they know (a replay, a 422, in flight), all asked at once.
-    const asked = owns.map((own, i) => (own.kind === "consult" && meta ? settle(recalled(this.env, meta.name, own.shards, reqs[i], deadline)) : null));
+    // Moved here by shard changes: the shards that had them answer the batches they know (a replay, a 422, in flight), all asked at once, before any is admitted here.
+    const asked = await Promise.all(
+      owns.map((own, i) => (own.kind === "consult" && meta ? recalled(this.env, meta.name, own.shards, reqs[i], deadline) : null)),
+    );
     for (const [i, req] of reqs.entries()) {
       if (!meta) {
         answers.push(req.auth.kind === "admin" ? { kind: "missing" } : { kind: "unauthorized" });
@@ -131,12 +132,10 @@ export class Intake {
         answers.push({ kind: "moved", shards });
         continue;
       }
-      if (asked[i]) {
-        const was = await unsettle(asked[i]);
-        if (was) {
-          answers.push(was);
-          continue;
-        }
+      const was = asked[i];
+      if (was) {
+        answers.push(was);
+        continue;
       }
       const faultKey = batchFaultKey(meta.name, req.batchId);
       const fault = takeFault(faultKey); // tests only (src/instrument/faults.ts)

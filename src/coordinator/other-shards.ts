@@ -16,7 +16,8 @@ export function otherShards(env: Env, meta: Meta): CoordinatorStub[] {
 /**
  * From shard 0: the other shards a credential change reaches. While a change
  * to more shards prepares, the shards it makes too (one not made yet answers
- * "missing", and the change copies what it missed: ./shard-count.ts).
+ * "missing": the change copies the credentials it reads once they all exist,
+ * ./shard-count.ts).
  */
 function credentialShards(env: Env, meta: Meta): CoordinatorStub[] {
   if (meta.shard !== 0) return [];

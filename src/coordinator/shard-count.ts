@@ -23,7 +23,6 @@ import { idempotencyWindowOf, type StreamConfig } from "../stream/config";
 import { MAX_CHANGES_PER_WINDOW, openChanges, type ShardChange } from "../stream/shard-change";
 import { intakeShardsOf, MAX_SHARDS, shardsOf } from "../stream/shards";
 import { LEASE_MS } from "./intake";
-import type { StoredCredential } from "../credentials/credential";
 import type { Meta } from "./meta";
 import type { RescaleAnswer } from "./protocol";
 import type { CoordinatorStores } from "./stores";
@@ -58,20 +57,11 @@ export class ShardCount {
     const span = shardsOf(meta.config);
     const config = countsOf(meta.config, Math.max(span, to), to);
     const done: ShardChange = { ...preparing, phase: "done", until: Date.now() + idempotencyWindowOf(config) + LEASE_MS };
+    const made = range(span, to).map((k) => coordinatorStub(this.env, meta.name, k));
+    for (const [i, stub] of made.entries()) await stub.configureShard(meta.name, config, shard(span + i), done);
+    // Read once every new shard exists: a credential added or deleted after this reaches them too (the fan-out spans `to` while this prepares: ./other-shards.ts).
     const credentials = this.s.credentials.all();
-    for (const k of range(span, to)) {
-      const stub = coordinatorStub(this.env, meta.name, k);
-      await stub.configureShard(meta.name, config, shard(k), done);
-      for (const c of credentials) await stub.addCredential(c); // "duplicate" once it has it
-    }
-    // Credentials added or deleted meanwhile reached the shards made by then (./other-shards.ts); these may have missed them.
-    const now = this.s.credentials.all();
-    const same = (a: StoredCredential, b: StoredCredential) => a.source === b.source && a.id === b.id;
-    for (const k of range(span, to)) {
-      const stub = coordinatorStub(this.env, meta.name, k);
-      for (const c of now.filter((c) => !credentials.some((d) => same(c, d)))) await stub.addCredential(c);
-      for (const c of credentials.filter((c) => !now.some((d) => same(c, d)))) await stub.deleteCredential(c.source, c.id);
-    }
+    for (const stub of made) for (const c of credentials) await stub.addCredential(c); // "duplicate" once it has it
     dieInShardChangeIfArmed(meta.name, "shards-made");
     // Those that judge under the new count first, then those that stop.
     const told = (ks: number[]) => Promise.all(ks.map((k) => coordinatorStub(this.env, meta.name, k).configureShard(meta.name, config, shard(k), done)));

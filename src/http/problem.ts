@@ -41,6 +41,9 @@ export const unauthorized = (detail: string) =>
 export const forbidden = (detail: string) => new HttpError(403, "forbidden", "Forbidden", detail);
 /** The 500 of anything that failed on the way (a failed micro-batch, an unexpected error): nothing was written, so a retry is safe. */
 export const internalError = () => new HttpError(500, "internal", "Internal error", "the request failed; it is safe to retry with the same Idempotency-Key");
+/** A shard-count change under way (docs/reference/errors.md#shards-changing): retry after it. */
+export const shardsChanging = (detail: string, retryAfterMs = 1_000) =>
+  new HttpError(503, "shards-changing", "Shards changing", detail, {}, { "retry-after": String(Math.max(1, Math.ceil(retryAfterMs / 1000))) });
 export const notConfigured = (detail: string) => new HttpError(503, "not-configured", "Service not configured", detail);
 /** A webhook whose provider signature is missing, malformed, stale or does not match: providers retry it. */
 export const webhookUnauthorized = (detail: string) => new HttpError(401, "invalid-webhook-signature", "Webhook signature refused", detail);

@@ -4,7 +4,7 @@ import { MAX_CONFIG_BYTES, parseStreamConfig, streamBodySchema } from "../../str
 import { MAX_SHARDS } from "../../stream/shards";
 import { parseJson } from "../../lib/json";
 import { readBody } from "../../http/body";
-import { badRequest, conflict, HttpError } from "../../http/problem";
+import { badRequest, conflict, HttpError, shardsChanging } from "../../http/problem";
 import { route } from "../route";
 import { putStreamResultSchema, rescaleSchema, reshardSchema, streamInfoSchema, streamListSchema } from "../schemas";
 import { intIn, intQuery, missing, STREAM } from "./shared";
@@ -104,15 +104,7 @@ export const patchStream = route({
     const r = await coordinatorStub(c.env, c.get("stream")).rescale(shards !== undefined ? { shards: shards as number } : (target as number));
     if (r.kind === "missing") throw missing(c.get("stream"));
     if (r.kind === "refused") throw r.status === 400 ? badRequest(r.detail) : conflict(r.slug, r.detail);
-    if (r.kind === "failed")
-      throw new HttpError(
-        503,
-        "shards-changing",
-        "Shards changing",
-        `the shard change was cut short (${r.detail}): send the PATCH again to finish it`,
-        {},
-        { "retry-after": "1" },
-      );
+    if (r.kind === "failed") throw shardsChanging(`the shard change was cut short (${r.detail}): send the PATCH again to finish it`);
     if (r.kind === "resharded") return c.json({ shards: { from: r.from, to: r.to }, state: "done" as const }, 202);
     const { from, to, startedAt, keysMoved, cursors } = r.rescale;
     return c.json({ from: from.partitions, to, state: "moving" as const, keysMoved, startedAt, oldPartitionsLeft: cursors.filter((x) => !x.done).length }, 202);

@@ -324,6 +324,9 @@ describe("PATCH shards on a live stream", () => {
     const dropped = await json(call("POST", `/v1/streams/${s}/sources/app/credentials`, { type: "token" }));
     armFault(shardChangeFaultKey(s), "shards-made");
     expect((await call("PATCH", `/v1/streams/${s}`, { shards: 4 })).status).toBe(503);
+    // Cut short after shards 2 and 3 were made with both tokens.
+    const held = async (k: number) => (await env.COORDINATOR.getByName(k === 0 ? s : `${s}#${k}`).credentials("app")).map((c) => c.id).sort();
+    expect(await held(2)).toEqual([kept.id, dropped.id].sort());
     // While it is cut short (shards 2 and 3 made, shard 0 still on 2).
     const added = await json(call("POST", `/v1/streams/${s}/sources/app/credentials`, { type: "token" }));
     expect((await call("DELETE", `/v1/streams/${s}/sources/app/credentials/${dropped.id}`)).status).toBe(204);
@@ -334,6 +337,9 @@ describe("PATCH shards on a live stream", () => {
         headers: { authorization: `Bearer ${secret}`, "content-type": "application/json", "x-source": "app", "idempotency-key": batchId },
         body: JSON.stringify([{ id: batchId, ts: at(10, 4) }]),
       });
+    // Every shard holds exactly shard 0's credentials: the one deleted while cut short is gone from the shards made before.
+    for (const k of [1, 2, 3]) expect(await held(k), `shard ${k}`).toEqual(await held(0));
+    expect(await held(0)).toEqual([kept.id, added.id].sort());
     for (const k of [0, 1, 2, 3]) {
       let batchId = "";
       for (let i = 0; shardFor(batchId, 4) !== k || batchId === ""; i++) batchId = `cred-${k}-${i}`;
