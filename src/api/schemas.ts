@@ -188,7 +188,7 @@ export const streamListSchema = z.object({
       name: z.string(),
       createdAt: z.number(),
       watermark: z.number(),
-      state: stateTotals.describe("as the partitions last reported"),
+      state: stateTotals.describe("as the partitions last reported (during a rescale, asked of them: each key once)"),
       batches: z.object({ committed: z.number().int() }),
     }),
   ),

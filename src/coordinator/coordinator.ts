@@ -69,7 +69,7 @@ export class Coordinator extends SqliteObject<Env> implements CoordinatorRpc {
     this.upkeep = new Upkeep(stores, ctx, this.env, this.clock, () => this.rescaling.step());
     this.intake = new Intake(stores, ctx, this.env, this.upkeep, this.clock, (to) => this.rescaling.refresh(to));
     this.rescaling = new Rescaling(stores, this.env, (fn) => this.intake.between(fn));
-    this.reads = new StreamReads(stores, this.env);
+    this.reads = new StreamReads(stores, this.env, () => this.rescaling.stepsSettled());
     this.callers = new Callers(stores);
     this.lifecycle = new Lifecycle(stores, this.env, this.upkeep, {
       createStorage: () => {

@@ -1,4 +1,6 @@
 import { undrained, type RescaleState } from "../rescale/state";
+import { figuresDuringMove } from "../rescale/state-figures";
+import type { PartitionStats } from "../partition/protocol";
 import type { RescaleView } from "./protocol";
 import { clockStub, partitionStub, type CoordinatorStub, type Env } from "../env";
 import { own } from "../lib/own";
@@ -21,7 +23,7 @@ import { clockInterval } from "../clock/protocol";
 /**
  * What callers read of a stream, one read per question (none writes):
  * - describe: everything GET /v1/streams/{stream} shows (calls every partition);
- * - summary: the same figures as the partitions last reported, for a list of streams (no partition calls);
+ * - summary: the same figures as the partitions last reported, for a list of streams (no partition calls but during a rescale);
  * - locate: where its output is, for readers of /output, the state reader and destinations;
  * - metrics: the /metrics counters; advice: the delay advisor;
  * - publication / tablePublishing: how far the manifest and the table hold the commits;
@@ -31,19 +33,14 @@ export class StreamReads {
   constructor(
     private readonly s: CoordinatorStores,
     private readonly env: Env,
+    /** resolves once no move step runs (src/coordinator/rescaling.ts) */
+    private readonly moveSteps: () => Promise<void> = async () => {},
   ) {}
 
   async describe(): Promise<StreamDescription | null> {
     const meta = this.s.meta();
     if (!meta) return null;
-    const [view, stats] = await Promise.all([
-      this.view(meta),
-      Promise.all([
-        ...Array.from({ length: meta.config.partitions }, (_, p) => partitionStub(this.env, meta.name, p, meta.mapVersion).describe(meta.epoch)),
-        // During a rescale the old partitions not yet drained hold keys too (a key read through is counted in both until its bucket moves).
-        ...(meta.rescale ? undrained(meta.rescale).map((p) => partitionStub(this.env, meta.name, p, meta.rescale!.from.version).describe(meta.epoch)) : []),
-      ]),
-    ]);
+    const [view, stats] = await Promise.all([this.view(meta), this.partitionFigures(meta)]);
     const progress = view.sources;
     const names = new Set([...Object.keys(meta.config.sources), ...Object.keys(progress)]);
     const sources: StreamDescription["sources"] = {};
@@ -79,11 +76,30 @@ export class StreamReads {
     };
   }
 
+  /** Every partition's figures; during a rescale the undrained old ones' too, each key counted once (src/rescale/state-figures.ts). */
+  private async partitionFigures(meta: Meta): Promise<PartitionStats[]> {
+    const next = (q: number) => partitionStub(this.env, meta.name, q, meta.mapVersion);
+    if (!meta.rescale) return Promise.all(Array.from({ length: meta.config.partitions }, (_, q) => next(q).describe(meta.epoch)));
+    // Between two move steps: the cursors are then those of the keys handed out.
+    await this.moveSteps();
+    const now = this.s.meta();
+    if (!now || now.epoch !== meta.epoch) return []; // deleted meanwhile
+    if (!now.rescale) return this.partitionFigures(now); // the move ended meanwhile
+    const r = now.rescale;
+    return figuresDuringMove(
+      r,
+      now.epoch,
+      now.config.partitions,
+      (p) => partitionStub(this.env, now.name, p, r.from.version),
+      (q) => partitionStub(this.env, now.name, q, now.mapVersion),
+    );
+  }
+
   async summary(): Promise<StreamSummary | null> {
     const meta = this.s.meta();
     if (!meta) return null;
     const view = await this.view(meta);
-    return { createdAt: meta.createdAt, watermark: view.watermark, state: view.state, batches: { committed: view.committed } };
+    return { createdAt: meta.createdAt, watermark: view.watermark, state: await this.lastState(meta, view.state), batches: { committed: view.committed } };
   }
 
   /** This shard's own figures (shard 0 gathers them: ./shard-figures.ts). */
@@ -121,9 +137,20 @@ export class StreamReads {
     return streamMetricsOf(meta.name, view.counters, {
       watermark: view.watermark,
       sources,
-      state: view.state,
+      state: await this.lastState(meta, view.state),
       bookkeeping: { bytes: view.bytes, batchesRemembered: view.batchesRemembered },
     });
+  }
+
+  /**
+   * The state as the partitions last reported it; during a rescale, asked
+   * of them (old and new), since the old ones report nothing while their
+   * keys move and a key may be in both.
+   */
+  private async lastState(meta: Meta, reported: { rows: number; bytes: number }): Promise<{ rows: number; bytes: number }> {
+    if (!meta.rescale) return reported;
+    const stats = await this.partitionFigures(meta);
+    return { rows: stats.reduce((a, s) => a + s.rows, 0), bytes: stats.reduce((a, s) => a + s.bytes, 0) };
   }
 
   /** The delay advisor over the live figures (src/stream/advisor/live.ts), every shard's merged on shard 0. */

@@ -50,6 +50,9 @@ export const NEXT_STEP_MS = { text: 150, hashed: 30_000 };
 export const IDLE_PER_BUSY = 2;
 
 export class Rescaling {
+  /** the move step running, if one is (steps run one at a time; the state figures wait for it) */
+  private stepping: Promise<unknown> = Promise.resolve();
+
   constructor(
     private readonly s: CoordinatorStores,
     private readonly env: Env,
@@ -147,7 +150,18 @@ export class Rescaling {
   }
 
   /** One step of the move (the alarm's): a few buckets of each undrained old partition; how long until the next (null: the move is done). */
-  async step(): Promise<number | null> {
+  step(): Promise<number | null> {
+    const run = this.stepping.then(() => this.stepOnce());
+    this.stepping = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Resolves once no step runs: the state figures read the cursors of what has been handed out (src/rescale/state-figures.ts). */
+  async stepsSettled(): Promise<void> {
+    await this.stepping;
+  }
+
+  private async stepOnce(): Promise<number | null> {
     const meta = this.s.meta();
     if (!meta?.rescale) return null;
     const r = meta.rescale;
@@ -185,6 +199,7 @@ export class Rescaling {
     // Every old partition is drained: every shard stops reading through them, they go, and the rescale ends.
     const ended: ShardMap = { config: meta.config, mapVersion: meta.mapVersion, rescale: null };
     await Promise.all(otherShards(this.env, meta).map((stub) => stub.adoptMap(meta.epoch, ended)));
+    await Promise.all(Array.from({ length: r.to }, (_, q) => sides.next(q).endMove(meta.epoch)));
     await Promise.all(Array.from({ length: r.from.partitions }, (_, p) => sides.old(p).drop()));
     this.s.metaStore.setRescale(null);
     return null;

@@ -10,11 +10,15 @@
  * partition hands out; a hashed one (its keys are hashes under its own
  * secret) keeps them until they expire. Taking in works for either.
  */
-import { keyBytes, type KeyEntry, type SegmentTable } from "../stream/key-segment";
+import { compareKeyBytes as compare, keyBytes, type KeyEntry, type SegmentTable } from "../stream/key-segment";
 import { isLive, type KeyStore } from "./key-store";
 import { bucketFor, heldOf, storedKey, type Held, type Layout } from "./layout";
-import type { PartitionMeta } from "./meta";
-import type { HandOut, HandOutPage, MovedKey } from "./protocol";
+import { layoutOf, type PartitionMeta } from "./meta";
+import type { HandOut, HandOutPage, MoveFigures, MovedKey } from "./protocol";
+import type { DedupSettings } from "../stream/dedup";
+import { fixLayoutFor } from "./judging";
+import type { InheritedMarks } from "./inherited-marks";
+import { upToPage } from "../stream/handed-out";
 import { openChunk, resolveNames } from "./receipts";
 import { nameBatch, type NameChunk } from "./batch-names";
 
@@ -79,6 +83,7 @@ function wholeKeysOf(sql: SqlStorage, keys: KeyStore, meta: PartitionMeta, l: La
       batch: e.n === null ? null : (names.get(e.n) ?? null),
       dropped: e.dropped + (dropped.get(`${e.n} ${e.key}`) ?? 0),
       conflicts: conflicts.get(e.key) ?? 0,
+      bucket: b,
     };
   });
 }
@@ -143,6 +148,28 @@ function nextKeysOf(keys: KeyStore, meta: PartitionMeta, l: Layout, b: number, f
   return { keys: new Set(unique.slice(0, limit)), last: unique.length <= limit };
 }
 
+/**
+ * How many live keys of the bucket under way a move has handed out (those
+ * up to the page's last key): its new owners hold them now, so the stream's
+ * state figure counts them there (src/stream/handed-out.ts).
+ */
+export function handedOutOf(keys: KeyStore, meta: PartitionMeta, l: Layout, page: HandOutPage): number {
+  if (l.hashed) return 0;
+  const wm = meta.watermark;
+  const b = page.bucket;
+  const out = new Set<string>();
+  for (const seg of keys.buckets.segmentsOf(b)) {
+    const t = seg.kept;
+    for (let i = 0; i < t.count; i++) {
+      if (!upToPage(page, t.keyBytesAt(i))) break; // sorted: the rest are after the page
+      const e = t.entry(i, b);
+      if (isLive(l, b, e.e, wm)) out.add(e.key);
+    }
+  }
+  for (const e of keys.openOf(meta).kept.values()) if (e.b === b && isLive(l, b, e.e, wm) && upToPage(page, keyBytes(false, e.key))) out.add(e.key);
+  return out.size;
+}
+
 /** These state keys, those remembered, each whole: what a new owner asks an old partition for (text or hashed). */
 export function peekKeys(sql: SqlStorage, keys: KeyStore, meta: PartitionMeta, l: Layout, stateKeys: readonly string[]): MovedKey[] {
   const byStored = new Map(stateKeys.map((k) => [storedKey(l, k), k]));
@@ -164,12 +191,6 @@ function sameKey(t: SegmentTable, key: Uint8Array): number[] {
   while (same(lo - 1)) lo--;
   while (same(hi + 1)) hi++;
   return Array.from({ length: hi - lo + 1 }, (_, k) => lo + k);
-}
-
-function compare(a: Uint8Array, b: Uint8Array): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
-  return a.length - b.length;
 }
 
 /**
@@ -203,6 +224,39 @@ export function heldToTake(l: Layout, wm: number, moved: readonly MovedKey[], re
     });
   }
   return held;
+}
+
+/**
+ * Moved keys kept here as a call would have kept them (those not expired,
+ * and not remembered here: this partition's copy wins); those kept, each
+ * stored key once. `meta` is updated, not saved.
+ */
+export function adoptMoved(
+  keys: KeyStore,
+  meta: PartitionMeta,
+  moved: readonly MovedKey[],
+  settings: DedupSettings | undefined,
+  chunk: () => NameChunk,
+  added: (b: number, expiresAt: number) => void,
+): MovedKey[] {
+  const live = moved.filter((m) => m.expiresAt === null || m.expiresAt > meta.watermark);
+  if (live.length === 0 || !settings) return [];
+  const l = fixLayoutFor(meta, settings, live[0].expiresAt);
+  const remembered = new Set(keys.read(meta, l, storedKeysOf(l, live)).keys());
+  const held = heldToTake(l, meta.watermark, live, remembered, chunk);
+  keys.write(meta, l, held, added);
+  meta.rows += held.size;
+  // Moved keys naming one key twice keep the first, as heldToTake does.
+  const first = new Map<string, MovedKey>();
+  for (const m of live) if (held.has(storedKey(l, m.key)) && !first.has(storedKey(l, m.key))) first.set(storedKey(l, m.key), m);
+  return [...first.values()];
+}
+
+/** During a rescale, of this partition's keys those the stream counts at another partition (PartitionStats.elsewhere). */
+export function countedElsewhere(keys: KeyStore, inherited: InheritedMarks, meta: PartitionMeta, move: MoveFigures): number {
+  if ("olds" in move) return inherited.stillHeldElsewhere(move.olds, meta.watermark);
+  const l = layoutOf(meta);
+  return move.page && l ? handedOutOf(keys, meta, l, move.page) : 0;
 }
 
 /** The stored keys of moved keys, as KeyStore.read takes them. */

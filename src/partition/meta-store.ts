@@ -31,7 +31,7 @@ export class MetaStore {
 
   /** First use, or state left by a deleted incarnation of the stream: every table emptied, and a fresh row for `epoch`. */
   begin(epoch: string): PartitionMeta {
-    this.sql.exec("DELETE FROM segments; DELETE FROM ledger; DELETE FROM kept_names; DELETE FROM receipts;");
+    this.sql.exec("DELETE FROM segments; DELETE FROM ledger; DELETE FROM kept_names; DELETE FROM receipts; DELETE FROM inherited;");
     const fresh = freshMeta(epoch);
     this.save(fresh);
     return { ...fresh };

@@ -9,6 +9,7 @@ import { RECEIPTS_V6, receiptsV7 } from "./receipts";
 import { SEGMENTS_TABLE } from "./segment-rows";
 import { upgradeToSegments } from "./segments-upgrade";
 import { FENCE_TABLE } from "./fence";
+import { INHERITED_TABLE } from "./inherited-marks";
 
 /** The Partition's storage layouts, oldest first (src/storage/migrations.ts). */
 export const PARTITION_MIGRATIONS: readonly Migration[] = [
@@ -102,6 +103,11 @@ export const PARTITION_MIGRATIONS: readonly Migration[] = [
     does: "fence: the map that replaced this partition's in an online rescale (src/partition/fence.ts)",
     up: (sql) => sql.exec(FENCE_TABLE),
   },
+  {
+    version: 11,
+    does: "inherited: keys a new partition read through in an online rescale, for the stream's state figure (src/partition/inherited-marks.ts)",
+    up: (sql) => sql.exec(INHERITED_TABLE),
+  },
 ];
 
 /**
@@ -117,6 +123,7 @@ export const PARTITION_LAYOUT = `
   CREATE TABLE receipts (b INTEGER NOT NULL, k NOT NULL, n INTEGER, dropped INTEGER NOT NULL, conflicts INTEGER NOT NULL, PRIMARY KEY (b, k)) WITHOUT ROWID;
   CREATE TABLE kept_names (n INTEGER PRIMARY KEY, batches TEXT NOT NULL, until INTEGER);
   ${FENCE_TABLE};
+  ${INHERITED_TABLE};
 `;
 
 /** Whether the storage is new: no version recorded, and none of the tables a partition from before versions were recorded has. */

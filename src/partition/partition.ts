@@ -4,9 +4,10 @@ import type { DedupSettings } from "../stream/dedup";
 import { rowsOf } from "../stream/row-columns";
 import { DecisionLedger, pendingOf, storedPending } from "./decision-ledger";
 import { Eviction } from "./eviction";
-import { fixLayout, fixLayoutFor, gapsOf, judgeAll, keyIdOf, NamesInUse, wantedKeys, workOf, type Entry } from "./judging";
+import { fixLayout, gapsOf, judgeAll, keyIdOf, NamesInUse, wantedKeys, workOf, type Entry } from "./judging";
 import { KeyStore } from "./key-store";
-import { heldToTake, keysOfNextBucket, peekKeys, storedKeysOf } from "./key-moves";
+import { adoptMoved, countedElsewhere, keysOfNextBucket, peekKeys } from "./key-moves";
+import { InheritedMarks } from "./inherited-marks";
 import { listKeys, lookupReceipt } from "./key-reads";
 import { KEY_HASH_UNKEYED, type Held } from "./layout";
 import { layoutOf, type PartitionMeta } from "./meta";
@@ -22,6 +23,7 @@ import {
   type HandOutPage,
   type LedgerEntry,
   type MovedKey,
+  type MoveFigures,
   type PartitionRpc,
   type PartitionStats,
   type StateEntry,
@@ -60,6 +62,8 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   private readonly eviction = new Eviction(this.storage, this.keys);
   private readonly ledger = new DecisionLedger(this.storage);
   private readonly fences = new FenceStore(this.storage);
+  private readonly inherited = new InheritedMarks(this.storage);
+  private readonly added = (b: number, expiresAt: number) => this.eviction.added(b, expiresAt);
   /** calls arriving within a turn, judged in one transaction that writes the meta row once */
   private readonly gathering = new CallGathering<GroupApplyRequest, Applied>({
     together: (reqs) => this.atomically(() => this.metas.savedOnce(() => reqs.map((r) => this.applyOne(r)))),
@@ -123,7 +127,8 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
       const removed = this.eviction.evict(meta, req.watermark);
       const work = workOf(entries, recorded);
       const names = new NamesInUse(() => openChunk(this.storage, meta.names));
-      const adopted = this.adopt(meta, req.inherited ?? [], entries[0]?.settings, names);
+      const adopted = adoptMoved(this.keys, meta, req.inherited ?? [], entries[0]?.settings, () => names.chunk(), this.added);
+      this.inherited.mark(adopted);
       const layout = fixLayout(meta, work);
       const id = keyIdOf(layout);
       const held = layout ? this.keys.read(meta, layout, wantedKeys(meta.watermark, id, work)) : new Map<string, Held>();
@@ -135,7 +140,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
       if (this.ledger.record(pending, req.group, ledger)) pendingChanged = true;
       if (pendingChanged) meta.pending = storedPending(pending);
       meta.rows += inserted;
-      if (adopted > 0 || inserted > 0 || removed > 0 || ledger.length > 0 || pendingChanged || meta.open !== openBefore) this.metas.save(meta);
+      if (adopted.length > 0 || inserted > 0 || removed > 0 || ledger.length > 0 || pendingChanged || meta.open !== openBefore) this.metas.save(meta);
       this.ledger.maybePrune();
       const replayed = judged === 0 && entries.some((e) => e.rows.length > 0);
       return { decisions, gaps, ...(kept.some((k) => k.length > 0) ? { kept } : {}), replayed, inserted, removed, ...this.stats(meta) };
@@ -155,11 +160,20 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     });
   }
 
-  /** Read-only: a partition that never held state for this epoch reports zeros and stays unwritten. */
-  describe(epoch: string): PartitionStats {
+  /** Read-only: a partition that never held state for this epoch reports zeros and stays unwritten; `move`: a rescale's `elsewhere` too. */
+  describe(epoch: string, move?: MoveFigures): PartitionStats {
     const meta = this.metas.current(epoch);
     if (!meta) return { rows: 0, bytes: 0, watermark: 0, nextExpiry: null };
-    return { ...this.stats(meta, true), ...(meta.hashed === KEY_HASH_UNKEYED ? { unkeyedHash: true as const } : {}) };
+    return {
+      ...this.stats(meta, true),
+      ...(meta.hashed === KEY_HASH_UNKEYED ? { unkeyedHash: true as const } : {}),
+      ...(move ? { elsewhere: countedElsewhere(this.keys, this.inherited, meta, move) } : {}),
+    };
+  }
+
+  /** A rescale's end: no old partition holds anything, so what was read through is forgotten as such. */
+  endMove(epoch: string): void {
+    if (this.metas.current(epoch)) this.atomically(() => this.inherited.clear());
   }
 
   /** The remembered keys in key order, `limit` at a time after `after` (like Spark's state reader). */
@@ -177,8 +191,9 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     return lookupReceipt(this.storage, this.keys, meta, l, stateKey);
   }
 
-  /** A text partition's next bucket of keys, each whole (a rescale's move, src/partition/key-moves.ts). */
-  handOut(epoch: string, after: number | null, page: HandOutPage | null = null, limit = 0): HandOut {
+  /** A text partition's next bucket of keys, each whole (./key-moves.ts), once what expired at `watermark` is evicted (nothing else calls it now). */
+  handOut(epoch: string, after: number | null, page: HandOutPage | null = null, limit = 0, watermark?: number): HandOut {
+    if (watermark !== undefined && (this.metas.current(epoch)?.watermark ?? watermark) < watermark) this.advance(epoch, watermark);
     const meta = this.metas.current(epoch);
     const l = meta && layoutOf(meta);
     return meta && l ? keysOfNextBucket(this.storage, this.keys, meta, l, after, page, limit) : null;
@@ -198,7 +213,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
       const openBefore = meta.open;
       const removed = this.eviction.evict(meta, watermark);
       const names = new NamesInUse(() => openChunk(this.storage, meta.names));
-      const taken = this.adopt(meta, moved, settings, names);
+      const taken = adoptMoved(this.keys, meta, moved, settings, () => names.chunk(), this.added).length;
       if (names.open) meta.names = JSON.stringify(sealChunk(this.storage, names.open));
       if (taken > 0 || removed > 0 || meta.open !== openBefore) this.metas.save(meta);
       return { taken, ...this.stats(meta) };
@@ -230,18 +245,6 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     });
   }
 
-  /** Moved keys kept here (those not expired, and not remembered here: this partition's copy wins); how many. `meta` is updated, not saved. */
-  private adopt(meta: PartitionMeta, moved: readonly MovedKey[], settings: DedupSettings | undefined, names: NamesInUse): number {
-    const live = moved.filter((m) => m.expiresAt === null || m.expiresAt > meta.watermark);
-    if (live.length === 0 || !settings) return 0;
-    const l = fixLayoutFor(meta, settings, live[0].expiresAt);
-    const remembered = new Set(this.keys.read(meta, l, storedKeysOf(l, live)).keys());
-    const held = heldToTake(l, meta.watermark, live, remembered, () => names.chunk());
-    this.keys.write(meta, l, held, (b, e) => this.eviction.added(b, e));
-    meta.rows += held.size;
-    return held.size;
-  }
-
   async drop(): Promise<void> {
     await this.ctx.storage.deleteAll();
     this.forgetCaches();
@@ -263,6 +266,7 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
   private forgetCaches(): void {
     this.metas.forget();
     this.fences.forget();
+    this.inherited.forget();
     this.sized = undefined;
     this.keys.forget();
     this.eviction.forget();

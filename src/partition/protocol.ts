@@ -15,6 +15,23 @@ export interface PartitionStats {
   nextExpiry: number | null;
   /** describe() only: the partition stores keys by the unkeyed hash of a release before 27 (src/stream/keyed-key-hash.ts) */
   unkeyedHash?: true;
+  /** describe() during a rescale only: of `rows`, those the stream counts at another partition of the move (MoveFigures) */
+  elsewhere?: number;
+}
+
+/**
+ * What describe() is told during a rescale, for the stream's state figure
+ * to count each key once: an old partition, the page its move is at (keys
+ * up to it are handed out: src/stream/handed-out.ts); a new one, each old
+ * partition's cursor and watermark (src/partition/inherited-marks.ts).
+ */
+export type MoveFigures = { page: HandOutPage | null } | { olds: Record<number, OldHolder> };
+
+/** An old partition as a new one's figures see it: how far its move has got (src/rescale/mover.ts's cursor) and its watermark. */
+export interface OldHolder {
+  after: number | null;
+  page?: HandOutPage | null;
+  watermark: number;
 }
 
 /** A micro-batch's rows for this partition: an entry per request, judged in order. */
@@ -142,6 +159,10 @@ export interface MovedKey {
   batch: string | null;
   dropped: number;
   conflicts: number;
+  /** the stored bucket it had where it was handed out or peeked (the state figures of a move: src/partition/inherited-marks.ts) */
+  bucket?: number;
+  /** read-through: the old partition that held it, set by the caller */
+  from?: number;
 }
 
 /**
@@ -156,13 +177,14 @@ export interface PartitionRpc extends Rpc.DurableObjectBranded {
   fence(epoch: string, successors: { version: number; partitions: number }): void;
   /** Raises the partition watermark and evicts: prompt eviction without new rows. */
   advance(epoch: string, watermark: number): PartitionStats & { removed: number };
-  describe(epoch: string): PartitionStats;
+  /** The partition's figures; during a rescale, `move` asks for `elsewhere` too. Read-only. */
+  describe(epoch: string, move?: MoveFigures): PartitionStats;
   /** The remembered keys in key order, `limit` at a time after `after`. */
   list(epoch: string, after: string, limit: number): StateEntry[];
   /** The one remembered key `stateKey`, if it is, with its receipt. */
   lookup(epoch: string, stateKey: string): StateReceipt[];
-  /** A text partition's next bucket of keys after `after` (stored bucket; null: the first), each whole; null once none is left. Read-only. */
-  handOut(epoch: string, after: number | null, page?: HandOutPage | null, limit?: number): HandOut;
+  /** A text partition's next bucket of keys after `after` (stored bucket; null: the first), each whole; null once none is left. Evicts what expired at `watermark` first. */
+  handOut(epoch: string, after: number | null, page?: HandOutPage | null, limit?: number, watermark?: number): HandOut;
   /** These state keys, those remembered, each whole (text or hashed). Read-only. */
   peek(epoch: string, stateKeys: string[]): MovedKey[];
   /** The decisions recorded here for micro-batches not yet committed (a rescale hands them to the new owners). Read-only. */
@@ -173,5 +195,7 @@ export interface PartitionRpc extends Rpc.DurableObjectBranded {
   forgetBucket(epoch: string, bucket: number): PartitionStats & { removed: number };
   /** Keys moved here (a rescale): each not remembered here is kept as it was; ones remembered here keep their own copy. */
   takeIn(epoch: string, settings: DedupSettings, watermark: number, keys: MovedKey[]): PartitionStats & { taken: number };
+  /** A rescale's end, at each new partition: the keys read through are forgotten as such. */
+  endMove(epoch: string): void;
   drop(): Promise<void>;
 }

@@ -52,8 +52,9 @@ export async function handOverDecisions(sides: MoveSides): Promise<void> {
 
 /**
  * Up to `pages` pages (of at most `pageKeys` keys; 0: a bucket a page) of
- * old partition p moved from `cursor`: each handed out and taken in by the
- * keys' new owners (at `watermark`, the stream's, which carries over); a
+ * old partition p moved from `cursor`: each handed out (what expired at
+ * `watermark`, the stream's, evicted there first) and taken in by the keys'
+ * new owners (at `watermark` too, which carries over); a
  * bucket is forgotten at p once its last page is in. `onPage` is called
  * with the cursor after each page, for the caller to keep. A text
  * partition only (a hashed one keeps its keys until they expire).
@@ -69,7 +70,7 @@ export async function moveBuckets(
 ): Promise<MoveCursor> {
   let at = cursor;
   for (let i = 0; i < pages && !at.done; i++) {
-    const next = await sides.old(p).handOut(sides.epoch, at.after, at.page ?? null, pageKeys);
+    const next = await sides.old(p).handOut(sides.epoch, at.after, at.page ?? null, pageKeys, watermark);
     if (next && "hashed" in next) throw new Error(`old partition ${p} is hashed: its keys can't be routed anew, only read through until they expire`);
     if (!next) {
       at = { after: at.after, done: true };

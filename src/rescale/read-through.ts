@@ -24,6 +24,7 @@ export async function inheritedKeys(
       if (rescale.cursors[p]?.done) continue;
       (byOld.get(p) ?? byOld.set(p, new Set()).get(p)!).add(stateKeyFor(e.settings, r));
     }
-  const answers = await Promise.all([...byOld].map(([p, keys]) => old(p).peek(epoch, [...keys])));
+  // Each named by the partition it came from: a new partition marks what it keeps (src/partition/inherited-marks.ts).
+  const answers = await Promise.all([...byOld].map(async ([p, keys]) => (await old(p).peek(epoch, [...keys])).map((m) => ({ ...m, from: p }))));
   return answers.flat();
 }

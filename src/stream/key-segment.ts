@@ -43,7 +43,7 @@ import {
 } from "./segment-format";
 import { SegmentTable } from "./segment-table";
 
-export { entryKeyBytes, keyBytes, type DropEntry, type KeyEntry } from "./segment-format";
+export { compareKeyBytes, entryKeyBytes, keyBytes, type DropEntry, type KeyEntry } from "./segment-format";
 export { SegmentTable } from "./segment-table";
 
 /** A column's base and width; width 0: every value is the base (none null), so the column takes no byte per entry. */

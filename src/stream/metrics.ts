@@ -184,7 +184,7 @@ export function renderPrometheus(streams: readonly StreamMetrics[]): string {
   family(
     "edge_dedup_state_rows",
     "gauge",
-    "Keys held in state, as the partitions last reported.",
+    "Keys held in state, as the partitions last reported (during a rescale, asked of them: each key once).",
     streams.map((s) => sample("edge_dedup_state_rows", { stream: s.stream }, s.state.rows)),
   );
   family(

@@ -58,6 +58,13 @@ export function keyBytes(hashed: boolean, key: string): Uint8Array {
   return out;
 }
 
+/** Bytewise order of stored keys' bytes: the order a segment's sorted tables keep. */
+export function compareKeyBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  return a.length - b.length;
+}
+
 /** The key bytes an entry was read with (entry()), so that merging a segment again need not encode its keys again. */
 export const readWith = new WeakMap<KeyEntry, Uint8Array>();
 

@@ -21,7 +21,8 @@ export const listStreams = route({
   summary: "The streams by name, with watermark and state size",
   tag: "streams",
   auth: "admin",
-  description: "Each stream with `createdAt`, `watermark`, `state` (rows, bytes, as the partitions last reported) and its committed batch count.",
+  description:
+    "Each stream with `createdAt`, `watermark`, `state` (rows, bytes, as the partitions last reported; during a rescale, asked of them, each key once) and its committed batch count.",
   request: { query: listQuery },
   responses: { 200: { schema: streamListSchema, description: "{streams, next}; `next` is null on the last page" } },
   handler: async (c) => {
