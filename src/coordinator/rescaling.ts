@@ -199,9 +199,11 @@ export class Rescaling {
     // Every old partition is drained: every shard stops reading through them, they go, and the rescale ends.
     const ended: ShardMap = { config: meta.config, mapVersion: meta.mapVersion, rescale: null };
     await Promise.all(otherShards(this.env, meta).map((stub) => stub.adoptMap(meta.epoch, ended)));
-    await Promise.all(Array.from({ length: r.to }, (_, q) => sides.next(q).endMove(meta.epoch)));
+    const figures = await Promise.all(Array.from({ length: r.to }, async (_, q) => ({ p: q, ...(await sides.next(q).endMove(meta.epoch)) })));
     await Promise.all(Array.from({ length: r.from.partitions }, (_, p) => sides.old(p).drop()));
     this.s.metaStore.setRescale(null);
+    // The new partitions' figures as the move left them: those reported since the switch miss what moved in (takeIn reports to no book).
+    this.s.partitions.record(figures);
     return null;
   }
 

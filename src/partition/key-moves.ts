@@ -12,7 +12,7 @@
  */
 import { compareKeyBytes as compare, keyBytes, type KeyEntry, type SegmentTable } from "../stream/key-segment";
 import { isLive, type KeyStore } from "./key-store";
-import { bucketFor, heldOf, storedKey, type Held, type Layout } from "./layout";
+import { absoluteBucket, bucketFor, heldOf, storedKey, type Held, type Layout } from "./layout";
 import { layoutOf, type PartitionMeta } from "./meta";
 import type { HandOut, HandOutPage, MoveFigures, MovedKey } from "./protocol";
 import type { DedupSettings } from "../stream/dedup";
@@ -157,17 +157,19 @@ export function handedOutOf(keys: KeyStore, meta: PartitionMeta, l: Layout, page
   if (l.hashed) return 0;
   const wm = meta.watermark;
   const b = page.bucket;
-  const out = new Set<string>();
+  const last = keyBytes(false, page.key);
+  // A bucket that starts after the watermark holds no expired key: its count up to the page is a binary search per segment.
+  const noneExpired = !l.width || absoluteBucket(l, b) * l.width > wm;
+  // A key is live in one entry of its bucket at most (a copy kept again after it expired is a second entry, the first one dead).
+  let n = 0;
   for (const seg of keys.buckets.segmentsOf(b)) {
     const t = seg.kept;
-    for (let i = 0; i < t.count; i++) {
-      if (!upToPage(page, t.keyBytesAt(i))) break; // sorted: the rest are after the page
-      const e = t.entry(i, b);
-      if (isLive(l, b, e.e, wm)) out.add(e.key);
-    }
+    const end = t.after(last);
+    if (noneExpired) n += end;
+    else for (let i = 0; i < end; i++) if (isLive(l, b, t.expiryAt(i), wm)) n++;
   }
-  for (const e of keys.openOf(meta).kept.values()) if (e.b === b && isLive(l, b, e.e, wm) && upToPage(page, keyBytes(false, e.key))) out.add(e.key);
-  return out.size;
+  for (const e of keys.openOf(meta).kept.values()) if (e.b === b && isLive(l, b, e.e, wm) && upToPage(page, keyBytes(false, e.key))) n++;
+  return n;
 }
 
 /** These state keys, those remembered, each whole: what a new owner asks an old partition for (text or hashed). */

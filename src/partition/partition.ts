@@ -171,9 +171,10 @@ export class Partition extends SqliteObject<Env> implements PartitionRpc {
     };
   }
 
-  /** A rescale's end: no old partition holds anything, so what was read through is forgotten as such. */
-  endMove(epoch: string): void {
+  /** A rescale's end: no old partition holds anything, so what was read through is forgotten as such; the figures then. */
+  endMove(epoch: string): PartitionStats {
     if (this.metas.current(epoch)) this.atomically(() => this.inherited.clear());
+    return this.describe(epoch);
   }
 
   /** The remembered keys in key order, `limit` at a time after `after` (like Spark's state reader). */

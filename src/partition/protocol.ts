@@ -195,7 +195,7 @@ export interface PartitionRpc extends Rpc.DurableObjectBranded {
   forgetBucket(epoch: string, bucket: number): PartitionStats & { removed: number };
   /** Keys moved here (a rescale): each not remembered here is kept as it was; ones remembered here keep their own copy. */
   takeIn(epoch: string, settings: DedupSettings, watermark: number, keys: MovedKey[]): PartitionStats & { taken: number };
-  /** A rescale's end, at each new partition: the keys read through are forgotten as such. */
-  endMove(epoch: string): void;
+  /** A rescale's end, at each new partition: the keys read through are forgotten as such; its figures then. */
+  endMove(epoch: string): PartitionStats;
   drop(): Promise<void>;
 }

@@ -71,12 +71,20 @@ describe.each([1, 3])("a rescale under load, killed in the middle (%i shard(s))"
     await Promise.all([0, 1, 2].map(client));
     expect(patched).toBe(true);
     expect(killedMidMove).toBe(true);
+    // While the move goes on (if it still does), state.rows counts each id once: keys read through and pages handed out are in two partitions.
+    let seenMoving = 0;
     const done = await pollUntil(
       () => api.stream(s),
-      (d) => !("rescale" in d) || d.rescale === undefined,
+      (d) => {
+        if (d.rescale === undefined) return true;
+        expect(d.state.rows, `state.rows with ${d.rescale.keysMoved} keys moved`).toBe(sent.size);
+        seenMoving++;
+        return false;
+      },
       60_000,
-      250,
+      100,
     );
+    console.log(`rescale-e2e: state.rows checked ${seenMoving} time(s) during the move`);
     expect(done.rescale).toBeUndefined();
     expect(done.config.partitions).toBe(7);
     // Exactly once: each id in the output once, and the answers' emitted counts add up to the ids.

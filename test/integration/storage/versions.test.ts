@@ -526,7 +526,7 @@ it("a new partition gets at once the layout the migrations build step by step (t
   const stepped = env.PARTITION.getByName("versions/stepped") as DurableObjectStub<Partition>;
   await layoutAt(stepped, Math.max(...PARTITION_MIGRATIONS.map((m) => m.version)), () => {});
   const want = await shape(stepped);
-  expect(want.tables.map((t) => t.name)).toEqual(["_schema", "fence", "kept_names", "ledger", "meta", "receipts", "segments"]);
+  expect(want.tables.map((t) => t.name)).toEqual(["_schema", "fence", "inherited", "kept_names", "ledger", "meta", "receipts", "segments"]);
   expect(await shape(fresh)).toEqual(want);
   // And it works as one: a batch stored, found, listed.
   const r = await applyOne(fresh, {
