@@ -1,6 +1,6 @@
 /**
  * Which of an old partition's keys a move has handed out, by its cursor
- * (./mover.ts): the new owners hold those, so the stream's state figure
+ * (src/rescale/mover.ts): the new owners hold those, so the stream's state figure
  * counts them there and not at the old partition, which keeps them until
  * their bucket's last page is in. Pure.
  *
@@ -17,7 +17,7 @@ interface Page {
   key: string;
 }
 
-/** Where an old partition's move stands (its cursor: ./mover.ts), as the state figures need it. */
+/** Where an old partition's move stands (its cursor: src/rescale/mover.ts), as the state figures need it. */
 export interface HandedOut {
   after: number | null;
   page?: Page | null;
