@@ -118,9 +118,13 @@ export class Intake {
     // One shard judges a batch id, ever: a sender with a stale count of shards is told to route it again.
     const shards = meta ? intakeShardsOf(meta.config) : 1;
     const owns = reqs.map((req) => (recall || !meta ? { kind: "known-only" as const } : ownership(req.batchId, meta.shard, shards, meta.shardChange, now)));
-    // Moved here by shard changes: the shards that had them answer the batches they know (a replay, a 422, in flight), all asked at once, before any is admitted here.
-    // (No await when none is: a call of batches none of which moved is admitted in the turn it came, as before shard changes.)
-    const asking = owns.map((own, i) => (own.kind === "consult" && meta ? recalled(this.env, meta.name, own.shards, reqs[i], deadline) : null));
+    // Moved here by shard changes: the shards that had them answer the batches they know (a replay, a 422, in flight), all asked at once before any is admitted
+    // here, unless this shard refuses the caller (as they would: the same credentials). No await when none is asked: admitted in the turn the call came.
+    const asking = owns.map((own, i) =>
+      own.kind === "consult" && meta && this.s.credentials.caller(meta.config, reqs[i].sourceHeader, reqs[i].auth).kind === "ok"
+        ? recalled(this.env, meta.name, own.shards, reqs[i], deadline)
+        : null,
+    );
     const asked = asking.some((a) => a !== null) ? await Promise.all(asking) : asking.map(() => null);
     for (const [i, req] of reqs.entries()) {
       if (!meta) {

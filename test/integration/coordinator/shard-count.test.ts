@@ -10,6 +10,8 @@
  * batches until a later change takes them up again.
  */
 import { env, exports } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
+import type { IngestRequest } from "../../../src/coordinator/protocol";
 import { describe, expect, it } from "vitest";
 import { armFault, batchFaultKey, holdRun, SHARD_CHANGE_FAULT_POINTS, shardChangeFaultKey } from "../../../src/instrument/faults";
 import { seqBase, shardFor } from "../../../src/stream/shards";
@@ -347,6 +349,36 @@ describe("PATCH shards on a live stream", () => {
       expect((await viaToken(added.secret, `${batchId}`)).status, `added, shard ${k}`).toBe(200);
       expect((await viaToken(dropped.secret, batchId)).status, `deleted, shard ${k}`).toBe(403);
     }
+  });
+
+  it("a moved id from a caller its new shard refuses is answered there: its old shard is not sent the body", async () => {
+    const s = "grow-refused";
+    await createStream(s, base);
+    expect((await call("PATCH", `/v1/streams/${s}`, { shards: 4 })).status).toBe(202);
+    const old = env.COORDINATOR.getByName(s);
+    let recalls = 0;
+    // Counted at its intake (an RPC method is the class's: an own property is not called).
+    await runInDurableObject(old, (c) => {
+      const intake = (c as unknown as { intake: { recall: (...args: unknown[]) => unknown } }).intake;
+      const recall = intake.recall.bind(intake);
+      intake.recall = (...args) => (recalls++, recall(...args));
+    });
+    const request = (batchId: string, auth: IngestRequest["auth"]): IngestRequest => ({
+      sourceHeader: "app",
+      batchId,
+      auth,
+      rows: [{ id: "r", ts: at(10, 0) }],
+      identity: `identity-of-${batchId}`,
+      bytes: 30,
+    });
+    // Shard 2 judges ids that shard 0 had: an admitted caller's is asked of shard 0 first…
+    const moved = env.COORDINATOR.getByName(`${s}#2`);
+    expect((await moved.ingestMany([request(idMoving(0, 2, "ok"), { kind: "admin" })]))[0]).toMatchObject({ kind: "done" });
+    expect(recalls).toBe(1);
+    // …a token this stream never issued (one a Worker's admission cache still held, say) is refused without it.
+    const [refused] = await moved.ingestMany([request(idMoving(0, 2, "no"), { kind: "token", hash: "no-such-token" })]);
+    expect(refused).toEqual({ kind: "unauthorized" });
+    expect(recalls).toBe(1);
   });
 
   it("refuses the same count and a bad one", async () => {
