@@ -62,8 +62,7 @@ export class StreamReads {
       watermarkApplied: view.watermarkApplied,
       sources,
       state: {
-        rows: stats.reduce((a, s) => a + s.rows, 0),
-        bytes: stats.reduce((a, s) => a + s.bytes, 0),
+        ...totalsOf(stats),
         ...unkeyedHash(stats),
         largestPartitionBytes: stats.reduce((a, s) => Math.max(a, s.bytes), 0),
       },
@@ -149,8 +148,7 @@ export class StreamReads {
    */
   private async lastState(meta: Meta, reported: { rows: number; bytes: number }): Promise<{ rows: number; bytes: number }> {
     if (!meta.rescale) return reported;
-    const stats = await this.partitionFigures(meta);
-    return { rows: stats.reduce((a, s) => a + s.rows, 0), bytes: stats.reduce((a, s) => a + s.bytes, 0) };
+    return totalsOf(await this.partitionFigures(meta));
   }
 
   /** The delay advisor over the live figures (src/stream/advisor/live.ts), every shard's merged on shard 0. */
@@ -254,6 +252,9 @@ export class StreamReads {
 }
 
 /** How many partitions store keys by the unkeyed hash of an earlier release (health warns: src/stream/health.ts), when any do. */
+/** The partitions' rows and bytes, summed. */
+const totalsOf = (stats: readonly PartitionStats[]) => ({ rows: stats.reduce((a, s) => a + s.rows, 0), bytes: stats.reduce((a, s) => a + s.bytes, 0) });
+
 function unkeyedHash(stats: readonly { unkeyedHash?: true }[]): { unkeyedHashPartitions?: number } {
   const n = stats.filter((s) => s.unkeyedHash).length;
   return n > 0 ? { unkeyedHashPartitions: n } : {};

@@ -1,5 +1,6 @@
 import type { DedupSettings } from "../stream/dedup";
 import type { RowColumns } from "../stream/row-columns";
+import type { HandedOut, HandOutPage } from "../stream/handed-out";
 
 /**
  * The Partition's protocol: what its RPC methods take and answer. Callers
@@ -27,10 +28,8 @@ export interface PartitionStats {
  */
 export type MoveFigures = { page: HandOutPage | null } | { olds: Record<number, OldHolder> };
 
-/** An old partition as a new one's figures see it: how far its move has got (src/rescale/mover.ts's cursor) and its watermark. */
-export interface OldHolder {
-  after: number | null;
-  page?: HandOutPage | null;
+/** An old partition as a new one's figures see it: how far its move has got (its cursor) and its watermark. */
+export interface OldHolder extends HandedOut {
   watermark: number;
 }
 
@@ -134,11 +133,7 @@ export interface StateReceipt extends StateEntry {
  */
 export type HandOut = { bucket: number; keys: MovedKey[]; last: boolean } | { hashed: true } | null;
 
-/** Where a hand-out goes on: within `bucket`, after its key `key` (a bucket handed out a page at a time). */
-export interface HandOutPage {
-  bucket: number;
-  key: string;
-}
+export type { HandOutPage } from "../stream/handed-out";
 
 /** A partition's ledger entry as a rescale hands it over: [id, recorded at, [[batch key, decisions], …]]. */
 export type LedgerEntry = [string, number, [string, string][]];

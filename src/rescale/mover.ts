@@ -11,7 +11,8 @@
  * and a key is never without an owner: a bucket is forgotten where it was
  * only after its new owners have taken it in.
  */
-import type { HandOutPage, MovedKey, PartitionRpc } from "../partition/protocol";
+import type { MovedKey, PartitionRpc } from "../partition/protocol";
+import type { HandedOut } from "../stream/handed-out";
 import type { DedupSettings } from "../stream/dedup";
 import { ownerOf, routingKeyOf, successors } from "../stream/partition-map";
 
@@ -28,14 +29,8 @@ export interface MoveSides {
   next: (q: number) => Stub;
 }
 
-/**
- * Where an old partition's move stands: the last bucket moved whole (stored
- * form; null: none yet), the last key moved of the bucket under way (null:
- * none), and whether none is left.
- */
-export interface MoveCursor {
-  after: number | null;
-  page?: HandOutPage | null;
+/** Where an old partition's move stands (src/stream/handed-out.ts), and whether none is left. */
+export interface MoveCursor extends HandedOut {
   done: boolean;
 }
 

@@ -24,9 +24,7 @@ export async function figuresDuringMove(
   const olds = undrained(r);
   const oldStats = await Promise.all(olds.map((p) => old(p).describe(epoch, { page: r.cursors[p].page ?? null })));
   const holders: Record<number, OldHolder> = {};
-  olds.forEach((p, i) => {
-    holders[p] = { after: r.cursors[p].after, page: r.cursors[p].page ?? null, watermark: oldStats[i].watermark };
-  });
+  olds.forEach((p, i) => void (holders[p] = { ...r.cursors[p], watermark: oldStats[i].watermark }));
   const newStats = await Promise.all(Array.from({ length: partitions }, (_, q) => next(q).describe(epoch, { olds: holders })));
   return [...newStats, ...oldStats].map(({ elsewhere, ...s }) => ({ ...s, rows: s.rows - (elsewhere ?? 0) }));
 }

@@ -11,16 +11,16 @@
  */
 import { compareKeyBytes, keyBytes } from "./key-segment";
 
-/** A page of a bucket handed out: up to its key `key` (src/partition/protocol.ts's HandOutPage). */
-interface Page {
+/** Where a hand-out goes on: within `bucket`, after its key `key` (a bucket handed out a page at a time). */
+export interface HandOutPage {
   bucket: number;
   key: string;
 }
 
-/** Where an old partition's move stands (its cursor: src/rescale/mover.ts), as the state figures need it. */
+/** Where an old partition's move stands: the last bucket moved whole (stored form; null: none yet) and the page of the bucket under way (null: none). */
 export interface HandedOut {
   after: number | null;
-  page?: Page | null;
+  page?: HandOutPage | null;
 }
 
 /** Whether the key `key` of stored bucket `bucket` (a text key) has been handed out. */
@@ -33,4 +33,4 @@ export function isHandedOut(cursor: HandedOut, bucket: number, key: string): boo
 }
 
 /** Whether a key of bucket `page.bucket`, as stored bytes, is at or before the page's last. */
-export const upToPage = (page: Page, key: Uint8Array): boolean => compareKeyBytes(key, keyBytes(false, page.key)) <= 0;
+export const upToPage = (page: HandOutPage, key: Uint8Array): boolean => compareKeyBytes(key, keyBytes(false, page.key)) <= 0;

@@ -104,6 +104,19 @@ describe("state.rows during a rescale", () => {
     );
   }, 240_000);
 
+  it("a GET that comes while a move step runs waits for it: the count is never read half way through a step", async () => {
+    const stream = "sf-during-step";
+    await createStream(stream, { key: ["id"], eventTime: "ts", watermarkDelay: "1 hour", partitions: 2 });
+    const ids = Array.from({ length: 1500 }, (_, i) => i);
+    await post(stream, rowsOf(ids, 0));
+    expect((await call("PATCH", `/v1/streams/${stream}`, { partitions: 3 })).status).toBe(202);
+    const coordinator = env.COORDINATOR.getByName(stream);
+    for (let step = 0; step < 8; step++) {
+      const [, rows] = await Promise.all([runDurableObjectAlarm(coordinator), stateRows(stream)]);
+      expect(rows, `step ${step}`).toBe(ids.length);
+    }
+  });
+
   it("a bucket handed out part way while the watermark is inside it: its dead keys up to the page count nowhere", async () => {
     const stream = "sf-front";
     // Delay 1 h: buckets of 7.5 min of expiry. 600 keys over minutes 0..7 are one bucket, more than two pages.
